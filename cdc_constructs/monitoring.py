@@ -56,7 +56,7 @@ class StreamConsumerMonitoring(Construct):
     :param consumer: the StreamConsumer to watch.
     :param alarm_topic: Default: a new :class:`AlarmTopic` (encrypted, TLS-only).
     :param dashboard: add this consumer's widgets to an existing dashboard. Default: a new one.
-    :param iterator_age_threshold: Default ``max_record_age`` × 0.25.
+    :param iterator_age_threshold: Default a quarter of ``max_record_age``.
 
     Escape hatches: :attr:`alarms` (by name), :attr:`alarm_topic`, :attr:`dashboard`.
     """
@@ -85,14 +85,16 @@ class StreamConsumerMonitoring(Construct):
         name = consumer.consumer_name
         function = consumer.function
 
+        on_failure_queue = consumer.dead_letter_queue
+        quarantine_queue = consumer.quarantine_queue
         metrics = {
             "IteratorAge": function.metric(
                 "IteratorAge", statistic=cloudwatch.Stats.MAXIMUM, period=period
             ),
-            "OnFailureQueueDepth": consumer.dead_letter_queue.metric_approximate_number_of_messages_visible(
+            "OnFailureQueueDepth": on_failure_queue.metric_approximate_number_of_messages_visible(
                 statistic=cloudwatch.Stats.MAXIMUM, period=period
             ),
-            "QuarantineQueueDepth": consumer.quarantine_queue.metric_approximate_number_of_messages_visible(
+            "QuarantineQueueDepth": quarantine_queue.metric_approximate_number_of_messages_visible(
                 statistic=cloudwatch.Stats.MAXIMUM, period=period
             ),
             "RecordsQuarantined": self._runtime_metric(consumer, "RecordsQuarantined", period),

@@ -124,7 +124,7 @@ class StreamConsumer(Construct):
         not use the X-Ray SDK; lag and loss are measured by metrics and alarms).
     :param environment: extra environment variables.
     :param reserved_concurrent_executions: Default none (a stream consumer's concurrency is
-        bounded by shards × parallelization factor anyway).
+        bounded by shards times parallelization factor anyway).
 
     Event source mapping (AWS limits are enforced; see defaults.py for the reasons):
 
@@ -271,7 +271,7 @@ class StreamConsumer(Construct):
                 self,
                 "Role",
                 assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description=f"Stream consumer {consumer_name}: least privilege, no managed policies",
+                description=f"Stream consumer {consumer_name}: least privilege",
             )
             self.log_group = logs.LogGroup(self, "LogGroup", retention=log_retention)
             self.function: lambda_.Function = lambda_.Function(

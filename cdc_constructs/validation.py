@@ -155,7 +155,7 @@ def check_filters(
                 f"at most {defaults.MAX_FILTERS} patterns per event source mapping (AWS limit)",
             )
         )
-    images = _IMAGES_BY_VIEW_TYPE.get(stream_view_type or "", None)
+    images = _IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
     for index, pattern in enumerate(filters):
         prop = f"filters[{index}]"
         if not isinstance(pattern, Mapping) or not pattern:
