@@ -75,7 +75,7 @@ def test_key_prefix():
 
 @pytest.mark.parametrize("prefix", ["", None])
 def test_key_prefix_rejects_empty_prefix(prefix):
-    with pytest.raises(CdcConfigurationError, match="prefix=.*: a non-empty str"):
+    with pytest.raises(CdcConfigurationError, match=r"prefix=.*: a non-empty str"):
         StreamFilters.key_prefix("pk", prefix)
 
 
