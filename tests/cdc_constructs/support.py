@@ -84,3 +84,26 @@ def _as_list(value: Any) -> list[Any]:
 
 def actions(statement: dict[str, Any]) -> list[str]:
     return _as_list(statement.get("Action", []))
+
+
+def grants(template: dict[str, Any]) -> set[tuple[str, str]]:
+    """Every (action, resource) pair allowed by the template's IAM policies.
+
+    Statements are flattened because CDK merges statements with equal actions
+    (@aws-cdk/aws-iam:minimizePolicies). Resources are rendered as compact JSON.
+    """
+    import json
+
+    pairs = set()
+    for statement in statements(template):
+        assert statement["Effect"] == "Allow", statement
+        for action in actions(statement):
+            for resource in _as_list(statement["Resource"]):
+                pairs.add((action, resource if isinstance(resource, str) else json.dumps(resource)))
+    return pairs
+
+
+def arn_of(logical_id: str, attribute: str = "Arn") -> str:
+    import json
+
+    return json.dumps({"Fn::GetAtt": [logical_id, attribute]})
