@@ -9,6 +9,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
+from cfnlint.api import ManualArgs, lint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_DIR = REPO_ROOT / "tests" / "snapshots"
@@ -107,3 +108,16 @@ def arn_of(logical_id: str, attribute: str = "Arn") -> str:
     import json
 
     return json.dumps({"Fn::GetAtt": [logical_id, attribute]})
+
+
+# W3005 ("obsolete DependsOn"): aws-cdk-lib always makes a function depend on its role
+# explicitly, besides the GetAtt; harmless, and not ours to change.
+CFN_LINT_IGNORED = ["W3005"]
+
+
+def cfn_lint(template: dict[str, Any]) -> list[str]:
+    """cfn-lint's findings on a synthesized template (empty when clean)."""
+    import json
+
+    config = ManualArgs(regions=["us-east-1", "eu-west-1"], ignore_checks=CFN_LINT_IGNORED)
+    return [str(match) for match in lint(json.dumps(template), config=config)]

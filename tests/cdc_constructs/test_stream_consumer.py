@@ -11,8 +11,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from cdc_constructs import ChangeCaptureTable, IdempotencyTable, StreamConsumer
-from tests.cdc_constructs.support import arn_of, grants, only, resources
+from cdc_constructs import ChangeCaptureTable, IdempotencyTable, StreamConsumer, StreamFilters
+from tests.cdc_constructs.support import arn_of, cfn_lint, grants, only, resources
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -275,3 +275,64 @@ def _logical_id(template: dict, prefix: str) -> str:
     ]
     assert len(ids) == 1, f"{prefix}: {ids} in {sorted(template['Resources'])}"
     return ids[0]
+
+
+@pytest.mark.parametrize(
+    "variant",
+    ["defaults", "customer_key", "existing_function", "keys_only_with_filters"],
+)
+def test_cfn_lint_is_clean_on_every_variant(stack, variant):
+    if variant == "defaults":
+        _consumer(stack)
+    elif variant == "customer_key":
+        key = kms.Key(stack, "Key", enable_key_rotation=True)
+        table = ChangeCaptureTable(stack, "Orders", partition_key=PK, encryption_key=key)
+        StreamConsumer(
+            stack,
+            "Consumer",
+            table=table,
+            encryption_key=key,
+            idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),
+        )
+    elif variant == "existing_function":
+        function = lambda_.Function(
+            stack,
+            "Mine",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler="index.handler",
+            code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
+        )
+        _consumer(stack, function=function)
+    else:
+        table = ChangeCaptureTable(
+            stack, "Orders", partition_key=PK, stream=dynamodb.StreamViewType.KEYS_ONLY
+        )
+        StreamConsumer(
+            stack,
+            "Consumer",
+            table=table,
+            filters=[
+                StreamFilters.key_prefix("pk", "OUTBOX#"),
+                StreamFilters.event_names("INSERT"),
+            ],
+        )
+    assert cfn_lint(Template.from_stack(stack).to_json()) == []
+
+
+def test_customer_keys_are_granted_without_wildcard_actions(stack):
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK, encryption_key=key)
+    StreamConsumer(
+        stack,
+        "Consumer",
+        table=table,
+        encryption_key=key,
+        idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),
+    )
+    key_arn = arn_of(_logical_id(Template.from_stack(stack).to_json(), "Key"))
+    key_actions = {
+        action
+        for action, resource in grants(Template.from_stack(stack).to_json())
+        if resource == key_arn
+    }
+    assert key_actions == {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"}
