@@ -8,7 +8,9 @@ written to ``validation-report.json`` in the cloud assembly)::
 
 Acknowledge a finding on the consumer (or any construct above it) with its reason::
 
-    Validations.of(mapping).acknowledge(id="CDC-ESM6", reason="only new orders matter")
+    Validations.of(mapping).acknowledge(
+        Acknowledgment(id="CDC-ESM6", reason="only orders placed after go-live matter")
+    )
 """
 
 from __future__ import annotations
@@ -76,10 +78,10 @@ class CdcChecks(NagPack):
     - CDC-ESM8 an IteratorAge alarm on the consumer function (warning)
 
     It judges the synthesized templates (escape-hatch overrides included), so it runs as a
-    validation plugin during synthesis; calling ``validate_scope`` on an unsynthesized app
-    raises ``CdcChecksError``. A table, stream, function or alarm is recognised when it is in
-    the consumer's own template; a value known only at deployment (a parameter or an import)
-    is reported under the rule that needs it.
+    validation plugin during synthesis; ``validate_scope`` on an unsynthesized app raises a
+    ``RuntimeError`` saying so (a ``CdcChecksError`` re-raised by jsii). A table, stream,
+    function or alarm is recognised when it is in the consumer's own template; a value known
+    only at deployment (a parameter or an import) is reported under the rule that needs it.
 
     Args:
         scope: the app; needed only with ``write_suppressions_to_cloud_formation``.
