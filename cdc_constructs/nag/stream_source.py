@@ -215,24 +215,36 @@ class StreamSource:
         if self.function is None:
             return frozenset()
         target = NagRules.resolve_resource_from_intrinsic(node, self.function)
-        if not isinstance(target, str):
-            return frozenset()
-        names = {target}
-        if target.startswith("arn:"):  # arn:aws:lambda:region:account:function:name[:qualifier]
-            names.add(target.split(":")[6])
-        resource = self.resources.get(target)
-        if resource is not None and resource.get("Type") in FUNCTION_ALIAS_TYPES:
-            aliased = NagRules.resolve_resource_from_intrinsic(
-                node, dig(resource, "Properties", "FunctionName")
-            )
-            if isinstance(aliased, str):
-                names.add(aliased)
-                resource = self.resources.get(aliased)
-        if resource is not None:
-            literal_name = dig(resource, "Properties", "FunctionName")
+        if isinstance(target, str) and target.startswith("arn:"):
+            # arn:aws:lambda:region:account:function:name[:qualifier]
+            return frozenset({target, target.split(":")[6]})
+        names = {target} if isinstance(target, str) else set()
+        # CDK names an alias "<Select 6 of Split ':' of Ref Alias>:<alias>", so look for the
+        # references anywhere in the value (cdk-nag's helper reads only the outermost one).
+        names |= referenced_logical_ids(self.function)
+        for name in list(names):
+            resource = self.resources.get(name) or {}
+            if resource.get("Type") in FUNCTION_ALIAS_TYPES:
+                names |= referenced_logical_ids(dig(resource, "Properties", "FunctionName"))
+        for name in list(names):
+            literal_name = dig(self.resources.get(name), "Properties", "FunctionName")
             if isinstance(literal_name, str):
                 names.add(literal_name)
         return frozenset(names)
+
+
+def referenced_logical_ids(value: Any) -> set[str]:
+    """The targets of every ``Ref`` and ``Fn::GetAtt`` anywhere inside ``value``."""
+    if isinstance(value, Mapping):
+        if isinstance(value.get("Ref"), str):
+            return {value["Ref"]}
+        get_att = value.get("Fn::GetAtt")
+        if isinstance(get_att, list) and get_att and isinstance(get_att[0], str):
+            return {get_att[0]}
+        return set().union(*(referenced_logical_ids(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(referenced_logical_ids(v) for v in value))
+    return set()
 
 
 def _classify_source(

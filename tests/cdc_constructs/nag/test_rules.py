@@ -78,6 +78,16 @@ def function(scope: Construct, construct_id: str) -> lambda_.Function:
     )
 
 
+def table_v2(scope: Construct, view: str) -> dynamodb.TableV2:
+    """A TableV2 (AWS::DynamoDB::GlobalTable), as ChangeCaptureTable makes."""
+    return dynamodb.TableV2(
+        scope,
+        "TableV2",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        dynamo_stream=dynamodb.StreamViewType(view),
+    )
+
+
 def iterator_age_alarm(scope: Construct, construct_id: str, fn: lambda_.IFunction) -> None:
     fn.metric("IteratorAge", statistic="Maximum").create_alarm(
         scope, construct_id, threshold=600_000, evaluation_periods=1
@@ -244,6 +254,33 @@ def _(scope: Construct, shared: Shared) -> None:
     mapping(scope, shared, fn=fn)
 
 
+@fragment("compliant-table-v2")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, event_source_arn=table_v2(scope, "KEYS_ONLY").table_stream_arn)
+
+
+@fragment("compliant-through-alias")
+def _(scope: Construct, shared: Shared) -> None:
+    fn = function(scope, "Function")
+    iterator_age_alarm(scope, "Alarm", fn)
+    alias = lambda_.Alias(scope, "Live", alias_name="live", version=fn.current_version)
+    mapping(scope, shared, fn=alias)
+
+
+@fragment("compliant-kinesis-enhanced-fan-out")
+def _(scope: Construct, shared: Shared) -> None:
+    stream = kinesis.Stream(scope, "Stream", retention_period=Duration.hours(48))
+    consumer = kinesis.CfnStreamConsumer(
+        scope, "Consumer", consumer_name="fan-out", stream_arn=stream.stream_arn
+    )
+    mapping(
+        scope,
+        shared,
+        event_source_arn=consumer.attr_consumer_arn,
+        maximum_record_age_in_seconds=100_000,
+    )
+
+
 @fragment("not-a-stream-sqs-mapping")
 def _(scope: Construct, shared: Shared) -> None:
     lambda_.CfnEventSourceMapping(
@@ -375,6 +412,16 @@ def _(scope: Construct, shared: Shared) -> None:
 def _(scope: Construct, shared: Shared) -> None:
     table = shared.tables[dynamodb.StreamViewType.OLD_IMAGE]
     pipe(scope, shared, source=table.table_stream_arn, filters=[NEW_IMAGE_FILTER])
+
+
+@fragment("new-image-filter-on-table-v2-keys-only", "CDC-ESM7")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(
+        scope,
+        shared,
+        event_source_arn=table_v2(scope, "KEYS_ONLY").table_stream_arn,
+        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [NEW_IMAGE_FILTER]),
+    )
 
 
 @fragment("no-iterator-age-alarm", "CDC-ESM8")
