@@ -83,7 +83,7 @@ def dig(value: Any, *keys: str) -> Any:
             return None
         if is_intrinsic(value) or not isinstance(value, Mapping):
             raise UnresolvableValueError(
-                f"cannot read {key!r} from {value!r}: it is only known at deployment"
+                f"cannot read {key!r} from {value!r}: it is not an object known at synthesis"
             )
         value = value.get(key)
     return value
@@ -93,13 +93,15 @@ def _literal_text(value: Any) -> str:
     """The literal characters of an ARN: a string, or the string parts of Fn::Join / Fn::Sub."""
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping) and "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return str(separator).join(p if isinstance(p, str) else "" for p in parts)
-    if isinstance(value, Mapping) and "Fn::Sub" in value:
-        template = value["Fn::Sub"]
-        return template if isinstance(template, str) else str(template[0])
-    return ""
+    if not isinstance(value, Mapping):
+        return ""
+    join = value.get("Fn::Join")
+    if isinstance(join, list) and len(join) == 2 and isinstance(join[1], list):
+        return str(join[0]).join(p if isinstance(p, str) else "" for p in join[1])
+    sub = value.get("Fn::Sub")
+    if isinstance(sub, list) and sub:
+        sub = sub[0]
+    return sub if isinstance(sub, str) else ""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,10 @@ except ImportError as error:  # pragma: no cover - only until the constructs bra
     )
 
 
+# One worker synthesizes this module's app once (the suite runs with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("nag-reference-stack")
+
+
 @pytest.fixture(scope="module")
 def findings(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     app = App(outdir=str(tmp_path_factory.mktemp("cdk.out")))

@@ -29,6 +29,10 @@ from .validation_report import Finding, rule_ids, synthesize_with_checks
 STACK = "Fragments"
 PIPE_ROLE = "arn:aws:iam::123456789012:role/pipe"
 
+# One worker synthesizes this module's app once (the suite runs with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("nag-rules")
+
+
 Build = Callable[[Construct, "Shared"], None]
 FRAGMENTS: dict[str, Build] = {}
 EXPECTED: dict[str, set[str]] = {}

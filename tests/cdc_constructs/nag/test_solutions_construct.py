@@ -18,6 +18,10 @@ from .validation_report import Finding, rule_ids, synthesize_with_checks
 MAPPING = "SolutionsConstruct/StreamsToLambda/LambdaFunction/DynamoDBEventSource:"
 
 
+# One worker synthesizes this module's app once (the suite runs with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("nag-solutions-construct")
+
+
 @pytest.fixture(scope="module")
 def findings(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
     app = App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
