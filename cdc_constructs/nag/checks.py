@@ -15,6 +15,8 @@ Acknowledge a finding on the consumer (or any construct above it) with its reaso
 
 from __future__ import annotations
 
+from typing import cast
+
 import jsii
 from aws_cdk import CfnResource, PolicyValidationPluginReport
 from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
@@ -131,4 +133,5 @@ class CdcChecks(NagPack):
         if source is None:
             return
         for rule in RULES:
-            self._apply_rule(_RuleApplication(rule, node, source))
+            # The protocol declares its members settable; cdk-nag only reads them.
+            self._apply_rule(cast(IApplyRule, _RuleApplication(rule, node, source)))
