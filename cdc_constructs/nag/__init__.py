@@ -1,0 +1,21 @@
+"""A cdk-nag rule pack that audits any CDK app's stream consumers.
+
+``CdcChecks`` checks every Lambda event source mapping and EventBridge Pipe that reads a
+DynamoDB or Kinesis stream for finite retries, a record age below the stream's retention,
+bisect, an on-failure destination, ReportBatchItemFailures, TRIM_HORIZON, filters that fit the
+stream view, and an IteratorAge alarm::
+
+    from aws_cdk import App, Validations
+    from cdc_constructs.nag import CdcChecks
+
+    app = App()
+    ...  # your stacks
+    Validations.of(app).add_plugins(CdcChecks())
+    app.synth()
+"""
+
+from cdc_constructs.nag.checks import PLUGIN_NAME, CdcChecks
+from cdc_constructs.nag.exceptions import CdcChecksError
+from cdc_constructs.nag.rules import RULES, CdcRule
+
+__all__ = ["PLUGIN_NAME", "RULES", "CdcChecks", "CdcChecksError", "CdcRule"]

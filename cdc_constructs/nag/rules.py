@@ -1,0 +1,305 @@
+"""The CdcChecks rules: what a safe stream consumer looks like, one rule per setting.
+
+Every rule judges a ``StreamSource`` (a Lambda event source mapping or an EventBridge Pipe that
+reads a DynamoDB or Kinesis stream) and returns a ``NagRuleCompliance``. Rule ids are
+``CDC-ESM1`` ... ``CDC-ESM8`` for both kinds of consumer: a pipe polls its stream with the same
+engine and the same settings, so one id names one concern wherever it appears.
+
+Values a rule needs but that are only known at deployment (parameters, imports, conditions)
+make the rule raise; cdk-nag reports the rule for that resource, so an unverifiable setting is
+a finding that can be acknowledged with its reason, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import CfnResource
+from cdk_nag import NagMessageLevel, NagRuleCompliance, NagRules
+
+from cdc_constructs.nag.stream_source import (
+    StreamKind,
+    StreamSource,
+    UnresolvableValueError,
+    dig,
+    is_intrinsic,
+)
+
+PACK_NAME = "CDC"
+"""cdk-nag prefixes each rule id with the pack name: ``CDC-ESM1``."""
+
+COMPLIANT = NagRuleCompliance.COMPLIANT
+NON_COMPLIANT = NagRuleCompliance.NON_COMPLIANT
+NOT_APPLICABLE = NagRuleCompliance.NOT_APPLICABLE
+
+Check = Callable[[CfnResource, StreamSource], NagRuleCompliance]
+
+
+@dataclass(frozen=True)
+class CdcRule:
+    """One rule of the pack."""
+
+    suffix: str
+    """The id after the pack name, e.g. ``ESM1``."""
+    level: NagMessageLevel
+    info: str
+    """The cause, one line."""
+    explanation: str
+    """Why it matters and what to change."""
+    check: Check
+
+    @property
+    def rule_id(self) -> str:
+        """The id findings carry and ``Validations.of(x).acknowledge`` takes, e.g. ``CDC-ESM1``."""
+        return f"{PACK_NAME}-{self.suffix}"
+
+
+def _primitive(node: CfnResource, value: Any) -> Any:
+    """``value`` itself; raises (via cdk-nag) when it is only known at deployment."""
+    return NagRules.resolve_if_primitive(node, value)
+
+
+def _is_true(node: CfnResource, value: Any) -> bool:
+    return value is not None and str(_primitive(node, value)).lower() == "true"
+
+
+def finite_retries(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """MaximumRetryAttempts is set and not -1 (infinite, the default)."""
+    retries = dig(source.settings, "MaximumRetryAttempts")
+    if retries is None or int(_primitive(node, retries)) < 0:
+        return NON_COMPLIANT
+    return COMPLIANT
+
+
+def record_age_below_retention(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """MaximumRecordAgeInSeconds is set, not -1, and below the stream's retention."""
+    age = dig(source.settings, "MaximumRecordAgeInSeconds")
+    if age is None:
+        return NON_COMPLIANT
+    seconds = int(_primitive(node, age))
+    if seconds < 0 or seconds >= source.retention_seconds(node):
+        return NON_COMPLIANT
+    return COMPLIANT
+
+
+def bisect_on_error(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """ESM: BisectBatchOnFunctionError true. Pipe: OnPartialBatchItemFailure AUTOMATIC_BISECT."""
+    if source.is_pipe:
+        mode = dig(source.settings, "OnPartialBatchItemFailure")
+        bisects = mode is not None and _primitive(node, mode) == "AUTOMATIC_BISECT"
+    else:
+        bisects = _is_true(node, dig(source.settings, "BisectBatchOnFunctionError"))
+    return COMPLIANT if bisects else NON_COMPLIANT
+
+
+def on_failure_destination(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """ESM: DestinationConfig.OnFailure.Destination. Pipe: DeadLetterConfig.Arn.
+
+    Any value counts, a reference included: the rule asks that there is one.
+    """
+    if source.is_pipe:
+        destination = dig(source.settings, "DeadLetterConfig", "Arn")
+    else:
+        destination = dig(source.settings, "DestinationConfig", "OnFailure", "Destination")
+    return COMPLIANT if destination not in (None, "") else NON_COMPLIANT
+
+
+def report_batch_item_failures(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """ESM: FunctionResponseTypes contains ReportBatchItemFailures.
+
+    Not applicable to a pipe: a pipe honours a ``batchItemFailures`` response from its Lambda or
+    Step Functions target without a setting.
+    """
+    if source.is_pipe:
+        return NOT_APPLICABLE
+    types = dig(source.settings, "FunctionResponseTypes") or []
+    if is_intrinsic(types):
+        raise UnresolvableValueError(f"FunctionResponseTypes {types!r} is only known at deployment")
+    if "ReportBatchItemFailures" in (_primitive(node, t) for t in types):
+        return COMPLIANT
+    return NON_COMPLIANT
+
+
+def trim_horizon(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """StartingPosition is TRIM_HORIZON."""
+    position = dig(source.settings, "StartingPosition")
+    if position is not None and _primitive(node, position) == "TRIM_HORIZON":
+        return COMPLIANT
+    return NON_COMPLIANT
+
+
+_IMAGES_CARRIED = {
+    "NEW_AND_OLD_IMAGES": frozenset({"NewImage", "OldImage"}),
+    "NEW_IMAGE": frozenset({"NewImage"}),
+    "OLD_IMAGE": frozenset({"OldImage"}),
+    "KEYS_ONLY": frozenset(),
+}
+
+
+def _images_referenced(pattern: Any) -> Iterator[str]:
+    """``NewImage``/``OldImage`` keys anywhere in a filter pattern (``$or`` branches included)."""
+    if isinstance(pattern, Mapping):
+        for key, value in pattern.items():
+            if key in ("NewImage", "OldImage"):
+                yield key
+            yield from _images_referenced(value)
+    elif isinstance(pattern, list):
+        for item in pattern:
+            yield from _images_referenced(item)
+
+
+def filters_match_stream_view(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """Filters use only the images the source table's StreamViewType carries.
+
+    Applies when the source is a DynamoDB table in the same template (its StreamViewType is
+    known) and the consumer has filters; a table defined elsewhere cannot be checked.
+    """
+    if source.kind is not StreamKind.DYNAMODB or source.table is None:
+        return NOT_APPLICABLE
+    view = dig(source.table, "Properties", "StreamSpecification", "StreamViewType")
+    patterns = source.filter_patterns()
+    if view is None or not patterns:
+        return NOT_APPLICABLE
+    carried = _IMAGES_CARRIED.get(str(_primitive(node, view)), frozenset())
+    for pattern in patterns:
+        referenced = set(_images_referenced(json.loads(_primitive(node, pattern))))
+        if referenced - carried:
+            return NON_COMPLIANT
+    return COMPLIANT
+
+
+def _iterator_age_function_dimensions(alarm: Mapping[str, Any]) -> Iterator[Any]:
+    """The FunctionName dimension values of the AWS/Lambda IteratorAge metrics an alarm watches,
+    as a single metric or inside metric math."""
+    properties = alarm.get("Properties") or {}
+    metrics = [properties]
+    for query in properties.get("Metrics") or []:
+        if isinstance(query, Mapping):
+            metric = (query.get("MetricStat") or {}).get("Metric")
+            if isinstance(metric, Mapping):
+                metrics.append(metric)
+    for metric in metrics:
+        if metric.get("MetricName") != "IteratorAge":
+            continue
+        if metric.get("Namespace") not in (None, "AWS/Lambda"):
+            continue
+        for dimension in metric.get("Dimensions") or []:
+            if isinstance(dimension, Mapping) and dimension.get("Name") == "FunctionName":
+                yield dimension.get("Value")
+
+
+def iterator_age_alarm(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """An AWS::CloudWatch::Alarm in the same template watches the function's IteratorAge.
+
+    The alarm's FunctionName dimension must refer to the mapping's function: the same
+    reference (Ref / GetAtt of the function or the alias it is invoked through) or the same
+    literal name. Not applicable to a pipe, which publishes no IteratorAge metric.
+    """
+    if source.is_pipe:
+        return NOT_APPLICABLE
+    names = source.function_names(node)
+    for resource in source.resources.values():
+        if resource.get("Type") != "AWS::CloudWatch::Alarm":
+            continue
+        for value in _iterator_age_function_dimensions(resource):
+            if NagRules.resolve_resource_from_intrinsic(node, value) in names:
+                return COMPLIANT
+    return NON_COMPLIANT
+
+
+RULES: tuple[CdcRule, ...] = (
+    CdcRule(
+        "ESM1",
+        NagMessageLevel.ERROR,
+        "The stream consumer retries a failing batch forever: MaximumRetryAttempts is unset or -1.",
+        "With infinite retries one poison record blocks its shard until the stream trims it "
+        "(24 hours for DynamoDB Streams), and every later change on that shard waits behind "
+        "it. Set a small finite MaximumRetryAttempts (e.g. 5: retry_attempts on a Lambda event "
+        "source, maximumRetryAttempts on a pipe's stream parameters), with bisect and an "
+        "on-failure destination so failing records are set aside and the shard moves on.",
+        finite_retries,
+    ),
+    CdcRule(
+        "ESM2",
+        NagMessageLevel.ERROR,
+        "The stream consumer's MaximumRecordAgeInSeconds is unset, -1, or not below the "
+        "stream's retention.",
+        "-1 (the default) or an age at or above the retention means records never expire "
+        "before the stream trims them: a stuck shard loses them without a trace instead of "
+        "handing them to the on-failure destination. Set it below the retention - DynamoDB "
+        "Streams keep 24 hours, Kinesis the stream's RetentionPeriodHours (24 hours assumed "
+        "when the stream is not in the same stack) - e.g. 3600 seconds (max_record_age), so an "
+        "expired batch is reported while its records can still be read back from the stream.",
+        record_age_below_retention,
+    ),
+    CdcRule(
+        "ESM3",
+        NagMessageLevel.ERROR,
+        "The stream consumer does not split a failing batch: bisect on error is off.",
+        "Without bisect one bad record fails its whole batch on every retry, and its "
+        "neighbours exhaust their retries with it. On an event source mapping set "
+        "BisectBatchOnFunctionError to true (bisect_batch_on_error=True); on a pipe set "
+        "OnPartialBatchItemFailure to AUTOMATIC_BISECT.",
+        bisect_on_error,
+    ),
+    CdcRule(
+        "ESM4",
+        NagMessageLevel.ERROR,
+        "The stream consumer has no on-failure destination for the records it gives up on.",
+        "When retries or record age run out the batch is skipped; without a destination "
+        "nothing records which changes were lost. On an event source mapping set "
+        "DestinationConfig.OnFailure (on_failure=SqsDlq(queue) or SnsDlq(topic); an S3 "
+        "destination also keeps the records); on a pipe set DeadLetterConfig. SQS and SNS "
+        "receive the batch's shard and sequence numbers only: redrive reads the records back "
+        "from the stream within its retention.",
+        on_failure_destination,
+    ),
+    CdcRule(
+        "ESM5",
+        NagMessageLevel.ERROR,
+        "The Lambda stream consumer does not report batch item failures: FunctionResponseTypes "
+        "lacks ReportBatchItemFailures.",
+        "Without it a failure anywhere in a batch retries the whole batch, so records that "
+        "already succeeded are processed again and records after the failure may be applied "
+        "ahead of it. Add ReportBatchItemFailures (report_batch_item_failures=True) and return "
+        '{"batchItemFailures": [{"itemIdentifier": <sequence number of the first failed '
+        "record>}]} from the handler.",
+        report_batch_item_failures,
+    ),
+    CdcRule(
+        "ESM6",
+        NagMessageLevel.WARN,
+        "The stream consumer does not start at TRIM_HORIZON.",
+        "LATEST starts at the tip of the stream whenever the mapping is created or re-created, "
+        "so changes written in between are never delivered; AT_TIMESTAMP skips everything "
+        "before its timestamp. Use TRIM_HORIZON with an idempotent consumer, or acknowledge "
+        "this rule on the consumer with the reason older changes may be skipped.",
+        trim_horizon,
+    ),
+    CdcRule(
+        "ESM7",
+        NagMessageLevel.ERROR,
+        "The stream consumer filters on NewImage/OldImage that the table's StreamViewType does "
+        "not carry.",
+        "With KEYS_ONLY, NEW_IMAGE or OLD_IMAGE the missing image is never in the record, so "
+        "a filter on it never matches and those changes are dropped without an error. Filter "
+        "on what the stream carries (keys, eventName, the image it has), or give the table the "
+        "StreamViewType the filter needs (usually NEW_AND_OLD_IMAGES; changing it re-creates "
+        "the stream).",
+        filters_match_stream_view,
+    ),
+    CdcRule(
+        "ESM8",
+        NagMessageLevel.WARN,
+        "No IteratorAge alarm watches the stream consumer's function.",
+        "IteratorAge is how far behind the consumer is; without an alarm a stuck or slow shard "
+        "is noticed only when records expire. Add an alarm on the AWS/Lambda IteratorAge metric "
+        "(Maximum) with the dimension FunctionName set to the function, in the same stack, with "
+        "a threshold well below MaximumRecordAgeInSeconds - e.g. fn.metric('IteratorAge', "
+        "statistic='Maximum').create_alarm(...).",
+        iterator_age_alarm,
+    ),
+)

@@ -1,0 +1,531 @@
+"""Each CdcChecks rule against passing and failing fragments.
+
+Every fragment is a small construct in one stack, synthesized once for the module: a
+compliant consumer with exactly one thing changed. A fragment is identified by its construct
+path, and the test checks exactly which rule ids CdcChecks reported for it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aws_cdk import Acknowledgment, App, CfnParameter, Duration, Stack, Validations
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kinesis as kinesis
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.aws_lambda_event_sources import DynamoEventSource, SqsDlq
+from constructs import Construct
+
+from cdc_constructs.nag import RULES, CdcChecks
+
+from .validation_report import Finding, rule_ids, synthesize_with_checks
+
+STACK = "Fragments"
+PIPE_ROLE = "arn:aws:iam::123456789012:role/pipe"
+
+# One worker synthesizes this module's app once (the suite runs with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("nag-rules")
+
+
+Build = Callable[[Construct, "Shared"], None]
+FRAGMENTS: dict[str, Build] = {}
+EXPECTED: dict[str, set[str]] = {}
+
+
+def fragment(name: str, *expected: str) -> Callable[[Build], Build]:
+    """Register a fragment and the rule ids CdcChecks must report for it (and no others)."""
+
+    def register(build: Build) -> Build:
+        FRAGMENTS[name] = build
+        EXPECTED[name] = set(expected)
+        return build
+
+    return register
+
+
+class Shared(Construct):
+    """What fragments share: tables of each stream view, a DLQ, and an alarmed function."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.tables = {
+            view: dynamodb.Table(
+                self,
+                f"Table{view.value}",
+                partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+                stream=view,
+            )
+            for view in dynamodb.StreamViewType
+        }
+        self.queue = sqs.Queue(self, "Dlq")
+        self.function = function(self, "Function")
+        iterator_age_alarm(self, "IteratorAge", self.function)
+
+    @property
+    def table(self) -> dynamodb.Table:
+        return self.tables[dynamodb.StreamViewType.NEW_AND_OLD_IMAGES]
+
+
+def function(scope: Construct, construct_id: str) -> lambda_.Function:
+    return lambda_.Function(
+        scope,
+        construct_id,
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return {}\n"),
+    )
+
+
+def table_v2(scope: Construct, view: str) -> dynamodb.TableV2:
+    """A TableV2 (AWS::DynamoDB::GlobalTable), as ChangeCaptureTable makes."""
+    return dynamodb.TableV2(
+        scope,
+        "TableV2",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        dynamo_stream=dynamodb.StreamViewType(view),
+    )
+
+
+def iterator_age_alarm(scope: Construct, construct_id: str, fn: lambda_.IFunction) -> None:
+    fn.metric("IteratorAge", statistic="Maximum").create_alarm(
+        scope, construct_id, threshold=600_000, evaluation_periods=1
+    )
+
+
+def mapping(
+    scope: Construct,
+    shared: Shared,
+    *,
+    event_source_arn: str | None = None,
+    fn: lambda_.IFunction | None = None,
+    **changes: Any,
+) -> lambda_.CfnEventSourceMapping:
+    """An L1 event source mapping with every safe setting, except ``changes`` (None removes)."""
+    properties: dict[str, Any] = {
+        "starting_position": "TRIM_HORIZON",
+        "maximum_retry_attempts": 5,
+        "maximum_record_age_in_seconds": 3600,
+        "bisect_batch_on_function_error": True,
+        "function_response_types": ["ReportBatchItemFailures"],
+        "destination_config": lambda_.CfnEventSourceMapping.DestinationConfigProperty(
+            on_failure=lambda_.CfnEventSourceMapping.OnFailureProperty(
+                destination=shared.queue.queue_arn
+            )
+        ),
+    }
+    properties.update(changes)
+    return lambda_.CfnEventSourceMapping(
+        scope,
+        "Mapping",
+        event_source_arn=event_source_arn or shared.table.table_stream_arn,
+        function_name=(fn or shared.function).function_name,
+        **{k: v for k, v in properties.items() if v is not None},
+    )
+
+
+def pipe(
+    scope: Construct,
+    shared: Shared,
+    *,
+    source: str | None = None,
+    filters: list[dict[str, Any]] | None = None,
+    **changes: Any,
+) -> pipes.CfnPipe:
+    """A pipe from a table stream with every safe setting, except ``changes`` (None removes)."""
+    properties: dict[str, Any] = {
+        "starting_position": "TRIM_HORIZON",
+        "maximum_retry_attempts": 5,
+        "maximum_record_age_in_seconds": 3600,
+        "on_partial_batch_item_failure": "AUTOMATIC_BISECT",
+        "dead_letter_config": pipes.CfnPipe.DeadLetterConfigProperty(arn=shared.queue.queue_arn),
+    }
+    properties.update(changes)
+    return pipes.CfnPipe(
+        scope,
+        "Pipe",
+        role_arn=PIPE_ROLE,
+        source=source or shared.table.table_stream_arn,
+        target=shared.queue.queue_arn,
+        source_parameters=pipes.CfnPipe.PipeSourceParametersProperty(
+            dynamo_db_stream_parameters=pipes.CfnPipe.PipeSourceDynamoDBStreamParametersProperty(
+                **{k: v for k, v in properties.items() if v is not None}
+            ),
+            filter_criteria=filter_criteria(pipes.CfnPipe, filters),
+        ),
+    )
+
+
+def filter_criteria(l1: Any, patterns: list[dict[str, Any]] | None) -> Any:
+    if not patterns:
+        return None
+    return l1.FilterCriteriaProperty(
+        filters=[l1.FilterProperty(pattern=json.dumps(p)) for p in patterns]
+    )
+
+
+NEW_IMAGE_FILTER = {"dynamodb": {"NewImage": {"status": {"S": ["PAID"]}}}}
+OLD_IMAGE_FILTER = {"$or": [{"eventName": ["REMOVE"]}, {"dynamodb": {"OldImage": {}}}]}
+TTL_DELETIONS_FILTER = {"userIdentity": {"type": ["Service"]}}
+
+
+# --- passing fragments ---------------------------------------------------------------------
+
+
+@fragment("compliant-mapping")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared)
+
+
+@fragment("compliant-l2-event-source")
+def _(scope: Construct, shared: Shared) -> None:
+    fn = function(scope, "Function")
+    iterator_age_alarm(scope, "Alarm", fn)
+    fn.add_event_source(
+        DynamoEventSource(
+            shared.table,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            retry_attempts=5,
+            max_record_age=Duration.hours(1),
+            bisect_batch_on_error=True,
+            report_batch_item_failures=True,
+            on_failure=SqsDlq(shared.queue),
+            filters=[lambda_.FilterCriteria.filter(NEW_IMAGE_FILTER)],
+        )
+    )
+
+
+@fragment("compliant-pipe")
+def _(scope: Construct, shared: Shared) -> None:
+    pipe(scope, shared, filters=[NEW_IMAGE_FILTER])
+
+
+@fragment("compliant-kinesis-longer-retention")
+def _(scope: Construct, shared: Shared) -> None:
+    stream = kinesis.Stream(scope, "Stream", retention_period=Duration.hours(48))
+    mapping(
+        scope, shared, event_source_arn=stream.stream_arn, maximum_record_age_in_seconds=100_000
+    )
+
+
+@fragment("compliant-through-property-override")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, maximum_retry_attempts=None).add_property_override(
+        "MaximumRetryAttempts", 3
+    )
+
+
+@fragment("compliant-unknown-stream-from-parameter")
+def _(scope: Construct, shared: Shared) -> None:
+    arn = CfnParameter(scope, "StreamArn", type="String").value_as_string
+    mapping(scope, shared, event_source_arn=arn)
+
+
+@fragment("compliant-filter-on-carried-image")
+def _(scope: Construct, shared: Shared) -> None:
+    table = shared.tables[dynamodb.StreamViewType.NEW_IMAGE]
+    mapping(
+        scope,
+        shared,
+        event_source_arn=table.table_stream_arn,
+        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [NEW_IMAGE_FILTER]),
+    )
+
+
+@fragment("compliant-filter-without-images-on-keys-only")
+def _(scope: Construct, shared: Shared) -> None:
+    table = shared.tables[dynamodb.StreamViewType.KEYS_ONLY]
+    mapping(
+        scope,
+        shared,
+        event_source_arn=table.table_stream_arn,
+        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [TTL_DELETIONS_FILTER]),
+    )
+
+
+@fragment("compliant-metric-math-alarm")
+def _(scope: Construct, shared: Shared) -> None:
+    fn = function(scope, "Function")
+    cloudwatch.MathExpression(
+        expression="age / 1000",
+        using_metrics={"age": fn.metric("IteratorAge", statistic="Maximum")},
+    ).create_alarm(scope, "Alarm", threshold=600, evaluation_periods=1)
+    mapping(scope, shared, fn=fn)
+
+
+@fragment("compliant-table-v2")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, event_source_arn=table_v2(scope, "KEYS_ONLY").table_stream_arn)
+
+
+@fragment("compliant-through-alias")
+def _(scope: Construct, shared: Shared) -> None:
+    fn = function(scope, "Function")
+    iterator_age_alarm(scope, "Alarm", fn)
+    alias = lambda_.Alias(scope, "Live", alias_name="live", version=fn.current_version)
+    mapping(scope, shared, fn=alias)
+
+
+@fragment("compliant-kinesis-enhanced-fan-out")
+def _(scope: Construct, shared: Shared) -> None:
+    stream = kinesis.Stream(scope, "Stream", retention_period=Duration.hours(48))
+    consumer = kinesis.CfnStreamConsumer(
+        scope, "Consumer", consumer_name="fan-out", stream_arn=stream.stream_arn
+    )
+    mapping(
+        scope,
+        shared,
+        event_source_arn=consumer.attr_consumer_arn,
+        maximum_record_age_in_seconds=100_000,
+    )
+
+
+@fragment("not-a-stream-sqs-mapping")
+def _(scope: Construct, shared: Shared) -> None:
+    lambda_.CfnEventSourceMapping(
+        scope,
+        "Mapping",
+        event_source_arn=sqs.Queue(scope, "Queue").queue_arn,
+        function_name=shared.function.function_name,
+    )
+
+
+@fragment("acknowledged-latest")
+def _(scope: Construct, shared: Shared) -> None:
+    consumer = mapping(scope, shared, starting_position="LATEST")
+    Validations.of(consumer).acknowledge(
+        Acknowledgment(id="CDC-ESM6", reason="only changes after go-live")
+    )
+
+
+# --- failing fragments ---------------------------------------------------------------------
+
+
+@fragment("retries-unset", "CDC-ESM1")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, maximum_retry_attempts=None)
+
+
+@fragment("retries-infinite", "CDC-ESM1")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, maximum_retry_attempts=-1)
+
+
+@fragment("retries-from-parameter", "CDC-ESM1")
+def _(scope: Construct, shared: Shared) -> None:
+    retries = CfnParameter(scope, "Retries", type="Number").value_as_number
+    mapping(scope, shared, maximum_retry_attempts=retries)
+
+
+@fragment("pipe-retries-unset", "CDC-ESM1")
+def _(scope: Construct, shared: Shared) -> None:
+    pipe(scope, shared, maximum_retry_attempts=None)
+
+
+@fragment("record-age-24h", "CDC-ESM2")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, maximum_record_age_in_seconds=86_400)
+
+
+@fragment("record-age-infinite", "CDC-ESM2")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, maximum_record_age_in_seconds=-1)
+
+
+@fragment("record-age-unset", "CDC-ESM2")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, maximum_record_age_in_seconds=None)
+
+
+@fragment("record-age-above-kinesis-default-retention", "CDC-ESM2")
+def _(scope: Construct, shared: Shared) -> None:
+    stream = kinesis.Stream(scope, "Stream")
+    mapping(
+        scope, shared, event_source_arn=stream.stream_arn, maximum_record_age_in_seconds=100_000
+    )
+
+
+@fragment("pipe-record-age-unset", "CDC-ESM2")
+def _(scope: Construct, shared: Shared) -> None:
+    pipe(scope, shared, maximum_record_age_in_seconds=None)
+
+
+@fragment("bisect-off", "CDC-ESM3")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, bisect_batch_on_function_error=False)
+
+
+@fragment("pipe-bisect-off", "CDC-ESM3")
+def _(scope: Construct, shared: Shared) -> None:
+    pipe(scope, shared, on_partial_batch_item_failure=None)
+
+
+@fragment("no-destination", "CDC-ESM4")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, destination_config=None)
+
+
+@fragment("pipe-no-dead-letter-config", "CDC-ESM4")
+def _(scope: Construct, shared: Shared) -> None:
+    pipe(scope, shared, dead_letter_config=None)
+
+
+@fragment("no-report-batch-item-failures", "CDC-ESM5")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, function_response_types=None)
+
+
+@fragment("latest", "CDC-ESM6")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, starting_position="LATEST")
+
+
+@fragment("pipe-latest", "CDC-ESM6")
+def _(scope: Construct, shared: Shared) -> None:
+    pipe(scope, shared, starting_position="LATEST")
+
+
+@fragment("new-image-filter-on-keys-only", "CDC-ESM7")
+def _(scope: Construct, shared: Shared) -> None:
+    table = shared.tables[dynamodb.StreamViewType.KEYS_ONLY]
+    mapping(
+        scope,
+        shared,
+        event_source_arn=table.table_stream_arn,
+        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [NEW_IMAGE_FILTER]),
+    )
+
+
+@fragment("old-image-filter-in-or-on-new-image", "CDC-ESM7")
+def _(scope: Construct, shared: Shared) -> None:
+    table = shared.tables[dynamodb.StreamViewType.NEW_IMAGE]
+    mapping(
+        scope,
+        shared,
+        event_source_arn=table.table_stream_arn,
+        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [OLD_IMAGE_FILTER]),
+    )
+
+
+@fragment("pipe-new-image-filter-on-old-image", "CDC-ESM7")
+def _(scope: Construct, shared: Shared) -> None:
+    table = shared.tables[dynamodb.StreamViewType.OLD_IMAGE]
+    pipe(scope, shared, source=table.table_stream_arn, filters=[NEW_IMAGE_FILTER])
+
+
+@fragment("new-image-filter-on-table-v2-keys-only", "CDC-ESM7")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(
+        scope,
+        shared,
+        event_source_arn=table_v2(scope, "KEYS_ONLY").table_stream_arn,
+        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [NEW_IMAGE_FILTER]),
+    )
+
+
+@fragment("no-iterator-age-alarm", "CDC-ESM8")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, fn=function(scope, "Function"))
+
+
+@fragment("alarm-on-another-metric", "CDC-ESM8")
+def _(scope: Construct, shared: Shared) -> None:
+    fn = function(scope, "Function")
+    fn.metric_errors().create_alarm(scope, "Errors", threshold=1, evaluation_periods=1)
+    mapping(scope, shared, fn=fn)
+
+
+@fragment(
+    "everything-unsafe",
+    "CDC-ESM1",
+    "CDC-ESM2",
+    "CDC-ESM3",
+    "CDC-ESM4",
+    "CDC-ESM5",
+    "CDC-ESM6",
+    "CDC-ESM7",
+    "CDC-ESM8",
+)
+def _(scope: Construct, shared: Shared) -> None:
+    table = shared.tables[dynamodb.StreamViewType.KEYS_ONLY]
+    lambda_.CfnEventSourceMapping(
+        scope,
+        "Mapping",
+        event_source_arn=table.table_stream_arn,
+        function_name=function(scope, "Function").function_name,
+        starting_position="LATEST",
+        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [NEW_IMAGE_FILTER]),
+    )
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory: pytest.TempPathFactory) -> list[Finding]:
+    app = App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    stack = Stack(app, STACK)
+    shared = Shared(stack, "Shared")
+    for name, build in FRAGMENTS.items():
+        build(Construct(stack, name), shared)
+    return synthesize_with_checks(app)
+
+
+@pytest.mark.parametrize("name", list(FRAGMENTS))
+def test_fragment_reports_exactly_its_rules(findings: list[Finding], name: str) -> None:
+    assert rule_ids(findings, f"{STACK}/{name}") == EXPECTED[name]
+
+
+def test_shared_resources_are_not_reported(findings: list[Finding]) -> None:
+    assert rule_ids(findings, f"{STACK}/Shared") == set()
+
+
+def test_every_rule_has_a_failing_fragment() -> None:
+    failing = set().union(*EXPECTED.values())
+    assert failing == {rule.rule_id for rule in RULES}
+
+
+def test_start_position_and_alarm_are_warnings_the_rest_errors(findings: list[Finding]) -> None:
+    severities = {f.rule_id: f.severity for f in findings}
+    warnings = {"CDC-ESM6", "CDC-ESM8"}
+    assert {r for r, s in severities.items() if s == "warning"} == warnings
+    assert {r for r, s in severities.items() if s == "error"} == {
+        r.rule_id for r in RULES
+    } - warnings
+
+
+def test_findings_explain_what_to_change(findings: list[Finding]) -> None:
+    (finding,) = [f for f in findings if f.construct_path.startswith(f"{STACK}/latest/")]
+    assert "does not start at TRIM_HORIZON" in finding.description
+    assert "Use TRIM_HORIZON" in finding.description
+
+
+def test_value_known_only_at_deployment_is_reported_with_the_value(tmp_path: Any) -> None:
+    # On its own app: cdk-nag groups a rule's findings under the first one's description.
+    app = App(outdir=str(tmp_path))
+    stack = Stack(app, "Parameterized")
+    retries = CfnParameter(stack, "Retries", type="Number").value_as_number
+    mapping(Construct(stack, "Consumer"), Shared(stack, "Shared"), maximum_retry_attempts=retries)
+
+    (finding,) = synthesize_with_checks(app)
+
+    assert finding.rule_id == "CDC-ESM1"
+    assert finding.description.startswith("Rule threw an error during validation")
+    assert '{"Ref":"Retries"}' in finding.description
+
+
+def test_rules_have_unique_ids_and_a_one_line_cause() -> None:
+    assert len({rule.rule_id for rule in RULES}) == len(RULES)
+    for rule in RULES:
+        assert "\n" not in rule.info
+        assert rule.explanation
+
+
+def test_checking_an_unsynthesized_app_names_the_fix(tmp_path: Any) -> None:
+    app = App(outdir=str(tmp_path))
+    stack = Stack(app, "NotSynthesized")
+    mapping(Construct(stack, "Consumer"), Shared(stack, "Shared"))
+    with pytest.raises(RuntimeError, match=r"NotSynthesized.*run app\.synth\(\)"):
+        CdcChecks().validate_scope(app)
