@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_MAX_EMPTY_PAGES",
     "DEFAULT_RECEIVE_WAIT_SECONDS",
     "DEFAULT_VISIBILITY_TIMEOUT_SECONDS",
+    "DEFAULT_WINDOW",
     "CallableInvoker",
     "FailedMessage",
     "InvocationError",
@@ -99,6 +100,9 @@ DEFAULT_RECEIVE_WAIT_SECONDS = 1
 #: How long a received message stays invisible while redrive works on it: longer than reading a
 #: range and replaying it takes, short enough that a crashed redrive's messages reappear soon.
 DEFAULT_VISIBILITY_TIMEOUT_SECONDS = 900
+#: Messages received and sorted by stream position before they are redriven: SQS standard queues
+#: do not keep order, and a window this size is redriven well within the visibility timeout.
+DEFAULT_WINDOW = 50
 #: Read timeout of the Lambda client: a synchronous invoke lasts as long as the consumer runs (up
 #: to Lambda's 15 minute maximum); botocore's 60 s default would time out and invoke again.
 LAMBDA_READ_TIMEOUT_SECONDS = 905
@@ -616,6 +620,18 @@ def _first_failed_index(response: Any, chunk: Sequence[dict[str, Any]]) -> tuple
     )
 
 
+def _stream_position(message: Mapping[str, Any]) -> tuple[str, int]:
+    """Where a message's records are in the stream, for ordering; unreadable bodies first."""
+    try:
+        document = json.loads(message["Body"])
+        info = document.get("DDBStreamBatchInfo")
+        if isinstance(info, dict):
+            return str(info["shardId"]), int(info["startSequenceNumber"])
+        return "", int(document["record"]["dynamodb"]["SequenceNumber"])
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return "", -1
+
+
 @dataclass
 class Redrive:
     """Drains one queue into one consumer.
@@ -633,6 +649,8 @@ class Redrive:
         receive_wait_seconds, visibility_timeout_seconds: SQS receive settings (defaults
             :data:`DEFAULT_RECEIVE_WAIT_SECONDS`, :data:`DEFAULT_VISIBILITY_TIMEOUT_SECONDS`).
         max_empty_pages: see :class:`StreamRangeReader`.
+        window: messages received, sorted by stream position and then redriven, at a time
+            (default :data:`DEFAULT_WINDOW`).
     """
 
     invoker: Invoker
@@ -646,6 +664,7 @@ class Redrive:
     receive_wait_seconds: int = DEFAULT_RECEIVE_WAIT_SECONDS
     visibility_timeout_seconds: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
     max_empty_pages: int = DEFAULT_MAX_EMPTY_PAGES
+    window: int = DEFAULT_WINDOW
 
     def __post_init__(self) -> None:
         if self.sqs_client is None:
@@ -685,22 +704,14 @@ class Redrive:
             while max_messages is None or len(seen) < max_messages:
                 if should_stop is not None and should_stop():
                     break
-                wanted = 10 if max_messages is None else min(10, max_messages - len(seen))
-                messages = self.sqs_client.receive_message(
-                    QueueUrl=queue_url,
-                    MaxNumberOfMessages=wanted,
-                    WaitTimeSeconds=self.receive_wait_seconds,
-                    VisibilityTimeout=self.visibility_timeout_seconds,
-                    MessageSystemAttributeNames=["SentTimestamp"],
-                ).get("Messages", [])
-                fresh = [m for m in messages if m["MessageId"] not in seen]
-                if not fresh:
+                limit = self.window if max_messages is None else max_messages - len(seen)
+                window = self._receive_window(queue_url, min(limit, self.window), seen)
+                if not window:
                     break
-                seen.update(m["MessageId"] for m in fresh)
-                for index, message in enumerate(fresh):
+                for index, message in enumerate(window):
                     if index and should_stop is not None and should_stop():
                         # Out of time: the rest were received, so they are released below.
-                        keep.update((m["MessageId"], m["ReceiptHandle"]) for m in fresh[index:])
+                        keep.update((m["MessageId"], m["ReceiptHandle"]) for m in window[index:])
                         return report
                     sent = int(message.get("Attributes", {}).get("SentTimestamp", 0))
                     if sent > started_ms:
@@ -708,7 +719,7 @@ class Redrive:
                         keep[message["MessageId"]] = message["ReceiptHandle"]
                         continue
                     report.messages_received += 1
-                    if self._handle(queue_url, source, message, report, dry_run):
+                    if self._handle(source, message, report, dry_run):
                         self.sqs_client.delete_message(
                             QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"]
                         )
@@ -724,9 +735,32 @@ class Redrive:
                 )
         return report
 
+    def _receive_window(self, queue_url: str, limit: int, seen: set[str]) -> list[dict[str, Any]]:
+        """Up to ``limit`` messages not seen before, oldest records first.
+
+        A standard queue does not keep order, so each window is sorted by where its records are
+        in the stream (shard id, whose number is the shard's creation time, then sequence number).
+        Order across windows is not guaranteed.
+        """
+        window: list[dict[str, Any]] = []
+        while len(window) < limit:
+            wanted = min(10, limit - len(window))  # SQS returns at most 10 per call
+            messages = self.sqs_client.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=wanted,
+                WaitTimeSeconds=self.receive_wait_seconds,
+                VisibilityTimeout=self.visibility_timeout_seconds,
+                MessageSystemAttributeNames=["SentTimestamp"],
+            ).get("Messages", [])
+            fresh = [m for m in messages if m["MessageId"] not in seen]
+            seen.update(m["MessageId"] for m in fresh)
+            window.extend(fresh)
+            if len(messages) < wanted or not fresh:
+                break  # the queue has no more for now; the next window asks again
+        return sorted(window, key=_stream_position)
+
     def _handle(
         self,
-        queue_url: str,
         source: Source,
         message: Mapping[str, Any],
         report: RedriveReport,

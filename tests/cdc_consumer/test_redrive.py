@@ -260,6 +260,25 @@ def test_a_message_delivered_twice_is_replayed_twice_and_changes_nothing_the_sec
     assert queue_bodies(sqs, queue_url) == []
 
 
+def test_messages_are_redriven_in_stream_order_whatever_order_the_queue_returns(
+    stream: Stream, sqs: Any, queue_url: str
+) -> None:
+    sequence_numbers = stream.write(4)
+    for first, last in ((2, 3), (0, 1)):  # the newer batch is queued first
+        sqs.send_message(
+            QueueUrl=queue_url,
+            MessageBody=on_failure_message(
+                stream, sequence_numbers[first], sequence_numbers[last], 2
+            ),
+        )
+    consumer = Consumer()
+
+    report = make_redrive(stream, consumer).run(queue_url)
+
+    assert report.messages_deleted == 2
+    assert consumer.applied == sequence_numbers
+
+
 def test_records_delivered_as_lambda_delivers_them(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
