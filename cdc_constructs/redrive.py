@@ -13,6 +13,10 @@ loop; a person decides when the fault is fixed (README, "When the DLQ alarm fire
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -56,6 +60,9 @@ class StreamRedrive(Construct):
         consumer_timeout: the consumer function's timeout. Default: read from
             ``consumer_function`` when it is a ``lambda_.Function``; required otherwise. The
             redrive starts no new message later than this (plus 30 s) before its own deadline.
+        filters: the event source mapping's filter patterns (CONTRACTS §6), default none. An
+            on-failure range covers every record between its sequence numbers; the redrive
+            replays only those the mapping would have delivered.
         timeout: the redrive function's timeout. Default 15 minutes (Lambda's maximum).
         runtime: default Python 3.12; must match the layer's compatible runtimes.
         architecture: default ARM_64 (the runtime is pure Python; Graviton costs less).
@@ -77,6 +84,7 @@ class StreamRedrive(Construct):
         layer: lambda_.ILayerVersion,
         quarantine_queue: sqs.IQueue | None = None,
         consumer_timeout: Duration | None = None,
+        filters: Sequence[Mapping[str, Any]] = (),
         timeout: Duration = DEFAULT_TIMEOUT,
         runtime: lambda_.Runtime = DEFAULT_RUNTIME,
         architecture: lambda_.Architecture = lambda_.Architecture.ARM_64,
@@ -100,6 +108,8 @@ class StreamRedrive(Construct):
         }
         if quarantine_queue is not None:
             environment["QUARANTINE_QUEUE_URL"] = quarantine_queue.queue_url
+        if filters:
+            environment["CONSUMER_FILTERS"] = json.dumps([dict(f) for f in filters])
         self.function = lambda_.Function(
             self,
             "Function",

@@ -69,7 +69,9 @@ __all__ = [
     "RedriveReport",
     "Source",
     "StreamRangeReader",
+    "check_filter_pattern",
     "main",
+    "matches_filter_pattern",
     "parse_on_failure_message",
     "parse_quarantine_message",
     "to_lambda_record",
@@ -289,6 +291,118 @@ def parse_quarantine_message(
     return QuarantinedRecord(
         record=record, consumer=consumer, error=error if isinstance(error, dict) else None
     )
+
+
+# --- The event source mapping's filters ---------------------------------------------------------
+#
+# An on-failure message covers every record between its start and end sequence numbers, but the
+# event source mapping delivered only those matching its filters; redrive must deliver the same.
+# Hand-written because no library in the Lambda runtime (boto3 only) matches Lambda filter
+# patterns. It covers the operators Lambda supports for event filtering and refuses any other, so
+# a pattern is never silently matched wrong.
+
+_PATTERN_OPERATORS = frozenset(
+    {"prefix", "suffix", "equals-ignore-case", "anything-but", "numeric", "exists"}
+)
+_NUMERIC_COMPARATORS: dict[str, Callable[[float, float], bool]] = {
+    "=": lambda a, b: a == b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+_MISSING = object()
+
+
+def check_filter_pattern(pattern: Any, where: str = "pattern") -> None:
+    """Raise ValueError naming the first part of ``pattern`` that is not a Lambda filter pattern
+    redrive can match (an object of fields, each an object or a list of matchers)."""
+    if not isinstance(pattern, Mapping):
+        raise ValueError(f"filter {where} is {pattern!r}; expected an object of fields")
+    for key, value in pattern.items():
+        if key == "$or":
+            if not isinstance(value, list) or not value:
+                raise ValueError(f"filter {where}.$or is {value!r}; expected a list of patterns")
+            for index, alternative in enumerate(value):
+                check_filter_pattern(alternative, f"{where}.$or[{index}]")
+        elif isinstance(value, Mapping):
+            check_filter_pattern(value, f"{where}.{key}")
+        elif isinstance(value, list):
+            for matcher in value:
+                if isinstance(matcher, Mapping):
+                    unknown = set(matcher) - _PATTERN_OPERATORS
+                    if len(matcher) != 1 or unknown:
+                        raise ValueError(
+                            f"filter {where}.{key} has matcher {matcher!r}; expected one of"
+                            f" {sorted(_PATTERN_OPERATORS)}"
+                        )
+        else:
+            raise ValueError(
+                f"filter {where}.{key} is {value!r}; expected an object or a list of matchers"
+            )
+
+
+def _matches_value(matcher: Any, value: Any) -> bool:
+    """One matcher against one leaf value (``_MISSING`` when the field is absent)."""
+    if not isinstance(matcher, Mapping):
+        if value is _MISSING:
+            return False
+        if isinstance(matcher, bool) or isinstance(value, bool) or matcher is None:
+            return value is matcher if matcher is None else value == matcher
+        if isinstance(matcher, (int, float)) and isinstance(value, (int, float)):
+            return float(matcher) == float(value)
+        return type(matcher) is type(value) and matcher == value
+    ((operator, operand),) = matcher.items()
+    if operator == "exists":
+        return (value is not _MISSING) == bool(operand)
+    if value is _MISSING:
+        return False
+    if operator == "prefix" or operator == "suffix":
+        if not isinstance(value, str):
+            return False
+        if isinstance(operand, Mapping):  # {"prefix": {"equals-ignore-case": "x"}}
+            text, value = str(operand.get("equals-ignore-case", "")).lower(), value.lower()
+        else:
+            text = str(operand)
+        return value.startswith(text) if operator == "prefix" else value.endswith(text)
+    if operator == "equals-ignore-case":
+        return isinstance(value, str) and value.lower() == str(operand).lower()
+    if operator == "anything-but":
+        if isinstance(operand, Mapping):
+            return not _matches_value(operand, value)
+        excluded = operand if isinstance(operand, list) else [operand]
+        return not any(_matches_value(item, value) for item in excluded)
+    if operator == "numeric":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False  # DynamoDB "N" values are strings in a record: no numeric match
+        pairs = zip(operand[0::2], operand[1::2], strict=True)
+        return all(_NUMERIC_COMPARATORS[op](float(value), float(bound)) for op, bound in pairs)
+    raise ValueError(f"filter matcher {matcher!r} is not supported")
+
+
+def matches_filter_pattern(pattern: Mapping[str, Any], document: Any) -> bool:
+    """Whether ``document`` (a record in Lambda's shape) matches a Lambda filter ``pattern``."""
+    for key, expected in pattern.items():
+        if key == "$or":
+            if not any(matches_filter_pattern(p, document) for p in expected):
+                return False
+            continue
+        value = document.get(key, _MISSING) if isinstance(document, Mapping) else _MISSING
+        if isinstance(expected, Mapping):
+            # A missing object matches only patterns of fields that must not exist.
+            nested = value if isinstance(value, Mapping) else {}
+            if not matches_filter_pattern(expected, nested):
+                return False
+            continue
+        values = value if isinstance(value, list) else [value]
+        if not any(_matches_value(m, v) for m in expected for v in values):
+            return False
+    return True
+
+
+def record_passes_filters(record: Mapping[str, Any], filters: Sequence[Mapping[str, Any]]) -> bool:
+    """True when there are no filters or the record matches one of them (Lambda ORs them)."""
+    return not filters or any(matches_filter_pattern(f, record) for f in filters)
 
 
 # --- Reading a range back from the stream --------------------------------------------------------
@@ -531,6 +645,8 @@ class RedriveReport:
     #: next run so a run always ends.
     messages_deferred: int = 0
     records_replayed: int = 0
+    #: Records of on-failure ranges that the mapping's filters exclude (not replayed).
+    records_filtered: int = 0
     invocations: int = 0
     lost: list[LostRange] = field(default_factory=list)
     failed: list[FailedMessage] = field(default_factory=list)
@@ -559,6 +675,7 @@ class RedriveReport:
         lines = [
             f"redrive {self.source} {self.queue_url}: {self.messages_received} message(s),"
             f" {verb} {count} record(s) in {self.invocations} invocation(s),"
+            f" filtered out {self.records_filtered},"
             f" deleted {self.messages_deleted}, deferred {self.messages_deferred},"
             f" lost {self.lost_record_count} record(s), failed {len(self.failed)} message(s)"
         ]
@@ -651,6 +768,9 @@ class Redrive:
         max_empty_pages: see :class:`StreamRangeReader`.
         window: messages received, sorted by stream position and then redriven, at a time
             (default :data:`DEFAULT_WINDOW`).
+        filters: the event source mapping's filter patterns (default none): records of an
+            on-failure range that match none of them are not replayed, as the mapping did not
+            deliver them. Quarantined records were delivered, so they are not filtered.
     """
 
     invoker: Invoker
@@ -665,6 +785,7 @@ class Redrive:
     visibility_timeout_seconds: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
     max_empty_pages: int = DEFAULT_MAX_EMPTY_PAGES
     window: int = DEFAULT_WINDOW
+    filters: Sequence[Mapping[str, Any]] = ()
 
     def __post_init__(self) -> None:
         if self.sqs_client is None:
@@ -675,6 +796,8 @@ class Redrive:
             )
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts is {self.max_attempts}; expected 1 or more")
+        for index, pattern in enumerate(self.filters):
+            check_filter_pattern(pattern, f"filters[{index}]")
 
     # The run loop ---------------------------------------------------------------------------
 
@@ -789,6 +912,9 @@ class Redrive:
                         )
                     )
                     return False
+                delivered = [r for r in records if record_passes_filters(r, self.filters)]
+                report.records_filtered += len(records) - len(delivered)
+                records = delivered
             else:
                 quarantined = parse_quarantine_message(
                     message["Body"],
@@ -899,6 +1025,17 @@ def _queue_depth(sqs_client: Any, queue_url: str) -> int | None:
         return None  # only the progress bar's total; not worth failing the redrive over
 
 
+def _json_pattern(text: str) -> dict[str, Any]:
+    try:
+        pattern = json.loads(text)
+        check_filter_pattern(pattern)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f"{_clip(text)!r} is not a filter pattern: {error}"
+        ) from None
+    return pattern
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m cdc_consumer.redrive",
@@ -938,6 +1075,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory to import --handler from (repeatable)",
     )
     parser.add_argument("--consumer-name", help="refuse quarantine messages of other consumers")
+    parser.add_argument(
+        "--filter",
+        dest="filters",
+        action="append",
+        default=[],
+        type=_json_pattern,
+        metavar="PATTERN",
+        help="the event source mapping's filter pattern, as JSON (repeatable): records of a"
+        " range that match none are not replayed",
+    )
     parser.add_argument("--max-messages", type=int, help="stop after this many messages")
     parser.add_argument(
         "--max-attempts",
@@ -976,6 +1123,7 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
         ),
         consumer_name=args.consumer_name,
         max_attempts=args.max_attempts,
+        filters=args.filters,
     )
     total = _queue_depth(sqs_client, args.queue_url)
     if args.max_messages is not None and total is not None:

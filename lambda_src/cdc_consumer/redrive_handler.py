@@ -13,6 +13,8 @@ Environment (set by the StreamRedrive construct):
     QUARANTINE_QUEUE_URL     the runtime's quarantine queue (optional)
     CDC_CONSUMER_NAME        the consumer name: metric dimension, quarantine message check
     CDC_METRICS_NAMESPACE    EMF namespace, default "CdcConstructs" (CONTRACTS §3)
+    CONSUMER_FILTERS         the event source mapping's filter patterns, a JSON list (optional)
+    REDRIVE_RESERVE_SECONDS  no message is started later than this before the deadline
 
 Event (all optional): ``{"source": "on-failure" | "quarantine" | "all" (default "all"),
 "maxMessages": int (default 100), "dryRun": bool (default false)}``.
@@ -50,6 +52,18 @@ def _required(environ: Mapping[str, str], name: str) -> str:
             f"environment variable {name} is not set; the StreamRedrive construct sets it"
         )
     return value
+
+
+def _filters(text: str) -> list[dict[str, Any]]:
+    if not text:
+        return []
+    try:
+        filters = json.loads(text)
+    except ValueError as error:
+        raise RuntimeError(f"CONSUMER_FILTERS is not JSON ({error}): {text[:120]!r}") from None
+    if not isinstance(filters, list):
+        raise RuntimeError(f"CONSUMER_FILTERS is {text[:120]!r}; expected a JSON list of patterns")
+    return filters
 
 
 def emf_line(
@@ -94,6 +108,7 @@ def handler(
             invoker=LambdaInvoker(_required(environ, "CONSUMER_FUNCTION_NAME")),
             stream_arn=_required(environ, "STREAM_ARN"),
             consumer_name=environ.get("CDC_CONSUMER_NAME") or None,
+            filters=_filters(environ.get("CONSUMER_FILTERS", "")),
         )
     wanted = str(event.get("source", "all"))
     queues = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.xdist_group("redrive-constructs")
 class World:
     """The stack around a StreamRedrive."""
 
-    def __init__(self, layer_dir: Path, *, quarantine: bool = True) -> None:
+    def __init__(
+        self, layer_dir: Path, *, quarantine: bool = True, filters: tuple[Any, ...] = ()
+    ) -> None:
         self.app = cdk.App()
         self.stack = cdk.Stack(self.app, "RedriveTest")
         self.table = dynamodb.TableV2(
@@ -62,6 +65,7 @@ class World:
             on_failure_queue=self.on_failure,
             quarantine_queue=self.quarantine,
             layer=self.layer,
+            filters=filters,
         )
 
     def ref(self, construct: Any) -> dict[str, Any]:
@@ -181,12 +185,16 @@ def test_an_alarm_fires_on_one_lost_record(template: Template) -> None:
     )
 
 
-def test_without_a_quarantine_queue_only_the_on_failure_queue_is_read(layer_dir: Path) -> None:
-    world = World(layer_dir, quarantine=False)
+def test_without_a_quarantine_queue_only_the_on_failure_queue_is_read_and_filters_passed_on(
+    layer_dir: Path,
+) -> None:
+    ttl_deletions = {"userIdentity": {"type": ["Service"]}}
+    world = World(layer_dir, quarantine=False, filters=(ttl_deletions,))
     template = Template.from_stack(world.stack)
 
     environment = redrive_function(template)["Environment"]["Variables"]
     assert "QUARANTINE_QUEUE_URL" not in environment
+    assert json.loads(environment["CONSUMER_FILTERS"]) == [ttl_deletions]
     sqs_statements = [
         s for s in redrive_statements(template, world) if "sqs:ReceiveMessage" in s["Action"]
     ]

@@ -32,6 +32,7 @@ from cdc_consumer.redrive import (
     RedriveReport,
     Source,
     main,
+    matches_filter_pattern,
     parse_on_failure_message,
     to_lambda_record,
 )
@@ -373,6 +374,88 @@ def test_long_ranges_are_replayed_in_invocations_of_bounded_size_in_order(
     assert report.ok
     assert sizes == [2, 2, 1]
     assert consumer.applied == sequence_numbers
+
+
+def test_records_the_mappings_filters_exclude_are_not_replayed(
+    stream: Stream, sqs: Any, queue_url: str
+) -> None:
+    stream.write(2)
+    stream.ddb.put_item(TableName="orders", Item={"pk": {"S": "order-0"}, "total": {"N": "5"}})
+    sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in stream.records()]
+    sqs.send_message(
+        QueueUrl=queue_url,
+        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[2], 1),
+    )
+    consumer = Consumer()
+
+    report = make_redrive(stream, consumer, filters=[{"eventName": ["MODIFY"]}]).run(queue_url)
+
+    assert report.ok
+    assert consumer.applied == [sequence_numbers[2]]
+    assert (report.records_replayed, report.records_filtered) == (1, 2)
+    assert report.messages_deleted == 1
+
+
+TTL_DELETIONS = {"userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]}}
+
+
+def lambda_record(**fields: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "eventName": "MODIFY",
+        "dynamodb": {
+            "Keys": {"pk": {"S": "order#1"}},
+            "NewImage": {"pk": {"S": "order#1"}, "status": {"S": "PAID"}},
+            "SizeBytes": 120,
+        },
+    }
+    record.update(fields)
+    return record
+
+
+@pytest.mark.parametrize(
+    ("pattern", "record", "expected"),
+    [
+        (TTL_DELETIONS, lambda_record(eventName="REMOVE"), False),
+        (
+            TTL_DELETIONS,
+            lambda_record(
+                eventName="REMOVE",
+                userIdentity={"type": "Service", "principalId": "dynamodb.amazonaws.com"},
+            ),
+            True,
+        ),
+        ({"userIdentity": {"type": [{"exists": False}]}}, lambda_record(), True),
+        ({"eventName": ["INSERT", "MODIFY"]}, lambda_record(), True),
+        ({"eventName": [{"anything-but": ["REMOVE"]}]}, lambda_record(eventName="REMOVE"), False),
+        ({"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "order#"}]}}}}, lambda_record(), True),
+        ({"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "outbox#"}]}}}}, lambda_record(), False),
+        (
+            {"dynamodb": {"NewImage": {"status": {"S": [{"equals-ignore-case": "paid"}]}}}},
+            lambda_record(),
+            True,
+        ),
+        ({"dynamodb": {"SizeBytes": [{"numeric": [">", 100, "<=", 200]}]}}, lambda_record(), True),
+        ({"dynamodb": {"SizeBytes": [{"numeric": [">", 200]}]}}, lambda_record(), False),
+        ({"$or": [{"eventName": ["INSERT"]}, TTL_DELETIONS]}, lambda_record(), False),
+        ({"$or": [{"eventName": ["MODIFY"]}, TTL_DELETIONS]}, lambda_record(), True),
+        ({"dynamodb": {"OldImage": [{"exists": True}]}}, lambda_record(), False),
+    ],
+)
+def test_filter_patterns_match_as_lambdas_event_filtering(
+    pattern: dict[str, Any], record: dict[str, Any], expected: bool
+) -> None:
+    assert matches_filter_pattern(pattern, record) is expected
+
+
+def test_a_filter_operator_redrive_cannot_match_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"filters\[0\]\.eventName has matcher \{'wildcard'"):
+        Redrive(
+            invoker=CallableInvoker(Consumer()),
+            stream_arn="arn",
+            sqs_client=object(),
+            streams_client=object(),
+            filters=[{"eventName": [{"wildcard": "MOD*"}]}],
+        )
 
 
 # --- Lost records ------------------------------------------------------------------------------
