@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 __all__ = [
     "DEFAULT_INVOKE_MAX_BYTES",
@@ -927,7 +927,8 @@ class Redrive:
         except MalformedMessageError as error:
             report.failed.append(FailedMessage(message_id, str(error)))
             return False
-        except ClientError as error:
+        except (ClientError, BotoCoreError) as error:
+            # Not a sign of lost records (those raise RecordsLostError): keep it for another run.
             report.failed.append(FailedMessage(message_id, f"reading the stream failed: {error}"))
             return False
         if dry_run:
@@ -952,7 +953,7 @@ class Redrive:
                 )
             except InvocationError as error:
                 failed_index, reason = 0, str(error)
-            except ClientError as error:
+            except (ClientError, BotoCoreError) as error:
                 failed_index, reason = 0, f"invoking the consumer failed: {error}"
             if failed_index is None:
                 report.records_replayed += len(chunk)

@@ -849,6 +849,36 @@ def test_redrive_function_drains_both_queues_and_emits_lost_records_as_a_metric(
     ]
 
 
+def test_redrive_function_is_configured_from_its_environment(
+    stream: Stream, sqs: Any, queue_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stream.write(2)
+    stream.ddb.put_item(TableName="orders", Item={"pk": {"S": "order-0"}, "total": {"N": "5"}})
+    sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in stream.records()]
+    sqs.send_message(
+        QueueUrl=queue_url,
+        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[2], 1),
+    )
+    environ = {
+        "CONSUMER_FUNCTION_NAME": "orders-consumer",
+        "STREAM_ARN": stream.arn,
+        "ON_FAILURE_QUEUE_URL": queue_url,
+        "CDC_CONSUMER_NAME": "orders",
+        "CONSUMER_FILTERS": json.dumps([{"eventName": ["MODIFY"]}]),
+    }
+
+    # A dry run reads the stream and the queue through the function's own clients (pointed at
+    # the local endpoint by AWS_ENDPOINT_URL) and invokes nothing.
+    result = redrive_handler.handler({"dryRun": True}, FakeContext(600_000), environ=environ)
+
+    (report,) = result["reports"]
+    assert result["ok"]
+    (planned,) = report["planned"]
+    assert (planned["first_sequence_number"], planned["record_count"]) == (sequence_numbers[0], 1)
+    assert report["records_filtered"] == 2
+    assert len(queue_bodies(sqs, queue_url)) == 1
+
+
 def test_redrive_function_starts_nothing_near_its_deadline(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
