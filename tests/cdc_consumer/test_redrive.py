@@ -786,6 +786,21 @@ def test_cli_quarantine_flag_and_malformed_message_exit_non_zero(
     assert queue_bodies(sqs, quarantine_url) == ["not json"]
 
 
+def test_the_module_runs_as_a_command() -> None:
+    import subprocess
+
+    lambda_src = Path(__file__).resolve().parents[2] / "lambda_src"
+    result = subprocess.run(
+        [sys.executable, "-m", "cdc_consumer.redrive", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(lambda_src), "PATH": ""},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--dry-run" in result.stdout
+
+
 # --- The Lambda entry point --------------------------------------------------------------------
 
 
