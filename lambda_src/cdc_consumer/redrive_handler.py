@@ -1,0 +1,148 @@
+"""The provisioned redrive function: ``cdc_consumer.redrive_handler.handler``.
+
+Invoke it by hand (console, ``aws lambda invoke``) once the consumer's fault is fixed; it drains
+the on-failure queue and then the quarantine queue into the consumer function, within its
+remaining time, and returns the reports. It is deliberately not triggered by the queues: an
+automatic redrive of a consumer that still fails would loop.
+
+Environment (set by the StreamRedrive construct):
+
+    CONSUMER_FUNCTION_NAME   the consumer function to invoke synchronously
+    STREAM_ARN               the consumer's stream; messages of other streams are refused
+    ON_FAILURE_QUEUE_URL     the event source mapping's on-failure queue
+    QUARANTINE_QUEUE_URL     the runtime's quarantine queue (optional)
+    CDC_CONSUMER_NAME        the consumer name: metric dimension, quarantine message check
+    CDC_METRICS_NAMESPACE    EMF namespace, default "CdcConstructs" (CONTRACTS §3)
+    CONSUMER_FILTERS         the event source mapping's filter patterns, a JSON list (optional)
+    REDRIVE_RESERVE_SECONDS  no message is started later than this before the deadline
+
+Event (all optional): ``{"source": "on-failure" | "quarantine" | "all" (default "all"),
+"maxMessages": int (default 100), "dryRun": bool (default false)}``.
+
+Each run prints one JSON log line per queue and one EMF line with RedriveLostRecords,
+RedriveRecordsReplayed and RedriveFailedMessages (dimension Consumer), so an alarm fires when
+records were lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
+
+#: Messages per invocation unless the event says otherwise: a bounded run, so one invocation
+#: cannot spend its whole time on a queue that keeps filling up.
+DEFAULT_MAX_MESSAGES = 100
+#: Time kept in reserve before the function's deadline: no new message is started later than
+#: this, so the one in flight (a synchronous consumer invoke) can finish and the report is logged.
+#: The construct sets it from the consumer's timeout.
+DEFAULT_RESERVE_SECONDS = 60
+#: Metric namespace and dimension (CONTRACTS §3).
+DEFAULT_METRICS_NAMESPACE = "CdcConstructs"
+
+
+def _required(environ: Mapping[str, str], name: str) -> str:
+    value = environ.get(name, "")
+    if not value:
+        raise RuntimeError(
+            f"environment variable {name} is not set; the StreamRedrive construct sets it"
+        )
+    return value
+
+
+def _filters(text: str) -> list[dict[str, Any]]:
+    if not text:
+        return []
+    try:
+        filters = json.loads(text)
+    except ValueError as error:
+        raise RuntimeError(f"CONSUMER_FILTERS is not JSON ({error}): {text[:120]!r}") from None
+    if not isinstance(filters, list):
+        raise RuntimeError(f"CONSUMER_FILTERS is {text[:120]!r}; expected a JSON list of patterns")
+    return filters
+
+
+def emf_line(
+    reports: list[RedriveReport], consumer: str, namespace: str, now_ms: int | None = None
+) -> dict[str, Any]:
+    """One CloudWatch embedded-metric-format record summing ``reports``."""
+    return {
+        "_aws": {
+            "Timestamp": now_ms if now_ms is not None else int(time.time() * 1000),
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": namespace,
+                    "Dimensions": [["Consumer"]],
+                    "Metrics": [
+                        {"Name": "RedriveLostRecords", "Unit": "Count"},
+                        {"Name": "RedriveRecordsReplayed", "Unit": "Count"},
+                        {"Name": "RedriveFailedMessages", "Unit": "Count"},
+                    ],
+                }
+            ],
+        },
+        "Consumer": consumer,
+        "RedriveLostRecords": sum(r.lost_record_count for r in reports),
+        "RedriveRecordsReplayed": sum(r.records_replayed for r in reports),
+        "RedriveFailedMessages": sum(len(r.failed) for r in reports),
+    }
+
+
+def handler(
+    event: Mapping[str, Any] | None,
+    context: Any,
+    *,
+    redrive: Redrive | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Drain the consumer's queues; ``redrive`` and ``environ`` are injectable for tests."""
+    environ = os.environ if environ is None else environ
+    event = event or {}
+    consumer = environ.get("CDC_CONSUMER_NAME", "") or _required(environ, "CONSUMER_FUNCTION_NAME")
+    if redrive is None:
+        redrive = Redrive(
+            invoker=LambdaInvoker(_required(environ, "CONSUMER_FUNCTION_NAME")),
+            stream_arn=_required(environ, "STREAM_ARN"),
+            consumer_name=environ.get("CDC_CONSUMER_NAME") or None,
+            filters=_filters(environ.get("CONSUMER_FILTERS", "")),
+        )
+    wanted = str(event.get("source", "all"))
+    queues = {
+        Source.ON_FAILURE: environ.get("ON_FAILURE_QUEUE_URL", ""),
+        Source.QUARANTINE: environ.get("QUARANTINE_QUEUE_URL", ""),
+    }
+    if wanted not in ("all", *queues):
+        raise ValueError(
+            f"event source is {wanted!r}; expected 'on-failure', 'quarantine' or 'all'"
+        )
+    reserve_ms = 1000 * float(environ.get("REDRIVE_RESERVE_SECONDS", DEFAULT_RESERVE_SECONDS))
+
+    def should_stop() -> bool:
+        return context is not None and context.get_remaining_time_in_millis() < reserve_ms
+
+    budget = int(event.get("maxMessages", DEFAULT_MAX_MESSAGES))
+    reports: list[RedriveReport] = []
+    for source, queue_url in queues.items():
+        if wanted not in ("all", source.value) or not queue_url or budget <= 0:
+            continue
+        report = redrive.run(
+            queue_url,
+            source,
+            dry_run=bool(event.get("dryRun", False)),
+            max_messages=budget,
+            should_stop=should_stop,
+        )
+        budget -= report.messages_received + report.messages_deferred
+        print(json.dumps(report.to_log(), default=str))
+        reports.append(report)
+    namespace = environ.get("CDC_METRICS_NAMESPACE") or DEFAULT_METRICS_NAMESPACE
+    print(json.dumps(emf_line(reports, consumer, namespace)))
+    return {
+        "ok": all(r.ok for r in reports),
+        "lostRecords": sum(r.lost_record_count for r in reports),
+        "reports": [r.to_log() for r in reports],
+    }

@@ -1,0 +1,242 @@
+"""StreamRedrive, synthesized in a minimal stack: a table with a stream, a consumer, two queues."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Match, Template
+
+from cdc_constructs.redrive import StreamRedrive
+
+pytestmark = pytest.mark.xdist_group("redrive-constructs")
+
+
+class World:
+    """The stack around a StreamRedrive."""
+
+    def __init__(
+        self, layer_dir: Path, *, quarantine: bool = True, filters: tuple[Any, ...] = ()
+    ) -> None:
+        self.app = cdk.App()
+        self.stack = cdk.Stack(self.app, "RedriveTest")
+        self.table = dynamodb.TableV2(
+            self.stack,
+            "Orders",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            dynamo_stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+        )
+        self.consumer = lambda_.Function(
+            self.stack,
+            "Consumer",
+            runtime=lambda_.Runtime.PYTHON_3_12,
+            handler="index.handler",
+            code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+            timeout=cdk.Duration.minutes(2),
+        )
+        self.on_failure = sqs.Queue(self.stack, "OnFailure")
+        self.key = kms.Key(self.stack, "QuarantineKey")
+        self.quarantine = (
+            sqs.Queue(
+                self.stack,
+                "Quarantine",
+                encryption=sqs.QueueEncryption.KMS,
+                encryption_master_key=self.key,
+            )
+            if quarantine
+            else None
+        )
+        self.layer = lambda_.LayerVersion(
+            self.stack, "Runtime", code=lambda_.Code.from_asset(str(layer_dir))
+        )
+        self.redrive = StreamRedrive(
+            self.stack,
+            "Redrive",
+            consumer_function=self.consumer,
+            consumer_name="orders",
+            stream_arn=self.table.table_stream_arn or "",
+            on_failure_queue=self.on_failure,
+            quarantine_queue=self.quarantine,
+            layer=self.layer,
+            filters=filters,
+        )
+
+    def ref(self, construct: Any) -> dict[str, Any]:
+        return {"Ref": self.stack.get_logical_id(construct.node.default_child)}
+
+    def arn(self, construct: Any, attribute: str = "Arn") -> dict[str, Any]:
+        return {"Fn::GetAtt": [self.stack.get_logical_id(construct.node.default_child), attribute]}
+
+
+@pytest.fixture(scope="module")
+def layer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("layer")
+    (directory / "python" / "cdc_consumer").mkdir(parents=True)
+    (directory / "python" / "cdc_consumer" / "redrive_handler.py").write_text("handler = None\n")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def world(layer_dir: Path) -> World:
+    return World(layer_dir)
+
+
+@pytest.fixture(scope="module")
+def template(world: World) -> Template:
+    return Template.from_stack(world.stack)
+
+
+def redrive_function(template: Template) -> dict[str, Any]:
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "cdc_consumer.redrive_handler.handler"}},
+    ).values()
+    return function["Properties"]
+
+
+def redrive_statements(template: Template, world: World) -> list[dict[str, Any]]:
+    role = world.stack.get_logical_id(world.redrive.function.role.node.default_child)
+    policies = template.find_resources(
+        "AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role}]}}
+    )
+    return [
+        statement
+        for policy in policies.values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_the_function_runs_the_redrive_handler_from_the_runtime_layer(
+    template: Template, world: World
+) -> None:
+    function = redrive_function(template)
+    assert function["Layers"] == [
+        {"Ref": world.stack.get_logical_id(world.layer.node.default_child)}
+    ]
+    assert function["Runtime"] == "python3.12"
+    assert function["Timeout"] == 900
+    assert function["ReservedConcurrentExecutions"] == 1
+
+
+def test_the_function_is_told_what_to_redrive_into(template: Template, world: World) -> None:
+    environment = redrive_function(template)["Environment"]["Variables"]
+    assert environment == {
+        "CONSUMER_FUNCTION_NAME": world.ref(world.consumer),
+        "CDC_CONSUMER_NAME": "orders",
+        "STREAM_ARN": world.arn(world.table, "StreamArn"),
+        "ON_FAILURE_QUEUE_URL": world.ref(world.on_failure),
+        "QUARANTINE_QUEUE_URL": world.ref(world.quarantine),
+        "CDC_METRICS_NAMESPACE": "CdcConstructs",
+        # The consumer's 2 minutes plus 30 s: no message is started later than that.
+        "REDRIVE_RESERVE_SECONDS": "150",
+    }
+
+
+def test_permissions_are_the_redrive_actions_on_these_resources_only(
+    template: Template, world: World
+) -> None:
+    statements = redrive_statements(template, world)
+    by_action = {tuple(sorted(_list(s["Action"]))): s["Resource"] for s in statements}
+
+    assert by_action[("lambda:InvokeFunction",)] == world.arn(world.consumer)
+    assert sorted(
+        _list(
+            by_action[("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage")]
+        ),
+        key=str,
+    ) == sorted([world.arn(world.on_failure), world.arn(world.quarantine)], key=str)
+    assert by_action[
+        ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")
+    ] == world.arn(world.table, "StreamArn")
+    assert by_action[("kms:Decrypt",)] == world.arn(world.key)
+    assert len(statements) == 4
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        assert not [a for a in _list(statement["Action"]) if "*" in a], statement
+        assert "*" not in _list(statement["Resource"]), statement
+
+
+def test_logs_are_kept_for_three_months(template: Template, world: World) -> None:
+    log_group = world.stack.get_logical_id(world.redrive.log_group.node.default_child)
+    assert redrive_function(template)["LoggingConfig"]["LogGroup"] == {"Ref": log_group}
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
+
+
+def test_an_alarm_fires_on_one_lost_record(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "CdcConstructs",
+            "MetricName": "RedriveLostRecords",
+            "Dimensions": [{"Name": "Consumer", "Value": "orders"}],
+            "Statistic": "Sum",
+            "Threshold": 1,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "TreatMissingData": "notBreaching",
+            "AlarmDescription": Match.string_like_regexp("When the DLQ alarm fires"),
+        },
+    )
+
+
+def test_without_a_quarantine_queue_only_the_on_failure_queue_is_read_and_filters_passed_on(
+    layer_dir: Path,
+) -> None:
+    ttl_deletions = {"userIdentity": {"type": ["Service"]}}
+    world = World(layer_dir, quarantine=False, filters=(ttl_deletions,))
+    template = Template.from_stack(world.stack)
+
+    environment = redrive_function(template)["Environment"]["Variables"]
+    assert "QUARANTINE_QUEUE_URL" not in environment
+    assert json.loads(environment["CONSUMER_FILTERS"]) == [ttl_deletions]
+    sqs_statements = [
+        s for s in redrive_statements(template, world) if "sqs:ReceiveMessage" in s["Action"]
+    ]
+    assert [s["Resource"] for s in sqs_statements] == [world.arn(world.on_failure)]
+
+
+def test_props_are_checked_and_every_problem_named(layer_dir: Path) -> None:
+    world = World(layer_dir)  # not the shared one: a refused construct stays in its tree
+    imported = lambda_.Function.from_function_name(world.stack, "Imported", "orders-consumer")
+    with pytest.raises(ValueError) as error:
+        StreamRedrive(
+            world.stack,
+            "Bad",
+            consumer_function=imported,
+            consumer_name=" ",
+            stream_arn="arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x",
+            on_failure_queue=world.on_failure,
+            layer=world.layer,
+            timeout=cdk.Duration.minutes(16),
+        )
+    message = str(error.value)
+    assert "consumer_name is empty" in message
+    assert "timeout is 16 minutes; Lambda allows at most 15 minutes" in message
+    assert "consumer_timeout is not given and cannot be read from consumer_function" in message
+
+
+def test_a_timeout_that_cannot_wait_for_one_consumer_invocation_is_refused(
+    layer_dir: Path,
+) -> None:
+    world = World(layer_dir)
+    with pytest.raises(ValueError, match="not longer than the consumer's timeout \\(2 minutes\\)"):
+        StreamRedrive(
+            world.stack,
+            "TooShort",
+            consumer_function=world.consumer,
+            consumer_name="orders",
+            stream_arn="arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x",
+            on_failure_queue=world.on_failure,
+            layer=world.layer,
+            timeout=cdk.Duration.minutes(2),
+        )
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
