@@ -27,6 +27,10 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from cdc_constructs import fan_out
 from cdc_constructs.fan_out import FanOutConfigurationError, StreamFanOut
 
+# One worker runs the whole module under `pytest -n 2 --dist loadgroup`, so the app is
+# synthesized once, not once per worker.
+pytestmark = pytest.mark.xdist_group("fan_out_synth")
+
 SOURCE = "com.example.orders"
 ORDER_PAID = {
     "eventName": ["MODIFY"],
