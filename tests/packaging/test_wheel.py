@@ -403,6 +403,15 @@ def test_user_app_synthesizes_a_consumer_with_the_runtime_layer(synthesized: Syn
     assert [m["Properties"]["FunctionName"] for m in mappings.values()] == [{"Ref": logical_id}]
 
 
+def test_cdc_checks_from_the_wheel_find_nothing_in_the_users_consumer(
+    synthesized: SynthesizedApp,
+):
+    """CDK lists a plugin in the report when it has findings or raised; CdcChecks ran at
+    synth (the app registers it) and a StreamConsumer with its defaults gives it nothing."""
+    report = json.loads((synthesized.assembly / "validation-report.json").read_text())
+    assert report["pluginReports"] == [], report
+
+
 def test_layer_asset_holds_the_runtime_package(synthesized: SynthesizedApp):
     _, function = synthesized.user_function()
     layer_dir = synthesized.asset_dir(function["Properties"]["Layers"][0]["Ref"])
