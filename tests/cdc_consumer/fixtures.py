@@ -110,12 +110,17 @@ def resources(aws: LocalEndpoint) -> Resources:
 # --- a small projection for runtime tests --------------------------------------------------
 
 
+def view_key(keys: Mapping[str, Any]) -> str:
+    """The mirror view's pk for a source item's keys: ``name=value`` pairs, sorted."""
+    return ",".join(f"{name}={value}" for name, value in sorted(keys.items()))
+
+
 def mirror_projection(view_table: str) -> Callable[[Change], list[dict[str, Any]]]:
     """Keeps, per source key, the newest image and how many records were applied (``applied``),
     so a duplicate or a lost record shows as a wrong count and an old image as a wrong image."""
 
     def project(change: Change) -> list[dict[str, Any]]:
-        key = {"pk": {"S": str(change.keys["pk"])}}
+        key = {"pk": {"S": view_key(change.keys)}}
         if change.new_image is None:
             expression, values = "REMOVE #image ADD #applied :one", {}
         else:
