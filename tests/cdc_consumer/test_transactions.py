@@ -11,7 +11,7 @@ from cdc_consumer import Change, InvalidActionError
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 from cdc_consumer.transactions import RecordWrites, TransactionGroup, marker_action
 
-from tests.cdc_consumer.fixtures import Resources, deliver, mirror_projection
+from tests.cdc_consumer.fixtures import Resources, deliver, error_response, mirror_projection
 
 BATCH_SIZE = 100  # the StreamConsumer construct's default batch size
 
@@ -168,8 +168,6 @@ def test_puts_on_one_item_of_an_unknown_key_schema_are_split_after_dynamodb_refu
             i["Put"]["Item"]["pk"]["S"] for i in body["TransactItems"] if "pk" in i["Put"]["Item"]
         ]
         if len(puts) != len(set(puts)):
-            from tests.cdc_consumer.fixtures import error_response
-
             return error_response(
                 "ValidationException",
                 "Transaction request cannot include multiple operations on one item",
@@ -187,8 +185,6 @@ def test_puts_on_one_item_of_an_unknown_key_schema_are_split_after_dynamodb_refu
 def test_cancellation_without_reasons_fails_the_first_record_of_the_transaction(
     resources: Resources, faults
 ) -> None:
-    from tests.cdc_consumer.fixtures import error_response
-
     processor = resources.processor()
     processor.projection(mirror_projection(resources.view_table))
     records = write_all(TableStream(), 3, key=lambda index: f"K{index}")
