@@ -205,13 +205,13 @@ class StreamProcessor:
     def settings(self) -> Settings:
         """The names this invocation uses; :class:`ConfigurationError` names what is missing."""
         problems = []
-        resolved = {}
+        resolved: dict[str, str] = {}
         for attribute, variable in (
             ("consumer_name", defaults.CONSUMER_NAME_ENV),
             ("idempotency_table", defaults.IDEMPOTENCY_TABLE_ENV),
             ("quarantine_queue_url", defaults.QUARANTINE_QUEUE_ENV),
         ):
-            value = getattr(self, attribute) or os.environ.get(variable)
+            value: str = getattr(self, attribute) or os.environ.get(variable) or ""
             if not value:
                 problems.append(
                     f"{attribute} (pass it, or set the environment variable {variable})"
