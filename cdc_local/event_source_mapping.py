@@ -170,7 +170,11 @@ class EventSourceMapping:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         stuck_after_attempts: int = STUCK_AFTER_ATTEMPTS,
+        track_records: bool = False,
     ) -> None:
+        """``track_records`` keeps the sequence number of every record the function acknowledged
+        (``acknowledged``), for accounting in tests and the demo; off by default, as the set
+        grows with the stream."""
         self.name = name
         self.stream_arn = stream_arn
         self.function = function
@@ -183,6 +187,7 @@ class EventSourceMapping:
         self.sleep = sleep
         self.stuck_after_attempts = stuck_after_attempts
         self.counters = MappingCounters()
+        self.acknowledged: set[str] | None = set() if track_records else None
         self._iterators: dict[str, str | None] = {}
         self._lanes: dict[tuple[str, int], _Lane] = {}
         self._partition_key: str | None = None
@@ -377,6 +382,8 @@ class EventSourceMapping:
 
     def _succeeded(self, lane: _Lane, records: Sequence[Mapping[str, Any]]) -> None:
         _drop(lane, len(records))
+        if self.acknowledged is not None:
+            self.acknowledged.update(r["dynamodb"]["SequenceNumber"] for r in records)
         self.counters.records_succeeded += len(records)
         if lane.planned:
             lane.planned[0] -= len(records)

@@ -74,6 +74,10 @@ class LambdaContext:
         return max(0, int((self.timeout_seconds - self.elapsed_seconds()) * 1000))
 
 
+class InvocationFailed(Exception):
+    """A function error, raised by :meth:`LocalFunction.as_handler` handlers."""
+
+
 @dataclass(frozen=True)
 class InvocationResult:
     """What one invocation returned: the response, or the error Lambda would report."""
@@ -122,6 +126,20 @@ class LocalFunction:
         if self.capture_output and result.output:
             self.outputs.append(result.output)
         return result
+
+    def as_handler(self) -> Callable[[Any, Any], Any]:
+        """This function as a plain ``handler(event, context)`` (CONTRACTS §9), for code that
+        invokes consumers through that contract (such as redrive): a failed invocation raises
+        :class:`InvocationFailed`, as a function error would surface."""
+
+        def handler(event: Any, _context: Any) -> Any:
+            result = self.invoke(event)
+            if result.failed:
+                raise InvocationFailed(f"{self.name}: {result.error_type}: {result.error_message}")
+            return result.response
+
+        handler.__name__ = self.name
+        return handler
 
     def _invoke(self, event: Mapping[str, Any]) -> InvocationResult:
         context = LambdaContext(

@@ -15,12 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_local.assembly import (
-    BUCKET_TYPE,
     FUNCTION_TYPE,
     LAYER_TYPE,
-    QUEUE_TYPE,
-    TABLE_TYPES,
-    TOPIC_TYPE,
     Resource,
     StackTemplate,
 )
@@ -315,15 +311,3 @@ def _attribute(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-__all__ = [
-    "BUCKET_TYPE",
-    "QUEUE_TYPE",
-    "TABLE_TYPES",
-    "TOPIC_TYPE",
-    "LocalResources",
-    "Resolver",
-    "create_resources",
-    "physical_name",
-]

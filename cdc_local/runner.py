@@ -69,6 +69,9 @@ class LocalPipeline:
             and the last lines are kept in ``recent_output``); default True.
         flush_windows: send batches without waiting out ``MaximumBatchingWindowInSeconds``;
             default False (wait, as Lambda does).
+        track_records: keep the sequence numbers each mapping's function acknowledged
+            (``EventSourceMapping.acknowledged``), for accounting; default False (memory grows
+            with the stream).
     """
 
     def __init__(
@@ -82,6 +85,7 @@ class LocalPipeline:
         clock_speed: float = 1.0,
         capture_output: bool = True,
         flush_windows: bool = False,
+        track_records: bool = False,
     ) -> None:
         self.stack: StackTemplate = CloudAssembly(assembly_dir).stack(stack_name)
         self.endpoint = endpoint
@@ -91,6 +95,7 @@ class LocalPipeline:
         self.clock_speed = clock_speed
         self.capture_output = capture_output
         self.flush_windows = flush_windows
+        self.track_records = track_records
         self.ttl_ledger = TtlLedger()
         self.metrics: Counter[str] = Counter()
         self.recent_output: deque[str] = deque(maxlen=OUTPUT_LINES_KEPT)
@@ -269,6 +274,7 @@ class LocalPipeline:
             ttl_ledger=self.ttl_ledger,
             faults=self.faults,
             clock=self.clock,
+            track_records=self.track_records,
         )
 
     def _function_of(self, reference: Any) -> LocalFunction:
