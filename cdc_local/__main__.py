@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if summary.ok else 1
         return serve(arguments.assembly, arguments.stack, arguments.ttl_every, console)
     except LocalPipelineError as error:
-        console.print(f"[red]error:[/red] {error}")
+        console.print(f"error: {error}", style="red", markup=False, soft_wrap=True)
         return 2
 
 

@@ -212,7 +212,10 @@ class EventSourceMapping:
         self._started = True
 
     def read(self) -> int:
-        """Read every record now available into the lanes; return how many were read."""
+        """Read every record now available into the lanes; return how many were read.
+        A disabled mapping (``Enabled: false``) reads nothing, as Lambda stops polling."""
+        if not self.settings.enabled:
+            return 0
         if not self._started:
             self.start()
         read = 0
@@ -282,7 +285,7 @@ class EventSourceMapping:
         return max(0.001, min(waits, default=0.001))
 
     def _turn(self, lane: _Lane, flush: bool) -> bool:
-        if not lane.pending or not self.settings.enabled:
+        if not lane.pending:
             return False
         if self._discard_expired(lane):
             return True

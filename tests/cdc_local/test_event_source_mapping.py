@@ -6,6 +6,8 @@ import json
 import re
 import time
 
+import pytest
+
 from tests.cdc_local import recorder
 from tests.cdc_local.helpers import batches, keys_of, put, queue_messages, stream_sequence_numbers
 
@@ -257,3 +259,40 @@ def test_latest_starting_position_skips_records_written_before_the_mapping_start
     pipeline.drain()
     pipeline.close()
     assert [keys_of(i) for i in recorder.INVOCATIONS] == [["after"]]
+
+
+def test_partial_failure_with_bisect_splits_at_the_reported_record_not_in_half(
+    pipeline_for,
+) -> None:
+    """With both BisectBatchOnFunctionError and ReportBatchItemFailures, a partial batch response
+    splits the batch at the returned sequence number and only the remaining records are retried;
+    halving is for function errors. Retries running out discard those remaining records."""
+    pipeline = pipeline_for("Basic")
+    for i in range(6):
+        put(pipeline, f"k{i}", mode="report" if i == 3 else "ok")
+    pipeline.drain()
+    s = stream_sequence_numbers(pipeline)
+    assert batches() == [s, s[3:], s[3:]]
+    assert pipeline.counters.bisections == 0
+    [message] = queue_messages(pipeline, "OnFailure")
+    info = message["DDBStreamBatchInfo"]
+    assert (info["startSequenceNumber"], info["endSequenceNumber"], info["batchSize"]) == (
+        s[3],
+        s[5],
+        3,
+    )
+
+
+def test_infinite_retries_on_a_poison_record_stop_the_drain_with_an_explanation(
+    pipeline_for,
+) -> None:
+    """MaximumRetryAttempts -1 (Lambda's default) retries a failing batch until its records
+    expire: on AWS the shard is blocked for up to 24 h. Draining says so instead of spinning."""
+    from cdc_local.exceptions import PipelineStuck
+
+    pipeline = pipeline_for("Window", flush_windows=True)
+    put(pipeline, "poison", mode="fail")
+    with pytest.raises(
+        PipelineStuck, match=r"MaximumRetryAttempts is -1.*ValueError: poison record"
+    ):
+        pipeline.drain()
