@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,11 +101,22 @@ class _Snapshot:
 
 
 def apply() -> None:
-    """Patch moto's DynamoDB backend (once per process)."""
-    import moto.dynamodb.models as models
-    from moto.dynamodb.models.table import Table
+    """Patch moto's DynamoDB backend (once per process). If this moto's internals are not the
+    ones the patch knows, it warns and leaves moto as it is: slower, equally correct."""
+    try:
+        import moto.dynamodb.models as models
+        from moto.dynamodb.models.table import Table
 
-    original: Callable[..., Any] = models.DynamoDBBackend.transact_write_items
+        original: Callable[..., Any] = models.DynamoDBBackend.transact_write_items
+        if not hasattr(models, "copy"):  # the module moto's rollback copies tables with
+            raise AttributeError("moto.dynamodb.models has no `copy`")
+    except (ImportError, AttributeError) as error:
+        warnings.warn(
+            f"cdc_local: moto's TransactWriteItems is not the one moto_patches knows ({error}); "
+            "transactions stay correct but copy whole tables",
+            stacklevel=2,
+        )
+        return
     if getattr(original, "_cdc_local_patched", False):
         return
 
@@ -122,4 +134,4 @@ def apply() -> None:
 
     transact_write_items._cdc_local_patched = True  # type: ignore[attr-defined]
     models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-    models.copy = _CopyModule(Table)  # type: ignore[attr-defined]
+    models.copy = _CopyModule(Table)  # type: ignore[assignment]

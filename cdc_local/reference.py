@@ -23,8 +23,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -88,7 +87,7 @@ class ConsumerWiring:
         )
 
 
-def contribution(item: Mapping[str, Any]) -> tuple[str, Counter[str]] | None:
+def contribution(item: Mapping[str, Any]) -> tuple[str, dict[str, Decimal]] | None:
     """(customer, {view attribute: value}) one order item (DynamoDB JSON) adds to the view."""
     if not item.get("pk", {}).get("S", "").startswith(ORDER_PREFIX):
         return None
@@ -101,35 +100,37 @@ def contribution(item: Mapping[str, Any]) -> tuple[str, Counter[str]] | None:
         value = Decimal(amount)
     except InvalidOperation:
         return None
-    values: Counter[str] = Counter({f"count_{status}": 1})
+    values = {f"count_{status}": Decimal(1)}
     if status == "paid":
-        values["paid_amount"] += value
+        values["paid_amount"] = value
     return customer, values
 
 
-def expected_view(orders: list[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
+def expected_view(orders: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
     """The view recomputed from the orders table's items: ``CUSTOMER#id -> {attr: value}``."""
-    view: dict[str, Counter[str]] = {}
+    view: dict[str, dict[str, Decimal]] = {}
     for item in orders:
         found = contribution(item)
         if found is not None:
             customer, values = found
-            view.setdefault(CUSTOMER_PREFIX + customer, Counter()).update(values)
+            totals = view.setdefault(CUSTOMER_PREFIX + customer, {})
+            for name, value in values.items():
+                totals[name] = totals.get(name, Decimal(0)) + value
     return _without_zeros(view)
 
 
-def actual_view(view_items: list[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
+def actual_view(view_items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
     """The view table's items as ``pk -> {attr: value}`` (numbers only)."""
     view = {
-        item["pk"]["S"]: Counter({k: Decimal(v["N"]) for k, v in item.items() if "N" in v})
+        item["pk"]["S"]: {k: Decimal(v["N"]) for k, v in item.items() if "N" in v}
         for item in view_items
     }
     return _without_zeros(view)
 
 
-def _without_zeros(view: Mapping[str, Counter[str]]) -> dict[str, dict[str, Decimal]]:
+def _without_zeros(view: Mapping[str, Mapping[str, Decimal]]) -> dict[str, dict[str, Decimal]]:
     # ADD leaves a count at 0 when its last order moves on; a recomputation has no such entry.
-    cleaned = {pk: {k: Decimal(v) for k, v in c.items() if v != 0} for pk, c in view.items()}
+    cleaned = {pk: {k: v for k, v in values.items() if v != 0} for pk, values in view.items()}
     return {pk: values for pk, values in cleaned.items() if values}
 
 

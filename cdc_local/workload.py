@@ -74,7 +74,11 @@ class OrderWorkload:
             if index in poison_at:
                 poison_number += 1
                 order_id = f"poison-{poison_number}"
-                item = {"customerId": "customer-poison", "status": "pending", "amount": "ten"}
+                item: dict[str, Any] = {
+                    "customerId": "customer-poison",
+                    "status": "pending",
+                    "amount": "ten",
+                }
                 yield OrderChange("poison", order_id, "put", item=_typed(order_id, item))
             elif index < self.orders or not live:
                 order_id = creates[index] if index < self.orders else f"{index:05d}"

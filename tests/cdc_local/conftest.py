@@ -13,6 +13,7 @@ from cdc_local.runner import LocalPipeline
 from tests.cdc_local import recorder
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # One worker runs all of them, so the test apps are synthesized once.
     here = Path(__file__).parent
