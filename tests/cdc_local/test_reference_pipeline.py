@@ -135,3 +135,35 @@ def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice
             report = redrive_on_failure(pipeline, wiring)
             assert report.ok, report.summary()
         assert view_reconciled(pipeline, wiring)
+
+
+@pytest.mark.skipif(
+    not (REPOSITORY / "lambda_src" / "cdc_consumer" / "redrive.py").is_file(),
+    reason="needs the redrive (lambda_src/cdc_consumer/redrive.py)",
+)
+def test_batches_whose_retries_ran_out_are_held_then_redriven(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """Every invocation crashes: the mapping bisects down to single records and, when their 5
+    retries run out, sends each to the on-failure queue - held, not lost. Redrive then reads
+    them back from the stream and the view reconciles."""
+    with LocalPipeline(
+        reference_assembly,
+        "CdcReferenceStack",
+        endpoint=aws,
+        faults=FaultPlan(crash_probability=1.0),
+        track_records=True,
+    ) as pipeline:
+        wiring = ConsumerWiring.of(pipeline)
+        ddb = pipeline.client("dynamodb")
+        for change in OrderWorkload(changes=60, orders=10, poison=1, seed=2).plan():
+            apply(ddb, wiring.source_table, change)
+        pipeline.drain()
+        assert pipeline.faults is not None
+        pipeline.faults.plan = FaultPlan()  # the outage is over
+        accounting = account(pipeline, wiring)
+        assert accounting.lost == [] and accounting.on_failure > 0
+        assert not view_reconciled(pipeline, wiring)
+        report = redrive_on_failure(pipeline, wiring)
+        assert report.ok and report.records_replayed == accounting.on_failure
+        assert view_reconciled(pipeline, wiring)
