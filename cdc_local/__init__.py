@@ -11,6 +11,19 @@ handlers in-process; it also plays DynamoDB's TTL sweeper. Start with :class:`Lo
 or from a shell: ``python -m cdc_local --assembly cdk.out --stack CdcReferenceStack --demo``.
 """
 
+import importlib.util
+import sys
+from pathlib import Path
+
+# The local pipeline uses the consumer runtime's filter matcher and record conversion (one
+# implementation serves Lambda and this emulation). In a checkout the runtime is lambda_src/
+# beside this package; pytest and an installed wheel already make it importable.
+if importlib.util.find_spec("cdc_consumer") is None:  # pragma: no cover - depends on the caller
+    sys.path.append(str(Path(__file__).resolve().parent.parent / "lambda_src"))
+
+from cdc_consumer.exceptions import FilterPatternError
+from cdc_consumer.filter_patterns import FilterCriteria, FilterPattern
+
 from cdc_local.assembly import CloudAssembly, StackTemplate
 from cdc_local.endpoint import LocalEndpoint, patched_environ
 from cdc_local.event_source_mapping import EventSourceMapping, MappingCounters, MappingSettings
@@ -22,7 +35,6 @@ from cdc_local.exceptions import (
     ResolutionError,
 )
 from cdc_local.faults import FaultPlan, Faults, SimulatedCrash
-from cdc_local.filter_patterns import FilterCriteria, FilterPattern, FilterPatternError
 from cdc_local.functions import InvocationResult, LambdaContext, LocalFunction
 from cdc_local.runner import LocalPipeline, PipelineCounters
 from cdc_local.ttl import TtlLedger, TtlSweeper

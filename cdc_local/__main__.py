@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from cdc_consumer.exceptions import FilterPatternError
 from rich.console import Console
 
 from cdc_local.demo import DEMO_FAULTS, run_demo
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 0 if summary.ok else 1
         return serve(arguments.assembly, arguments.stack, arguments.ttl_every, console)
-    except LocalPipelineError as error:
+    except (LocalPipelineError, FilterPatternError) as error:
         console.print(f"error: {error}", style="red", markup=False, soft_wrap=True)
         return 2
 

@@ -42,6 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cdc_consumer.filter_patterns import FilterCriteria
+
 from cdc_local.destinations import (
     RECORD_AGE_EXCEEDED,
     RETRY_ATTEMPTS_EXHAUSTED,
@@ -50,7 +52,6 @@ from cdc_local.destinations import (
     invocation_record,
 )
 from cdc_local.exceptions import LocalPipelineError, PipelineStuck
-from cdc_local.filter_patterns import FilterCriteria
 from cdc_local.functions import InvocationResult, LocalFunction
 from cdc_local.records import lambda_record
 from cdc_local.ttl import TtlLedger

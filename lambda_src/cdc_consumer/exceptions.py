@@ -57,3 +57,10 @@ class MalformedBatchError(CdcConsumerError):
     """The event cannot be processed record by record (no ``Records``, or a record without a
     sequence number, which cannot be reported alone). Raised out of ``handle`` so Lambda fails
     the whole batch."""
+
+
+class FilterPatternError(CdcConsumerError, ValueError):
+    """A Lambda filter pattern uses syntax Lambda would reject (or this runtime cannot match).
+
+    A ``ValueError`` too, as it is an invalid argument.
+    """

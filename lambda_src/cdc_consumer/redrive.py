@@ -44,6 +44,12 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer.filter_patterns import (
+    FilterCriteria,
+    check_filter_pattern,
+    matches_filter_pattern,
+)
+
 __all__ = [
     "DEFAULT_INVOKE_MAX_BYTES",
     "DEFAULT_INVOKE_MAX_RECORDS",
@@ -291,118 +297,6 @@ def parse_quarantine_message(
     return QuarantinedRecord(
         record=record, consumer=consumer, error=error if isinstance(error, dict) else None
     )
-
-
-# --- The event source mapping's filters ---------------------------------------------------------
-#
-# An on-failure message covers every record between its start and end sequence numbers, but the
-# event source mapping delivered only those matching its filters; redrive must deliver the same.
-# Hand-written because no library in the Lambda runtime (boto3 only) matches Lambda filter
-# patterns. It covers the operators Lambda supports for event filtering and refuses any other, so
-# a pattern is never silently matched wrong.
-
-_PATTERN_OPERATORS = frozenset(
-    {"prefix", "suffix", "equals-ignore-case", "anything-but", "numeric", "exists"}
-)
-_NUMERIC_COMPARATORS: dict[str, Callable[[float, float], bool]] = {
-    "=": lambda a, b: a == b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
-_MISSING = object()
-
-
-def check_filter_pattern(pattern: Any, where: str = "pattern") -> None:
-    """Raise ValueError naming the first part of ``pattern`` that is not a Lambda filter pattern
-    redrive can match (an object of fields, each an object or a list of matchers)."""
-    if not isinstance(pattern, Mapping):
-        raise ValueError(f"filter {where} is {pattern!r}; expected an object of fields")
-    for key, value in pattern.items():
-        if key == "$or":
-            if not isinstance(value, list) or not value:
-                raise ValueError(f"filter {where}.$or is {value!r}; expected a list of patterns")
-            for index, alternative in enumerate(value):
-                check_filter_pattern(alternative, f"{where}.$or[{index}]")
-        elif isinstance(value, Mapping):
-            check_filter_pattern(value, f"{where}.{key}")
-        elif isinstance(value, list):
-            for matcher in value:
-                if isinstance(matcher, Mapping):
-                    unknown = set(matcher) - _PATTERN_OPERATORS
-                    if len(matcher) != 1 or unknown:
-                        raise ValueError(
-                            f"filter {where}.{key} has matcher {matcher!r}; expected one of"
-                            f" {sorted(_PATTERN_OPERATORS)}"
-                        )
-        else:
-            raise ValueError(
-                f"filter {where}.{key} is {value!r}; expected an object or a list of matchers"
-            )
-
-
-def _matches_value(matcher: Any, value: Any) -> bool:
-    """One matcher against one leaf value (``_MISSING`` when the field is absent)."""
-    if not isinstance(matcher, Mapping):
-        if value is _MISSING:
-            return False
-        if isinstance(matcher, bool) or isinstance(value, bool) or matcher is None:
-            return value is matcher if matcher is None else value == matcher
-        if isinstance(matcher, (int, float)) and isinstance(value, (int, float)):
-            return float(matcher) == float(value)
-        return type(matcher) is type(value) and matcher == value
-    ((operator, operand),) = matcher.items()
-    if operator == "exists":
-        return (value is not _MISSING) == bool(operand)
-    if value is _MISSING:
-        return False
-    if operator == "prefix" or operator == "suffix":
-        if not isinstance(value, str):
-            return False
-        if isinstance(operand, Mapping):  # {"prefix": {"equals-ignore-case": "x"}}
-            text, value = str(operand.get("equals-ignore-case", "")).lower(), value.lower()
-        else:
-            text = str(operand)
-        return value.startswith(text) if operator == "prefix" else value.endswith(text)
-    if operator == "equals-ignore-case":
-        return isinstance(value, str) and value.lower() == str(operand).lower()
-    if operator == "anything-but":
-        if isinstance(operand, Mapping):
-            return not _matches_value(operand, value)
-        excluded = operand if isinstance(operand, list) else [operand]
-        return not any(_matches_value(item, value) for item in excluded)
-    if operator == "numeric":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return False  # DynamoDB "N" values are strings in a record: no numeric match
-        pairs = zip(operand[0::2], operand[1::2], strict=True)
-        return all(_NUMERIC_COMPARATORS[op](float(value), float(bound)) for op, bound in pairs)
-    raise ValueError(f"filter matcher {matcher!r} is not supported")
-
-
-def matches_filter_pattern(pattern: Mapping[str, Any], document: Any) -> bool:
-    """Whether ``document`` (a record in Lambda's shape) matches a Lambda filter ``pattern``."""
-    for key, expected in pattern.items():
-        if key == "$or":
-            if not any(matches_filter_pattern(p, document) for p in expected):
-                return False
-            continue
-        value = document.get(key, _MISSING) if isinstance(document, Mapping) else _MISSING
-        if isinstance(expected, Mapping):
-            # A missing object matches only patterns of fields that must not exist.
-            nested = value if isinstance(value, Mapping) else {}
-            if not matches_filter_pattern(expected, nested):
-                return False
-            continue
-        values = value if isinstance(value, list) else [value]
-        if not any(_matches_value(m, v) for m in expected for v in values):
-            return False
-    return True
-
-
-def record_passes_filters(record: Mapping[str, Any], filters: Sequence[Mapping[str, Any]]) -> bool:
-    """True when there are no filters or the record matches one of them (Lambda ORs them)."""
-    return not filters or any(matches_filter_pattern(f, record) for f in filters)
 
 
 # --- Reading a range back from the stream --------------------------------------------------------
@@ -796,8 +690,7 @@ class Redrive:
             )
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts is {self.max_attempts}; expected 1 or more")
-        for index, pattern in enumerate(self.filters):
-            check_filter_pattern(pattern, f"filters[{index}]")
+        self._criteria = FilterCriteria(self.filters, where="filters")
 
     # The run loop ---------------------------------------------------------------------------
 
@@ -912,7 +805,7 @@ class Redrive:
                         )
                     )
                     return False
-                delivered = [r for r in records if record_passes_filters(r, self.filters)]
+                delivered = [r for r in records if self._criteria.matches(r)]
                 report.records_filtered += len(records) - len(delivered)
                 records = delivered
             else:

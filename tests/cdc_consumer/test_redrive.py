@@ -32,7 +32,6 @@ from cdc_consumer.redrive import (
     RedriveReport,
     Source,
     main,
-    matches_filter_pattern,
     parse_on_failure_message,
     to_lambda_record,
 )
@@ -394,57 +393,6 @@ def test_records_the_mappings_filters_exclude_are_not_replayed(
     assert consumer.applied == [sequence_numbers[2]]
     assert (report.records_replayed, report.records_filtered) == (1, 2)
     assert report.messages_deleted == 1
-
-
-TTL_DELETIONS = {"userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]}}
-
-
-def lambda_record(**fields: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "eventName": "MODIFY",
-        "dynamodb": {
-            "Keys": {"pk": {"S": "order#1"}},
-            "NewImage": {"pk": {"S": "order#1"}, "status": {"S": "PAID"}},
-            "SizeBytes": 120,
-        },
-    }
-    record.update(fields)
-    return record
-
-
-@pytest.mark.parametrize(
-    ("pattern", "record", "expected"),
-    [
-        (TTL_DELETIONS, lambda_record(eventName="REMOVE"), False),
-        (
-            TTL_DELETIONS,
-            lambda_record(
-                eventName="REMOVE",
-                userIdentity={"type": "Service", "principalId": "dynamodb.amazonaws.com"},
-            ),
-            True,
-        ),
-        ({"userIdentity": {"type": [{"exists": False}]}}, lambda_record(), True),
-        ({"eventName": ["INSERT", "MODIFY"]}, lambda_record(), True),
-        ({"eventName": [{"anything-but": ["REMOVE"]}]}, lambda_record(eventName="REMOVE"), False),
-        ({"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "order#"}]}}}}, lambda_record(), True),
-        ({"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "outbox#"}]}}}}, lambda_record(), False),
-        (
-            {"dynamodb": {"NewImage": {"status": {"S": [{"equals-ignore-case": "paid"}]}}}},
-            lambda_record(),
-            True,
-        ),
-        ({"dynamodb": {"SizeBytes": [{"numeric": [">", 100, "<=", 200]}]}}, lambda_record(), True),
-        ({"dynamodb": {"SizeBytes": [{"numeric": [">", 200]}]}}, lambda_record(), False),
-        ({"$or": [{"eventName": ["INSERT"]}, TTL_DELETIONS]}, lambda_record(), False),
-        ({"$or": [{"eventName": ["MODIFY"]}, TTL_DELETIONS]}, lambda_record(), True),
-        ({"dynamodb": {"OldImage": [{"exists": True}]}}, lambda_record(), False),
-    ],
-)
-def test_filter_patterns_match_as_lambdas_event_filtering(
-    pattern: dict[str, Any], record: dict[str, Any], expected: bool
-) -> None:
-    assert matches_filter_pattern(pattern, record) is expected
 
 
 def test_a_filter_operator_redrive_cannot_match_is_refused() -> None:

@@ -1,12 +1,15 @@
-"""Lambda's filter-pattern semantics on DynamoDB stream records (no endpoint needed)."""
+"""Lambda's filter-pattern semantics on DynamoDB stream records (no endpoint needed).
+
+One matcher serves redrive (in Lambda) and the local pipeline's event source mapping.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-
-from cdc_local.filter_patterns import FilterCriteria, FilterPattern, FilterPatternError
+from cdc_consumer.exceptions import FilterPatternError
+from cdc_consumer.filter_patterns import FilterCriteria, FilterPattern, matches_filter_pattern
 
 RECORD: dict[str, Any] = {
     "eventName": "INSERT",
@@ -107,3 +110,54 @@ def test_invalid_patterns_are_rejected_with_the_reason(
 def test_an_empty_filter_is_rejected_as_the_cdk_raw_dict_pitfall() -> None:
     with pytest.raises(FilterPatternError, match=r"FilterCriteria\.filter"):
         FilterCriteria.from_properties({"FilterCriteria": {"Filters": [{}]}})
+
+
+TTL_DELETIONS = {"userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]}}
+
+
+def lambda_record(**fields: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "eventName": "MODIFY",
+        "dynamodb": {
+            "Keys": {"pk": {"S": "order#1"}},
+            "NewImage": {"pk": {"S": "order#1"}, "status": {"S": "PAID"}},
+            "SizeBytes": 120,
+        },
+    }
+    record.update(fields)
+    return record
+
+
+@pytest.mark.parametrize(
+    ("pattern", "record", "expected"),
+    [
+        (TTL_DELETIONS, lambda_record(eventName="REMOVE"), False),
+        (
+            TTL_DELETIONS,
+            lambda_record(
+                eventName="REMOVE",
+                userIdentity={"type": "Service", "principalId": "dynamodb.amazonaws.com"},
+            ),
+            True,
+        ),
+        ({"userIdentity": {"type": [{"exists": False}]}}, lambda_record(), True),
+        ({"eventName": ["INSERT", "MODIFY"]}, lambda_record(), True),
+        ({"eventName": [{"anything-but": ["REMOVE"]}]}, lambda_record(eventName="REMOVE"), False),
+        ({"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "order#"}]}}}}, lambda_record(), True),
+        ({"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "outbox#"}]}}}}, lambda_record(), False),
+        (
+            {"dynamodb": {"NewImage": {"status": {"S": [{"equals-ignore-case": "paid"}]}}}},
+            lambda_record(),
+            True,
+        ),
+        ({"dynamodb": {"SizeBytes": [{"numeric": [">", 100, "<=", 200]}]}}, lambda_record(), True),
+        ({"dynamodb": {"SizeBytes": [{"numeric": [">", 200]}]}}, lambda_record(), False),
+        ({"$or": [{"eventName": ["INSERT"]}, TTL_DELETIONS]}, lambda_record(), False),
+        ({"$or": [{"eventName": ["MODIFY"]}, TTL_DELETIONS]}, lambda_record(), True),
+        ({"dynamodb": {"OldImage": [{"exists": True}]}}, lambda_record(), False),
+    ],
+)
+def test_filter_patterns_match_as_lambdas_event_filtering(
+    pattern: dict[str, Any], record: dict[str, Any], expected: bool
+) -> None:
+    assert matches_filter_pattern(pattern, record) is expected
