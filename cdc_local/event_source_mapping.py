@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.redrive.stream_reader import to_lambda_record
 
 from cdc_local.destinations import (
     RECORD_AGE_EXCEEDED,
@@ -53,7 +54,6 @@ from cdc_local.destinations import (
 )
 from cdc_local.exceptions import LocalPipelineError, PipelineStuck
 from cdc_local.functions import InvocationResult, LocalFunction
-from cdc_local.records import lambda_record
 from cdc_local.ttl import TtlLedger
 
 #: Lambda's invocation payload limit for synchronous invokes: a batch is cut before it exceeds it.
@@ -233,7 +233,7 @@ class EventSourceMapping:
         return read
 
     def _accept(self, shard_id: str, raw: Mapping[str, Any]) -> None:
-        record = lambda_record(raw, self.stream_arn)
+        record = to_lambda_record(raw, self.stream_arn)
         if self.ttl_ledger is not None:
             record = self.ttl_ledger.annotate(self.stream_arn, record)
         self.counters.records_read += 1

@@ -20,19 +20,17 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
+
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.functions import LocalFunction
-from cdc_local.records import lambda_record
 from cdc_local.runner import LocalPipeline
 
 REFERENCE_HANDLER = "order_stats.handler"
@@ -247,21 +245,19 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
         elif record["dynamodb"]["SequenceNumber"] in acknowledged:
             result.acknowledged_without_marker += 1
         elif wiring.mapping.settings.filters.matches(
-            lambda_record(record, wiring.mapping.stream_arn)
+            to_lambda_record(record, wiring.mapping.stream_arn)
         ):
             result.lost.append(record["dynamodb"]["SequenceNumber"])
     return result
 
 
-def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Any:
-    """Replay the on-failure queue's messages with ``cdc_consumer.redrive`` (from the
-    function's runtime layer), through the consumer's handler contract; return its report."""
+def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> RedriveReport | None:
+    """Replay the on-failure queue's messages with ``cdc_consumer.redrive``, through the
+    consumer's handler contract; return its report (None without an on-failure queue)."""
     if wiring.on_failure_queue_url is None:
         return None
-    with _importable_from(wiring.function):
-        redrive = importlib.import_module("cdc_consumer.redrive")
-    runner = redrive.Redrive(
-        invoker=redrive.CallableInvoker(
+    runner = Redrive(
+        invoker=CallableInvoker(
             handler=wiring.function.as_handler(), function_name=wiring.function.name
         ),
         stream_arn=wiring.mapping.stream_arn,
@@ -272,21 +268,3 @@ def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Any:
         filters=[p.pattern for p in wiring.mapping.settings.filters.patterns],
     )
     return runner.run(wiring.on_failure_queue_url)
-
-
-@contextmanager
-def _importable_from(function: LocalFunction) -> Iterator[None]:
-    """``cdc_consumer`` importable: from this process if it has it, else from the layers."""
-    try:
-        importlib.import_module("cdc_consumer")
-        yield
-        return
-    except ImportError:
-        pass
-    paths = [str(d) for d in function.code_dirs[1:]]
-    sys.path[0:0] = paths
-    try:
-        yield
-    finally:
-        for path in paths:
-            sys.path.remove(path)

@@ -16,6 +16,7 @@ stream ARN and sequence number, so every mapping on the same stream sees the sam
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import defaultdict, deque
@@ -23,16 +24,19 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from cdc_consumer.change import TTL_PRINCIPAL
+from cdc_consumer.redrive.stream_reader import wire_json
+
 from cdc_local.endpoint import LocalEndpoint
-from cdc_local.records import fingerprint
 
 #: DynamoDB skips TTL values more than five years in the past.
 MAX_TTL_AGE_SECONDS = 5 * 365 * 24 * 3600
-TTL_USER_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
 
 def _key(value: Mapping[str, Any]) -> str:
-    return fingerprint(value)
+    """A canonical text form of a DynamoDB-JSON key, image or item: the sweeper's (from boto3,
+    binary values as bytes) and the stream's (as Lambda delivers it, base64 text) compare equal."""
+    return json.dumps(wire_json(value), sort_keys=True)
 
 
 def is_expired(attribute: Mapping[str, Any] | None, now: float) -> bool:
@@ -75,7 +79,7 @@ class TtlLedger:
             if bound is None:
                 bound = self._claim(_table_of(stream_arn), record["dynamodb"])
                 self._bound[(stream_arn, sequence)] = bound
-        return {**record, "userIdentity": dict(TTL_USER_IDENTITY)} if bound else record
+        return {**record, "userIdentity": dict(TTL_PRINCIPAL)} if bound else record
 
     def _claim(self, table_name: str, change: Mapping[str, Any]) -> bool:
         pending = self._deletions.get((table_name, _key(change["Keys"])))

@@ -64,3 +64,26 @@ class FilterPatternError(CdcConsumerError, ValueError):
 
     A ``ValueError`` too, as it is an invalid argument.
     """
+
+
+class RedriveError(CdcConsumerError):
+    """Base class of the errors redrive raises."""
+
+
+class MalformedMessageError(RedriveError):
+    """A queue message redrive cannot use: not JSON, fields missing, or another stream's."""
+
+
+class RecordsLostError(RedriveError):
+    """Records of a range can no longer be read from the stream."""
+
+    def __init__(self, shard_id: str, first: str, last: str, reason: str) -> None:
+        super().__init__(f"records {first}..{last} of shard {shard_id} are lost: {reason}")
+        self.shard_id = shard_id
+        self.first = first
+        self.last = last
+        self.reason = reason
+
+
+class InvocationError(RedriveError):
+    """The consumer failed the whole invocation (a function error or an exception)."""

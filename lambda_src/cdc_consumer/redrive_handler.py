@@ -32,6 +32,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from cdc_consumer.defaults import METRICS_NAMESPACE
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
 
 #: Messages per invocation unless the event says otherwise: a bounded run, so one invocation
@@ -41,8 +42,8 @@ DEFAULT_MAX_MESSAGES = 100
 #: this, so the one in flight (a synchronous consumer invoke) can finish and the report is logged.
 #: The construct sets it from the consumer's timeout.
 DEFAULT_RESERVE_SECONDS = 60
-#: Metric namespace and dimension (CONTRACTS §3).
-DEFAULT_METRICS_NAMESPACE = "CdcConstructs"
+#: Metric namespace (CONTRACTS §3), the runtime's: the Monitoring construct's alarms look there.
+DEFAULT_METRICS_NAMESPACE = METRICS_NAMESPACE
 
 
 def _required(environ: Mapping[str, str], name: str) -> str:

@@ -137,10 +137,6 @@ def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice
         assert view_reconciled(pipeline, wiring)
 
 
-@pytest.mark.skipif(
-    not (REPOSITORY / "lambda_src" / "cdc_consumer" / "redrive.py").is_file(),
-    reason="needs the redrive (lambda_src/cdc_consumer/redrive.py)",
-)
 def test_batches_whose_retries_ran_out_are_held_then_redriven(
     aws: LocalEndpoint, reference_assembly: Path
 ) -> None:

@@ -1,0 +1,96 @@
+"""Redrive: replay what a stream consumer failed on, from its on-failure queue or its quarantine.
+
+The on-failure queue holds *pointers* (CONTRACTS §5: shard id, start and end sequence numbers),
+not records. For each message, redrive reads the records of that range back from the stream
+(GetShardIterator AT_SEQUENCE_NUMBER, then GetRecords page by page), replays them in order
+through the consumer's handler contract (``{"Records": [...]}`` in, ``batchItemFailures`` out)
+and deletes the message only after every record succeeded. A quarantine message (CONTRACTS §4)
+carries the whole record, which is replayed the same way.
+
+What redrive never does:
+
+- skip a record silently. Records the stream no longer holds (trimmed after 24 h, shard gone,
+  iterator expired, or simply not there) are reported as *lost* with their sequence numbers, and
+  the message stays in the queue. A message with any lost record is not replayed at all: replaying
+  around the gap would hide it, so the operator reconciles it by hand (README: "When the DLQ
+  alarm fires").
+- delete a message it could not replay: malformed messages, another stream's messages and
+  messages whose replay failed stay in the queue (made visible again at the end of the run) and
+  are reported with the reason.
+
+Replaying twice changes nothing: the consumer runtime's processed-markers make replays of
+already-applied records no-ops, and deleted messages are gone.
+
+Run it as a command line (``python -m cdc_consumer.redrive --help``) or as the provisioned
+redrive function (``cdc_consumer.redrive_handler.handler``). boto3 only: it ships in the runtime
+layer.
+
+Modules: :mod:`~cdc_consumer.redrive.messages` (parsing and validating queue messages),
+:mod:`~cdc_consumer.redrive.stream_reader` (reading a range back, in Lambda's record shape),
+:mod:`~cdc_consumer.redrive.invokers` (delivering events to the consumer),
+:mod:`~cdc_consumer.redrive.replay` (the run), :mod:`~cdc_consumer.redrive.report` (its outcome),
+:mod:`~cdc_consumer.redrive.cli` (the command line), :mod:`~cdc_consumer.redrive.defaults`.
+The errors are in :mod:`cdc_consumer.exceptions`.
+"""
+
+from cdc_consumer.exceptions import (
+    InvocationError,
+    MalformedMessageError,
+    RecordsLostError,
+    RedriveError,
+)
+from cdc_consumer.filter_patterns import check_filter_pattern, matches_filter_pattern
+from cdc_consumer.redrive.cli import main
+from cdc_consumer.redrive.defaults import (
+    DEFAULT_INVOKE_MAX_BYTES,
+    DEFAULT_INVOKE_MAX_RECORDS,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_EMPTY_PAGES,
+    DEFAULT_RECEIVE_WAIT_SECONDS,
+    DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
+    DEFAULT_WINDOW,
+)
+from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker, LocalContext
+from cdc_consumer.redrive.messages import (
+    OnFailureBatch,
+    QuarantinedRecord,
+    Source,
+    parse_on_failure_message,
+    parse_quarantine_message,
+)
+from cdc_consumer.redrive.replay import Redrive
+from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
+from cdc_consumer.redrive.stream_reader import StreamRangeReader, to_lambda_record
+
+__all__ = [
+    "DEFAULT_INVOKE_MAX_BYTES",
+    "DEFAULT_INVOKE_MAX_RECORDS",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_MAX_EMPTY_PAGES",
+    "DEFAULT_RECEIVE_WAIT_SECONDS",
+    "DEFAULT_VISIBILITY_TIMEOUT_SECONDS",
+    "DEFAULT_WINDOW",
+    "CallableInvoker",
+    "FailedMessage",
+    "InvocationError",
+    "Invoker",
+    "LambdaInvoker",
+    "LocalContext",
+    "LostRange",
+    "MalformedMessageError",
+    "OnFailureBatch",
+    "PlannedMessage",
+    "QuarantinedRecord",
+    "RecordsLostError",
+    "Redrive",
+    "RedriveError",
+    "RedriveReport",
+    "Source",
+    "StreamRangeReader",
+    "check_filter_pattern",
+    "main",
+    "matches_filter_pattern",
+    "parse_on_failure_message",
+    "parse_quarantine_message",
+    "to_lambda_record",
+]

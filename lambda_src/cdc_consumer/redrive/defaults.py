@@ -1,0 +1,39 @@
+"""Redrive's defaults, in one place, each with its reason."""
+
+from __future__ import annotations
+
+#: Records per replay invocation: the StreamConsumer's default batch size, so the consumer sees
+#: batches of the size it was built and timed for.
+DEFAULT_INVOKE_MAX_RECORDS = 100
+#: Serialized event size per replay invocation: below the 6 MB limit of a synchronous Lambda
+#: invoke payload, with headroom for the JSON envelope.
+DEFAULT_INVOKE_MAX_BYTES = 5_000_000
+#: Invocations of the same first record without progress before the message is given up (and
+#: kept): enough to ride out a throttle or a cold dependency, few enough that a still-broken
+#: consumer does not hold the redrive for long.
+DEFAULT_MAX_ATTEMPTS = 3
+#: Consecutive empty GetRecords pages before the rest of the range counts as not found. DynamoDB
+#: Streams may need several calls to get past a part of a shard without records, and an open
+#: shard returns empty pages forever once the reader is past its newest record.
+DEFAULT_MAX_EMPTY_PAGES = 10
+#: GetRecords page size: the API's maximum, fewest calls (each shard allows 5 calls/s, shared
+#: with the event source mapping that is reading it too).
+DEFAULT_PAGE_LIMIT = 1000
+#: Long-poll wait when receiving: short polling samples only some SQS servers and can come back
+#: empty while messages remain; one second keeps the final (empty) receive cheap.
+DEFAULT_RECEIVE_WAIT_SECONDS = 1
+#: How long a received message stays invisible while redrive works on it: longer than reading a
+#: range and replaying it takes, short enough that a crashed redrive's messages reappear soon.
+DEFAULT_VISIBILITY_TIMEOUT_SECONDS = 900
+#: Messages received and sorted by stream position before they are redriven: SQS standard queues
+#: do not keep order, and a window this size is redriven well within the visibility timeout.
+DEFAULT_WINDOW = 50
+#: Read timeout of the Lambda client: a synchronous invoke lasts as long as the consumer runs (up
+#: to Lambda's 15 minute maximum); botocore's 60 s default would time out and invoke again.
+LAMBDA_READ_TIMEOUT_SECONDS = 905
+#: Error codes that mean the records of a range can no longer be read.
+LOST_ERROR_CODES = frozenset(
+    {"TrimmedDataAccessException", "ResourceNotFoundException", "ExpiredIteratorException"}
+)
+#: The on-failure message fields redrive needs (CONTRACTS §5).
+REQUIRED_BATCH_FIELDS = ("shardId", "startSequenceNumber", "endSequenceNumber", "streamArn")

@@ -1,0 +1,310 @@
+"""The replay: drain one queue into one consumer, in stream order, deleting only after success."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from cdc_consumer.exceptions import InvocationError, MalformedMessageError, RecordsLostError
+from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.redrive.defaults import (
+    DEFAULT_INVOKE_MAX_BYTES,
+    DEFAULT_INVOKE_MAX_RECORDS,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_EMPTY_PAGES,
+    DEFAULT_RECEIVE_WAIT_SECONDS,
+    DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
+    DEFAULT_WINDOW,
+)
+from cdc_consumer.redrive.invokers import Invoker
+from cdc_consumer.redrive.messages import Source, parse_on_failure_message, parse_quarantine_message
+from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
+from cdc_consumer.redrive.stream_reader import StreamRangeReader
+
+__all__ = ["Redrive"]
+
+
+def _chunk_stop(
+    records: Sequence[dict[str, Any]], start: int, max_records: int, max_bytes: int
+) -> int:
+    """End index of the invocation that starts at ``start``: at most ``max_records`` records and
+    ``max_bytes`` of JSON, but always at least one record."""
+    stop, size = start, 0
+    while stop < len(records) and stop - start < max_records:
+        size += len(json.dumps(records[stop])) + 2
+        if size > max_bytes and stop > start:
+            break
+        stop += 1
+    return stop
+
+
+def _first_failed_index(response: Any, chunk: Sequence[dict[str, Any]]) -> tuple[int | None, str]:
+    """Index in ``chunk`` of the first failed record (None: all succeeded) and the reason.
+
+    Like the event source mapping, redrive resumes from the lowest failed sequence number; a
+    failure naming no record of the batch fails the whole batch.
+    """
+    if response is None:
+        return None, ""
+    if not isinstance(response, dict):
+        return None, ""  # Lambda treats any response without batchItemFailures as success.
+    failures = response.get("batchItemFailures") or []
+    if not failures:
+        return None, ""
+    positions = {str(r["dynamodb"]["SequenceNumber"]): i for i, r in enumerate(chunk)}
+    indexes = []
+    for failure in failures:
+        identifier = failure.get("itemIdentifier") if isinstance(failure, dict) else None
+        if identifier is None or str(identifier) not in positions:
+            return 0, f"batchItemFailures names {identifier!r}, no record of the batch"
+        indexes.append(positions[str(identifier)])
+    index = min(indexes)
+    return (
+        index,
+        f"the consumer reported record {chunk[index]['dynamodb']['SequenceNumber']} failed",
+    )
+
+
+def _stream_position(message: Mapping[str, Any]) -> tuple[str, int]:
+    """Where a message's records are in the stream, for ordering; unreadable bodies first."""
+    try:
+        document = json.loads(message["Body"])
+        info = document.get("DDBStreamBatchInfo")
+        if isinstance(info, dict):
+            return str(info["shardId"]), int(info["startSequenceNumber"])
+        return "", int(document["record"]["dynamodb"]["SequenceNumber"])
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return "", -1
+
+
+@dataclass
+class Redrive:
+    """Drains one queue into one consumer.
+
+    Parameters:
+        invoker: delivers events to the consumer (:class:`LambdaInvoker`, :class:`CallableInvoker`).
+        stream_arn: the consumer's stream; messages for another stream are refused.
+        sqs_client, streams_client: boto3 clients (default: plain ``boto3.client(...)``, so
+            ``AWS_ENDPOINT_URL`` works locally).
+        consumer_name: when given, quarantine messages from another consumer are refused.
+        max_attempts: invocations without progress before a message is given up (default
+            :data:`DEFAULT_MAX_ATTEMPTS`).
+        invoke_max_records, invoke_max_bytes: the size of one replay invocation (defaults
+            :data:`DEFAULT_INVOKE_MAX_RECORDS`, :data:`DEFAULT_INVOKE_MAX_BYTES`).
+        receive_wait_seconds, visibility_timeout_seconds: SQS receive settings (defaults
+            :data:`DEFAULT_RECEIVE_WAIT_SECONDS`, :data:`DEFAULT_VISIBILITY_TIMEOUT_SECONDS`).
+        max_empty_pages: see :class:`StreamRangeReader`.
+        window: messages received, sorted by stream position and then redriven, at a time
+            (default :data:`DEFAULT_WINDOW`).
+        filters: the event source mapping's filter patterns (default none): records of an
+            on-failure range that match none of them are not replayed, as the mapping did not
+            deliver them. Quarantined records were delivered, so they are not filtered.
+    """
+
+    invoker: Invoker
+    stream_arn: str
+    sqs_client: Any = None
+    streams_client: Any = None
+    consumer_name: str | None = None
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    invoke_max_records: int = DEFAULT_INVOKE_MAX_RECORDS
+    invoke_max_bytes: int = DEFAULT_INVOKE_MAX_BYTES
+    receive_wait_seconds: int = DEFAULT_RECEIVE_WAIT_SECONDS
+    visibility_timeout_seconds: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
+    max_empty_pages: int = DEFAULT_MAX_EMPTY_PAGES
+    window: int = DEFAULT_WINDOW
+    filters: Sequence[Mapping[str, Any]] = ()
+    _criteria: FilterCriteria = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.sqs_client is None:
+            self.sqs_client = boto3.client("sqs")
+        if self.streams_client is None:
+            self.streams_client = boto3.client(
+                "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
+            )
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts is {self.max_attempts}; expected 1 or more")
+        self._criteria = FilterCriteria(self.filters, where="filters")
+
+    # The run loop ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        queue_url: str,
+        source: Source | str = Source.ON_FAILURE,
+        *,
+        dry_run: bool = False,
+        max_messages: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        progress: Callable[[int, RedriveReport], None] | None = None,
+    ) -> RedriveReport:
+        """Redrive the messages of ``queue_url`` (at most ``max_messages``; all by default).
+
+        ``dry_run`` reads and reports what would be replayed without invoking or deleting.
+        ``should_stop`` is asked before each message (e.g. near a Lambda deadline).
+        ``progress(messages_done, report)`` is called after each message. Messages redrive keeps
+        are made visible again at the end, so the next run (or a person) sees them at once.
+        """
+        source = Source(source)
+        report = RedriveReport(source=source.value, queue_url=queue_url, dry_run=dry_run)
+        started_ms = int(time.time() * 1000)
+        seen: set[str] = set()
+        keep: dict[str, str] = {}  # message id -> receipt handle, to release at the end
+        try:
+            while max_messages is None or len(seen) < max_messages:
+                if should_stop is not None and should_stop():
+                    break
+                limit = self.window if max_messages is None else max_messages - len(seen)
+                window = self._receive_window(queue_url, min(limit, self.window), seen)
+                if not window:
+                    break
+                for index, message in enumerate(window):
+                    if index and should_stop is not None and should_stop():
+                        # Out of time: the rest were received, so they are released below.
+                        keep.update((m["MessageId"], m["ReceiptHandle"]) for m in window[index:])
+                        return report
+                    sent = int(message.get("Attributes", {}).get("SentTimestamp", 0))
+                    if sent > started_ms:
+                        report.messages_deferred += 1
+                        keep[message["MessageId"]] = message["ReceiptHandle"]
+                        continue
+                    report.messages_received += 1
+                    if self._handle(source, message, report, dry_run):
+                        self.sqs_client.delete_message(
+                            QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"]
+                        )
+                        report.messages_deleted += 1
+                    else:
+                        keep[message["MessageId"]] = message["ReceiptHandle"]
+                    if progress is not None:
+                        progress(report.messages_received, report)
+        finally:
+            for receipt_handle in keep.values():
+                self.sqs_client.change_message_visibility(
+                    QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=0
+                )
+        return report
+
+    def _receive_window(self, queue_url: str, limit: int, seen: set[str]) -> list[dict[str, Any]]:
+        """Up to ``limit`` messages not seen before, oldest records first.
+
+        A standard queue does not keep order, so each window is sorted by where its records are
+        in the stream (shard id, whose number is the shard's creation time, then sequence number).
+        Order across windows is not guaranteed.
+        """
+        window: list[dict[str, Any]] = []
+        while len(window) < limit:
+            wanted = min(10, limit - len(window))  # SQS returns at most 10 per call
+            messages = self.sqs_client.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=wanted,
+                WaitTimeSeconds=self.receive_wait_seconds,
+                VisibilityTimeout=self.visibility_timeout_seconds,
+                MessageSystemAttributeNames=["SentTimestamp"],
+            ).get("Messages", [])
+            fresh = [m for m in messages if m["MessageId"] not in seen]
+            seen.update(m["MessageId"] for m in fresh)
+            window.extend(fresh)
+            if len(messages) < wanted or not fresh:
+                break  # the queue has no more for now; the next window asks again
+        return sorted(window, key=_stream_position)
+
+    def _handle(
+        self,
+        source: Source,
+        message: Mapping[str, Any],
+        report: RedriveReport,
+        dry_run: bool,
+    ) -> bool:
+        """Redrive one message; True when it may be deleted."""
+        message_id = message["MessageId"]
+        try:
+            if source is Source.ON_FAILURE:
+                batch = parse_on_failure_message(message["Body"], self.stream_arn)
+                shard_id: str | None = batch.shard_id
+                first, last = batch.start_sequence_number, batch.end_sequence_number
+                try:
+                    records = StreamRangeReader(
+                        self.streams_client, self.stream_arn, self.max_empty_pages
+                    ).read(batch.shard_id, first, last)
+                except RecordsLostError as lost:
+                    report.lost.append(
+                        LostRange(
+                            message_id,
+                            lost.shard_id,
+                            lost.first,
+                            lost.last,
+                            batch.batch_size,
+                            lost.reason,
+                        )
+                    )
+                    return False
+                delivered = [r for r in records if self._criteria.matches(r)]
+                report.records_filtered += len(records) - len(delivered)
+                records = delivered
+            else:
+                quarantined = parse_quarantine_message(
+                    message["Body"],
+                    expected_stream_arn=self.stream_arn,
+                    expected_consumer=self.consumer_name,
+                )
+                records = [quarantined.record]
+                shard_id = None
+                first = last = quarantined.sequence_number
+        except MalformedMessageError as error:
+            report.failed.append(FailedMessage(message_id, str(error)))
+            return False
+        except (ClientError, BotoCoreError) as error:
+            # Not a sign of lost records (those raise RecordsLostError): keep it for another run.
+            report.failed.append(FailedMessage(message_id, f"reading the stream failed: {error}"))
+            return False
+        if dry_run:
+            report.planned.append(PlannedMessage(message_id, shard_id, first, last, len(records)))
+            return False
+        failure = self._replay(records, report)
+        if failure is not None:
+            report.failed.append(FailedMessage(message_id, failure))
+            return False
+        return True
+
+    def _replay(self, records: Sequence[dict[str, Any]], report: RedriveReport) -> str | None:
+        """Replay ``records`` in order; None when all succeeded, else why not."""
+        position, attempts = 0, 0
+        while position < len(records):
+            stop = _chunk_stop(records, position, self.invoke_max_records, self.invoke_max_bytes)
+            chunk = list(records[position:stop])
+            report.invocations += 1
+            try:
+                failed_index, reason = _first_failed_index(
+                    self.invoker.invoke({"Records": chunk}), chunk
+                )
+            except InvocationError as error:
+                failed_index, reason = 0, str(error)
+            except (ClientError, BotoCoreError) as error:
+                failed_index, reason = 0, f"invoking the consumer failed: {error}"
+            if failed_index is None:
+                report.records_replayed += len(chunk)
+                position += len(chunk)
+                attempts = 0
+                continue
+            report.records_replayed += failed_index
+            if failed_index > 0:
+                position += failed_index
+                attempts = 1
+            else:
+                attempts += 1
+            if attempts >= self.max_attempts:
+                sequence_number = records[position]["dynamodb"]["SequenceNumber"]
+                return (
+                    f"record {sequence_number} still failed after {attempts} attempt(s): {reason};"
+                    f" {position} of {len(records)} record(s) were replayed, the message is kept"
+                )
+        return None

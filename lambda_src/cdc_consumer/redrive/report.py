@@ -1,0 +1,100 @@
+"""What one redrive run did: replayed, lost, failed and planned messages."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["FailedMessage", "LostRange", "PlannedMessage", "RedriveReport"]
+
+
+@dataclass(frozen=True)
+class LostRange:
+    """Records that can no longer be read: ``first..last`` of ``shard_id`` (both included)."""
+
+    message_id: str
+    shard_id: str
+    first_sequence_number: str
+    last_sequence_number: str
+    record_count: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class FailedMessage:
+    """A message redrive left in the queue, and why."""
+
+    message_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlannedMessage:
+    """What a dry run would replay for one message."""
+
+    message_id: str
+    shard_id: str | None
+    first_sequence_number: str
+    last_sequence_number: str
+    record_count: int
+
+
+@dataclass
+class RedriveReport:
+    """The outcome of one redrive run."""
+
+    source: str
+    queue_url: str
+    dry_run: bool = False
+    messages_received: int = 0
+    messages_deleted: int = 0
+    #: Messages sent after the run started (e.g. re-quarantined by this replay): left for the
+    #: next run so a run always ends.
+    messages_deferred: int = 0
+    records_replayed: int = 0
+    #: Records of on-failure ranges that the mapping's filters exclude (not replayed).
+    records_filtered: int = 0
+    invocations: int = 0
+    lost: list[LostRange] = field(default_factory=list)
+    failed: list[FailedMessage] = field(default_factory=list)
+    planned: list[PlannedMessage] = field(default_factory=list)
+
+    @property
+    def lost_record_count(self) -> int:
+        """Records lost: each range counts its batch size, or 1 when that is unknown."""
+        return sum(lost.record_count or 1 for lost in self.lost)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was lost and nothing failed."""
+        return not self.lost and not self.failed
+
+    def to_log(self) -> dict[str, Any]:
+        """The report as one structured log record."""
+        document = asdict(self)
+        document.update(event="redrive", ok=self.ok, lost_record_count=self.lost_record_count)
+        return document
+
+    def summary(self) -> str:
+        """A few lines for a person."""
+        verb = "would replay" if self.dry_run else "replayed"
+        count = sum(p.record_count for p in self.planned) if self.dry_run else self.records_replayed
+        lines = [
+            f"redrive {self.source} {self.queue_url}: {self.messages_received} message(s),"
+            f" {verb} {count} record(s) in {self.invocations} invocation(s),"
+            f" filtered out {self.records_filtered},"
+            f" deleted {self.messages_deleted}, deferred {self.messages_deferred},"
+            f" lost {self.lost_record_count} record(s), failed {len(self.failed)} message(s)"
+        ]
+        lines += [
+            f"  planned {p.message_id}: shard {p.shard_id or '-'} sequence numbers"
+            f" {p.first_sequence_number}..{p.last_sequence_number}, {p.record_count} record(s)"
+            for p in self.planned
+        ]
+        lines += [
+            f"  LOST {x.message_id}: shard {x.shard_id} sequence numbers"
+            f" {x.first_sequence_number}..{x.last_sequence_number}: {x.reason}"
+            for x in self.lost
+        ]
+        lines += [f"  FAILED {f.message_id}: {f.reason}" for f in self.failed]
+        return "\n".join(lines)
