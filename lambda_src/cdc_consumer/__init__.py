@@ -1,37 +1,66 @@
 """Consumer runtime for DynamoDB Streams: ordered, exactly-once projections, safe side effects.
 
-boto3 is the only dependency. See :class:`StreamProcessor`.
+boto3 is the only dependency. See :class:`StreamProcessor`. Also here: the transactional
+:class:`Outbox`, TTL values in epoch seconds (:func:`ttl_after`, :func:`validate_ttl`), and
+every error the runtime raises. Redrive is the subpackage :mod:`cdc_consumer.redrive`; test
+helpers are in :mod:`cdc_consumer.testing`.
 """
 
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import (
     CdcConsumerError,
     ConfigurationError,
+    FilterPatternError,
     InvalidActionError,
+    InvocationError,
     MalformedBatchError,
+    MalformedMessageError,
+    OutboxCancelledError,
+    OutboxConflictError,
+    OutboxError,
+    OutboxInputError,
     PermanentError,
+    RecordsLostError,
+    RedriveError,
     RejectedByDynamoDBError,
     SideEffectInProgressError,
     TransientError,
+    TtlValueError,
     UndecodableRecordError,
 )
+from cdc_consumer.outbox import Outbox, OutboxEvent
 from cdc_consumer.processor import LambdaContext, Projection, SideEffect, StreamProcessor
 from cdc_consumer.quarantine import quarantine_message
+from cdc_consumer.ttl import ttl_after, validate_ttl
 
 __all__ = [
     "CdcConsumerError",
     "Change",
     "ConfigurationError",
+    "FilterPatternError",
     "InvalidActionError",
+    "InvocationError",
     "LambdaContext",
     "MalformedBatchError",
+    "MalformedMessageError",
+    "Outbox",
+    "OutboxCancelledError",
+    "OutboxConflictError",
+    "OutboxError",
+    "OutboxEvent",
+    "OutboxInputError",
     "PermanentError",
     "Projection",
+    "RecordsLostError",
+    "RedriveError",
     "RejectedByDynamoDBError",
     "SideEffect",
     "SideEffectInProgressError",
     "StreamProcessor",
     "TransientError",
+    "TtlValueError",
     "UndecodableRecordError",
     "quarantine_message",
+    "ttl_after",
+    "validate_ttl",
 ]

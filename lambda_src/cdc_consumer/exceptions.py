@@ -7,9 +7,14 @@ Two families matter to a handler author:
   ``RecordsQuarantined`` metric and carries on with the next record.
 * Any other exception is *transient*: the runtime stops, commits nothing past the failing
   record, and reports it to Lambda so the event source mapping retries from there.
+
+The other errors are the library's own, each a :class:`CdcConsumerError` (and a ``ValueError``
+where the caller passed an invalid value): filter patterns, redrive, TTL values, the outbox.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class CdcConsumerError(Exception):
@@ -87,3 +92,39 @@ class RecordsLostError(RedriveError):
 
 class InvocationError(RedriveError):
     """The consumer failed the whole invocation (a function error or an exception)."""
+
+
+class TtlValueError(CdcConsumerError, ValueError):
+    """A TTL value DynamoDB would not act on (wrong unit, outside the window, not a number)."""
+
+
+class OutboxError(CdcConsumerError):
+    """Base class of the outbox's errors."""
+
+
+class OutboxInputError(OutboxError, ValueError):
+    """The arguments cannot make a valid transaction; nothing was sent to DynamoDB."""
+
+
+class OutboxConflictError(OutboxError):
+    """A condition failed, so DynamoDB cancelled the transaction: NEITHER item was written.
+
+    ``failed_actions`` lists the indexes (into the actions given to
+    :meth:`cdc_consumer.outbox.Outbox.write`; the outbox item is the last index) whose condition
+    failed; ``reasons`` is DynamoDB's ``CancellationReasons`` list as returned.
+    """
+
+    def __init__(self, message: str, failed_actions: list[int], reasons: list[dict[str, Any]]):
+        super().__init__(message)
+        self.failed_actions = failed_actions
+        self.reasons = reasons
+
+
+class OutboxCancelledError(OutboxError):
+    """DynamoDB cancelled the transaction for another reason (e.g. ``TransactionConflict`` with a
+    concurrent write, throttling): nothing was written; retrying may succeed. ``reasons`` is
+    DynamoDB's ``CancellationReasons`` list."""
+
+    def __init__(self, message: str, reasons: list[dict[str, Any]]):
+        super().__init__(message)
+        self.reasons = reasons

@@ -42,6 +42,13 @@ from typing import Any
 import boto3
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
+
+from cdc_consumer.exceptions import (
+    OutboxCancelledError,
+    OutboxConflictError,
+    OutboxError,
+    OutboxInputError,
+)
 from cdc_consumer.ttl import ttl_after
 
 __all__ = [
@@ -81,38 +88,6 @@ PAYLOAD_ATTRIBUTE = "payload"
 OCCURRED_AT_ATTRIBUTE = "occurredAt"
 
 _WRITE_ACTIONS = ("Put", "Update", "Delete", "ConditionCheck")
-
-
-class OutboxError(Exception):
-    """Base class of the outbox's errors."""
-
-
-class OutboxInputError(OutboxError, ValueError):
-    """The arguments cannot make a valid transaction; nothing was sent to DynamoDB."""
-
-
-class OutboxConflictError(OutboxError):
-    """A condition failed, so DynamoDB cancelled the transaction: NEITHER item was written.
-
-    ``failed_actions`` lists the indexes (into the actions given to :meth:`Outbox.write`; the
-    outbox item is the last index) whose condition failed; ``reasons`` is DynamoDB's
-    ``CancellationReasons`` list as returned.
-    """
-
-    def __init__(self, message: str, failed_actions: list[int], reasons: list[dict[str, Any]]):
-        super().__init__(message)
-        self.failed_actions = failed_actions
-        self.reasons = reasons
-
-
-class OutboxCancelledError(OutboxError):
-    """DynamoDB cancelled the transaction for another reason (e.g. ``TransactionConflict`` with a
-    concurrent write, throttling): nothing was written; retrying may succeed. ``reasons`` is
-    DynamoDB's ``CancellationReasons`` list."""
-
-    def __init__(self, message: str, reasons: list[dict[str, Any]]):
-        super().__init__(message)
-        self.reasons = reasons
 
 
 @dataclass(frozen=True)

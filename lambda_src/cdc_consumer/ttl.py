@@ -21,6 +21,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from cdc_consumer.exceptions import TtlValueError
+
 __all__ = ["TTL_WINDOW", "TtlValueError", "ttl_after", "validate_ttl"]
 
 #: How far from now a TTL value may lie, in both directions. DynamoDB's TTL process ignores items
@@ -30,10 +32,6 @@ TTL_WINDOW = timedelta(days=5 * 365)
 
 # Finer units people pass by mistake, largest first, with the factor to seconds.
 _FINER_UNITS = (("milliseconds", 10**3), ("microseconds", 10**6), ("nanoseconds", 10**9))
-
-
-class TtlValueError(ValueError):
-    """A TTL value DynamoDB would not act on (wrong unit, outside the window, not a number)."""
 
 
 def _now_seconds(now: datetime | float | int | None) -> float:
