@@ -82,19 +82,43 @@ class Resources:
             bodies += [json.loads(message["Body"]) for message in messages]
 
 
+def create_table(
+    dynamodb: Any,
+    name: str,
+    *,
+    key: str = "pk",
+    sort_key: str | None = None,
+    stream: bool = False,
+) -> None:
+    """An on-demand table with string keys; ``stream`` turns on a NEW_AND_OLD_IMAGES stream."""
+    keys = [{"AttributeName": key, "KeyType": "HASH"}]
+    attributes = [{"AttributeName": key, "AttributeType": "S"}]
+    if sort_key:
+        keys.append({"AttributeName": sort_key, "KeyType": "RANGE"})
+        attributes.append({"AttributeName": sort_key, "AttributeType": "S"})
+    options: dict[str, Any] = {}
+    if stream:
+        options["StreamSpecification"] = {
+            "StreamEnabled": True,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        }
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=keys,
+        AttributeDefinitions=attributes,
+        BillingMode="PAY_PER_REQUEST",
+        **options,
+    )
+
+
 def create_resources(endpoint: LocalEndpoint) -> Resources:
     dynamodb = endpoint.client("dynamodb")
     sqs = endpoint.client("sqs")
     suffix = uuid.uuid4().hex[:8]
     idempotency_table = f"idempotency-{suffix}"
     view_table = f"view-{suffix}"
-    for name, key in ((idempotency_table, "id"), (view_table, "pk")):
-        dynamodb.create_table(
-            TableName=name,
-            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+    create_table(dynamodb, idempotency_table, key="id")
+    create_table(dynamodb, view_table)
     dynamodb.update_time_to_live(
         TableName=idempotency_table,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiration"},

@@ -17,23 +17,14 @@ from cdc_consumer.outbox import (
 from cdc_consumer.ttl import validate_ttl
 
 from cdc_local.endpoint import LocalEndpoint
+from tests.cdc_consumer.fixtures import create_table
 
 TABLE = "orders"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def _create_table(ddb: Any, *, sort_key: str | None = None) -> None:
-    keys = [{"AttributeName": "pk", "KeyType": "HASH"}]
-    attributes = [{"AttributeName": "pk", "AttributeType": "S"}]
-    if sort_key:
-        keys.append({"AttributeName": sort_key, "KeyType": "RANGE"})
-        attributes.append({"AttributeName": sort_key, "AttributeType": "S"})
-    ddb.create_table(
-        TableName=TABLE,
-        KeySchema=keys,
-        AttributeDefinitions=attributes,
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_table(ddb, TABLE, sort_key=sort_key)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from cdc_consumer.testing import FakeContext, TableStream, redelivery, stream_ev
 
 from tests.cdc_consumer.fixtures import (
     Resources,
+    create_table,
     deliver,
     error_response,
     mirror_projection,
@@ -186,12 +187,7 @@ def test_a_failing_transaction_leaves_neither_marker_nor_effect(
     assert response == failure(records[0])  # the whole transaction failed: its first record
     assert resources.markers() == []
 
-    resources.dynamodb.create_table(
-        TableName=resources.view_table,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_table(resources.dynamodb, resources.view_table)
     assert deliver(mirrored.handle, records)[-1] == OK
     assert resources.view() == expected_view(stream, records)
 

@@ -37,6 +37,7 @@ from cdc_consumer.redrive import (
 )
 
 from cdc_local.endpoint import LocalEndpoint
+from tests.cdc_consumer.fixtures import create_table
 
 OTHER_STREAM_ARN = (
     "arn:aws:dynamodb:us-east-1:123456789012:table/other/stream/2024-01-01T00:00:00.000"
@@ -73,13 +74,7 @@ class Stream:
 @pytest.fixture
 def stream(aws: LocalEndpoint) -> Stream:
     ddb = aws.client("dynamodb")
-    ddb.create_table(
-        TableName="orders",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
+    create_table(ddb, "orders", stream=True)
     arn = ddb.describe_table(TableName="orders")["Table"]["LatestStreamArn"]
     streams = aws.client("dynamodbstreams")
     shards = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
@@ -128,6 +123,13 @@ def on_failure_message(
             "DDBStreamBatchInfo": info,
         }
     )
+
+
+def send_on_failure(sqs: Any, queue_url: str, stream: Stream, *args: Any, **overrides: Any) -> str:
+    """Send :func:`on_failure_message` to ``queue_url``; return the body sent."""
+    body = on_failure_message(stream, *args, **overrides)
+    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+    return body
 
 
 def quarantine_message(record: dict[str, Any], consumer: str = "orders") -> str:
@@ -223,10 +225,7 @@ def test_replays_the_range_in_order_resends_from_the_failed_record_then_deletes(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
     sequence_numbers = stream.write(5)
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[1], sequence_numbers[3], 3),
-    )
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[1], sequence_numbers[3], 3)
     consumer = Consumer(fail={sequence_numbers[2]: 1})
 
     report = make_redrive(stream, consumer).run(queue_url, Source.ON_FAILURE)
@@ -265,12 +264,7 @@ def test_messages_are_redriven_in_stream_order_whatever_order_the_queue_returns(
 ) -> None:
     sequence_numbers = stream.write(4)
     for first, last in ((2, 3), (0, 1)):  # the newer batch is queued first
-        sqs.send_message(
-            QueueUrl=queue_url,
-            MessageBody=on_failure_message(
-                stream, sequence_numbers[first], sequence_numbers[last], 2
-            ),
-        )
+        send_on_failure(sqs, queue_url, stream, sequence_numbers[first], sequence_numbers[last], 2)
     consumer = Consumer()
 
     report = make_redrive(stream, consumer).run(queue_url)
@@ -283,10 +277,7 @@ def test_records_delivered_as_lambda_delivers_them(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
     sequence_numbers = stream.write(1)
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[0]),
-    )
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[0])
     events: list[dict[str, Any]] = []
 
     def consumer(event: dict[str, Any], context: Any) -> None:
@@ -304,8 +295,7 @@ def test_a_consumer_that_keeps_failing_keeps_the_message_after_bounded_attempts(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
     sequence_numbers = stream.write(3)
-    body = on_failure_message(stream, sequence_numbers[0], sequence_numbers[2], 3)
-    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[2], 3)
     consumer = Consumer(fail={sequence_numbers[1]: 100})
 
     report = make_redrive(stream, consumer, max_attempts=3).run(queue_url)
@@ -323,8 +313,7 @@ def test_a_function_error_fails_the_whole_batch_and_keeps_the_message(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
     sequence_numbers = stream.write(2)
-    body = on_failure_message(stream, sequence_numbers[0], sequence_numbers[1], 2)
-    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
 
     report = make_redrive(stream, Consumer(raises=True), max_attempts=2).run(queue_url)
 
@@ -338,10 +327,7 @@ def test_a_failure_naming_no_record_of_the_batch_fails_the_whole_batch(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
     sequence_numbers = stream.write(2)
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[1], 2),
-    )
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
 
     def consumer(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"batchItemFailures": [{"itemIdentifier": "not-a-sequence-number"}]}
@@ -357,10 +343,7 @@ def test_long_ranges_are_replayed_in_invocations_of_bounded_size_in_order(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
     sequence_numbers = stream.write(5)
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[4], 5),
-    )
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[4], 5)
     sizes: list[int] = []
     consumer = Consumer()
 
@@ -381,10 +364,7 @@ def test_records_the_mappings_filters_exclude_are_not_replayed(
     stream.write(2)
     stream.ddb.put_item(TableName="orders", Item={"pk": {"S": "order-0"}, "total": {"N": "5"}})
     sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in stream.records()]
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[2], 1),
-    )
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[2], 1)
     consumer = Consumer()
 
     report = make_redrive(stream, consumer, filters=[{"eventName": ["MODIFY"]}]).run(queue_url)
@@ -420,8 +400,7 @@ def test_trimmed_records_are_reported_lost_by_sequence_number_and_the_message_ke
         "TrimmedDataAccessException",
         lambda request: int(request.get("SequenceNumber", 0)) < int(sequence_numbers[2]),
     )
-    body = on_failure_message(stream, sequence_numbers[0], sequence_numbers[1], 2)
-    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
     consumer = Consumer()
 
     report = make_redrive(stream, consumer).run(queue_url)
@@ -447,8 +426,9 @@ def test_a_shard_that_no_longer_exists_is_reported_lost(
         "ResourceNotFoundException",
         lambda request: request["ShardId"] == gone,
     )
-    body = on_failure_message(stream, sequence_numbers[0], sequence_numbers[0], shardId=gone)
-    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+    body = send_on_failure(
+        sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[0], shardId=gone
+    )
 
     report = make_redrive(stream, Consumer()).run(queue_url)
 
@@ -654,10 +634,7 @@ def test_cli_replays_through_an_in_process_handler_and_exits_zero(
     stream: Stream, sqs: Any, queue_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sequence_numbers = stream.write(3)
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[2], 3),
-    )
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[2], 3)
     write_handler_module(tmp_path, "cli_consumer_ok")
     argv = ["--queue-url", queue_url, "--stream-arn", stream.arn, "--json"]
     argv += ["--handler", "cli_consumer_ok:handler", "--path", str(tmp_path)]
@@ -677,8 +654,7 @@ def test_cli_exits_non_zero_and_names_the_lost_sequence_numbers(
     stream: Stream, sqs: Any, queue_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sequence_numbers = stream.write(2)
-    body = on_failure_message(stream, sequence_numbers[0], sequence_numbers[1], 2)
-    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
     session = session_for(stream.aws)
     inject_stream_error(
         session, "GetShardIterator", "TrimmedDataAccessException", lambda request: True
@@ -770,14 +746,8 @@ def test_redrive_function_drains_both_queues_and_emits_lost_records_as_a_metric(
         "TrimmedDataAccessException",
         lambda request: request.get("SequenceNumber") == sequence_numbers[0],
     )
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[0]),
-    )
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[1], sequence_numbers[2], 2),
-    )
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[0])
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[1], sequence_numbers[2], 2)
     quarantine_url = sqs.create_queue(QueueName="orders-quarantine")["QueueUrl"]
     record = to_lambda_record(stream.records()[0], stream.arn)
     sqs.send_message(QueueUrl=quarantine_url, MessageBody=quarantine_message(record))
@@ -818,10 +788,7 @@ def test_redrive_function_is_configured_from_its_environment(
     stream.write(2)
     stream.ddb.put_item(TableName="orders", Item={"pk": {"S": "order-0"}, "total": {"N": "5"}})
     sequence_numbers = [r["dynamodb"]["SequenceNumber"] for r in stream.records()]
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=on_failure_message(stream, sequence_numbers[0], sequence_numbers[2], 1),
-    )
+    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[2], 1)
     environ = {
         "CONSUMER_FUNCTION_NAME": "orders-consumer",
         "STREAM_ARN": stream.arn,
@@ -846,8 +813,7 @@ def test_redrive_function_starts_nothing_near_its_deadline(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
     sequence_numbers = stream.write(1)
-    body = on_failure_message(stream, sequence_numbers[0], sequence_numbers[0])
-    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[0])
     environ = {"ON_FAILURE_QUEUE_URL": queue_url, "CDC_CONSUMER_NAME": "orders"}
     consumer = Consumer()
 

@@ -7,21 +7,11 @@ import pytest
 from botocore.exceptions import ClientError
 
 from cdc_local.endpoint import LocalEndpoint
+from tests.cdc_consumer.fixtures import create_table
 
 
 def make_table(ddb, name: str, range_key: bool = False) -> None:
-    keys = [{"AttributeName": "pk", "KeyType": "HASH"}]
-    attributes = [{"AttributeName": "pk", "AttributeType": "S"}]
-    if range_key:
-        keys.append({"AttributeName": "sk", "KeyType": "RANGE"})
-        attributes.append({"AttributeName": "sk", "AttributeType": "S"})
-    ddb.create_table(
-        TableName=name,
-        KeySchema=keys,
-        AttributeDefinitions=attributes,
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
+    create_table(ddb, name, sort_key="sk" if range_key else None, stream=True)
 
 
 def stream_events(aws: LocalEndpoint, table: str) -> list[str]:

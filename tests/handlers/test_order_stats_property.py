@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_local.endpoint import patched_environ
-from tests.cdc_consumer.fixtures import Resources, error_response
+from tests.cdc_consumer.fixtures import Resources, create_table, error_response
 from tests.handlers.orders import new_orders_stream, recompute
 
 ORDERS = ["ORDER#1", "ORDER#2", "ORDER#3"]
@@ -57,12 +57,7 @@ faults = st.lists(
 
 def create_view_table(resources: Resources) -> str:
     name = f"view-{uuid.uuid4().hex[:8]}"
-    resources.dynamodb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_table(resources.dynamodb, name)
     return name
 
 
