@@ -20,6 +20,7 @@ import numbers
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import cast
 
 from cdc_consumer.exceptions import TtlValueError
 
@@ -80,12 +81,12 @@ def validate_ttl(value: object, *, now: datetime | float | int | None = None) ->
         finite = isinstance(value, numbers.Integral) or math.isfinite(value)
     if not finite:
         raise TtlValueError(f"TTL value {value!r} is not finite; give whole epoch seconds")
-    if value != int(value):
+    # numbers.Real is not typed as int()-able; every Real and Decimal is (it truncates).
+    seconds = int(cast("float | Decimal", value))
+    if value != seconds:
         raise TtlValueError(
-            f"TTL value {value!r} has a fractional part; give whole epoch seconds "
-            f"(e.g. {int(value)})"
+            f"TTL value {value!r} has a fractional part; give whole epoch seconds (e.g. {seconds})"
         )
-    seconds = int(value)
     current = _now_seconds(now)
     window = TTL_WINDOW.total_seconds()
     earliest, latest = math.floor(current - window), math.ceil(current + window)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -55,7 +56,7 @@ def _scalar(typed: dict[str, Any]) -> str:
     return str(value)
 
 
-def archive_object(record: dict[str, Any]) -> tuple[str, bytes]:
+def archive_object(record: Mapping[str, Any]) -> tuple[str, bytes]:
     """The S3 key and body for one TTL-deletion stream record; deterministic in the record."""
     stream = record["dynamodb"]
     old_image = stream.get("OldImage")
