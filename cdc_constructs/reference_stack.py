@@ -153,12 +153,13 @@ class CdcReferenceStack(Stack):
             encryption=s3.BucketEncryption.S3_MANAGED,  # log delivery cannot use SSE-KMS
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            # Object ownership left to aws-cdk-lib: a bucket policy admits the log delivery
+            # with @aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy (cdk.json), ACLs without.
             lifecycle_rules=[s3.LifecycleRule(expiration=ACCESS_LOG_EXPIRATION)],
             removal_policy=RemovalPolicy.RETAIN,
         )
         acknowledge(
-            self.access_log_bucket,
+            self.access_log_bucket.node.default_child,  # type: ignore[arg-type]
             "AwsSolutions-S1",
             "This bucket receives the archive bucket's server access logs; logging its own "
             "access would log the log deliveries themselves, without end.",
@@ -220,6 +221,7 @@ class CdcReferenceStack(Stack):
             alarm_topic=self.alarm_topic.topic,
         )
         self.order_paid_queues: dict[str, sqs.Queue] = {}
+        route_alarms = []
         for name in ORDER_PAID_ROUTES:
             # Events EventBridge could not deliver to the queue, and messages the subscriber
             # failed on 5 times, land here.
@@ -253,7 +255,7 @@ class CdcReferenceStack(Stack):
                     )
                 ],
             )
-            alarm_on_any(
+            alarm = alarm_on_any(
                 self,
                 f"{name}DeadLettersAlarm",
                 undelivered.metric_approximate_number_of_messages_visible(
@@ -264,7 +266,21 @@ class CdcReferenceStack(Stack):
                 " they wait in its dead-letter queue (14 days).",
                 topic=self.alarm_topic.topic,
             )
+            route_alarms.append(alarm)
             self.order_paid_queues[name] = queue
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"## Fan-out `{ORDER_PAID}` (pipe, bus, {len(route_alarms)} routes)",
+                width=24,
+                height=1,
+            ),
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms",
+                alarms=[*self.order_paid.alarms, *route_alarms],
+                width=24,
+                height=3,
+            ),
+        )
 
     def _logical_id(self, construct: Construct) -> str:
         return self.get_logical_id(construct.node.default_child)  # type: ignore[arg-type]

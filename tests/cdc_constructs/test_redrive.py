@@ -16,6 +16,7 @@ from aws_cdk.assertions import Match, Template
 
 from cdc_constructs import RedriveConfigurationError
 from cdc_constructs.redrive import StreamRedrive
+from tests.cdc_constructs.support import cfn_lint
 
 pytestmark = pytest.mark.xdist_group("redrive-constructs")
 
@@ -257,3 +258,7 @@ def test_a_timeout_that_cannot_wait_for_one_consumer_invocation_is_refused(
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def test_cfn_lint_is_clean(template: Template) -> None:
+    assert cfn_lint(template.to_json()) == []
