@@ -34,33 +34,21 @@ ORDER_EVENTS_SOURCE = "com.example.orders"
 ORDER_PAID = "OrderPaid"
 """The detail-type of the event published when an order's status becomes ``paid``."""
 
-ORDER_PAID_FILTERS = (
-    # A MODIFY whose new image says paid and whose old image said something else ...
-    {
-        "eventName": ["MODIFY"],
-        "dynamodb": {
-            "NewImage": {
-                "status": {"S": ["paid"]},
-                # The event carries these two; Pipes cannot leave a missing one out, so only
-                # records that have them are let through.
-                "customerId": {"S": [{"exists": True}]},
-                "amount": {"N": [{"exists": True}]},
-            },
-            "OldImage": {"status": {"S": [{"anything-but": ["paid"]}]}},
-        },
-    },
-    # ... or had no status at all ("anything-but" does not match a missing attribute).
-    {
-        "eventName": ["MODIFY"],
-        "dynamodb": {
-            "NewImage": {
-                "status": {"S": ["paid"]},
-                "customerId": {"S": [{"exists": True}]},
-                "amount": {"N": [{"exists": True}]},
-            },
-            "OldImage": {"status": {"S": [{"exists": False}]}},
-        },
-    },
+_BECOMES_PAID = {
+    "status": {"S": ["paid"]},
+    # The event carries these two; Pipes cannot leave a missing one out, so only records that
+    # have them are let through.
+    "customerId": {"S": [{"exists": True}]},
+    "amount": {"N": [{"exists": True}]},
+}
+
+ORDER_PAID_FILTERS = tuple(
+    {"eventName": ["MODIFY"], "dynamodb": {"NewImage": _BECOMES_PAID, "OldImage": old_image}}
+    for old_image in (
+        # ... from another status, or from none ("anything-but" skips a missing attribute).
+        {"status": {"S": [{"anything-but": ["paid"]}]}},
+        {"status": {"S": [{"exists": False}]}},
+    )
 )
 """Orders whose status *becomes* paid: a MODIFY to ``paid`` from another status (or none).
 A MODIFY of an order already paid (e.g. a shipping address change) is not published again."""
