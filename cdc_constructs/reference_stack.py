@@ -188,8 +188,10 @@ class CdcReferenceStack(Stack):
         # The handler's only S3 call is PutObject under ARCHIVE_PREFIX (SSE-S3: no key grant).
         object_arns = self.archive_bucket.arn_for_objects(f"{ARCHIVE_PREFIX}*")
         self.ttl_archive.function.add_to_role_policy(allow(["s3:PutObject"], [object_arns]))
+        role = self.ttl_archive.role
+        assert role is not None  # StreamConsumer made the function, so it made the role
         acknowledge(
-            self.ttl_archive.role,
+            role,
             f"AwsSolutions-IAM5[Resource::<{self._logical_id(self.archive_bucket)}.Arn>/"
             f"{ARCHIVE_PREFIX}*]",
             "s3:PutObject on the archive's key prefix only: object keys are made per expired "
