@@ -229,6 +229,8 @@ class StreamConsumer(Construct):
         problems += check_filters(filters, view_type)
         problems += _check_alarm_threshold(iterator_age_alarm_threshold, max_record_age)
         problems += check_name("metrics_namespace", metrics_namespace)
+        consumer_timeout = function.timeout if isinstance(function, lambda_.Function) else None
+        problems += _check_redrive(redrive, consumer_timeout or timeout)
         raise_if_any(f"StreamConsumer {construct_id!r}", problems)
 
         super().__init__(scope, construct_id)
@@ -334,7 +336,7 @@ class StreamConsumer(Construct):
                 on_failure_queue=self.dead_letter_queue,
                 quarantine_queue=self.quarantine_queue,
                 layer=ConsumerRuntimeLayer.of(self),
-                consumer_timeout=self.function.timeout or timeout,
+                consumer_timeout=consumer_timeout or timeout,
                 filters=filters,
                 log_retention=log_retention,
                 metrics_namespace=metrics_namespace,
@@ -423,6 +425,28 @@ def _check_timeout(timeout: Duration) -> list[Problem]:
             "timeout",
             f"{value:g} s" if value is not None else timeout,
             f"whole seconds in {low}..{high} (Lambda's limit)",
+        )
+    ]
+
+
+def _check_redrive(redrive: bool, consumer_timeout: Duration) -> list[Problem]:
+    """The redrive function must outlast one consumer invocation plus its margin."""
+    limit = defaults.REDRIVE_TIMEOUT_SECONDS - defaults.REDRIVE_DEADLINE_MARGIN_SECONDS
+    value = seconds(consumer_timeout)
+    # An invalid timeout is reported by _check_timeout alone.
+    if (
+        not redrive
+        or value is None
+        or not limit <= value <= defaults.LAMBDA_TIMEOUT_RANGE_SECONDS[1]
+    ):
+        return []
+    return [
+        Problem(
+            "redrive",
+            f"True with a consumer timeout of {value:g} s",
+            f"a consumer timeout below {limit} s (the redrive runs at most "
+            f"{defaults.REDRIVE_TIMEOUT_SECONDS} s and must wait for one consumer invocation "
+            f"plus {defaults.REDRIVE_DEADLINE_MARGIN_SECONDS} s), or redrive=False",
         )
     ]
 
