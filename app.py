@@ -49,8 +49,15 @@ def acknowledgements(app: cdk.App) -> list[tuple[str, str, str]]:
         for entry in construct.node.metadata:
             if entry.type == cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY:
                 for rule, reason in entry.data.items():
-                    found.append((construct.node.path, rule.split("::")[-1], reason))
+                    found.append((construct.node.path, _rule_id(rule), reason))
     return found
+
+
+def _rule_id(key: str) -> str:
+    """``AwsSolutions-IAM5[Resource::...]`` from ``Annotation::AwsSolutions-IAM5[Resource::...]``:
+    the namespace CDK prefixes, not the ``::`` inside a finding id."""
+    namespace, separator, rest = key.partition("::")
+    return rest if separator and "[" not in namespace else key
 
 
 def unacknowledged_findings(assembly_dir: str) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
@@ -72,6 +73,11 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
     for path, rule, reason in acks:
         assert path.count("/") >= 2, f"{rule} acknowledged too broadly, on {path}"
         assert len(reason) > 60, f"{rule} on {path}: reason too thin: {reason!r}"
+        assert re.fullmatch(r"(AwsSolutions|Serverless)-\w+(\[[^\]]+\])?", rule), rule
+    assert (
+        "AwsSolutions-IAM5[Resource::<"
+        f"{_logical_id(reference.template, 'ExpiredOrdersArchive')}.Arn>/expired-orders/*]"
+    ) in {rule for _, rule, _ in acks}
 
 
 def test_cfn_lint_is_clean(reference: Synthesized):
