@@ -1,0 +1,92 @@
+"""Per-batch counters, written as one CloudWatch embedded-metric-format (EMF) log line.
+
+EMF is hand-written here (about 20 lines) instead of using Powertools' ``Metrics`` because the
+runtime's only dependency is boto3, which the Lambda runtime already holds; Lambda turns any
+stdout line in this format into metrics, so no ``PutMetricData`` permission is needed.
+Format: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TextIO
+
+#: Metric names and units (CONTRACTS §3; the Monitoring construct alarms on these names).
+COUNT_METRICS = (
+    "RecordsProcessed",
+    "DuplicatesSkipped",
+    "RecordsQuarantined",
+    "TtlExpiries",
+    "BatchFailures",
+)
+LAG_METRIC = "IteratorLagMs"
+DIMENSION = "Consumer"
+
+
+@dataclass
+class BatchMetrics:
+    """What one invocation did. ``newest_record_time`` drives ``IteratorLagMs``."""
+
+    records_processed: int = 0
+    duplicates_skipped: int = 0
+    records_quarantined: int = 0
+    ttl_expiries: int = 0
+    batch_failures: int = 0
+    newest_record_time: datetime | None = None
+
+    def saw_record_time(self, created: datetime | None) -> None:
+        if created is not None and (
+            self.newest_record_time is None or created > self.newest_record_time
+        ):
+            self.newest_record_time = created
+
+    def values(self, now: float) -> dict[str, float]:
+        """Metric name -> value; lag only when a record carried a creation time."""
+        values: dict[str, float] = {
+            "RecordsProcessed": self.records_processed,
+            "DuplicatesSkipped": self.duplicates_skipped,
+            "RecordsQuarantined": self.records_quarantined,
+            "TtlExpiries": self.ttl_expiries,
+            "BatchFailures": self.batch_failures,
+        }
+        if self.newest_record_time is not None:
+            lag_ms = (now - self.newest_record_time.timestamp()) * 1000
+            values[LAG_METRIC] = max(0, round(lag_ms))
+        return values
+
+
+def emf_document(
+    namespace: str, consumer: str, values: dict[str, float], now: float
+) -> dict[str, Any]:
+    """The EMF JSON object for ``values`` under one dimension set ``[["Consumer"]]``."""
+    definitions = [
+        {"Name": name, "Unit": "Milliseconds" if name == LAG_METRIC else "Count"} for name in values
+    ]
+    return {
+        "_aws": {
+            "Timestamp": int(now * 1000),
+            "CloudWatchMetrics": [
+                {"Namespace": namespace, "Dimensions": [[DIMENSION]], "Metrics": definitions}
+            ],
+        },
+        DIMENSION: consumer,
+        **values,
+    }
+
+
+def emit(
+    namespace: str,
+    consumer: str,
+    metrics: BatchMetrics,
+    now: float | None = None,
+    stream: TextIO | None = None,
+) -> dict[str, Any]:
+    """Print the batch's EMF line to stdout (as Lambda expects) and return the document."""
+    now = time.time() if now is None else now
+    document = emf_document(namespace, consumer, metrics.values(now), now)
+    print(json.dumps(document, separators=(",", ":")), file=stream or sys.stdout, flush=True)
+    return document

@@ -1,0 +1,169 @@
+"""Claims for side effects (external calls), in the idempotency table, as Powertools does.
+
+A side effect cannot join a DynamoDB transaction, so it is guarded by a claim:
+
+1. **claim** — put ``{id, expiration, status: INPROGRESS, in_progress_expiration}`` if no
+   record exists, or the existing one expired, or it is an in-progress claim whose
+   invocation's deadline passed (it crashed);
+2. **call** the side effect;
+3. **complete** — set ``status: COMPLETED``; or, if the call raised, **release** (delete) the
+   claim so a retry may run it again.
+
+The attribute names and values are those of Powertools for AWS Lambda's idempotency utility
+(``id``; ``expiration`` epoch seconds; ``status`` INPROGRESS|COMPLETED;
+``in_progress_expiration`` epoch milliseconds), so the same table serves both.
+
+A side effect runs at least once and, unless an invocation dies between the call and
+*complete*, exactly once: a crash mid-call leaves an INPROGRESS claim that expires with the
+crashed invocation's deadline, after which a redelivery runs the call again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from cdc_consumer.defaults import (
+    EXPIRATION_ATTRIBUTE,
+    ID_ATTRIBUTE,
+    IDEMPOTENCY_TTL_SECONDS,
+    IN_PROGRESS_EXPIRATION_ATTRIBUTE,
+    STATUS_ATTRIBUTE,
+    STATUS_COMPLETED,
+    STATUS_IN_PROGRESS,
+)
+from cdc_consumer.exceptions import SideEffectInProgressError, TransientError
+
+#: Claim window when there is no Lambda context to give the invocation's deadline: 15 min,
+#: Lambda's longest timeout, so no invocation can still be running when it ends.
+DEFAULT_IN_PROGRESS_MS = 15 * 60 * 1000
+
+_CLAIM_CONDITION = (
+    "attribute_not_exists(#id) OR #expiration < :now OR "
+    "(#status = :in_progress AND attribute_exists(#in_progress_expiration) "
+    "AND #in_progress_expiration < :now_ms)"
+)
+_NAMES = {
+    "#id": ID_ATTRIBUTE,
+    "#expiration": EXPIRATION_ATTRIBUTE,
+    "#status": STATUS_ATTRIBUTE,
+    "#in_progress_expiration": IN_PROGRESS_EXPIRATION_ATTRIBUTE,
+}
+
+
+class Claim(Enum):
+    """Result of :meth:`SideEffectClaims.claim`."""
+
+    CLAIMED = "claimed"
+    """This invocation now owns the side effect: call it, then complete or release."""
+    ALREADY_COMPLETED = "already_completed"
+    """A previous delivery completed it: skip (a duplicate)."""
+
+
+class SideEffectClaims:
+    """Claim / complete / release records in the idempotency table ``table``.
+
+    ``clock`` returns epoch seconds (``time.time`` by default; tests pass their own).
+    """
+
+    def __init__(self, client: Any, table: str, clock: Callable[[], float]) -> None:
+        self.client = client
+        self.table = table
+        self.clock = clock
+
+    def claim(self, claim_id: str, remaining_ms: int | None) -> Claim:
+        """Take the claim, or say the side effect already completed.
+
+        ``remaining_ms`` is the invocation's remaining time: the claim counts as in progress
+        until then (``in_progress_expiration``), so a crashed invocation's claim expires with
+        it. Raises :class:`SideEffectInProgressError` when another invocation holds an
+        unexpired claim, :class:`TransientError` when DynamoDB fails.
+        """
+        now = self.clock()
+        now_ms = int(now * 1000)
+        window_ms = DEFAULT_IN_PROGRESS_MS if remaining_ms is None else remaining_ms
+        item = {
+            ID_ATTRIBUTE: {"S": claim_id},
+            EXPIRATION_ATTRIBUTE: {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
+            STATUS_ATTRIBUTE: {"S": STATUS_IN_PROGRESS},
+            IN_PROGRESS_EXPIRATION_ATTRIBUTE: {"N": str(now_ms + window_ms)},
+        }
+        try:
+            self.client.put_item(
+                TableName=self.table,
+                Item=item,
+                ConditionExpression=_CLAIM_CONDITION,
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues={
+                    ":now": {"N": str(int(now))},
+                    ":now_ms": {"N": str(now_ms)},
+                    ":in_progress": {"S": STATUS_IN_PROGRESS},
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise TransientError(f"could not claim side effect {claim_id}: {error}") from error
+            existing = error.response.get("Item") or self._read(claim_id)
+            return self._existing(claim_id, existing)
+        except BotoCoreError as error:
+            raise TransientError(f"could not claim side effect {claim_id}: {error}") from error
+        return Claim.CLAIMED
+
+    def complete(self, claim_id: str) -> None:
+        """Mark the side effect done; its record lives on until ``expiration``."""
+        now = self.clock()
+        self._call(
+            "complete",
+            claim_id,
+            self.client.update_item,
+            Key={ID_ATTRIBUTE: {"S": claim_id}},
+            UpdateExpression="SET #status = :completed, #expiration = :expiration",
+            ExpressionAttributeNames={
+                "#status": STATUS_ATTRIBUTE,
+                "#expiration": EXPIRATION_ATTRIBUTE,
+            },
+            ExpressionAttributeValues={
+                ":completed": {"S": STATUS_COMPLETED},
+                ":expiration": {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
+            },
+        )
+
+    def release(self, claim_id: str) -> None:
+        """Drop the claim after a failed call, so the retry can claim it again."""
+        self._call(
+            "release", claim_id, self.client.delete_item, Key={ID_ATTRIBUTE: {"S": claim_id}}
+        )
+
+    def _call(self, what: str, claim_id: str, operation: Any, **kwargs: Any) -> None:
+        try:
+            operation(TableName=self.table, **kwargs)
+        except (ClientError, BotoCoreError) as error:
+            raise TransientError(f"could not {what} side effect {claim_id}: {error}") from error
+
+    def _read(self, claim_id: str) -> dict[str, Any] | None:
+        try:
+            response = self.client.get_item(
+                TableName=self.table, Key={ID_ATTRIBUTE: {"S": claim_id}}, ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as error:
+            raise TransientError(f"could not read side effect {claim_id}: {error}") from error
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def _existing(self, claim_id: str, item: dict[str, Any] | None) -> Claim:
+        status = (item or {}).get(STATUS_ATTRIBUTE, {}).get("S")
+        if status == STATUS_COMPLETED:
+            return Claim.ALREADY_COMPLETED
+        if item is None:
+            raise TransientError(
+                f"side effect {claim_id} was claimed and released while we looked; retry"
+            )
+        until = item.get(IN_PROGRESS_EXPIRATION_ATTRIBUTE, {}).get("N")
+        raise SideEffectInProgressError(
+            f"side effect {claim_id} is in progress in another invocation "
+            f"(status {status}, in progress until epoch ms {until}); not running it twice"
+        )

@@ -1,0 +1,346 @@
+"""Group consecutive records' writes into DynamoDB transactions and commit them.
+
+Each record contributes its *processed-marker* (a Put of ``{consumer}#{eventID}`` on the
+idempotency table, conditioned on ``attribute_not_exists(id)``) followed by its projection's
+actions. Marker and effects commit together or not at all, so an effect is applied exactly
+once however often the record is delivered.
+
+Consecutive records share one ``TransactWriteItems`` while it stays within DynamoDB's limits:
+100 actions, 4 MB, and no item twice (a record touching an item already in the group starts
+the next transaction). When DynamoDB cancels a transaction, its ``CancellationReasons`` (one
+per action, in order) say which markers already existed (duplicates: dropped, the rest
+retried) and which record failed first: the records before it are committed, the failing
+record is returned with its error, and nothing after it is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from cdc_consumer.defaults import (
+    EXPIRATION_ATTRIBUTE,
+    ID_ATTRIBUTE,
+    MAX_TRANSACTION_ACTIONS,
+    MAX_TRANSACTION_BYTES,
+)
+from cdc_consumer.exceptions import (
+    CdcConsumerError,
+    InvalidActionError,
+    RejectedByDynamoDBError,
+    TransientError,
+)
+
+#: TransactWriteItems action types and the attribute each needs to name its item.
+ACTION_TYPES: dict[str, str] = {
+    "Put": "Item",
+    "Update": "Key",
+    "Delete": "Key",
+    "ConditionCheck": "Key",
+}
+#: What each action type requires besides TableName and its item.
+REQUIRED_EXPRESSIONS: dict[str, str] = {
+    "Update": "UpdateExpression",
+    "ConditionCheck": "ConditionExpression",
+}
+#: The cancellation reason of a condition that did not hold (on a marker: a duplicate).
+CONDITION_FAILED = "ConditionalCheckFailed"
+#: Cancellation reasons no retry can fix; every other reason (TransactionConflict,
+#: ThrottlingError, ProvisionedThroughputExceeded, ItemCollectionSizeLimitExceeded...) is
+#: transient.
+PERMANENT_REASONS = frozenset({CONDITION_FAILED, "ValidationError"})
+
+ItemIdentity = tuple[str, str]
+
+
+def marker_action(table: str, marker_id: str, expiration: int) -> dict[str, Any]:
+    """The processed-marker Put: fails its condition when the record was already applied."""
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": {
+                ID_ATTRIBUTE: {"S": marker_id},
+                EXPIRATION_ATTRIBUTE: {"N": str(expiration)},
+            },
+            "ConditionExpression": "attribute_not_exists(#id)",
+            "ExpressionAttributeNames": {"#id": ID_ATTRIBUTE},
+        }
+    }
+
+
+@dataclass(eq=False)
+class RecordWrites:
+    """One record's transaction items: its marker first, then its projection's actions.
+
+    A record whose projection returned no actions has no items at all (no marker either:
+    there is no effect to make exactly-once, so a marker would be a write for nothing).
+    """
+
+    position: int
+    items: list[dict[str, Any]]
+    identities: frozenset[ItemIdentity]
+    size: int
+
+    @classmethod
+    def build(
+        cls,
+        position: int,
+        marker: dict[str, Any],
+        actions: Any,
+        idempotency_table: str,
+    ) -> RecordWrites:
+        """Validate a projection's ``actions`` and pair them with ``marker``.
+
+        Raises :class:`InvalidActionError` (poison: the same change always yields the same
+        actions) naming the problem when the actions are not a list of TransactWriteItems
+        actions in boto3's client shape, when one record needs more than 99 actions (the
+        marker takes the 100th) or 4 MB, or touches one item twice.
+        """
+        actions = action_list(actions)
+        if not actions:
+            return cls(position, [], frozenset(), 0)
+        if len(actions) + 1 > MAX_TRANSACTION_ACTIONS:
+            raise InvalidActionError(
+                f"a projection returned {len(actions)} actions for one record; at most "
+                f"{MAX_TRANSACTION_ACTIONS - 1} fit in a transaction beside its marker"
+            )
+        identities: set[ItemIdentity] = set()
+        for index, action in enumerate(actions):
+            identity = _identity(action, index, idempotency_table)
+            if identity is None:
+                continue
+            if identity in identities:
+                raise InvalidActionError(
+                    f"action {index} touches an item an earlier action of the same record "
+                    f"already touches ({identity[0]} {identity[1]}); DynamoDB allows one "
+                    "action per item in a transaction: combine them into one"
+                )
+            identities.add(identity)
+        items = [marker, *(dict(action) for action in actions)]
+        size = len(json.dumps(items, default=str))
+        if size > MAX_TRANSACTION_BYTES:
+            raise InvalidActionError(
+                f"a projection's actions for one record take {size} bytes; a transaction "
+                f"holds at most {MAX_TRANSACTION_BYTES}"
+            )
+        marker_identity = _identity(marker, -1, idempotency_table)
+        assert marker_identity is not None
+        return cls(position, items, frozenset({*identities, marker_identity}), size)
+
+
+def action_list(actions: Any) -> list[Any]:
+    """``actions`` as a list; :class:`InvalidActionError` when it is not a sequence of them."""
+    if isinstance(actions, (str, bytes, Mapping)) or not isinstance(actions, Sequence):
+        raise InvalidActionError(
+            "a projection must return a list of TransactWriteItems actions, "
+            f"got {type(actions).__name__}"
+        )
+    return list(actions)
+
+
+def _identity(action: Any, index: int, idempotency_table: str) -> ItemIdentity | None:
+    """(table, key) of the item an action touches; None for a Put on a table whose key
+    schema we do not know (DynamoDB then reports a clash itself, see :func:`commit`)."""
+    if not isinstance(action, Mapping) or len(action) != 1:
+        raise InvalidActionError(
+            f"action {index} must be a dict with exactly one of {sorted(ACTION_TYPES)}, "
+            f"got {action!r:.200}"
+        )
+    ((kind, body),) = action.items()
+    if kind not in ACTION_TYPES:
+        raise InvalidActionError(
+            f"action {index} is {kind!r}; a transaction action is one of {sorted(ACTION_TYPES)}"
+        )
+    item_field = ACTION_TYPES[kind]
+    if (
+        not isinstance(body, Mapping)
+        or not isinstance(body.get("TableName"), str)
+        or not isinstance(body.get(item_field), Mapping)
+    ):
+        raise InvalidActionError(
+            f"action {index} ({kind}) needs TableName (str) and {item_field} (a map of "
+            f"attribute values), got {body!r:.200}"
+        )
+    required = REQUIRED_EXPRESSIONS.get(kind)
+    if required and not isinstance(body.get(required), str):
+        raise InvalidActionError(f"action {index} ({kind}) needs {required} (str)")
+    table = body["TableName"]
+    if kind == "Put":
+        if table != idempotency_table or ID_ATTRIBUTE not in body["Item"]:
+            return None
+        key = {ID_ATTRIBUTE: body["Item"][ID_ATTRIBUTE]}
+    else:
+        key = body["Key"]
+    return table, json.dumps(key, sort_keys=True, default=str)
+
+
+@dataclass
+class TransactionGroup:
+    """Consecutive records that will be committed in one transaction."""
+
+    records: list[RecordWrites] = field(default_factory=list)
+    actions: int = 0
+    size: int = 0
+    identities: set[ItemIdentity] = field(default_factory=set)
+
+    def fits(self, writes: RecordWrites) -> bool:
+        """Whether ``writes`` can join without breaking a DynamoDB transaction limit."""
+        return (
+            self.actions + len(writes.items) <= MAX_TRANSACTION_ACTIONS
+            and self.size + writes.size <= MAX_TRANSACTION_BYTES
+            and self.identities.isdisjoint(writes.identities)
+        )
+
+    def add(self, writes: RecordWrites) -> None:
+        self.records.append(writes)
+        self.actions += len(writes.items)
+        self.size += writes.size
+        self.identities.update(writes.identities)
+
+    def take(self) -> list[RecordWrites]:
+        """The records, leaving the group empty."""
+        records = self.records
+        self.records, self.actions, self.size, self.identities = [], 0, 0, set()
+        return records
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+
+@dataclass
+class CommitOutcome:
+    """What :func:`commit` did: records applied now, records found already applied, and the
+    first record that failed (with a :class:`PermanentError` or :class:`TransientError`),
+    after which nothing was written."""
+
+    committed: list[RecordWrites] = field(default_factory=list)
+    duplicates: list[RecordWrites] = field(default_factory=list)
+    failed: RecordWrites | None = None
+    error: CdcConsumerError | None = None
+
+    def absorb(self, other: CommitOutcome) -> CommitOutcome:
+        self.committed += other.committed
+        self.duplicates += other.duplicates
+        self.failed, self.error = other.failed, other.error
+        return self
+
+
+def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
+    """Commit ``records`` (in order) in as few TransactWriteItems calls as DynamoDB allows.
+
+    Never writes anything of a record after the first failing one. Records without items
+    count as committed once every record before them is.
+    """
+    outcome = CommitOutcome()
+    candidates = list(records)
+    while True:
+        writing = [record for record in candidates if record.items]
+        if not writing:
+            outcome.committed += candidates
+            return outcome
+        try:
+            client.transact_write_items(
+                TransactItems=[item for record in writing for item in record.items]
+            )
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            if code == "TransactionCanceledException":
+                reasons = error.response.get("CancellationReasons")
+                duplicates, failed, failure = _read_reasons(writing, reasons, error)
+                if failed is None and not duplicates:
+                    return outcome.absorb(
+                        _fail_first(candidates, TransientError(_unattributed(error)))
+                    )
+                if failed is None:
+                    outcome.duplicates += duplicates
+                    candidates = [record for record in candidates if record not in duplicates]
+                    continue
+                before = [
+                    record
+                    for record in candidates
+                    if record.position < failed.position and record not in duplicates
+                ]
+                prefix = commit(client, before)
+                prefix.duplicates += [d for d in duplicates if d.position < failed.position]
+                if prefix.failed is None:
+                    prefix.failed, prefix.error = failed, failure
+                return outcome.absorb(prefix)
+            if code == "ValidationException" and len(writing) > 1:
+                # DynamoDB does not say which record it rejects (for instance two Puts on one
+                # item of a table whose key we cannot see): commit them one at a time.
+                return outcome.absorb(_commit_one_by_one(client, candidates))
+            if code == "ValidationException":
+                failure: CdcConsumerError = RejectedByDynamoDBError(
+                    f"DynamoDB rejected the record's transaction: {_message(error)}"
+                )
+            else:
+                failure = TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
+            return outcome.absorb(_fail_first(candidates, failure))
+        except BotoCoreError as error:
+            return outcome.absorb(
+                _fail_first(candidates, TransientError(f"TransactWriteItems failed: {error}"))
+            )
+        outcome.committed += candidates
+        return outcome
+
+
+def _commit_one_by_one(client: Any, records: list[RecordWrites]) -> CommitOutcome:
+    outcome = CommitOutcome()
+    for record in records:
+        outcome.absorb(commit(client, [record]))
+        if outcome.failed is not None:
+            return outcome
+    return outcome
+
+
+def _fail_first(candidates: list[RecordWrites], error: CdcConsumerError) -> CommitOutcome:
+    """Everything before the first record with items is committed (it had nothing to write);
+    that record fails as a whole."""
+    first = next(index for index, record in enumerate(candidates) if record.items)
+    return CommitOutcome(committed=candidates[:first], failed=candidates[first], error=error)
+
+
+def _read_reasons(
+    writing: list[RecordWrites], reasons: Any, error: ClientError
+) -> tuple[list[RecordWrites], RecordWrites | None, CdcConsumerError | None]:
+    """(duplicates, first failing record, its error) from a cancellation's reasons."""
+    total = sum(len(record.items) for record in writing)
+    if not isinstance(reasons, list) or len(reasons) != total:
+        return [], None, None
+    duplicates: list[RecordWrites] = []
+    offset = 0
+    for record in writing:
+        codes = [_code(reason) for reason in reasons[offset : offset + len(record.items)]]
+        offset += len(record.items)
+        if codes[0] == CONDITION_FAILED:
+            duplicates.append(record)
+            continue
+        for index, code in enumerate(codes):
+            if code in (None, "None"):
+                continue
+            what = "its processed-marker" if index == 0 else f"its action {index - 1}"
+            reason = reasons[offset - len(record.items) + index]
+            detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
+            message = f"DynamoDB cancelled the transaction at {what}: {detail}"
+            if code in PERMANENT_REASONS:
+                return duplicates, record, RejectedByDynamoDBError(message)
+            return duplicates, record, TransientError(message)
+    return duplicates, None, None
+
+
+def _code(reason: Any) -> str | None:
+    return reason.get("Code") if isinstance(reason, Mapping) else None
+
+
+def _message(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Message", error))
+
+
+def _unattributed(error: ClientError) -> str:
+    return (
+        f"DynamoDB cancelled the transaction without reasons that name a record: {_message(error)}"
+    )

@@ -1,0 +1,95 @@
+"""Sample events from AWS's documentation, typed in from the pages named on each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Lambda Developer Guide, "Using AWS Lambda with Amazon DynamoDB" (with-ddb.html), the
+#: example DynamoDB stream event: an INSERT, a MODIFY and a REMOVE of item Id 101.
+LAMBDA_DOCS_EVENT: dict[str, Any] = {
+    "Records": [
+        {
+            "eventID": "1",
+            "eventVersion": "1.0",
+            "dynamodb": {
+                "Keys": {"Id": {"N": "101"}},
+                "NewImage": {"Message": {"S": "New item!"}, "Id": {"N": "101"}},
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+                "SequenceNumber": "111",
+                "SizeBytes": 26,
+            },
+            "awsRegion": "us-west-2",
+            "eventName": "INSERT",
+            "eventSourceARN": "stream-ARN",
+            "eventSource": "aws:dynamodb",
+        },
+        {
+            "eventID": "2",
+            "eventVersion": "1.0",
+            "dynamodb": {
+                "OldImage": {"Message": {"S": "New item!"}, "Id": {"N": "101"}},
+                "SequenceNumber": "222",
+                "Keys": {"Id": {"N": "101"}},
+                "SizeBytes": 59,
+                "NewImage": {"Message": {"S": "This item has changed"}, "Id": {"N": "101"}},
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+            "awsRegion": "us-west-2",
+            "eventName": "MODIFY",
+            "eventSourceARN": "stream-ARN",
+            "eventSource": "aws:dynamodb",
+        },
+        {
+            "eventID": "3",
+            "eventVersion": "1.0",
+            "dynamodb": {
+                "Keys": {"Id": {"N": "101"}},
+                "SizeBytes": 38,
+                "SequenceNumber": "333",
+                "OldImage": {"Message": {"S": "This item has changed"}, "Id": {"N": "101"}},
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+            "awsRegion": "us-west-2",
+            "eventName": "REMOVE",
+            "eventSourceARN": "stream-ARN",
+            "eventSource": "aws:dynamodb",
+        },
+    ]
+}
+
+#: DynamoDB Developer Guide, "Tutorial #1: Using filters to process all events with Amazon
+#: DynamoDB and AWS Lambda using the AWS CLI" (Streams.Lambda.Tutorial.html), step 4's test
+#: payload: a NEW_IMAGE stream record of BarkTable.
+DYNAMODB_STREAMS_TUTORIAL_EVENT: dict[str, Any] = {
+    "Records": [
+        {
+            "eventID": "7de3041dd709b024af6f29e4fa13d34c",
+            "eventName": "INSERT",
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "region",
+            "dynamodb": {
+                "ApproximateCreationDateTime": 1479499740,
+                "Keys": {
+                    "Timestamp": {"S": "2016-11-18:12:09:36"},
+                    "Username": {"S": "John Doe"},
+                },
+                "NewImage": {
+                    "Timestamp": {"S": "2016-11-18:12:09:36"},
+                    "Message": {"S": "This is a bark from the Woofer social network"},
+                    "Username": {"S": "John Doe"},
+                },
+                "SequenceNumber": "13021600000000001596893679",
+                "SizeBytes": 112,
+                "StreamViewType": "NEW_IMAGE",
+            },
+            "eventSourceARN": (
+                "arn:aws:dynamodb:region:123456789012:table/BarkTable/stream/2016-11-16T20:42:48.104"
+            ),
+        }
+    ]
+}
+
+#: Lambda Developer Guide, "Implementing partial batch responses" / DynamoDB TTL docs: the
+#: identity on a REMOVE record written by DynamoDB's TTL process.
+TTL_USER_IDENTITY: dict[str, str] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}

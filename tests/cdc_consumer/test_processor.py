@@ -1,0 +1,389 @@
+"""StreamProcessor semantics against the local endpoint: order, failures, duplicates, poison,
+deadline. Faults are injected with botocore hooks (see fixtures.Faults)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from cdc_consumer import Change, ConfigurationError, MalformedBatchError, PermanentError
+from cdc_consumer.testing import FakeContext, TableStream, redelivery, stream_event
+
+from tests.cdc_consumer.fixtures import (
+    Resources,
+    deliver,
+    error_response,
+    mirror_projection,
+    view_key,
+)
+from tests.cdc_consumer.samples import DYNAMODB_STREAMS_TUTORIAL_EVENT, LAMBDA_DOCS_EVENT
+
+
+def seq(record: dict[str, Any]) -> str:
+    return record["dynamodb"]["SequenceNumber"]
+
+
+def failure(record: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
+    return {"batchItemFailures": [{"itemIdentifier": seq(record)}]}
+
+
+OK: dict[str, list[dict[str, str]]] = {"batchItemFailures": []}
+
+
+def expected_view(stream: TableStream, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The mirror view after one in-order pass over ``records``."""
+    view: dict[str, dict[str, Any]] = {}
+    for record in records:
+        change = Change.from_record(record)
+        entry = view.setdefault(view_key(change.keys), {"applied": 0})
+        entry["applied"] += 1
+        if change.new_image is None:
+            entry.pop("image", None)
+        else:
+            entry["image"] = json.dumps(change.new_image, default=str, sort_keys=True)
+    return view
+
+
+def emf_lines(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith('{"_aws"')]
+
+
+def log_lines(output: str, message: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith('{"level"')]
+    return [line for line in lines if line["message"] == message]
+
+
+@pytest.fixture
+def mirrored(resources: Resources):  # type: ignore[no-untyped-def]
+    processor = resources.processor()
+    processor.projection(mirror_projection(resources.view_table))
+    return processor
+
+
+def orders(count: int, keys: int | None = None) -> tuple[TableStream, list[dict[str, Any]]]:
+    """``count`` writes spread over ``keys`` items (distinct items when None)."""
+    stream = TableStream()
+    records = []
+    for index in range(count):
+        key = f"K{index if keys is None else index % keys}"
+        record = stream.put({"pk": key, "n": index})
+        assert record is not None
+        records.append(record)
+    return stream, records
+
+
+# --- AWS documentation samples -------------------------------------------------------------
+
+
+def test_aws_documentation_sample_events_are_processed(resources: Resources, mirrored) -> None:
+    assert mirrored.handle(LAMBDA_DOCS_EVENT, FakeContext()) == OK
+    assert mirrored.handle(DYNAMODB_STREAMS_TUTORIAL_EVENT, FakeContext()) == OK
+
+    view = resources.view()
+    assert view["Id=101"] == {"applied": 3}  # INSERT, MODIFY, REMOVE: image gone
+    bark = view["Timestamp=2016-11-18:12:09:36,Username=John Doe"]
+    assert json.loads(bark["image"])["Message"] == "This is a bark from the Woofer social network"
+    assert sorted(m["id"] for m in resources.markers()) == [
+        "test-consumer#1",
+        "test-consumer#2",
+        "test-consumer#3",
+        "test-consumer#7de3041dd709b024af6f29e4fa13d34c",
+    ]
+
+
+# --- stop at the first failure -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fault", ["transaction conflict on its marker", "projection raises"])
+def test_ok_transient_ok_reports_the_second_and_applies_nothing_after_it(
+    resources: Resources, mirrored, faults, fault: str
+) -> None:
+    stream, records = orders(3)
+    first, second, _ = records
+    if fault == "projection raises":
+        failed_once: list[str] = []
+
+        @mirrored.projection
+        def flaky(change: Change) -> list[dict[str, Any]]:
+            if change.event_id == second["eventID"] and not failed_once:
+                failed_once.append(change.event_id)
+                raise TimeoutError("simulated network timeout")
+            return []
+    else:
+        faults(resources.dynamodb).conflict_on(Counter({second["eventID"]: 1}))
+
+    response = mirrored.handle(stream_event(records), FakeContext())
+
+    assert response == failure(second)
+    assert resources.view() == expected_view(stream, [first])  # the third is not applied
+    assert {m["id"] for m in resources.markers()} == {f"test-consumer#{first['eventID']}"}
+
+    assert mirrored.handle(stream_event(redelivery(records, response)), FakeContext()) == OK
+    assert resources.view() == expected_view(stream, records)
+
+
+def test_two_modifies_first_failing_once_ends_with_the_newest_image(
+    resources: Resources, mirrored, faults
+) -> None:
+    stream = TableStream()
+    insert = stream.put({"pk": "A", "v": 1})
+    assert mirrored.handle(stream_event([insert]), FakeContext()) == OK
+    older = stream.put({"pk": "A", "v": 2})
+    newer = stream.put({"pk": "A", "v": 3})
+    faults(resources.dynamodb).conflict_on(Counter({older["eventID"]: 1}))
+
+    responses = deliver(mirrored.handle, [older, newer])
+
+    assert responses == [failure(older), OK]
+    assert resources.view() == {"pk=A": {"applied": 3, "image": '{"pk": "A", "v": "3"}'}}
+
+
+def test_the_same_batch_three_times_applies_each_effect_once_and_counts_duplicates(
+    resources: Resources, mirrored, capsys
+) -> None:
+    stream, records = orders(12, keys=4)
+
+    for _ in range(3):
+        assert mirrored.handle(stream_event(records), FakeContext()) == OK
+
+    assert resources.view() == expected_view(stream, records)
+    metrics = emf_lines(capsys.readouterr().out)
+    assert [(m["RecordsProcessed"], m["DuplicatesSkipped"]) for m in metrics] == [
+        (12, 0),
+        (0, 12),
+        (0, 12),
+    ]
+
+
+def test_duplicates_inside_a_transaction_are_dropped_and_the_rest_committed(
+    resources: Resources, mirrored, count_requests
+) -> None:
+    stream, records = orders(4)
+    assert mirrored.handle(stream_event(records[:2]), FakeContext()) == OK
+    requests = count_requests(resources.dynamodb)
+
+    assert mirrored.handle(stream_event(records), FakeContext()) == OK
+
+    # one cancelled transaction names the two duplicates; the retry commits the other two
+    assert requests.by_operation == Counter({"TransactWriteItems": 2})
+    assert resources.view() == expected_view(stream, records)
+
+
+# --- failing transactions ------------------------------------------------------------------
+
+
+def test_a_failing_transaction_leaves_neither_marker_nor_effect(
+    resources: Resources, mirrored
+) -> None:
+    stream, records = orders(3)
+    resources.dynamodb.delete_table(TableName=resources.view_table)
+
+    response = mirrored.handle(stream_event(records), FakeContext())
+
+    assert response == failure(records[0])  # the whole transaction failed: its first record
+    assert resources.markers() == []
+
+    resources.dynamodb.create_table(
+        TableName=resources.view_table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    assert deliver(mirrored.handle, records)[-1] == OK
+    assert resources.view() == expected_view(stream, records)
+
+
+def test_a_record_whose_own_condition_fails_is_quarantined_without_marker_or_effect(
+    resources: Resources, mirrored
+) -> None:
+    stream, records = orders(3)
+    doomed = records[1]
+
+    @mirrored.projection
+    def require_missing_item(change: Change) -> list[dict[str, Any]]:
+        if change.event_id != doomed["eventID"]:
+            return []
+        return [
+            {
+                "ConditionCheck": {
+                    "TableName": resources.view_table,
+                    "Key": {"pk": {"S": "no-such-item"}},
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            }
+        ]
+
+    assert mirrored.handle(stream_event(records), FakeContext()) == OK
+
+    assert resources.view() == expected_view(stream, [records[0], records[2]])
+    assert f"test-consumer#{doomed['eventID']}" not in {m["id"] for m in resources.markers()}
+    (message,) = resources.quarantined()
+    assert message["record"] == doomed
+    assert message["error"]["type"] == "RejectedByDynamoDBError"
+    assert "ConditionalCheckFailed" in message["error"]["message"]
+
+
+# --- poison --------------------------------------------------------------------------------
+
+
+def test_permanent_error_and_undecodable_record_are_quarantined_whole_and_the_rest_applied(
+    resources: Resources, mirrored, capsys
+) -> None:
+    stream, records = orders(5)
+    undecodable = copy.deepcopy(records[3])
+    undecodable["eventName"] = "UPSERT"
+    batch = [*records[:3], undecodable, records[4]]
+    rejected = records[1]
+
+    @mirrored.projection
+    def reject(change: Change) -> list[dict[str, Any]]:
+        if change.event_id == rejected["eventID"]:
+            raise PermanentError("order K1 has no customerId")
+        return []
+
+    assert mirrored.handle(stream_event(batch), FakeContext()) == OK
+
+    assert resources.view() == expected_view(stream, [records[0], records[2], records[4]])
+    messages = sorted(resources.quarantined(), key=lambda m: m["record"]["eventID"])
+    expected = sorted(
+        [
+            (rejected, "PermanentError", "order K1 has no customerId"),
+            (undecodable, "UndecodableRecordError", "eventName must be one of"),
+        ],
+        key=lambda e: e[0]["eventID"],
+    )
+    for message, (record, error_type, text) in zip(messages, expected, strict=True):
+        assert message["record"] == record  # the full record, exactly as delivered
+        assert message["error"]["type"] == error_type
+        assert text in message["error"]["message"]
+        assert message["version"] == "1"
+        assert message["consumer"] == "test-consumer"
+        assert message["sourceArn"] == record["eventSourceARN"]
+        assert message["quarantinedAt"].endswith("+00:00")
+    output = capsys.readouterr().out
+    assert emf_lines(output)[-1]["RecordsQuarantined"] == 2
+    assert len(log_lines(output, "record quarantined")) == 2
+
+
+def test_invalid_actions_are_poison(resources: Resources, mirrored) -> None:
+    _, records = orders(2)
+
+    @mirrored.projection
+    def broken(change: Change) -> Any:
+        return {"Put": {}} if change.event_id == records[0]["eventID"] else []
+
+    assert mirrored.handle(stream_event(records), FakeContext()) == OK
+    (message,) = resources.quarantined()
+    assert message["error"]["type"] == "InvalidActionError"
+    assert (
+        "must return a list of TransactWriteItems actions, got dict" in message["error"]["message"]
+    )
+
+
+def test_a_bug_in_the_projection_is_transient_not_poison(resources: Resources, mirrored) -> None:
+    _, records = orders(2)
+
+    @mirrored.projection
+    def buggy(change: Change) -> list[dict[str, Any]]:
+        raise KeyError("customerId")
+
+    assert mirrored.handle(stream_event(records), FakeContext()) == failure(records[0])
+    assert resources.quarantined() == []
+
+
+def test_a_failed_quarantine_send_stops_the_batch_at_the_poison_record(
+    resources: Resources, mirrored, faults
+) -> None:
+    stream, records = orders(3)
+
+    @mirrored.projection
+    def reject(change: Change) -> list[dict[str, Any]]:
+        if change.event_id == records[1]["eventID"]:
+            raise PermanentError("bad order")
+        return []
+
+    faults(resources.sqs).on(
+        "SendMessage", lambda body: error_response("ServiceUnavailable", "try later")
+    )
+
+    assert mirrored.handle(stream_event(records), FakeContext()) == failure(records[1])
+    assert resources.view() == expected_view(stream, records[:1])
+
+
+# --- deadline ------------------------------------------------------------------------------
+
+
+def test_below_the_safety_margin_it_stops_and_reports_the_next_record(
+    resources: Resources, mirrored, capsys
+) -> None:
+    stream, records = orders(5)
+    remaining = iter([60_000, 60_000, 4_999, 4_999])
+    context = FakeContext(remaining_ms=lambda: next(remaining, 4_999))
+
+    response = mirrored.handle(stream_event(records), context)
+
+    assert response == failure(records[2])
+    assert resources.view() == expected_view(stream, records[:2])
+    (line,) = log_lines(capsys.readouterr().out, "record failed")
+    assert line["reason"] == "deadline"
+    assert line["sequenceNumber"] == seq(records[2])
+
+
+def test_without_time_for_one_record_nothing_is_applied(resources: Resources, mirrored) -> None:
+    _, records = orders(2)
+    response = mirrored.handle(stream_event(records), FakeContext(remaining_ms=100))
+    assert response == failure(records[0])
+    assert resources.view() == {}
+
+
+# --- malformed batches and configuration ---------------------------------------------------
+
+
+def test_a_record_without_a_sequence_number_fails_the_whole_batch(
+    resources: Resources, mirrored, capsys
+) -> None:
+    _, records = orders(3)
+    del records[2]["dynamodb"]["SequenceNumber"]
+
+    with pytest.raises(MalformedBatchError, match=r"record 2 .* has no dynamodb\.SequenceNumber"):
+        mirrored.handle(stream_event(records), FakeContext())
+
+    assert resources.view() == {}  # nothing applied, so the retry is a clean replay
+    output = capsys.readouterr().out
+    assert log_lines(output, "batch rejected")
+    assert emf_lines(output)[-1]["BatchFailures"] == 1
+
+
+def test_an_event_without_records_is_malformed(mirrored) -> None:
+    with pytest.raises(MalformedBatchError, match="Records"):
+        mirrored.handle({"records": []}, FakeContext())
+
+
+def test_missing_names_are_reported_together(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from cdc_consumer import StreamProcessor
+
+    for name in ("CDC_CONSUMER_NAME", "IDEMPOTENCY_TABLE_NAME", "QUARANTINE_QUEUE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    processor = StreamProcessor()
+    processor.projection(lambda change: [])
+    with pytest.raises(ConfigurationError) as raised:
+        processor.handle(stream_event([]), FakeContext())
+    for variable in ("CDC_CONSUMER_NAME", "IDEMPOTENCY_TABLE_NAME", "QUARANTINE_QUEUE_URL"):
+        assert variable in str(raised.value)
+
+
+def test_names_come_from_the_environment(resources: Resources, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from cdc_consumer import StreamProcessor
+
+    monkeypatch.setenv("CDC_CONSUMER_NAME", "from-env")
+    monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", resources.idempotency_table)
+    monkeypatch.setenv("QUARANTINE_QUEUE_URL", resources.queue_url)
+    processor = StreamProcessor()  # plain boto3 clients, pointed at moto by AWS_ENDPOINT_URL
+    processor.projection(mirror_projection(resources.view_table))
+    _, records = orders(1)
+
+    assert processor.handle(stream_event(records), FakeContext()) == OK
+    assert [m["id"] for m in resources.markers()] == [f"from-env#{records[0]['eventID']}"]
