@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.order_view import BASELINE_SCHEMA, ViewSchema
+from bench.order_view import ORDER_STATS_SCHEMA, ViewSchema
 
 REPO = Path(__file__).resolve().parent.parent
 LAMBDA_SRC = REPO / "lambda_src"
@@ -29,9 +29,6 @@ CONSUMER_NAME = "order-stats"
 #: Module names as Lambda imports them (handler directory and layer on sys.path).
 REFERENCE_MODULE = "order_stats"
 BASELINE_MODULE = "powertools_order_stats"
-
-#: The reference handler's view schema (lambda_src/handlers/order_stats.py).
-REFERENCE_SCHEMA = ViewSchema()
 
 
 @dataclass
@@ -54,10 +51,10 @@ def _import(module: str, *paths: Path) -> Any:
 def load_reference() -> Consumer:
     """The cdc-constructs reference handler (needs the runtime branch's code)."""
     module = _import(REFERENCE_MODULE, HANDLERS, LAMBDA_SRC)
-    return Consumer("cdc-constructs", module.handler, REFERENCE_SCHEMA, module)
+    return Consumer("cdc-constructs", module.handler, ORDER_STATS_SCHEMA, module)
 
 
 def load_baseline() -> Consumer:
     """The Powertools baseline."""
     module = _import(BASELINE_MODULE, BASELINE_DIR)
-    return Consumer("powertools", module.handler, BASELINE_SCHEMA, module)
+    return Consumer("powertools", module.handler, ORDER_STATS_SCHEMA, module)

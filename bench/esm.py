@@ -80,11 +80,13 @@ def deliver(
         delivery.records_delivered += len(batch)
         try:
             response = handler({"Records": batch}, LambdaContext(timeout_s=timeout_s))
-        except SimulatedCrash:
+        except SimulatedCrash as crash:
             delivery.crashes += 1
             attempts += 1
             if attempts > MAX_ATTEMPTS:
-                raise RuntimeError(f"record {position} crashed {attempts} times; giving up")
+                raise RuntimeError(
+                    f"record {position} crashed {attempts} times; giving up"
+                ) from crash
             if after_crash is not None:
                 after_crash()
             continue

@@ -26,8 +26,9 @@ VIEW_TABLE = "order-stats"
 IDEMPOTENCY_TABLE = "idempotency"
 QUARANTINE_QUEUE = "quarantine"
 
-#: Key of the order-stats view table: one item per customer.
-VIEW_KEY = "customerId"
+#: Key of the orders and order-stats view tables (lambda_src/handlers/order_stats.py): the view
+#: has one item per customer, "CUSTOMER#<customerId>".
+VIEW_KEY = "pk"
 
 
 class SimulatedCrash(BaseException):
@@ -91,7 +92,8 @@ class Instrumentation:
         params = context.get("bench_params", {})
         with self._lock:
             for fault in self.faults:
-                if fault.kind == kind and fault.hits < fault.times and fault.when(model.name, params):
+                due = fault.kind == kind and fault.hits < fault.times
+                if due and fault.when(model.name, params):
                     fault.hits += 1
                     return fault
         return None
@@ -111,7 +113,9 @@ class Instrumentation:
         }
         return _FakeHttpResponse(400), error
 
-    def _after_call(self, model: Any, http_response: Any, context: dict[str, Any], **_: Any) -> None:
+    def _after_call(
+        self, model: Any, http_response: Any, context: dict[str, Any], **_: Any
+    ) -> None:
         elapsed = time.perf_counter() - context.get("bench_started", time.perf_counter())
         ok = http_response.status_code < 300
         with self._lock:
@@ -205,7 +209,7 @@ def create_resources(endpoint: LocalEndpoint) -> Resources:
     dynamodb = admin_client(endpoint, "dynamodb")
     sqs = admin_client(endpoint, "sqs")
     tables = {
-        ORDERS_TABLE: "orderId",
+        ORDERS_TABLE: "pk",
         VIEW_TABLE: VIEW_KEY,
         IDEMPOTENCY_TABLE: "id",
     }

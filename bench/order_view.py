@@ -23,15 +23,18 @@ View = dict[str, dict[str, Decimal]]
 
 @dataclass(frozen=True)
 class ViewSchema:
-    """Where the view keeps its figures: ``count_attribute.format(status=...)`` and ``paid_total``."""
+    """Where a view keeps its figures: item key ``key_prefix + customerId``, one
+    ``count_attribute.format(status=...)`` per status and ``paid_total``."""
 
-    key: str = "customerId"
+    key: str = "pk"
+    key_prefix: str = "CUSTOMER#"
     count_attribute: str = "count_{status}"
-    paid_total: str = "paidTotal"
+    paid_total: str = "paid_amount"
 
 
-#: The schema of the Powertools baseline (bench/baseline/powertools_order_stats.py).
-BASELINE_SCHEMA = ViewSchema()
+#: The reference handler's view (lambda_src/handlers/order_stats.py); the Powertools baseline
+#: (bench/baseline/powertools_order_stats.py) writes the same.
+ORDER_STATS_SCHEMA = ViewSchema()
 
 
 def contribution(order: Mapping[str, Any] | None) -> dict[str, Decimal]:
@@ -68,7 +71,7 @@ def read_view(items: Iterable[Mapping[str, Any]], schema: ViewSchema) -> View:
             elif name.startswith(prefix) and name.endswith(suffix):
                 status = name[len(prefix) : len(name) - len(suffix)]
                 figures[f"count:{status}"] = value
-        view[item[schema.key]] = figures
+        view[str(item[schema.key]).removeprefix(schema.key_prefix)] = figures
     return _without_zeros(view)
 
 

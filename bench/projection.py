@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -19,7 +18,6 @@ from bench.consumers import CONSUMER_NAME, Consumer
 from bench.esm import deliver
 from bench.local_aws import (
     INSTRUMENTATION,
-    VIEW_KEY,
     Fault,
     admin_client,
     create_resources,
@@ -58,7 +56,7 @@ def ordering_report(workload: Workload, applied: Sequence[str]) -> dict[str, int
     ``applied_twice``: changes whose effect was committed more than once.
     """
     index = {r["eventID"]: i for i, r in enumerate(workload.records)}
-    order_of = {r["eventID"]: r["dynamodb"]["Keys"]["orderId"]["S"] for r in workload.records}
+    order_of = {r["eventID"]: r["dynamodb"]["Keys"]["pk"]["S"] for r in workload.records}
     newest_seen: dict[str, int] = {}
     last_applied: dict[str, int] = {}
     out_of_order = 0
@@ -90,7 +88,9 @@ class RunOptions:
     after_crash: Callable[[], None] | None = None
 
 
-def run(consumer: Consumer, endpoint: Any, workload: Workload, options: RunOptions) -> dict[str, Any]:
+def run(
+    consumer: Consumer, endpoint: Any, workload: Workload, options: RunOptions
+) -> dict[str, Any]:
     """Deliver ``workload`` to ``consumer`` on fresh tables; measure and check the view."""
     resources = create_resources(endpoint)
     _write_orders(endpoint, resources.orders_table, workload.final_orders)
@@ -150,16 +150,6 @@ def run(consumer: Consumer, endpoint: Any, workload: Workload, options: RunOptio
     }
 
 
-def view_key_of(record: dict[str, Any]) -> str:
-    """The view item (customer) a record touches."""
-    image = record["dynamodb"].get("NewImage") or record["dynamodb"]["OldImage"]
-    return str(image[VIEW_KEY]["S"])
-
-
 def ratio(a: float, b: float) -> float | None:
     """a / b rounded, or None when b is 0."""
     return round(a / b, 2) if b else None
-
-
-def decimal_str(value: Decimal) -> str:
-    return format(value, "f")

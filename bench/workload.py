@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeSerializer
+from cdc_consumer.testing import serialize, stream_record
 
 #: The workload issue 7 names: 2,000 changes on 200 orders.
 DEFAULT_CHANGES = 2_000
@@ -34,26 +34,22 @@ ACCOUNT = "123456789012"
 ORDERS_TABLE = "orders"
 STREAM_LABEL = "2026-11-29T00:00:00.000"
 STREAM_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{ORDERS_TABLE}/stream/{STREAM_LABEL}"
-#: DynamoDB's TTL deletions carry this identity (DESIGN.md §1).
-TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+#: Key prefixes of the reference handler's tables (lambda_src/handlers/order_stats.py).
+ORDER_PREFIX = "ORDER#"
+CUSTOMER_PREFIX = "CUSTOMER#"
 #: First sequence number; all sequence numbers have the same number of digits so they sort as
 #: strings and as numbers alike.
 FIRST_SEQUENCE = 4_421_584_500_000_000_017_450_439_091
 FIRST_CREATION_TIME = 1_796_000_000  # epoch seconds (2026-11-30)
 
-_serializer = TypeSerializer()
-
-
-def serialize(item: dict[str, Any]) -> dict[str, Any]:
-    """A plain item → DynamoDB's attribute-value JSON (boto3's TypeSerializer)."""
-    return {name: _serializer.serialize(value) for name, value in item.items()}
+__all__ = ["Workload", "clone_records", "order_workload", "same_item_workload", "serialize"]
 
 
 @dataclass(frozen=True)
 class Change:
     """One change of one order, before it becomes a stream record."""
 
-    order_id: str
+    order_id: str  # the orders table's key, "ORDER#<id>"
     event_name: str  # INSERT | MODIFY | REMOVE
     old: dict[str, Any] | None
     new: dict[str, Any] | None
@@ -84,11 +80,12 @@ def _amount(rng: random.Random) -> Decimal:
 def _order_changes(rng: random.Random, order_id: str, customer_id: str, n: int) -> list[Change]:
     """``n`` changes of one order, starting with its INSERT as ``pending``."""
     current: dict[str, Any] = {
-        "orderId": order_id,
+        "pk": ORDER_PREFIX + order_id,
         "customerId": customer_id,
         "status": "pending",
         "amount": _amount(rng),
     }
+    order_id = current["pk"]
     changes = [Change(order_id, "INSERT", None, dict(current))]
     for position in range(1, n):
         last = position == n - 1
@@ -138,31 +135,23 @@ def _interleave(rng: random.Random, per_order: Sequence[list[Change]]) -> list[C
 
 
 def to_stream_record(change: Change, index: int, creation_time: int) -> dict[str, Any]:
-    """One change as AWS Lambda delivers a DynamoDB Streams record (NEW_AND_OLD_IMAGES)."""
-    keys = {"orderId": {"S": change.order_id}}
-    stream: dict[str, Any] = {
-        "ApproximateCreationDateTime": creation_time,
-        "Keys": keys,
-        "SequenceNumber": str(FIRST_SEQUENCE + index * 100),
-        "StreamViewType": "NEW_AND_OLD_IMAGES",
-    }
-    if change.new is not None:
-        stream["NewImage"] = serialize(change.new)
-    if change.old is not None:
-        stream["OldImage"] = serialize(change.old)
-    stream["SizeBytes"] = len(repr(stream.get("NewImage"))) + len(repr(stream.get("OldImage")))
-    record: dict[str, Any] = {
-        "eventID": f"{index:08x}{(index * 2654435761) % 2**32:08x}0b5e5c1d2e3f4a5b",
-        "eventName": change.event_name,
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": REGION,
-        "dynamodb": stream,
-        "eventSourceARN": STREAM_ARN,
-    }
-    if change.ttl_expiry:
-        record["userIdentity"] = dict(TTL_IDENTITY)
-    return record
+    """One change as AWS Lambda delivers a DynamoDB Streams record (NEW_AND_OLD_IMAGES).
+
+    Built with the runtime's public test helper (cdc_consumer.testing.stream_record); the
+    eventID is derived from the index instead of random, so runs are repeatable.
+    """
+    return stream_record(
+        change.event_name,
+        {"pk": change.order_id},
+        new_image=change.new,
+        old_image=change.old,
+        sequence_number=FIRST_SEQUENCE + index * 100,
+        event_id=f"{index:08x}{(index * 2654435761) % 2**32:08x}0b5e5c1d2e3f4a5b",
+        ttl_expiry=change.ttl_expiry,
+        source_arn=STREAM_ARN,
+        approximate_creation_time=float(creation_time),
+        region=REGION,
+    )
 
 
 def _final_state(changes: Sequence[Change]) -> dict[str, dict[str, Any]]:
@@ -208,9 +197,7 @@ def order_workload(
     return _build(_interleave(rng, per_order), seed, len(per_order), customers)
 
 
-def same_item_workload(
-    records: int, same_fraction: float, seed: int = DEFAULT_SEED
-) -> Workload:
+def same_item_workload(records: int, same_fraction: float, seed: int = DEFAULT_SEED) -> Workload:
     """``records`` INSERTs of distinct orders; ``same_fraction`` of them for one customer.
 
     The other records each belong to a customer of their own, so they touch distinct view items.
@@ -226,12 +213,12 @@ def same_item_workload(
     for i in range(records):
         customer = "customer-hot" if i in hot_positions else f"customer-{i:06d}"
         order = {
-            "orderId": f"order-{i:06d}",
+            "pk": f"{ORDER_PREFIX}order-{i:06d}",
             "customerId": customer,
             "status": "pending",
             "amount": _amount(rng),
         }
-        changes.append(Change(order["orderId"], "INSERT", None, order))
+        changes.append(Change(order["pk"], "INSERT", None, order))
     return _build(changes, seed, records, records - hot + (1 if hot else 0))
 
 

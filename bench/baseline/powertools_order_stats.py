@@ -49,7 +49,7 @@ def _figures(image: dict[str, Any] | None) -> dict[str, Decimal]:
         return {}
     figures = {f"count_{image['status']}": Decimal(1)}
     if image["status"] == "paid":
-        figures["paidTotal"] = Decimal(image["amount"])
+        figures["paid_amount"] = Decimal(image["amount"])
     return figures
 
 
@@ -65,7 +65,9 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> dict[str, dict[str
     return {c: {n: v for n, v in f.items() if v != 0} for c, f in changes.items()}
 
 
-@idempotent_function(data_keyword_argument="record", persistence_store=persistence_layer, config=config)
+@idempotent_function(
+    data_keyword_argument="record", persistence_store=persistence_layer, config=config
+)
 def record_handler(record: DynamoDBRecord) -> None:
     stream = record.dynamodb
     assert stream is not None
@@ -76,12 +78,12 @@ def record_handler(record: DynamoDBRecord) -> None:
         values = {f":v{i}": {"N": str(value)} for i, value in enumerate(figures.values())}
         dynamodb.update_item(
             TableName=VIEW_TABLE,
-            Key={"customerId": {"S": customer}},
+            Key={"pk": {"S": "CUSTOMER#" + customer}},
             UpdateExpression="ADD " + ", ".join(f"#a{i} :v{i}" for i in range(len(figures))),
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
-    applied.append((str(stream.keys["orderId"]), str(record.event_id)))
+    applied.append((str(stream.keys["pk"]), str(record.event_id)))
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

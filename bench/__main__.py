@@ -1,0 +1,118 @@
+"""`python -m bench` (what `make bench` runs): every benchmark of issue 7, then the reports.
+
+Writes bench/results.json (everything measured) and bench/RESULTS.md (the tables a person reads).
+``--quick`` runs a small workload and skips the slow parts, for the smoke test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import cold_start, cpu, machine, report, synth
+from bench.consumers import CONSUMER_NAME, Consumer, load_baseline, load_reference
+from bench.faults import run_fault
+from bench.local_aws import create_resources, install_instrumentation
+from bench.projection import RunOptions, run
+from bench.workload import order_workload, same_item_workload
+from cdc_local.endpoint import LocalEndpoint, patched_environ
+
+HERE = Path(__file__).resolve().parent
+
+#: Issue 7 item 2.
+COST_CURVE_BATCH_SIZES = (1, 10, 100, 1_000)
+SAME_ITEM_FRACTIONS = (0.1, 0.5, 1.0)
+#: Records of the cost-curve workloads, and the batch size of the same-item rows (the
+#: StreamConsumer default).
+COST_CURVE_RECORDS = 1_000
+SAME_ITEM_BATCH_SIZE = 100
+
+
+def _log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _both(consumers: list[Consumer], fn: Any) -> dict[str, Any]:
+    return {consumer.name: fn(consumer) for consumer in consumers}
+
+
+def run_projection_benchmarks(quick: bool) -> dict[str, Any]:
+    """Items 1 and 2, and the fault runs, on one moto server."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
+    main = order_workload(changes=50, orders=10, customers=5) if quick else order_workload()
+    records = 50 if quick else COST_CURVE_RECORDS
+    results: dict[str, Any] = {}
+    with LocalEndpoint() as endpoint, patched_environ(endpoint.environment()):
+        resources = create_resources(endpoint)
+        with patched_environ(resources.environment(CONSUMER_NAME)):
+            install_instrumentation()
+            consumers = [load_reference(), load_baseline()]
+            _log(f"projection: {len(main.records)} changes on {main.orders} orders")
+            results["workload"] = {
+                "changes": len(main.records),
+                "orders": main.orders,
+                "customers": main.customers,
+                "seed": main.seed,
+                "event_names": main.counts,
+            }
+            results["projection"] = _both(
+                consumers, lambda c: run(c, endpoint, main, RunOptions(batch_size=100))
+            )
+            _log("faults: a transient failure and a crash in the middle of a batch")
+            results["faults"] = {
+                kind: _both(consumers, lambda c, k=kind: run_fault(c, endpoint, main, k))
+                for kind in ("transient", "crash")
+            }
+            curve: dict[str, Any] = {"records": records, "batch_size": [], "same_item": []}
+            distinct = same_item_workload(records, 0.0)
+            for size in COST_CURVE_BATCH_SIZES:
+                _log(f"cost curve: batch size {size}")
+                curve["batch_size"].append(
+                    _both(consumers, lambda c, s=size: run(c, endpoint, distinct, RunOptions(s)))
+                )
+            for fraction in SAME_ITEM_FRACTIONS:
+                _log(f"cost curve: {fraction:.0%} of records on one view item")
+                workload = same_item_workload(records, fraction)
+                row = _both(
+                    consumers,
+                    lambda c, w=workload: run(c, endpoint, w, RunOptions(SAME_ITEM_BATCH_SIZE)),
+                )
+                row["same_fraction"] = fraction
+                curve["same_item"].append(row)
+            results["cost_curve"] = curve
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small workload, no synth (smoke)")
+    parser.add_argument("--out", type=Path, default=HERE, help="directory for the two reports")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+
+    results: dict[str, Any] = {"machine": machine.describe(), "quick": args.quick}
+    results.update(run_projection_benchmarks(args.quick))
+    _log("CPU per record")
+    results["cpu"] = cpu.measure(records=2_000 if args.quick else cpu.RECORDS)
+    _log("cold start")
+    results["cold_start"] = cold_start.measure(runs=3 if args.quick else cold_start.RUNS)
+    if not args.quick:
+        _log("synth")
+        results["synth"] = synth.measure()
+    results["targets"] = report.targets(results)
+    results["seconds"] = round(time.perf_counter() - started, 1)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    (args.out / "RESULTS.md").write_text(report.markdown(results))
+    _log(f"wrote results.json and RESULTS.md in {args.out} ({results['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
