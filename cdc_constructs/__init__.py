@@ -1,0 +1,32 @@
+"""cdc-constructs: AWS CDK constructs for safe change data capture from DynamoDB Streams.
+
+Premise: events arrive out of order across items, at least once, and they fail. The
+constructs make the safe settings the defaults (finite retries and record age, bisect, an
+on-failure queue, in-order processing that stops at the first failure, idempotency, alarms)
+and refuse unsafe ones with one error that lists every problem.
+"""
+
+from cdc_constructs.alarm_topic import AlarmTopic
+from cdc_constructs.change_capture_table import ChangeCaptureTable
+from cdc_constructs.exceptions import CdcAssetError, CdcConfigurationError, CdcError, Problem
+from cdc_constructs.filters import StreamFilters
+from cdc_constructs.idempotency_table import IdempotencyTable
+from cdc_constructs.monitoring import StreamConsumerMonitoring
+from cdc_constructs.reference_stack import CdcReferenceStack
+from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
+from cdc_constructs.stream_consumer import StreamConsumer
+
+__all__ = [
+    "AlarmTopic",
+    "CdcAssetError",
+    "CdcConfigurationError",
+    "CdcError",
+    "CdcReferenceStack",
+    "ChangeCaptureTable",
+    "ConsumerRuntimeLayer",
+    "IdempotencyTable",
+    "Problem",
+    "StreamConsumer",
+    "StreamConsumerMonitoring",
+    "StreamFilters",
+]

@@ -1,0 +1,138 @@
+"""Every default of the constructs, in one place, each with the reason it is the default.
+
+The constructs read their defaults from here and nowhere else, so a reviewer can audit the
+safety posture of the whole library on one page. AWS's own limits (the ranges validation
+enforces) live here too, next to the defaults they bound.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+
+# --- DynamoDB tables -----------------------------------------------------------------------
+
+STREAM_VIEW_TYPE: Final = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
+"""Both images: consumers compute differences (old vs new) and TTL archives need the old image.
+The view type cannot change later without re-creating the stream, so start with the richest."""
+
+TIME_TO_LIVE_ATTRIBUTE: Final = "expireAt"
+"""One TTL attribute name across the tables of the reference app. It must hold a Number of
+epoch *seconds*: DynamoDB never expires an item whose value is in milliseconds."""
+
+POINT_IN_TIME_RECOVERY: Final = True
+"""The table is the source of truth of every downstream projection; PITR is the way back
+from a bad write or a bad deploy (35 days). Also cdk-nag AwsSolutions-DDB3."""
+
+DELETION_PROTECTION: Final = True
+"""Deleting the table deletes its stream and every record not yet consumed."""
+
+IDEMPOTENCY_PARTITION_KEY: Final = "id"
+"""The key Powertools for AWS Lambda uses, so one idempotency table serves both."""
+
+IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE: Final = "expiration"
+"""Powertools' TTL attribute (epoch seconds); markers expire after 7 days, well past the
+24 h stream retention after which no duplicate can arrive."""
+
+# --- Stream consumer (Lambda event source mapping) ------------------------------------------
+
+STARTING_POSITION: Final = lambda_.StartingPosition.TRIM_HORIZON
+"""Start from the oldest record still in the stream: LATEST skips every record written while
+the mapping is being created or updated."""
+
+BATCH_SIZE: Final = 100
+"""Big enough to amortize the idempotency transaction (up to 100 actions), small enough that
+a batch finishes well inside the function timeout."""
+
+BISECT_BATCH_ON_ERROR: Final = True
+"""On a function error Lambda splits the batch in two and retries the halves, isolating a
+poison record instead of retrying the whole batch."""
+
+RETRY_ATTEMPTS: Final = 5
+"""Finite. AWS's default (-1) retries forever: one poison record blocks its shard until the
+record is trimmed from the stream 24 h later."""
+
+MAX_RECORD_AGE_SECONDS: Final = 3600
+"""One hour: a record older than this goes to the on-failure queue instead of blocking the
+shard. Must stay below the 24 h stream retention (at or above it, it means "never")."""
+
+PARALLELIZATION_FACTOR: Final = 1
+"""One concurrent batch per shard. Item order is kept at any factor, but 1 is the cheapest and
+easiest to reason about; raise it for throughput."""
+
+MAX_BATCHING_WINDOW_SECONDS: Final = 0
+"""No waiting: invoke as soon as records are there, for the lowest lag."""
+
+REPORT_BATCH_ITEM_FAILURES: Final = True
+"""The runtime reports the first failed record, so Lambda resumes from it instead of
+retrying records that already succeeded."""
+
+ON_FAILURE_QUEUE_RETENTION_DAYS: Final = 14
+"""The maximum SQS allows: the longest time to notice and redrive a failed batch. (The records
+themselves must be read back from the stream within 24 h; see redrive.)"""
+
+QUARANTINE_QUEUE_RETENTION_DAYS: Final = 14
+"""The maximum SQS allows; quarantine messages carry the whole record, so this is the window
+to fix the handler and replay them."""
+
+# --- Stream consumer (Lambda function) -------------------------------------------------------
+
+RUNTIME: Final = lambda_.Runtime.PYTHON_3_14
+"""The newest Python runtime aws-cdk-lib knows (cdk-nag AwsSolutions-L1 demands the latest);
+the consumer runtime itself supports Python 3.11+."""
+
+ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+"""Graviton: about 20% cheaper per GB-second; the runtime and handlers are pure Python."""
+
+MEMORY_SIZE_MB: Final = 256
+"""Explicit (cdk-nag Serverless-LambdaDefaultMemorySize); enough for boto3 and a batch of 100,
+and CPU scales with memory."""
+
+TIMEOUT_SECONDS: Final = 60
+"""Explicit (cdk-nag Serverless-LambdaDefaultTimeout). A batch of 100 takes a few
+transactions; the runtime stops and reports near the deadline instead of timing out."""
+
+LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
+"""Long enough to investigate a failure reported by an alarm, short enough to bound cost."""
+
+METRICS_NAMESPACE: Final = "CdcConstructs"
+"""The CloudWatch namespace of the runtime's embedded-metric-format metrics."""
+
+# --- Monitoring ---------------------------------------------------------------------------
+
+ITERATOR_AGE_ALARM_FRACTION: Final = 0.25
+"""The lag alarm fires at a quarter of the max record age (15 min of 1 h), leaving three
+quarters of the budget to react before records start going to the on-failure queue."""
+
+ALARM_PERIOD_SECONDS: Final = 60
+"""One-minute periods: lag and loss should page within minutes."""
+
+ITERATOR_AGE_EVALUATION_PERIODS: Final = 3
+"""Lag must stay above the threshold for 3 consecutive minutes: one slow batch is not an
+incident, a stuck shard is."""
+
+# --- AWS limits (validation) ----------------------------------------------------------------
+
+STREAM_RETENTION_SECONDS: Final = 24 * 3600
+"""DynamoDB Streams keeps records for 24 hours."""
+
+MAX_RECORD_AGE_RANGE_SECONDS: Final = (60, 604_800)
+"""AWS's range for MaximumRecordAgeInSeconds (-1 = infinite is rejected here)."""
+
+RETRY_ATTEMPTS_RANGE: Final = (0, 10_000)
+"""AWS's range for MaximumRetryAttempts (-1 = infinite is rejected here)."""
+
+BATCH_SIZE_RANGE: Final = (1, 10_000)
+"""AWS's range for BatchSize on a DynamoDB stream."""
+
+PARALLELIZATION_FACTOR_RANGE: Final = (1, 10)
+"""AWS's range for ParallelizationFactor."""
+
+MAX_BATCHING_WINDOW_RANGE_SECONDS: Final = (0, 300)
+"""AWS's range for MaximumBatchingWindowInSeconds."""
+
+MAX_FILTERS: Final = 5
+"""AWS's limit of filter patterns per event source mapping (ESM FilterCriteria)."""

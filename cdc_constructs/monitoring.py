@@ -1,0 +1,227 @@
+"""StreamConsumerMonitoring: alarms on lag and loss, and a dashboard of the pipeline."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from cdc_constructs import defaults
+from cdc_constructs.alarm_topic import AlarmTopic
+
+if TYPE_CHECKING:
+    from cdc_constructs.stream_consumer import StreamConsumer
+
+# The runtime's embedded-metric-format metrics (CONTRACTS §3), all with dimension Consumer.
+RUNTIME_COUNT_METRICS = (
+    "RecordsProcessed",
+    "DuplicatesSkipped",
+    "RecordsQuarantined",
+    "TtlExpiries",
+    "BatchFailures",
+)
+RUNTIME_LAG_METRIC = "IteratorLagMs"
+# The mapping's event-count metrics (MetricsConfig EventCount), dimension EventSourceMappingUUID.
+MAPPING_COUNT_METRICS = (
+    "PolledEventCount",
+    "FilteredOutEventCount",
+    "InvokedEventCount",
+    "FailedInvokeEventCount",
+    "DroppedEventCount",
+)
+
+
+class StreamConsumerMonitoring(Construct):
+    """Alarms and a dashboard for one :class:`StreamConsumer`.
+
+    Alarms (each notifies ``alarm_topic`` on ALARM and OK):
+
+    - ``IteratorAge``: the function's IteratorAge (Maximum, 1 min) above the threshold for
+      3 minutes. Default threshold: a quarter of the consumer's max record age (15 min of
+      1 h), so there is time to act before records go to the on-failure queue.
+    - ``OnFailureQueueDepth``: visible messages in the on-failure queue ≥ 1: a batch was
+      given up on; its records must be redriven before the stream trims them (24 h).
+    - ``QuarantineQueueDepth``: visible messages in the quarantine queue ≥ 1.
+    - ``RecordsQuarantined``: the runtime's RecordsQuarantined metric (Sum) ≥ 1.
+    - ``FunctionErrors``: function errors (Sum) ≥ 1: crashes and timeouts, which the
+      runtime's own failure reporting never causes.
+    - ``FunctionThrottles``: throttles (Sum) ≥ 1: the shard waits.
+
+    Missing data is "not breaching": an idle consumer is healthy.
+
+    :param consumer: the StreamConsumer to watch.
+    :param alarm_topic: Default: a new :class:`AlarmTopic` (encrypted, TLS-only).
+    :param dashboard: add this consumer's widgets to an existing dashboard. Default: a new one.
+    :param iterator_age_threshold: Default a quarter of ``max_record_age``.
+
+    Escape hatches: :attr:`alarms` (by name), :attr:`alarm_topic`, :attr:`dashboard`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        consumer: StreamConsumer,
+        alarm_topic: sns.ITopic | None = None,
+        dashboard: cloudwatch.Dashboard | None = None,
+        iterator_age_threshold: Duration | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        period = Duration.seconds(defaults.ALARM_PERIOD_SECONDS)
+        age_seconds = consumer.max_record_age.to_seconds(integral=False)
+        threshold_seconds = (
+            iterator_age_threshold.to_seconds(integral=False)
+            if iterator_age_threshold is not None
+            else age_seconds * defaults.ITERATOR_AGE_ALARM_FRACTION
+        )
+        self.iterator_age_threshold_ms = int(threshold_seconds * 1000)
+        """The lag alarm's threshold, in milliseconds (IteratorAge's unit)."""
+        self.alarm_topic: sns.ITopic = alarm_topic or AlarmTopic(self, "AlarmTopic").topic
+        name = consumer.consumer_name
+        function = consumer.function
+
+        on_failure_queue = consumer.dead_letter_queue
+        quarantine_queue = consumer.quarantine_queue
+        metrics = {
+            "IteratorAge": function.metric(
+                "IteratorAge", statistic=cloudwatch.Stats.MAXIMUM, period=period
+            ),
+            "OnFailureQueueDepth": on_failure_queue.metric_approximate_number_of_messages_visible(
+                statistic=cloudwatch.Stats.MAXIMUM, period=period
+            ),
+            "QuarantineQueueDepth": quarantine_queue.metric_approximate_number_of_messages_visible(
+                statistic=cloudwatch.Stats.MAXIMUM, period=period
+            ),
+            "RecordsQuarantined": self._runtime_metric(consumer, "RecordsQuarantined", period),
+            "FunctionErrors": function.metric_errors(statistic=cloudwatch.Stats.SUM, period=period),
+            "FunctionThrottles": function.metric_throttles(
+                statistic=cloudwatch.Stats.SUM, period=period
+            ),
+        }
+        descriptions = {
+            "IteratorAge": (
+                f"{name}: the oldest record waits more than {threshold_seconds:g} s; at "
+                f"{age_seconds:g} s records go to the on-failure queue"
+            ),
+            "OnFailureQueueDepth": (
+                f"{name}: a batch ran out of retries or record age; redrive it before the "
+                "stream trims its records (24 h)"
+            ),
+            "QuarantineQueueDepth": f"{name}: poison records are waiting in the quarantine queue",
+            "RecordsQuarantined": f"{name}: the runtime quarantined records",
+            "FunctionErrors": f"{name}: the consumer function crashed or timed out",
+            "FunctionThrottles": f"{name}: the consumer function was throttled",
+        }
+        action = cloudwatch_actions.SnsAction(self.alarm_topic)
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        """The alarms by name."""
+        for alarm_name, metric in metrics.items():
+            is_lag = alarm_name == "IteratorAge"
+            alarm = cloudwatch.Alarm(
+                self,
+                alarm_name,
+                metric=metric,
+                alarm_description=descriptions[alarm_name],
+                threshold=self.iterator_age_threshold_ms if is_lag else 1,
+                comparison_operator=(
+                    cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
+                    if is_lag
+                    else cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+                ),
+                evaluation_periods=defaults.ITERATOR_AGE_EVALUATION_PERIODS if is_lag else 1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
+            self.alarms[alarm_name] = alarm
+
+        self.dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard")
+        """The dashboard the widgets were added to."""
+        self.dashboard.add_widgets(*self._widgets(consumer, metrics, period))
+
+    @staticmethod
+    def _runtime_metric(
+        consumer: StreamConsumer, metric_name: str, period: Duration
+    ) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=consumer.metrics_namespace,
+            metric_name=metric_name,
+            dimensions_map={"Consumer": consumer.consumer_name},
+            statistic=cloudwatch.Stats.SUM,
+            period=period,
+        )
+
+    def _widgets(
+        self,
+        consumer: StreamConsumer,
+        metrics: dict[str, cloudwatch.IMetric],
+        period: Duration,
+    ) -> list[cloudwatch.IWidget]:
+        function = consumer.function
+        mapping_id = consumer.event_source_mapping.event_source_mapping_id
+        lag_ms = cloudwatch.Metric(
+            namespace=consumer.metrics_namespace,
+            metric_name=RUNTIME_LAG_METRIC,
+            dimensions_map={"Consumer": consumer.consumer_name},
+            statistic=cloudwatch.Stats.MAXIMUM,
+            period=period,
+        )
+        mapping_counts = [
+            cloudwatch.Metric(
+                namespace="AWS/Lambda",
+                metric_name=metric_name,
+                dimensions_map={"EventSourceMappingUUID": mapping_id},
+                statistic=cloudwatch.Stats.SUM,
+                period=period,
+            )
+            for metric_name in MAPPING_COUNT_METRICS
+        ]
+        return [
+            cloudwatch.TextWidget(
+                markdown=f"## Stream consumer `{consumer.consumer_name}`", width=24, height=1
+            ),
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms", alarms=list(self.alarms.values()), width=24, height=3
+            ),
+            cloudwatch.GraphWidget(
+                title="Lag (ms)",
+                left=[metrics["IteratorAge"], lag_ms],
+                left_annotations=[
+                    cloudwatch.HorizontalAnnotation(
+                        value=self.iterator_age_threshold_ms, label="alarm"
+                    )
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Function",
+                left=[
+                    function.metric_invocations(period=period),
+                    metrics["FunctionErrors"],
+                    metrics["FunctionThrottles"],
+                ],
+                right=[function.metric_duration(period=period, statistic=cloudwatch.Stats.p(99))],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Failure queues (visible messages)",
+                left=[metrics["OnFailureQueueDepth"], metrics["QuarantineQueueDepth"]],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Runtime (records)",
+                left=[
+                    self._runtime_metric(consumer, metric_name, period)
+                    for metric_name in RUNTIME_COUNT_METRICS
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Event source mapping (records)", left=mapping_counts, width=12
+            ),
+        ]

@@ -1,0 +1,48 @@
+"""Dead-letter queues: encrypted, TLS-only, 14 days retention."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from cdc_constructs import defaults
+from cdc_constructs.acknowledge import acknowledge
+
+
+def dead_letter_queue(
+    scope: Construct,
+    construct_id: str,
+    *,
+    purpose: str,
+    encryption_key: kms.IKey | None = None,
+    retention_days: int = defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
+) -> sqs.Queue:
+    """A queue that is itself a dead-letter destination.
+
+    Encrypted (SQS-managed keys, or ``encryption_key``), TLS-only (``enforce_ssl``: a queue
+    policy denies requests without ``aws:SecureTransport``), kept 14 days (the SQS maximum).
+    ``purpose`` goes into the cdk-nag acknowledgement: a dead-letter queue has no
+    dead-letter queue of its own, because nothing consumes from it automatically.
+    """
+    queue = sqs.Queue(
+        scope,
+        construct_id,
+        encryption=(
+            sqs.QueueEncryption.KMS
+            if encryption_key is not None
+            else sqs.QueueEncryption.SQS_MANAGED
+        ),
+        encryption_master_key=encryption_key,
+        enforce_ssl=True,
+        retention_period=Duration.days(retention_days),
+    )
+    reason = (
+        f"This queue is itself a dead-letter destination ({purpose}); its messages are read "
+        "by people and the redrive tool, never by an automatic consumer, so a further "
+        "dead-letter queue would never receive anything."
+    )
+    acknowledge(queue, "AwsSolutions-SQS3", reason)
+    acknowledge(queue, "Serverless-SQSRedrivePolicy", reason)
+    return queue

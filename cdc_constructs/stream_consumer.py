@@ -1,0 +1,473 @@
+"""StreamConsumer: a Lambda function consuming a DynamoDB stream, with safe defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsii
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from cdc_constructs import defaults
+from cdc_constructs.acknowledge import acknowledge
+from cdc_constructs.assets import ASSET_EXCLUDES, handlers_dir
+from cdc_constructs.change_capture_table import ChangeCaptureTable
+from cdc_constructs.exceptions import Problem
+from cdc_constructs.idempotency_table import IdempotencyTable
+from cdc_constructs.monitoring import StreamConsumerMonitoring
+from cdc_constructs.queues import dead_letter_queue
+from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
+from cdc_constructs.validation import (
+    check_batch_size,
+    check_filters,
+    check_max_batching_window,
+    check_max_record_age,
+    check_name,
+    check_parallelization_factor,
+    check_range,
+    check_retry_attempts,
+    check_starting_position,
+    raise_if_any,
+    seconds,
+    view_type_name,
+)
+
+REFERENCE_HANDLER = "order_stats.handler"
+"""The bundled reference handler (lambda_src/handlers/order_stats.py), used when neither
+``code`` nor ``handler`` is given."""
+
+# The actions each resource needs (CONTRACTS §8), and nothing else.
+STREAM_READ_ACTIONS = (
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+)
+IDEMPOTENCY_TABLE_ACTIONS = (
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
+VIEW_TABLE_WRITE_ACTIONS = (
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
+VIEW_TABLE_READ_ACTIONS = ("dynamodb:GetItem",)
+TABLE_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
+QUEUE_SEND_ACTIONS = ("sqs:SendMessage",)
+QUEUE_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
+
+ENV_CONSUMER_NAME = "CDC_CONSUMER_NAME"
+ENV_IDEMPOTENCY_TABLE = "IDEMPOTENCY_TABLE_NAME"
+ENV_QUARANTINE_QUEUE_URL = "QUARANTINE_QUEUE_URL"
+ENV_METRICS_NAMESPACE = "CDC_METRICS_NAMESPACE"
+ENV_VIEW_TABLE = "VIEW_TABLE_NAME"
+
+
+@jsii.implements(lambda_.IEventSourceDlq)
+class _OnFailureQueue:
+    """The mapping's on-failure destination, granting only ``sqs:SendMessage``.
+
+    Written instead of aws-cdk-lib's ``SqsDlq`` because that grants GetQueueAttributes and
+    GetQueueUrl too and, for a queue with a customer key, wildcard KMS actions.
+    """
+
+    def __init__(self, queue: sqs.IQueue) -> None:
+        self._queue = queue
+
+    def bind(
+        self, _target: lambda_.IEventSourceMapping, target_handler: lambda_.IFunction
+    ) -> lambda_.DlqDestinationConfig:
+        _grant_send(target_handler, self._queue)
+        return lambda_.DlqDestinationConfig(destination=self._queue.queue_arn)
+
+
+class StreamConsumer(Construct):
+    """A Lambda function fed by a DynamoDB stream, set up so records are neither lost nor
+    stuck: in order, finite retries, bisect, an on-failure queue, alarms.
+
+    The function runs the bundled reference handler, or ``code`` + ``handler``, or an
+    existing ``function``; in every case the consumer runtime layer (``cdc_consumer``) is
+    attached and the environment variables the runtime reads are set.
+
+    Source:
+
+    :param table: a :class:`ChangeCaptureTable`, or any ``dynamodb.ITable`` with a stream.
+    :param stream_view_type: the stream's view type, to check ``filters`` against, when
+        ``table`` is not a ChangeCaptureTable. Default: unknown (image filters not checked).
+    :param consumer_name: the consumer's stable name: namespaces its idempotency markers
+        and is the ``Consumer`` metric dimension. Default: the construct id. Changing it
+        forgets which records were applied.
+
+    Function:
+
+    :param code: the function code. Default: the bundled handlers (lambda_src/handlers).
+    :param handler: the handler string. Default ``order_stats.handler`` when ``code`` is
+        omitted; required when ``code`` is given.
+    :param function: an existing ``lambda_.Function`` instead (no code/handler then): the
+        layer and environment are added to it, its role gets the grants.
+    :param memory_size: Default 256 MB. :param timeout: Default 60 s.
+    :param log_retention: Default one month. :param tracing: Default none (the runtime does
+        not use the X-Ray SDK; lag and loss are measured by metrics and alarms).
+    :param environment: extra environment variables.
+    :param reserved_concurrent_executions: Default none (a stream consumer's concurrency is
+        bounded by shards times parallelization factor anyway).
+
+    Event source mapping (AWS limits are enforced; see defaults.py for the reasons):
+
+    :param starting_position: Default TRIM_HORIZON. LATEST also needs
+        ``allow_latest_starting_position=True``.
+    :param batch_size: Default 100 (1..10000).
+    :param max_batching_window: Default 0 s (0..300 s).
+    :param parallelization_factor: Default 1 (1..10).
+    :param retry_attempts: Default 5 (0..10000; -1 = infinite is rejected).
+    :param max_record_age: Default 1 h (60 s .. below the 24 h retention).
+    :param bisect_batch_on_error: Default True.
+    :param filters: up to 5 filter patterns (see :class:`StreamFilters`); a record is
+        delivered when it matches any. Default: none (every record).
+
+    Failure handling:
+
+    :param on_failure_queue: an existing queue for the mapping's on-failure destination.
+        Default: a new queue, encrypted, TLS-only, 14 days retention.
+    :param quarantine_queue: an existing queue for poison records. Default: likewise.
+    :param encryption_key: a customer KMS key for the queues made here. Default:
+        SQS-managed encryption.
+    :param idempotency_table: an :class:`IdempotencyTable` or ITable (pk ``id``, TTL
+        ``expiration``). Default: a new IdempotencyTable; share one between consumers.
+
+    Monitoring:
+
+    :param monitoring: Default True: alarms and a dashboard (StreamConsumerMonitoring).
+    :param alarm_topic: SNS topic for alarm actions. Default: a new encrypted topic.
+    :param dashboard: add the widgets to this dashboard. Default: a new dashboard.
+    :param iterator_age_alarm_threshold: Default a quarter of ``max_record_age``.
+    :param metrics_namespace: the runtime's metric namespace. Default ``CdcConstructs``.
+
+    Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
+    :attr:`event_source_mapping`, :attr:`dead_letter_queue` (the on-failure queue),
+    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`monitoring`, :attr:`alarms`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: ChangeCaptureTable | dynamodb.ITable,
+        stream_view_type: dynamodb.StreamViewType | None = None,
+        consumer_name: str | None = None,
+        code: lambda_.Code | None = None,
+        handler: str | None = None,
+        function: lambda_.Function | None = None,
+        memory_size: int = defaults.MEMORY_SIZE_MB,
+        timeout: Duration | None = None,
+        log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
+        tracing: lambda_.Tracing | None = None,
+        environment: Mapping[str, str] | None = None,
+        reserved_concurrent_executions: int | None = None,
+        starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION,
+        allow_latest_starting_position: bool = False,
+        batch_size: int = defaults.BATCH_SIZE,
+        max_batching_window: Duration | None = None,
+        parallelization_factor: int = defaults.PARALLELIZATION_FACTOR,
+        retry_attempts: int = defaults.RETRY_ATTEMPTS,
+        max_record_age: Duration | None = None,
+        bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR,
+        filters: Sequence[Mapping[str, Any]] = (),
+        on_failure_queue: sqs.IQueue | None = None,
+        quarantine_queue: sqs.IQueue | None = None,
+        encryption_key: kms.IKey | None = None,
+        idempotency_table: IdempotencyTable | dynamodb.ITable | None = None,
+        monitoring: bool = True,
+        alarm_topic: sns.ITopic | None = None,
+        dashboard: cloudwatch.Dashboard | None = None,
+        iterator_age_alarm_threshold: Duration | None = None,
+        metrics_namespace: str = defaults.METRICS_NAMESPACE,
+    ) -> None:
+        timeout = timeout or Duration.seconds(defaults.TIMEOUT_SECONDS)
+        max_batching_window = max_batching_window or Duration.seconds(
+            defaults.MAX_BATCHING_WINDOW_SECONDS
+        )
+        max_record_age = max_record_age or Duration.seconds(defaults.MAX_RECORD_AGE_SECONDS)
+        consumer_name = construct_id if consumer_name is None else consumer_name
+        if isinstance(table, ChangeCaptureTable):
+            stream_view_type = stream_view_type or table.stream_view_type  # type: ignore[assignment]
+
+        # Validate everything before creating anything: one error lists every problem.
+        problems: list[Problem] = []
+        problems += _check_table(table)
+        problems += check_name("consumer_name", consumer_name, forbidden="#")
+        problems += _check_code(code, handler, function)
+        problems += check_range("memory_size", memory_size, 128, 10240, "MB")
+        problems += _check_timeout(timeout)
+        problems += check_starting_position(starting_position, allow_latest_starting_position)
+        problems += check_batch_size(batch_size)
+        problems += check_max_batching_window(max_batching_window)
+        problems += check_parallelization_factor(parallelization_factor)
+        problems += check_retry_attempts(retry_attempts)
+        problems += check_max_record_age(max_record_age)
+        problems += check_filters(filters, view_type_name(stream_view_type))
+        problems += _check_alarm_threshold(iterator_age_alarm_threshold, max_record_age)
+        problems += check_name("metrics_namespace", metrics_namespace)
+        raise_if_any(f"StreamConsumer {construct_id!r}", problems)
+
+        super().__init__(scope, construct_id)
+        self.consumer_name = consumer_name
+        self.metrics_namespace = metrics_namespace
+        self.max_record_age = max_record_age
+        self.retry_attempts = retry_attempts
+        self.source_table = _as_table(table)
+        """The table whose stream is consumed."""
+        self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
+        """The consumed stream's ARN."""
+
+        self.dead_letter_queue: sqs.IQueue = on_failure_queue or dead_letter_queue(
+            self,
+            "OnFailureQueue",
+            purpose="on-failure destination of the stream mapping: pointers to failed batches",
+            encryption_key=encryption_key,
+            retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
+        )
+        """The mapping's on-failure destination: metadata of batches that ran out of retries
+        or record age (AWS's message shape; the records must be read back from the stream)."""
+        self.quarantine_queue: sqs.IQueue = quarantine_queue or dead_letter_queue(
+            self,
+            "QuarantineQueue",
+            purpose="poison records quarantined by the consumer runtime, with their payload",
+            encryption_key=encryption_key,
+            retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
+        )
+        """Where the runtime sends poison records, whole, with the error."""
+        self.idempotency_table: dynamodb.ITable = _as_table(
+            idempotency_table or IdempotencyTable(self, "IdempotencyTable")
+        )
+        """The idempotency table (pk ``id``, TTL ``expiration``)."""
+
+        runtime_environment = {
+            ENV_CONSUMER_NAME: consumer_name,
+            ENV_IDEMPOTENCY_TABLE: self.idempotency_table.table_name,
+            ENV_QUARANTINE_QUEUE_URL: self.quarantine_queue.queue_url,
+            ENV_METRICS_NAMESPACE: metrics_namespace,
+            **(environment or {}),
+        }
+        self.role: iam.IRole | None
+        self.log_group: logs.LogGroup | None
+        if function is None:
+            self.role = iam.Role(
+                self,
+                "Role",
+                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                description=f"Stream consumer {consumer_name}: least privilege",
+            )
+            self.log_group = logs.LogGroup(self, "LogGroup", retention=log_retention)
+            self.function: lambda_.Function = lambda_.Function(
+                self,
+                "Function",
+                description=f"cdc-constructs stream consumer {consumer_name}",
+                runtime=defaults.RUNTIME,
+                architecture=defaults.ARCHITECTURE,
+                code=code
+                or lambda_.Code.from_asset(str(handlers_dir()), exclude=list(ASSET_EXCLUDES)),
+                handler=handler or REFERENCE_HANDLER,
+                layers=[ConsumerRuntimeLayer.of(self)],
+                role=self.role,
+                log_group=self.log_group,
+                memory_size=memory_size,
+                timeout=timeout,
+                tracing=tracing,
+                environment=runtime_environment,
+                reserved_concurrent_executions=reserved_concurrent_executions,
+            )
+            self.log_group.grant_write(self.role)
+            acknowledge(
+                self.function,
+                "Serverless-LambdaDLQ",
+                "Invoked only by the stream event source mapping, synchronously: an "
+                "asynchronous-invocation dead-letter queue would never receive anything. "
+                "Failed batches go to the mapping's on-failure queue.",
+            )
+            if tracing != lambda_.Tracing.ACTIVE:
+                acknowledge(
+                    self.function,
+                    "Serverless-LambdaTracing",
+                    "The consumer runtime does not use the X-Ray SDK (boto3 only), so active "
+                    "tracing would show little; lag, failures and quarantined records are "
+                    "measured by metrics with alarms. Pass tracing=Tracing.ACTIVE to enable.",
+                )
+        else:
+            self.function = function
+            self.role = function.role
+            self.log_group = None
+            function.add_layers(ConsumerRuntimeLayer.of(self))
+            for name, value in runtime_environment.items():
+                function.add_environment(name, value)
+
+        self._grant(STREAM_READ_ACTIONS, [self.stream_arn])
+        _grant_key(self.function, self.source_table.encryption_key, ("kms:Decrypt",))
+        self._grant_table(self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
+        _grant_send(self.function, self.quarantine_queue)
+
+        self.event_source_mapping: lambda_.EventSourceMapping = (
+            self.function.add_event_source_mapping(
+                "StreamMapping",
+                event_source_arn=self.stream_arn,
+                starting_position=starting_position,
+                batch_size=batch_size,
+                max_batching_window=max_batching_window if seconds(max_batching_window) else None,
+                parallelization_factor=parallelization_factor,
+                retry_attempts=retry_attempts,
+                max_record_age=max_record_age,
+                bisect_batch_on_error=bisect_batch_on_error,
+                report_batch_item_failures=defaults.REPORT_BATCH_ITEM_FAILURES,
+                on_failure=_OnFailureQueue(self.dead_letter_queue),
+                # A raw dict here would synthesize as `{}`: each pattern goes through
+                # FilterCriteria.filter, which renders it as {"Pattern": "<json>"}.
+                filters=[lambda_.FilterCriteria.filter(dict(p)) for p in filters] or None,
+                metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
+            )
+        )
+        """The event source mapping (escape hatch)."""
+
+        self.monitoring: StreamConsumerMonitoring | None = (
+            StreamConsumerMonitoring(
+                self,
+                "Monitoring",
+                consumer=self,
+                alarm_topic=alarm_topic,
+                dashboard=dashboard,
+                iterator_age_threshold=iterator_age_alarm_threshold,
+            )
+            if monitoring
+            else None
+        )
+        """Alarms and dashboard, or None with ``monitoring=False``."""
+
+    @property
+    def alarms(self) -> dict[str, cloudwatch.Alarm]:
+        """The alarms by name (empty with ``monitoring=False``)."""
+        return dict(self.monitoring.alarms) if self.monitoring else {}
+
+    def grant_view_table(
+        self, table: dynamodb.ITable, *, env_var: str | None = None, read: bool = False
+    ) -> None:
+        """Let the runtime write a projection's view table, and nothing more.
+
+        Grants PutItem, UpdateItem, DeleteItem and ConditionCheckItem (the TransactWriteItems
+        actions a projection uses), plus GetItem when ``read`` is True. With ``env_var``, the
+        table's name is put in that environment variable (the reference handler reads
+        ``VIEW_TABLE_NAME``).
+        """
+        actions = VIEW_TABLE_WRITE_ACTIONS + (VIEW_TABLE_READ_ACTIONS if read else ())
+        self._grant_table(table, tuple(sorted(actions)))
+        if env_var:
+            self.function.add_environment(env_var, table.table_name)
+
+    def _grant(self, actions: Sequence[str], resources: Sequence[str]) -> None:
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(actions), resources=list(resources))
+        )
+
+    def _grant_table(self, table: dynamodb.ITable, actions: Sequence[str]) -> None:
+        self._grant(actions, [table.table_arn])
+        _grant_key(self.function, table.encryption_key, TABLE_KEY_ACTIONS)
+
+
+def _grant_send(grantee: lambda_.IFunction, queue: sqs.IQueue) -> None:
+    grantee.add_to_role_policy(
+        iam.PolicyStatement(actions=list(QUEUE_SEND_ACTIONS), resources=[queue.queue_arn])
+    )
+    _grant_key(grantee, queue.encryption_master_key, QUEUE_KEY_ACTIONS)
+
+
+def _grant_key(grantee: lambda_.IFunction, key: kms.IKey | None, actions: Sequence[str]) -> None:
+    if key is not None:
+        key.grant(grantee, *actions)
+
+
+def _as_table(table: ChangeCaptureTable | IdempotencyTable | dynamodb.ITable) -> dynamodb.ITable:
+    if isinstance(table, ChangeCaptureTable | IdempotencyTable):
+        return table.table
+    return table
+
+
+def _check_table(table: Any) -> list[Problem]:
+    if isinstance(table, ChangeCaptureTable):
+        return []
+    if table is None or not hasattr(table, "table_arn"):
+        return [Problem("table", table, "a ChangeCaptureTable or a dynamodb.ITable with a stream")]
+    if not getattr(table, "table_stream_arn", None):
+        return [
+            Problem(
+                "table",
+                table.node.path if hasattr(table, "node") else table,
+                "a table with a stream (table_stream_arn is not set): use ChangeCaptureTable, "
+                "or import the table with table_stream_arn",
+            )
+        ]
+    return []
+
+
+def _check_code(
+    code: lambda_.Code | None, handler: str | None, function: lambda_.Function | None
+) -> list[Problem]:
+    if function is not None:
+        problems = []
+        if not isinstance(function, lambda_.Function):
+            problems.append(
+                Problem(
+                    "function",
+                    function,
+                    "a lambda_.Function made in this app (its environment and layers are set)",
+                )
+            )
+        if code is not None or handler is not None:
+            problems.append(
+                Problem(
+                    "code/handler", (code, handler), "omitted when an existing function is given"
+                )
+            )
+        return problems
+    if code is not None and not handler:
+        return [
+            Problem("handler", handler, "the handler string (module.function) for the given code")
+        ]
+    if handler is not None:
+        return check_name("handler", handler)
+    return []
+
+
+def _check_timeout(timeout: Duration) -> list[Problem]:
+    value = seconds(timeout)
+    if value is not None and 1 <= value <= 900 and float(value).is_integer():
+        return []
+    return [Problem("timeout", f"{value:g} s", "whole seconds in 1..900 (Lambda's limit)")]
+
+
+def _check_alarm_threshold(threshold: Duration | None, max_record_age: Duration) -> list[Problem]:
+    if threshold is None:
+        return []
+    value, age = seconds(threshold), seconds(max_record_age)
+    if value is not None and age is not None and 0 < value < age:
+        return []
+    return [
+        Problem(
+            "iterator_age_alarm_threshold",
+            f"{value:g} s",
+            f"more than 0 and below max_record_age ({age:g} s): lag must alarm before records "
+            "are given up on",
+        )
+    ]

@@ -1,0 +1,219 @@
+"""Checks of construct props, run before any construct is created.
+
+Each ``check_*`` function returns the problems it found (an empty list when the props are
+fine); the constructs collect the problems of all their props and raise one
+:class:`~cdc_constructs.exceptions.CdcConfigurationError` naming every one of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+
+from cdc_constructs import defaults
+from cdc_constructs.exceptions import CdcConfigurationError, Problem
+
+# Top-level fields of a DynamoDB stream record as Lambda delivers it; a filter on any other
+# field can never match (a typo would silently drop every record).
+STREAM_RECORD_FIELDS = (
+    "awsRegion",
+    "dynamodb",
+    "eventID",
+    "eventName",
+    "eventSource",
+    "eventSourceARN",
+    "eventVersion",
+    "userIdentity",
+)
+
+# Which images each stream view type carries.
+_IMAGES_BY_VIEW_TYPE = {
+    "KEYS_ONLY": frozenset(),
+    "NEW_IMAGE": frozenset({"NewImage"}),
+    "OLD_IMAGE": frozenset({"OldImage"}),
+    "NEW_AND_OLD_IMAGES": frozenset({"NewImage", "OldImage"}),
+}
+
+
+def raise_if_any(construct: str, problems: Iterable[Problem]) -> None:
+    """Raise one error naming every problem, if there are any."""
+    found = list(problems)
+    if found:
+        raise CdcConfigurationError(construct, found)
+
+
+def seconds(value: Duration | None) -> float | None:
+    """A Duration in (possibly fractional) seconds, or None."""
+    return None if value is None else value.to_seconds(integral=False)
+
+
+def check_range(prop: str, value: Any, low: float, high: float, note: str = "") -> list[Problem]:
+    """``value`` is a number (not a bool) within ``low..high`` inclusive."""
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if is_number and low <= value <= high:
+        return []
+    allowed = f"a number in {low:g}..{high:g}"
+    return [Problem(prop, value, f"{allowed}{'; ' + note if note else ''}")]
+
+
+def check_retry_attempts(value: Any) -> list[Problem]:
+    low, high = defaults.RETRY_ATTEMPTS_RANGE
+    return check_range(
+        "retry_attempts",
+        value,
+        low,
+        high,
+        "finite: -1 (AWS's default) retries a failing batch until its records expire, "
+        "blocking the shard for up to 24 h",
+    )
+
+
+def check_max_record_age(value: Duration | None) -> list[Problem]:
+    age = seconds(value)
+    low, high = defaults.MAX_RECORD_AGE_RANGE_SECONDS
+    retention = defaults.STREAM_RETENTION_SECONDS
+    if age is not None and low <= age < retention and float(age).is_integer():
+        return []
+    return [
+        Problem(
+            "max_record_age",
+            _describe_duration(value, age),
+            f"whole seconds in {low}..{retention - 1} (1 minute up to, not including, the "
+            f"24 h stream retention: AWS accepts up to {high} s, but an age the stream never "
+            "reaches means records are never given up on)",
+        )
+    ]
+
+
+def check_batch_size(value: Any) -> list[Problem]:
+    low, high = defaults.BATCH_SIZE_RANGE
+    problems = check_range("batch_size", value, low, high, "whole records")
+    if not problems and not float(value).is_integer():
+        problems = [Problem("batch_size", value, f"a whole number in {low}..{high}")]
+    return problems
+
+
+def check_parallelization_factor(value: Any) -> list[Problem]:
+    low, high = defaults.PARALLELIZATION_FACTOR_RANGE
+    problems = check_range(
+        "parallelization_factor", value, low, high, "concurrent batches per shard"
+    )
+    if not problems and not float(value).is_integer():
+        problems = [Problem("parallelization_factor", value, f"a whole number in {low}..{high}")]
+    return problems
+
+
+def check_max_batching_window(value: Duration | None) -> list[Problem]:
+    window = seconds(value)
+    low, high = defaults.MAX_BATCHING_WINDOW_RANGE_SECONDS
+    if window is not None and low <= window <= high and float(window).is_integer():
+        return []
+    return [
+        Problem(
+            "max_batching_window",
+            _describe_duration(value, window),
+            f"whole seconds in {low}..{high}",
+        )
+    ]
+
+
+def check_starting_position(value: lambda_.StartingPosition, allow_latest: bool) -> list[Problem]:
+    if value == lambda_.StartingPosition.TRIM_HORIZON:
+        return []
+    if value == lambda_.StartingPosition.LATEST:
+        if allow_latest:
+            return []
+        return [
+            Problem(
+                "starting_position",
+                "LATEST",
+                "TRIM_HORIZON; LATEST skips the records written while the mapping is created "
+                "or updated; to accept that, also pass allow_latest_starting_position=True",
+            )
+        ]
+    return [Problem("starting_position", value, "TRIM_HORIZON (or LATEST with opt-in)")]
+
+
+def check_filters(
+    filters: Sequence[Mapping[str, Any]], stream_view_type: str | None
+) -> list[Problem]:
+    """At most 5 patterns, each a non-empty JSON object on real record fields, and no
+    pattern on an image the stream does not carry."""
+    problems: list[Problem] = []
+    if isinstance(filters, Mapping) or not isinstance(filters, Sequence):
+        return [Problem("filters", filters, "a list of filter patterns (dicts)")]
+    if len(filters) > defaults.MAX_FILTERS:
+        problems.append(
+            Problem(
+                "filters",
+                f"{len(filters)} patterns",
+                f"at most {defaults.MAX_FILTERS} patterns per event source mapping (AWS limit)",
+            )
+        )
+    images = _IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
+    for index, pattern in enumerate(filters):
+        prop = f"filters[{index}]"
+        if not isinstance(pattern, Mapping) or not pattern:
+            problems.append(Problem(prop, pattern, "a non-empty dict (a filter pattern)"))
+            continue
+        try:
+            json.dumps(pattern)
+        except (TypeError, ValueError):
+            problems.append(Problem(prop, pattern, "JSON-serializable values only"))
+            continue
+        unknown = sorted(set(pattern) - set(STREAM_RECORD_FIELDS))
+        if unknown:
+            problems.append(
+                Problem(
+                    prop,
+                    pattern,
+                    f"fields of a stream record ({', '.join(STREAM_RECORD_FIELDS)}); "
+                    f"{', '.join(unknown)} never matches",
+                )
+            )
+        body = pattern.get("dynamodb")
+        if images is not None and isinstance(body, Mapping):
+            missing = sorted(
+                image for image in ("NewImage", "OldImage") if image in body and image not in images
+            )
+            if missing:
+                problems.append(
+                    Problem(
+                        prop,
+                        pattern,
+                        f"a stream with view type {stream_view_type} carries no "
+                        f"{' or '.join(missing)}, so this pattern never matches; filter on "
+                        f"{_describe_images(images)} or use a stream view type with the image",
+                    )
+                )
+    return problems
+
+
+def check_name(prop: str, value: Any, forbidden: str = "") -> list[Problem]:
+    """A non-empty string without any of the ``forbidden`` characters."""
+    if isinstance(value, str) and value and not any(c in value for c in forbidden):
+        return []
+    extra = f" without {' or '.join(repr(c) for c in forbidden)}" if forbidden else ""
+    return [Problem(prop, value, f"a non-empty string{extra}")]
+
+
+def view_type_name(view_type: dynamodb.StreamViewType | str | None) -> str | None:
+    """The CloudFormation name of a stream view type (enum member or string)."""
+    if view_type is None:
+        return None
+    return getattr(view_type, "name", None) or str(view_type)
+
+
+def _describe_images(images: frozenset[str]) -> str:
+    return ", ".join(["Keys", *sorted(images)])
+
+
+def _describe_duration(value: Duration | None, in_seconds: float | None) -> str:
+    if value is None:
+        return "None"
+    return f"{in_seconds:g} s"

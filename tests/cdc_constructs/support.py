@@ -1,0 +1,123 @@
+"""Helpers shared by the construct tests (not fixtures)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+from cfnlint.api import ManualArgs, lint
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOT_DIR = REPO_ROOT / "tests" / "snapshots"
+
+_ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+@dataclass
+class Synthesized:
+    app: cdk.App
+    stack: cdk.Stack
+    template: dict[str, Any]
+    assembly_dir: Path
+
+    @property
+    def assertions(self) -> Template:
+        return Template.from_json(self.template)
+
+
+def synth_reference_app(outdir: Path, context: dict[str, Any]) -> Synthesized:
+    from app import STACK_NAME, build_app
+
+    app = build_app(cdk.App(outdir=str(outdir), context=context))
+    assembly = app.synth()  # runs the cdk-nag plugins: raises on any unacknowledged finding
+    stack = app.node.find_child(STACK_NAME)
+    template = assembly.get_stack_by_name(STACK_NAME).template
+    return Synthesized(app, stack, template, Path(assembly.directory))
+
+
+def normalize(template: dict[str, Any]) -> dict[str, Any]:
+    """The template with asset hashes replaced, so a code change does not churn a snapshot."""
+    import json
+
+    text = _ASSET_HASH.sub("<asset-hash>", json.dumps(template, sort_keys=True))
+    normalized = json.loads(text)
+    normalized.get("Resources", {}).pop("CDKMetadata", None)
+    normalized.get("Conditions", {}).pop("CDKMetadataAvailable", None)
+    if normalized.get("Conditions") == {}:
+        normalized.pop("Conditions")
+    return normalized
+
+
+def resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == resource_type
+    }
+
+
+def only(template: dict[str, Any], resource_type: str) -> dict[str, Any]:
+    found = resources(template, resource_type)
+    assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
+    return next(iter(found.values()))["Properties"]
+
+
+def statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every statement of every IAM policy (inline policies of roles included)."""
+    found = []
+    for resource in template["Resources"].values():
+        props = resource.get("Properties", {})
+        if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            found += _as_list(props["PolicyDocument"]["Statement"])
+        if resource["Type"] == "AWS::IAM::Role":
+            for policy in props.get("Policies", []):
+                found += _as_list(policy["PolicyDocument"]["Statement"])
+    return found
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def actions(statement: dict[str, Any]) -> list[str]:
+    return _as_list(statement.get("Action", []))
+
+
+def grants(template: dict[str, Any]) -> set[tuple[str, str]]:
+    """Every (action, resource) pair allowed by the template's IAM policies.
+
+    Statements are flattened because CDK merges statements with equal actions
+    (@aws-cdk/aws-iam:minimizePolicies). Resources are rendered as compact JSON.
+    """
+    import json
+
+    pairs = set()
+    for statement in statements(template):
+        assert statement["Effect"] == "Allow", statement
+        for action in actions(statement):
+            for resource in _as_list(statement["Resource"]):
+                pairs.add((action, resource if isinstance(resource, str) else json.dumps(resource)))
+    return pairs
+
+
+def arn_of(logical_id: str, attribute: str = "Arn") -> str:
+    import json
+
+    return json.dumps({"Fn::GetAtt": [logical_id, attribute]})
+
+
+# W3005 ("obsolete DependsOn"): aws-cdk-lib always makes a function depend on its role
+# explicitly, besides the GetAtt; harmless, and not ours to change.
+CFN_LINT_IGNORED = ["W3005"]
+
+
+def cfn_lint(template: dict[str, Any]) -> list[str]:
+    """cfn-lint's findings on a synthesized template (empty when clean)."""
+    import json
+
+    config = ManualArgs(regions=["us-east-1", "eu-west-1"], ignore_checks=CFN_LINT_IGNORED)
+    return [str(match) for match in lint(json.dumps(template), config=config)]

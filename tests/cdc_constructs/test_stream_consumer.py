@@ -1,0 +1,338 @@
+"""StreamConsumer's synthesized defaults, bring-your-own resources and escape hatches."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Template
+
+from cdc_constructs import ChangeCaptureTable, IdempotencyTable, StreamConsumer, StreamFilters
+from tests.cdc_constructs.support import arn_of, cfn_lint, grants, only, resources
+
+PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+
+
+def _consumer(stack: cdk.Stack, **props) -> StreamConsumer:
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    return StreamConsumer(stack, "Consumer", table=table, **props)
+
+
+@pytest.fixture
+def default_consumer(stack):
+    consumer = _consumer(stack)
+    return consumer, Template.from_stack(stack).to_json()
+
+
+def test_mapping_defaults(default_consumer):
+    _, template = default_consumer
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    assert mapping["BatchSize"] == 100
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert mapping["MaximumRetryAttempts"] == 5
+    assert mapping["MaximumRecordAgeInSeconds"] == 3600
+    assert mapping["ParallelizationFactor"] == 1
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["MetricsConfig"] == {"Metrics": ["EventCount"]}
+    assert "MaximumBatchingWindowInSeconds" not in mapping
+    assert "FilterCriteria" not in mapping
+    assert mapping["EventSourceArn"] == {
+        "Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]
+    }
+    assert mapping["DestinationConfig"] == {
+        "OnFailure": {
+            "Destination": {"Fn::GetAtt": [_logical_id(template, "ConsumerOnFailureQueue"), "Arn"]}
+        }
+    }
+
+
+def test_failure_queues_are_encrypted_tls_only_and_kept_14_days(default_consumer):
+    _, template = default_consumer
+    queues = resources(template, "AWS::SQS::Queue")
+    assert len(queues) == 2
+    for logical_id, queue in queues.items():
+        assert queue["Properties"] == {
+            "MessageRetentionPeriod": 14 * 24 * 3600,
+            "SqsManagedSseEnabled": True,
+        }
+        (policy,) = [
+            p["Properties"]
+            for p in resources(template, "AWS::SQS::QueuePolicy").values()
+            if p["Properties"]["Queues"] == [{"Ref": logical_id}]
+        ]
+        (deny,) = policy["PolicyDocument"]["Statement"]
+        assert deny["Effect"] == "Deny"
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_function_defaults(default_consumer):
+    _, template = default_consumer
+    function = only(template, "AWS::Lambda::Function")
+    assert function["Runtime"] == "python3.14"
+    assert function["Architectures"] == ["arm64"]
+    assert function["Handler"] == "order_stats.handler"
+    assert function["MemorySize"] == 256
+    assert function["Timeout"] == 60
+    assert function["Layers"] == [{"Ref": _logical_id(template, "CdcConsumerRuntimeLayer")}]
+    assert "TracingConfig" not in function
+    env = function["Environment"]["Variables"]
+    assert env == {
+        "CDC_CONSUMER_NAME": "Consumer",
+        "IDEMPOTENCY_TABLE_NAME": {"Ref": _logical_id(template, "ConsumerIdempotencyTable")},
+        "QUARANTINE_QUEUE_URL": {"Ref": _logical_id(template, "ConsumerQuarantineQueue")},
+        "CDC_METRICS_NAMESPACE": "CdcConstructs",
+    }
+    log_group = only(template, "AWS::Logs::LogGroup")
+    assert log_group["RetentionInDays"] == 30
+    assert function["LoggingConfig"] == {
+        "LogGroup": {"Ref": _logical_id(template, "ConsumerLogGroup")}
+    }
+
+
+def test_role_has_no_managed_policies(default_consumer):
+    _, template = default_consumer
+    role = only(template, "AWS::IAM::Role")
+    assert "ManagedPolicyArns" not in role
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "lambda.amazonaws.com"
+    }
+
+
+def test_escape_hatches(default_consumer):
+    consumer, _ = default_consumer
+    assert isinstance(consumer.function, lambda_.Function)
+    assert isinstance(consumer.event_source_mapping, lambda_.EventSourceMapping)
+    assert isinstance(consumer.dead_letter_queue, sqs.Queue)
+    assert isinstance(consumer.quarantine_queue, sqs.Queue)
+    assert consumer.log_group is not None and consumer.role is not None
+    assert set(consumer.alarms) == {
+        "IteratorAge",
+        "OnFailureQueueDepth",
+        "QuarantineQueueDepth",
+        "RecordsQuarantined",
+        "FunctionErrors",
+        "FunctionThrottles",
+    }
+
+
+def test_one_runtime_layer_per_stack(stack):
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    shared = IdempotencyTable(stack, "Idempotency")
+    for name in ("A", "B"):
+        StreamConsumer(stack, name, table=table, idempotency_table=shared, monitoring=False)
+    template = Template.from_stack(stack).to_json()
+    assert len(resources(template, "AWS::Lambda::LayerVersion")) == 1
+    assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 2
+    assert len(resources(template, "AWS::CloudWatch::Alarm")) == 0
+
+
+def test_user_code_and_settings(stack, tmp_path):
+    (tmp_path / "orders.py").write_text("def handler(event, context):\n    return {}\n")
+    _consumer(
+        stack,
+        code=lambda_.Code.from_asset(str(tmp_path)),
+        handler="orders.handler",
+        consumer_name="orders-v1",
+        batch_size=500,
+        max_batching_window=Duration.seconds(5),
+        parallelization_factor=4,
+        retry_attempts=0,
+        max_record_age=Duration.minutes(10),
+        bisect_batch_on_error=False,
+        memory_size=1024,
+        timeout=Duration.seconds(120),
+        environment={"FEATURE": "on"},
+        tracing=lambda_.Tracing.ACTIVE,
+        metrics_namespace="Shop",
+    )
+    template = Template.from_stack(stack).to_json()
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")
+    assert mapping["BatchSize"] == 500
+    assert mapping["MaximumBatchingWindowInSeconds"] == 5
+    assert mapping["ParallelizationFactor"] == 4
+    assert mapping["MaximumRetryAttempts"] == 0
+    assert mapping["MaximumRecordAgeInSeconds"] == 600
+    assert mapping["BisectBatchOnFunctionError"] is False
+    function = only(template, "AWS::Lambda::Function")
+    assert function["Handler"] == "orders.handler"
+    assert function["MemorySize"] == 1024
+    assert function["Timeout"] == 120
+    assert function["TracingConfig"] == {"Mode": "Active"}
+    env = function["Environment"]["Variables"]
+    assert env["CDC_CONSUMER_NAME"] == "orders-v1"
+    assert env["CDC_METRICS_NAMESPACE"] == "Shop"
+    assert env["FEATURE"] == "on"
+    (lag,) = [
+        a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["MetricName"] == "IteratorAge"
+    ]
+    assert lag["Threshold"] == 150_000  # a quarter of 10 minutes, in ms
+
+
+def test_bundled_code_with_another_handler(stack):
+    _consumer(stack, handler="ttl_archive.handler")
+    function = only(Template.from_stack(stack).to_json(), "AWS::Lambda::Function")
+    assert function["Handler"] == "ttl_archive.handler"
+
+
+def test_existing_queues_table_and_key(stack):
+    key = kms.Key(stack, "QueueKey", enable_key_rotation=True)
+    on_failure = sqs.Queue(stack, "MyOnFailure", encryption_master_key=key, enforce_ssl=True)
+    quarantine = sqs.Queue(stack, "MyQuarantine", encryption_master_key=key, enforce_ssl=True)
+    idempotency = IdempotencyTable(stack, "Shared")
+    consumer = _consumer(
+        stack,
+        on_failure_queue=on_failure,
+        quarantine_queue=quarantine,
+        idempotency_table=idempotency,
+    )
+    assert consumer.dead_letter_queue is on_failure and consumer.quarantine_queue is quarantine
+    template = Template.from_stack(stack).to_json()
+    assert len(resources(template, "AWS::SQS::Queue")) == 2
+    assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 2  # orders + shared
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")
+    assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {
+        "Fn::GetAtt": [_logical_id(template, "MyOnFailure"), "Arn"]
+    }
+    env = only(template, "AWS::Lambda::Function")["Environment"]["Variables"]
+    assert env["IDEMPOTENCY_TABLE_NAME"] == {"Ref": _logical_id(template, "SharedTable")}
+
+
+def test_queues_made_with_a_customer_key(stack):
+    key = kms.Key(stack, "QueueKey", enable_key_rotation=True)
+    _consumer(stack, encryption_key=key)
+    template = Template.from_stack(stack).to_json()
+    for queue in resources(template, "AWS::SQS::Queue").values():
+        assert queue["Properties"]["KmsMasterKeyId"] == {
+            "Fn::GetAtt": [_logical_id(template, "QueueKey"), "Arn"]
+        }
+
+
+def test_existing_function_gets_layer_environment_and_grants(stack):
+    function = lambda_.Function(
+        stack,
+        "Mine",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
+        memory_size=512,
+        timeout=Duration.seconds(30),
+    )
+    consumer = _consumer(stack, function=function, consumer_name="mine")
+    assert consumer.function is function and consumer.log_group is None
+    template = Template.from_stack(stack).to_json()
+    props = only(template, "AWS::Lambda::Function")
+    assert props["Layers"] == [{"Ref": _logical_id(template, "CdcConsumerRuntimeLayer")}]
+    assert props["Environment"]["Variables"]["CDC_CONSUMER_NAME"] == "mine"
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")
+    assert mapping["FunctionName"] == {"Ref": _logical_id(template, "Mine")}
+
+
+def test_imported_table_with_stream(stack):
+    table = dynamodb.TableV2.from_table_attributes(
+        stack,
+        "Imported",
+        table_name="orders",
+        table_stream_arn="arn:aws:dynamodb:eu-west-1:111111111111:table/orders/stream/2024",
+    )
+    StreamConsumer(stack, "Consumer", table=table)
+    mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")
+    assert (
+        mapping["EventSourceArn"]
+        == "arn:aws:dynamodb:eu-west-1:111111111111:table/orders/stream/2024"
+    )
+
+
+def test_grant_view_table_sets_env_and_write_actions(stack):
+    consumer = _consumer(stack)
+    view = dynamodb.TableV2(stack, "View", partition_key=PK)
+    consumer.grant_view_table(view, env_var="VIEW_TABLE_NAME", read=True)
+    template = Template.from_stack(stack).to_json()
+    env = only(template, "AWS::Lambda::Function")["Environment"]["Variables"]
+    assert env["VIEW_TABLE_NAME"] == {"Ref": _logical_id(template, "View")}
+    view_arn = arn_of(_logical_id(template, "View"))
+    assert {action for action, resource in grants(template) if resource == view_arn} == {
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    }
+
+
+def _logical_id(template: dict, prefix: str) -> str:
+    """The one logical id starting with ``prefix`` (CDK appends a hash)."""
+    ids = [
+        lid
+        for lid in template["Resources"]
+        if lid.startswith(prefix) and len(lid) == len(prefix) + 8
+    ]
+    assert len(ids) == 1, f"{prefix}: {ids} in {sorted(template['Resources'])}"
+    return ids[0]
+
+
+@pytest.mark.parametrize(
+    "variant",
+    ["defaults", "customer_key", "existing_function", "keys_only_with_filters"],
+)
+def test_cfn_lint_is_clean_on_every_variant(stack, variant):
+    if variant == "defaults":
+        _consumer(stack)
+    elif variant == "customer_key":
+        key = kms.Key(stack, "Key", enable_key_rotation=True)
+        table = ChangeCaptureTable(stack, "Orders", partition_key=PK, encryption_key=key)
+        StreamConsumer(
+            stack,
+            "Consumer",
+            table=table,
+            encryption_key=key,
+            idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),
+        )
+    elif variant == "existing_function":
+        function = lambda_.Function(
+            stack,
+            "Mine",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler="index.handler",
+            code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
+        )
+        _consumer(stack, function=function)
+    else:
+        table = ChangeCaptureTable(
+            stack, "Orders", partition_key=PK, stream=dynamodb.StreamViewType.KEYS_ONLY
+        )
+        StreamConsumer(
+            stack,
+            "Consumer",
+            table=table,
+            filters=[
+                StreamFilters.key_prefix("pk", "OUTBOX#"),
+                StreamFilters.event_names("INSERT"),
+            ],
+        )
+    assert cfn_lint(Template.from_stack(stack).to_json()) == []
+
+
+def test_customer_keys_are_granted_without_wildcard_actions(stack):
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK, encryption_key=key)
+    StreamConsumer(
+        stack,
+        "Consumer",
+        table=table,
+        encryption_key=key,
+        idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),
+    )
+    key_arn = arn_of(_logical_id(Template.from_stack(stack).to_json(), "Key"))
+    key_actions = {
+        action
+        for action, resource in grants(Template.from_stack(stack).to_json())
+        if resource == key_arn
+    }
+    assert key_actions == {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"}
