@@ -29,7 +29,7 @@ from bench.workload import CUSTOMER_PREFIX, Workload
 #: re-sends a crashed batch. Short, so the benchmark does not wait long; long enough for a batch
 #: of 100 records on moto's server beyond the runtime's 5 s safety margin
 #: (cdc_consumer.defaults.SAFETY_MARGIN_MS), under which it stops taking records.
-CRASH_TIMEOUT_S = 10.0
+CRASH_TIMEOUT_S = 8.0
 BATCH_SIZE = 100
 
 _deserializer = TypeDeserializer()

@@ -226,6 +226,8 @@ def _faults(results: dict[str, Any]) -> list[str]:
         return []
     rows = []
     for kind, by_consumer in faults.items():
+        if kind == "workload":
+            continue
         for name in (REF, PT):
             run = by_consumer[name]
             o = run["ordering"]
@@ -243,9 +245,12 @@ def _faults(results: dict[str, Any]) -> list[str]:
                 ]
             )
     target = faults["transient"][REF]["target"]
+    w = faults.get("workload", {})
     return [
         "## Faults in the middle of a batch",
         "",
+        f"{w.get('changes', '?')} changes on {w.get('orders', '?')} orders of "
+        f"{w.get('customers', '?')} customers, batch size 100. "
         f"The target is record #{target['index']} (sequence number {target['sequenceNumber']}): "
         "in the middle of its batch of 100, with a newer change of the same order later in that "
         "batch. *transient*: its write is throttled once; the mapping re-sends from the lowest "
@@ -317,6 +322,11 @@ def _synth(results: dict[str, Any]) -> list[str]:
     if not synth:
         return []
     ref, sol = synth["reference"], synth["solutions_construct"]
+    nag = synth.get("reference_with_nag")
+    stacks = [("CdcReferenceStack", ref)]
+    if nag:
+        stacks.append(("CdcReferenceStack + cdk-nag packs (app.py, 1 run)", nag))
+    stacks.append(("DynamoDBStreamsToLambda (minimal)", sol))
     rows = [
         [
             label,
@@ -326,7 +336,7 @@ def _synth(results: dict[str, Any]) -> list[str]:
             s["resources"],
             s["alarms"],
         ]
-        for label, s in (("CdcReferenceStack", ref), ("DynamoDBStreamsToLambda (minimal)", sol))
+        for label, s in stacks
     ]
     settings = [
         "StartingPosition",

@@ -73,5 +73,7 @@ def measure_stack(which: str, runs: int = RUNS) -> dict[str, Any]:
 def measure(runs: int = RUNS) -> dict[str, Any]:
     return {
         "reference": measure_stack("reference", runs),
+        # Informational (what `make synth` pays for cdk-nag): one run is enough.
+        "reference_with_nag": measure_stack("reference+nag", 1),
         "solutions_construct": measure_stack("solutions", runs),
     }

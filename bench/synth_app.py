@@ -1,6 +1,7 @@
 """One synthesis in this (fresh) process: ``python -m bench.synth_app <stack> <outdir>``.
 
-``<stack>`` is ``reference`` (cdc-constructs' CdcReferenceStack) or ``solutions`` (a minimal AWS
+``<stack>`` is ``reference`` (cdc-constructs' CdcReferenceStack), ``reference+nag`` (the same
+with the cdk-nag packs, as app.py and `make synth` build it) or ``solutions`` (a minimal AWS
 Solutions Constructs ``DynamoDBStreamsToLambda`` stack with the same handler code asset). Prints
 one JSON line: seconds spent importing, constructing and synthesizing, and the template's
 resource and alarm counts. bench/synth.py runs it in a new interpreter per measurement, because
@@ -42,6 +43,15 @@ def _reference(app: Any) -> Any:
     return stack_class(app, "CdcReferenceStack")
 
 
+def _reference_with_nag(app: Any) -> Any:
+    """The reference app as `make synth` builds it: the stack plus the cdk-nag packs."""
+    sys.path.insert(0, str(REPO))
+    from app import STACK_NAME, build_app
+
+    build_app(app)
+    return app.node.find_child(STACK_NAME)
+
+
 def _solutions(app: Any) -> Any:
     import aws_cdk as cdk
     from aws_cdk import aws_lambda as lambda_
@@ -66,7 +76,12 @@ def main(which: str, outdir: str) -> dict[str, Any]:
 
     imported = time.perf_counter()
     app = cdk.App(outdir=outdir)
-    stack = {"reference": _reference, "solutions": _solutions}[which](app)
+    builders = {
+        "reference": _reference,
+        "reference+nag": _reference_with_nag,
+        "solutions": _solutions,
+    }
+    stack = builders[which](app)
     constructed = time.perf_counter()
     assembly = app.synth()
     synthesized = time.perf_counter()
