@@ -53,12 +53,11 @@ def _once(which: str) -> dict[str, Any]:
     return measured
 
 
-def measure_stack(which: str, runs: int = RUNS) -> dict[str, Any]:
-    samples = [_once(which) for _ in range(runs)]
+def _summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
     last = samples[-1]
     return {
         "stack": last["stack"],
-        "runs": runs,
+        "runs": len(samples),
         **{
             f"{name}_median": round(statistics.median(s[name] for s in samples), 3)
             for name in ("process_s", "import_s", "construct_s", "synth_s")
@@ -70,10 +69,19 @@ def measure_stack(which: str, runs: int = RUNS) -> dict[str, Any]:
     }
 
 
+def measure_stack(which: str, runs: int = RUNS) -> dict[str, Any]:
+    return _summary([_once(which) for _ in range(runs)])
+
+
 def measure(runs: int = RUNS) -> dict[str, Any]:
+    """The two stacks compared, measured alternately so that the machine's drift spreads
+    evenly; then the reference app with its cdk-nag packs once (what `make synth` adds)."""
+    samples: dict[str, list[dict[str, Any]]] = {"reference": [], "solutions": []}
+    for _ in range(runs):
+        for which, found in samples.items():
+            found.append(_once(which))
     return {
-        "reference": measure_stack("reference", runs),
-        # Informational (what `make synth` pays for cdk-nag): one run is enough.
+        "reference": _summary(samples["reference"]),
         "reference_with_nag": measure_stack("reference+nag", 1),
-        "solutions_construct": measure_stack("solutions", runs),
+        "solutions_construct": _summary(samples["solutions"]),
     }
