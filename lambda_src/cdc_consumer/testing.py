@@ -122,13 +122,13 @@ class TableStream:
 
     def put(self, item: Mapping[str, Any]) -> dict[str, Any] | None:
         """Write ``item`` (whole); the INSERT or MODIFY record, or None if nothing changed."""
-        item = _decimals(dict(item))
-        key = self.key_of(item)
+        new: dict[str, Any] = _decimals(dict(item))
+        key = self.key_of(new)
         old = self.items.get(key)
-        if old == item:
+        if old == new:
             return None
-        self.items[key] = item
-        return self._emit("MODIFY" if old else "INSERT", key, new_image=item, old_image=old)
+        self.items[key] = new
+        return self._emit("MODIFY" if old else "INSERT", key, new_image=new, old_image=old)
 
     def update(self, key: Sequence[Any], **changes: Any) -> dict[str, Any] | None:
         """Set attributes of the existing item at ``key`` (a tuple of key values)."""

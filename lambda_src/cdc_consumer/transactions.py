@@ -250,7 +250,7 @@ def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
             code = error.response.get("Error", {}).get("Code")
             if code == "TransactionCanceledException":
                 reasons = error.response.get("CancellationReasons")
-                duplicates, failed, failure = _read_reasons(writing, reasons, error)
+                duplicates, failed, reason_error = _read_reasons(writing, reasons, error)
                 if failed is None and not duplicates:
                     return outcome.absorb(
                         _fail_first(candidates, TransientError(_unattributed(error)))
@@ -267,19 +267,19 @@ def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
                 prefix = commit(client, before)
                 prefix.duplicates += [d for d in duplicates if d.position < failed.position]
                 if prefix.failed is None:
-                    prefix.failed, prefix.error = failed, failure
+                    prefix.failed, prefix.error = failed, reason_error
                 return outcome.absorb(prefix)
             if code == "ValidationException" and len(writing) > 1:
                 # DynamoDB does not say which record it rejects (for instance two Puts on one
                 # item of a table whose key we cannot see): commit them one at a time.
                 return outcome.absorb(_commit_one_by_one(client, candidates))
             if code == "ValidationException":
-                failure: CdcConsumerError = RejectedByDynamoDBError(
+                refusal: CdcConsumerError = RejectedByDynamoDBError(
                     f"DynamoDB rejected the record's transaction: {_message(error)}"
                 )
             else:
-                failure = TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
-            return outcome.absorb(_fail_first(candidates, failure))
+                refusal = TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
+            return outcome.absorb(_fail_first(candidates, refusal))
         except BotoCoreError as error:
             return outcome.absorb(
                 _fail_first(candidates, TransientError(f"TransactWriteItems failed: {error}"))

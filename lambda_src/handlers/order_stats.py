@@ -28,7 +28,7 @@ contributes nothing, because when it arrived as a NEW image it was quarantined, 
 from __future__ import annotations
 
 import os
-from collections import Counter
+from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
@@ -53,7 +53,7 @@ def count_attribute(status: str) -> str:
     return f"count_{status}"
 
 
-def contribution(image: dict[str, Any] | None) -> tuple[str, Counter[str]] | None:
+def contribution(image: dict[str, Any] | None) -> tuple[str, dict[str, Decimal]] | None:
     """(customerId, {view attribute: amount}) an order image adds to the view, or None.
 
     Raises PermanentError naming the attribute when ``image`` is an order that cannot be read.
@@ -73,13 +73,13 @@ def contribution(image: dict[str, Any] | None) -> tuple[str, Counter[str]] | Non
         )
     if isinstance(amount, bool) or not isinstance(amount, (Decimal, int)):
         raise PermanentError(f"order {image.get('pk')!r}: amount must be a Number, got {amount!r}")
-    values: Counter[str] = Counter({count_attribute(status): 1})
+    values = {count_attribute(status): Decimal(1)}
     if status == PAID:
-        values[PAID_AMOUNT] += Decimal(amount)
+        values[PAID_AMOUNT] = Decimal(amount)
     return customer, values
 
 
-def _old_contribution(image: dict[str, Any] | None) -> tuple[str, Counter[str]] | None:
+def _old_contribution(image: dict[str, Any] | None) -> tuple[str, dict[str, Decimal]] | None:
     try:
         return contribution(image)
     except PermanentError:
@@ -92,16 +92,16 @@ def view_deltas(change: Change) -> dict[str, dict[str, Decimal]]:
         return {}
     new = contribution(change.new_image)
     old = _old_contribution(change.old_image)
-    deltas: dict[str, Counter[str]] = {}
+    deltas: dict[str, defaultdict[str, Decimal]] = {}
     for side, sign in ((new, 1), (old, -1)):
         if side is None:
             continue
         customer, values = side
-        bucket = deltas.setdefault(customer, Counter())
+        bucket = deltas.setdefault(customer, defaultdict(Decimal))
         for attribute, value in values.items():
             bucket[attribute] += sign * value
     return {
-        customer: {name: Decimal(value) for name, value in values.items() if value != 0}
+        customer: {name: value for name, value in values.items() if value != 0}
         for customer, values in deltas.items()
         if any(value != 0 for value in values.values())
     }

@@ -59,11 +59,12 @@ class Resources:
         return items
 
     def view(self) -> dict[str, dict[str, Any]]:
-        """View items by pk, without pk and without zero counters."""
-        return {
+        """View items by pk, without pk and zero counters (and items left with nothing)."""
+        view = {
             item["pk"]: {k: v for k, v in item.items() if k != "pk" and v != 0}
             for item in self.scan(self.view_table)
         }
+        return {pk: attributes for pk, attributes in view.items() if attributes}
 
     def markers(self) -> list[dict[str, Any]]:
         return self.scan(self.idempotency_table)

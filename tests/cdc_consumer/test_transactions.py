@@ -49,6 +49,7 @@ def item_identities(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return identities
 
 
+@pytest.mark.slow
 def test_thousand_records_on_distinct_keys_cost_at_most_five_hundredths_of_a_request_each(
     resources: Resources, count_requests
 ) -> None:

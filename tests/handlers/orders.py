@@ -1,0 +1,53 @@
+"""Helpers for order-stats tests: the reference handler wired to test resources, and the view
+recomputed from scratch from a final orders table."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any
+
+from cdc_consumer.testing import TableStream
+
+from cdc_local.endpoint import patched_environ
+from tests.cdc_consumer.fixtures import Resources
+
+
+@contextmanager
+def order_stats_environment(resources: Resources, consumer: str = "order-stats") -> Iterator[Any]:
+    """The environment the StreamConsumer construct gives the function; yields the module."""
+    from handlers import order_stats
+
+    with patched_environ(
+        {
+            "CDC_CONSUMER_NAME": consumer,
+            "IDEMPOTENCY_TABLE_NAME": resources.idempotency_table,
+            "QUARANTINE_QUEUE_URL": resources.queue_url,
+            "VIEW_TABLE_NAME": resources.view_table,
+        }
+    ):
+        yield order_stats
+
+
+def recompute(orders: Iterable[dict[str, Any]]) -> dict[str, dict[str, Decimal]]:
+    """The view from scratch: per customer, orders per status and the paid total (zeros left
+    out, as the comparison ignores them)."""
+    view: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    for order in orders:
+        if not str(order.get("pk", "")).startswith("ORDER#"):
+            continue
+        entry = view[f"CUSTOMER#{order['customerId']}"]
+        entry[f"count_{order['status']}"] += 1
+        if order["status"] == "paid":
+            entry["paid_amount"] += Decimal(order["amount"])
+    return {
+        customer: {name: value for name, value in entry.items() if value != 0}
+        for customer, entry in view.items()
+        if any(value != 0 for value in entry.values())
+    }
+
+
+def new_orders_stream() -> TableStream:
+    return TableStream(keys=("pk",))

@@ -1,0 +1,166 @@
+"""The reference handler: per-customer order counts by status and paid totals, exactly once."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from typing import Any
+
+import pytest
+from cdc_consumer.testing import FakeContext, stream_event
+
+from tests.cdc_consumer.fixtures import Resources, deliver
+from tests.handlers.orders import new_orders_stream, order_stats_environment, recompute
+
+OK: dict[str, Any] = {"batchItemFailures": []}
+
+
+def failure(record: dict[str, Any]) -> dict[str, Any]:
+    return {"batchItemFailures": [{"itemIdentifier": record["dynamodb"]["SequenceNumber"]}]}
+
+
+def emf(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith('{"_aws"')]
+
+
+def order(number: int, customer: str, status: str, amount: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "pk": f"ORDER#{number}",
+        "customerId": customer,
+        "status": status,
+        "amount": amount,
+        **extra,
+    }
+
+
+def test_every_kind_of_change_moves_the_view_to_the_recomputed_one(
+    resources: Resources, capsys
+) -> None:
+    stream = new_orders_stream()
+    stream.put(order(1, "c1", "pending", 10, expireAt=1_900_000_000))  # INSERT
+    stream.update(("ORDER#1",), status="paid")  # status change
+    stream.update(("ORDER#1",), amount=15)  # amount change while paid
+    stream.put(order(2, "c1", "paid", "5.25"))  # a String amount: quarantined
+    stream.put(order(3, "c1", "paid", 7))
+    stream.update(("ORDER#3",), customerId="c2")  # the order moves to another customer
+    stream.put(order(4, "c2", "shipped", 3))
+    stream.delete(("ORDER#4",))  # REMOVE
+    stream.delete(("ORDER#1",), ttl_expiry=True)  # REMOVE by TTL
+    stream.put({"pk": "OUTBOX#1", "payload": "not an order"})  # ignored
+
+    with order_stats_environment(resources) as order_stats:
+        assert order_stats.handler(stream_event(stream.records), FakeContext()) == OK
+
+    valid = [item for pk, item in stream.items.items() if pk != ("ORDER#2",)]
+    assert (
+        resources.view() == recompute(valid) == {"CUSTOMER#c2": {"count_paid": 1, "paid_amount": 7}}
+    )
+    (metrics,) = emf(capsys.readouterr().out)
+    assert metrics["RecordsQuarantined"] == 1
+    assert metrics["TtlExpiries"] == 1
+    assert metrics["RecordsProcessed"] == len(stream.records) - 1
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"pk": "ORDER#9", "status": "paid", "amount": 1}, "customerId must be a non-empty string"),
+        (order(9, "c1", "", 1), "status must be a non-empty string"),
+        (order(9, "c1", "paid", "12 EUR"), "amount must be a Number, got '12 EUR'"),
+        (order(9, "c1", "paid", None), "amount must be a Number, got None"),
+    ],
+)
+def test_an_order_it_cannot_read_is_quarantined_and_a_later_fix_counts_once(
+    resources: Resources, bad: dict[str, Any], message: str
+) -> None:
+    stream = new_orders_stream()
+    stream.put(order(1, "c1", "paid", 4))
+    stream.put(bad)
+    stream.put(order(9, "c1", "paid", 10))  # the fix: its OLD image is the unreadable one
+
+    with order_stats_environment(resources) as order_stats:
+        assert order_stats.handler(stream_event(stream.records), FakeContext()) == OK
+
+    (quarantined,) = resources.quarantined()
+    assert quarantined["record"] == stream.records[1]
+    assert quarantined["error"]["type"] == "PermanentError"
+    assert message in quarantined["error"]["message"]
+    assert resources.view() == recompute(stream.items.values())
+
+
+def test_ok_transient_ok_then_redelivery_equals_one_in_order_pass(
+    resources: Resources, faults
+) -> None:
+    stream = new_orders_stream()
+    first = stream.put(order(1, "c1", "pending", 10))
+    second = stream.put(order(2, "c2", "paid", 20))
+    third = stream.put(order(3, "c3", "paid", 30))
+    records = [first, second, third]
+
+    with order_stats_environment(resources) as order_stats:
+        faults(order_stats.processor.dynamodb).conflict_on(Counter({second["eventID"]: 1}))
+        responses = deliver(order_stats.handler, records)
+
+    assert responses == [failure(second), OK]
+    assert resources.view() == recompute(stream.items.values())
+
+
+def test_two_modifies_first_failing_once_leave_the_newest_status(
+    resources: Resources, faults
+) -> None:
+    stream = new_orders_stream()
+    insert = stream.put(order(1, "c1", "pending", 10))
+    paid = stream.update(("ORDER#1",), status="paid")
+    shipped = stream.update(("ORDER#1",), status="shipped")
+
+    with order_stats_environment(resources) as order_stats:
+        assert order_stats.handler(stream_event([insert]), FakeContext()) == OK
+        faults(order_stats.processor.dynamodb).conflict_on(Counter({paid["eventID"]: 1}))
+        assert deliver(order_stats.handler, [paid, shipped]) == [failure(paid), OK]
+
+    assert resources.view() == {"CUSTOMER#c1": {"count_shipped": 1}}
+
+
+def test_the_same_batch_three_times_counts_each_order_once(resources: Resources, capsys) -> None:
+    stream = new_orders_stream()
+    for number in range(6):
+        stream.put(order(number, f"c{number % 2}", "paid", number + 1))
+    stream.update(("ORDER#0",), status="cancelled")
+
+    with order_stats_environment(resources) as order_stats:
+        for _ in range(3):
+            assert order_stats.handler(stream_event(stream.records), FakeContext()) == OK
+
+    assert resources.view() == recompute(stream.items.values())
+    assert [m["DuplicatesSkipped"] for m in emf(capsys.readouterr().out)] == [0, 7, 7]
+
+
+@pytest.mark.parametrize(
+    ("records", "customers"),
+    [pytest.param(1000, 1000, marks=pytest.mark.slow), (200, 10), (100, 1)],
+)
+def test_requests_per_record(
+    resources: Resources, count_requests, records: int, customers: int
+) -> None:
+    stream = new_orders_stream()
+    for number in range(records):
+        stream.put(order(number, f"c{number % customers}", "paid", 1))
+
+    with order_stats_environment(resources) as order_stats:
+        requests = count_requests(order_stats.processor.dynamodb)
+        for start in range(0, records, 100):  # the construct's default batch size
+            batch = stream.records[start : start + 100]
+            assert order_stats.handler(stream_event(batch), FakeContext()) == OK
+        sent = requests.total
+
+    print(
+        f"order_stats: {records} records, {customers} customers: {sent / records} requests/record"
+    )
+    assert resources.view() == recompute(stream.items.values())
+    # A record is a marker + one update (2 actions), so up to 50 share a transaction; orders
+    # of one customer update one view item, so never two of them in the same transaction.
+    per_transaction = min(customers, 100 // 2)
+    assert sent == math.ceil(records / per_transaction)
+    if customers == records:
+        assert sent / records <= 0.05
