@@ -12,7 +12,7 @@ APP_DEPS := $(VENV)/.app-deps
 DEV_DEPS := $(VENV)/.dev-deps
 CLI_DEPS := node_modules/.cli-deps
 
-.PHONY: synth test local bench deploy lint clean
+.PHONY: synth test snapshots local bench deploy lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ synth: $(APP_DEPS) $(CLI_DEPS)
 ## test: install, run the whole test suite
 test: $(DEV_DEPS) $(CLI_DEPS)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
+snapshots: $(DEV_DEPS) $(CLI_DEPS)
+	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/cdc_constructs/test_reference_stack.py -k snapshot
 
 ## deploy: deploy the reference stack to the AWS account of your credentials (not run in CI)
 deploy: $(APP_DEPS) $(CLI_DEPS)

@@ -71,4 +71,6 @@ def nag_summary(app: cdk.App, assembly_dir: str) -> str:
 if __name__ == "__main__":
     reference_app = build_app()
     assembly = reference_app.synth()
+    template = Path(assembly.directory) / f"{STACK_NAME}.template.json"
     print(nag_summary(reference_app, assembly.directory), file=sys.stderr)
+    print(f"Template: {template}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
@@ -159,7 +160,7 @@ class StreamConsumerMonitoring(Construct):
     def _widgets(
         self,
         consumer: StreamConsumer,
-        metrics: dict[str, cloudwatch.IMetric],
+        metrics: Mapping[str, cloudwatch.IMetric],
         period: Duration,
     ) -> list[cloudwatch.IWidget]:
         function = consumer.function

@@ -65,7 +65,9 @@ class ConsumerRuntimeLayer(lambda_.LayerVersion):
                 bundling=BundlingOptions(
                     # Never pulled: local bundling always succeeds. CDK requires an image.
                     image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.14"),
-                    local=_CopyRuntimePackage(source),
+                    # jsii calls try_bundle(output_dir, options) with the options as one
+                    # positional struct, unlike the keyword-only signature of the stubs.
+                    local=_CopyRuntimePackage(source),  # type: ignore[arg-type]
                 ),
             ),
         )

@@ -1,0 +1,89 @@
+"""StreamConsumerMonitoring: alarm thresholds derived from the consumer, topic and dashboard."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sns as sns
+from aws_cdk.assertions import Template
+
+from cdc_constructs import AlarmTopic, ChangeCaptureTable, StreamConsumer
+from tests.cdc_constructs.support import only, resources
+
+PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+
+
+def _alarms(template: dict) -> dict[str, dict]:
+    return {
+        lid.split("Monitoring")[1][:-8]: r["Properties"]
+        for lid, r in resources(template, "AWS::CloudWatch::Alarm").items()
+    }
+
+
+def test_default_alarms(stack):
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    StreamConsumer(stack, "Consumer", table=table, max_record_age=Duration.hours(2))
+    template = Template.from_stack(stack).to_json()
+    alarms = _alarms(template)
+    assert set(alarms) == {
+        "IteratorAge",
+        "OnFailureQueueDepth",
+        "QuarantineQueueDepth",
+        "RecordsQuarantined",
+        "FunctionErrors",
+        "FunctionThrottles",
+    }
+    lag = alarms["IteratorAge"]
+    assert lag["Threshold"] == 30 * 60 * 1000  # a quarter of the 2 h max record age
+    assert lag["Statistic"] == "Maximum"
+    assert lag["ComparisonOperator"] == "GreaterThanThreshold"
+    assert lag["EvaluationPeriods"] == 3
+    for name in ("OnFailureQueueDepth", "QuarantineQueueDepth"):
+        assert alarms[name]["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        assert alarms[name]["Threshold"] == 1
+        assert alarms[name]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarms["FunctionErrors"]["MetricName"] == "Errors"
+    assert alarms["FunctionThrottles"]["MetricName"] == "Throttles"
+    for alarm in alarms.values():
+        assert alarm["TreatMissingData"] == "notBreaching"
+        assert alarm["AlarmActions"] == alarm["OKActions"]
+        assert len(alarm["AlarmActions"]) == 1
+    # A topic of its own, encrypted with a rotated customer key, TLS-only.
+    assert "KmsMasterKeyId" in only(template, "AWS::SNS::Topic")
+    assert only(template, "AWS::KMS::Key")["EnableKeyRotation"] is True
+    dashboard = only(template, "AWS::CloudWatch::Dashboard")
+    body = json.dumps(dashboard["DashboardBody"])
+    for metric in ("IteratorAge", "RecordsProcessed", "IteratorLagMs", "PolledEventCount"):
+        assert metric in body
+
+
+def test_given_topic_dashboard_and_threshold(stack):
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    topic = sns.Topic(stack, "Ops")
+    dashboard = cloudwatch.Dashboard(stack, "Board")
+    consumer = StreamConsumer(
+        stack,
+        "Consumer",
+        table=table,
+        alarm_topic=topic,
+        dashboard=dashboard,
+        iterator_age_alarm_threshold=Duration.minutes(5),
+    )
+    assert consumer.monitoring is not None and consumer.monitoring.dashboard is dashboard
+    template = Template.from_stack(stack).to_json()
+    assert len(resources(template, "AWS::SNS::Topic")) == 1
+    assert len(resources(template, "AWS::CloudWatch::Dashboard")) == 1
+    alarms = _alarms(template)
+    assert alarms["IteratorAge"]["Threshold"] == 300_000
+    topic_id = next(iter(resources(template, "AWS::SNS::Topic")))
+    assert all(a["AlarmActions"] == [{"Ref": topic_id}] for a in alarms.values())
+
+
+def test_alarm_topic_subscribes_emails(stack):
+    AlarmTopic(stack, "Alarms", emails=["ops@example.com"])
+    subscription = only(Template.from_stack(stack).to_json(), "AWS::SNS::Subscription")
+    assert subscription["Protocol"] == "email"
+    assert subscription["Endpoint"] == "ops@example.com"
