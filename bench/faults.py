@@ -43,10 +43,10 @@ def _image(record: dict[str, Any], name: str) -> dict[str, Any] | None:
 def _delta(record: dict[str, Any]) -> tuple[str, tuple[Decimal, ...]]:
     """(customer, the sorted non-zero amounts the record ADDs): what its UpdateItem carries."""
     old, new = _image(record, "OldImage"), _image(record, "NewImage")
-    figures: Counter[str] = Counter()
+    figures: dict[str, Decimal] = {}
     for image, sign in ((old, -1), (new, 1)):
         for name, value in contribution(image).items():
-            figures[name] += sign * value  # type: ignore[assignment]
+            figures[name] = figures.get(name, Decimal(0)) + sign * value
     customer = (new or old or {})["customerId"]
     return customer, tuple(sorted(v for v in figures.values() if v != 0))
 

@@ -81,7 +81,7 @@ class Instrumentation:
     # botocore handlers -----------------------------------------------------------------------
     def _count(self, event_name: str, **_: Any) -> None:
         # event_name is "before-send.<service>.<Operation>"; one per HTTP request, retries included.
-        _, service, operation = event_name.split(".", 2)
+        _event, service, operation = event_name.split(".", 2)
         with self._lock:
             self.requests[f"{service}.{operation}"] += 1
 

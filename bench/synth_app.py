@@ -34,13 +34,10 @@ _ESM_SETTINGS = (
 
 
 def _reference(app: Any) -> Any:
-    """CdcReferenceStack, wherever the constructs package exports it."""
-    import cdc_constructs
+    """CdcReferenceStack as the constructs package exports it (no cdk-nag packs)."""
+    from cdc_constructs import CdcReferenceStack
 
-    stack_class = getattr(cdc_constructs, "CdcReferenceStack", None)
-    if stack_class is None:
-        from cdc_constructs.reference_stack import CdcReferenceStack as stack_class
-    return stack_class(app, "CdcReferenceStack")
+    return CdcReferenceStack(app, "CdcReferenceStack")
 
 
 def _reference_with_nag(app: Any) -> Any:

@@ -212,13 +212,14 @@ def same_item_workload(records: int, same_fraction: float, seed: int = DEFAULT_S
     changes = []
     for i in range(records):
         customer = "customer-hot" if i in hot_positions else f"customer-{i:06d}"
-        order = {
-            "pk": f"{ORDER_PREFIX}order-{i:06d}",
+        key = f"{ORDER_PREFIX}order-{i:06d}"
+        order: dict[str, Any] = {
+            "pk": key,
             "customerId": customer,
             "status": "pending",
             "amount": _amount(rng),
         }
-        changes.append(Change(order["pk"], "INSERT", None, order))
+        changes.append(Change(key, "INSERT", None, order))
     return _build(changes, seed, records, records - hot + (1 if hot else 0))
 
 

@@ -86,7 +86,8 @@ def record_handler(record: DynamoDBRecord) -> None:
     applied.append((str(stream.keys["pk"]), str(record.event_id)))
 
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: Any) -> Any:
+    """Lambda entry point: the partial batch response ``{"batchItemFailures": [...]}``."""
     config.register_lambda_context(context)
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
