@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,12 @@ class LocalEndpoint:
         # Imported here so that importing cdc_local does not pull in moto's server (flask).
         from moto.server import ThreadedMotoServer
 
+        from cdc_local import moto_patches
+
+        moto_patches.apply()  # transactions snapshot what they touch, not whole tables
+
+        # The server logs every request through werkzeug at INFO; keep only its warnings.
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
         host, port = self._server.get_host_and_port()

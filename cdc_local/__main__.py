@@ -1,0 +1,90 @@
+"""``python -m cdc_local``: run a synthesized stack's stream consumers on this machine.
+
+    python -m cdc_local --assembly cdk.out --stack CdcReferenceStack --demo
+
+``--demo`` runs the reference stack under the demo workload (see :mod:`cdc_local.demo`) and
+exits 0 only if no change was lost and the view reconciles. Without it, the pipeline serves:
+it prints the local endpoint and the stack's resources, then runs the consumers (and the TTL
+sweeper every ``--ttl-every`` seconds) until interrupted, so an application pointed at the
+endpoint (``AWS_ENDPOINT_URL``) sees its changes flow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from cdc_local.demo import DEMO_FAULTS, run_demo
+from cdc_local.exceptions import LocalPipelineError
+from cdc_local.runner import LocalPipeline
+from cdc_local.workload import OrderWorkload
+
+
+def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m cdc_local", description=__doc__.split("\n")[0])
+    parser.add_argument("--assembly", default="cdk.out", help="cloud assembly directory (cdk.out)")
+    parser.add_argument("--stack", default="CdcReferenceStack", help="stack to run")
+    parser.add_argument("--demo", action="store_true", help="run the demo workload and exit")
+    parser.add_argument("--changes", type=int, default=2000, help="demo: changes to write")
+    parser.add_argument("--orders", type=int, default=100, help="demo: orders")
+    parser.add_argument("--poison", type=int, default=3, help="demo: poison writes")
+    parser.add_argument("--seed", type=int, default=0, help="demo: workload seed")
+    parser.add_argument("--no-faults", action="store_true", help="demo: inject no faults")
+    parser.add_argument(
+        "--ttl-every", type=float, default=5.0, help="serve: seconds between TTL sweeps"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
+    console = Console(stderr=True)
+    try:
+        if arguments.demo:
+            summary = run_demo(
+                arguments.assembly,
+                arguments.stack,
+                workload=OrderWorkload(
+                    changes=arguments.changes,
+                    orders=arguments.orders,
+                    poison=arguments.poison,
+                    seed=arguments.seed,
+                ),
+                faults=None if arguments.no_faults else DEMO_FAULTS,
+                console=console,
+            )
+            return 0 if summary.ok else 1
+        return serve(arguments.assembly, arguments.stack, arguments.ttl_every, console)
+    except LocalPipelineError as error:
+        console.print(f"error: {error}", style="red", markup=False, soft_wrap=True)
+        return 2
+
+
+def serve(assembly: str, stack: str, ttl_every: float, console: Console) -> int:
+    with LocalPipeline(assembly, stack, capture_output=False) as pipeline:
+        assert pipeline.endpoint is not None and pipeline.resources is not None
+        console.print(f"local endpoint: AWS_ENDPOINT_URL={pipeline.endpoint.url}")
+        for logical_id, name in pipeline.resources.table_names.items():
+            console.print(f"table {logical_id}: {name}")
+        for logical_id, url in pipeline.resources.queue_urls.items():
+            console.print(f"queue {logical_id}: {url}")
+        console.print(f"{len(pipeline.mappings)} stream mapping(s) running; Ctrl-C stops")
+        last_sweep = time.monotonic()
+        try:
+            while True:
+                if not pipeline.poll():
+                    time.sleep(0.25)  # Lambda polls a shard about 4 times a second
+                if time.monotonic() - last_sweep >= ttl_every:
+                    pipeline.sweep_ttl()
+                    last_sweep = time.monotonic()
+        except KeyboardInterrupt:
+            console.print(pipeline.counters.as_dict())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,461 @@
+"""Lambda's event source mapping (ESM) for a DynamoDB stream, emulated with its synthesized
+settings.
+
+The poller reads the stream with the ``dynamodbstreams`` API (DescribeStream, GetShardIterator,
+GetRecords) on the local endpoint and invokes the function as Lambda does ("Process DynamoDB
+records with Lambda", "Retain discarded records for a DynamoDB event source", "Configuring partial
+batch response with DynamoDB and Lambda", "Using event filtering with a DynamoDB event source"):
+
+- ``StartingPosition``: TRIM_HORIZON reads from the oldest record, LATEST from the records written
+  after the mapping started.
+- ``FilterCriteria``: records that match no pattern are dropped before batching and never reach
+  the function; the checkpoint moves past them.
+- ``BatchSize`` (default 100) and ``MaximumBatchingWindowInSeconds`` (default 0): a batch is sent
+  when it is full, when the window since its first record has passed, or at once with no window;
+  a batch never exceeds Lambda's 6 MB payload.
+- ``ParallelizationFactor`` (default 1): each shard is split into that many lanes by a hash of the
+  partition key, so one item's records stay in order in one lane; lanes progress (and fail)
+  independently. Invocations are interleaved lane by lane (see :mod:`cdc_local.functions`).
+- A function error (exception, timeout, lost response) fails the whole batch.
+- ``FunctionResponseTypes: [ReportBatchItemFailures]``: the response's ``batchItemFailures``
+  checkpoints at the lowest reported sequence number; the records before it are done and the
+  failed record and everything after it in the batch are retried. An empty or null list (or
+  response) is success; a null or empty ``itemIdentifier``, or one that is not a sequence number
+  of the batch, fails the whole batch.
+- ``BisectBatchOnFunctionError``: a failed batch is split in two and each half retried
+  separately, until the bad record is alone; splitting does not consume the retry quota.
+- ``MaximumRetryAttempts`` (default -1, infinite): after that many retries the batch is discarded
+  and its description sent to the on-failure destination (condition ``RetryAttemptsExhausted``).
+- ``MaximumRecordAgeInSeconds`` (default -1, infinite): records older than that (from
+  ``ApproximateCreationDateTime``) are not sent to the function but discarded to the destination
+  (condition ``RecordAgeExceeded``).
+- ``DestinationConfig.OnFailure``: see :mod:`cdc_local.destinations`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cdc_local.destinations import (
+    RECORD_AGE_EXCEEDED,
+    RETRY_ATTEMPTS_EXHAUSTED,
+    FailedInvocation,
+    OnFailureDestination,
+    invocation_record,
+)
+from cdc_local.exceptions import LocalPipelineError, PipelineStuck
+from cdc_local.filter_patterns import FilterCriteria
+from cdc_local.functions import InvocationResult, LocalFunction
+from cdc_local.records import lambda_record
+from cdc_local.ttl import TtlLedger
+
+#: Lambda's invocation payload limit for synchronous invokes: a batch is cut before it exceeds it.
+MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
+#: GetRecords returns at most 1,000 records per call (DynamoDB Streams API limit).
+GET_RECORDS_LIMIT = 1000
+#: With infinite retries, a batch failing this many times in a row makes :meth:`drain` raise
+#: instead of spinning: on AWS the shard would block until the records are trimmed (24 h).
+STUCK_AFTER_ATTEMPTS = 200
+
+
+class DeliveryFaults(Protocol):
+    def duplicate_delivery(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class MappingSettings:
+    """The ESM properties the emulation follows, with Lambda's defaults for DynamoDB streams."""
+
+    batch_size: int = 100
+    maximum_batching_window_seconds: float = 0.0
+    starting_position: str = "TRIM_HORIZON"
+    bisect_batch_on_function_error: bool = False
+    maximum_retry_attempts: int = -1
+    maximum_record_age_seconds: int = -1
+    report_batch_item_failures: bool = False
+    parallelization_factor: int = 1
+    filters: FilterCriteria = field(default_factory=FilterCriteria)
+    on_failure_arn: str | None = None
+    enabled: bool = True
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any]) -> MappingSettings:
+        """From an ``AWS::Lambda::EventSourceMapping``'s (resolved) properties."""
+        unsupported = {"TumblingWindowInSeconds", "StartingPositionTimestamp"} & set(properties)
+        if unsupported:
+            raise LocalPipelineError(
+                f"event source mapping properties {sorted(unsupported)} are not emulated by the "
+                "local pipeline (DynamoDB streams support neither AT_TIMESTAMP nor, here, "
+                "tumbling windows)"
+            )
+        position = properties.get("StartingPosition", "TRIM_HORIZON")
+        if position not in ("TRIM_HORIZON", "LATEST"):
+            raise LocalPipelineError(
+                f"StartingPosition {position!r}: a DynamoDB stream mapping starts at "
+                "TRIM_HORIZON or LATEST"
+            )
+        destination = ((properties.get("DestinationConfig") or {}).get("OnFailure") or {}).get(
+            "Destination"
+        )
+        return cls(
+            batch_size=int(properties.get("BatchSize", 100)),
+            maximum_batching_window_seconds=float(
+                properties.get("MaximumBatchingWindowInSeconds", 0)
+            ),
+            starting_position=position,
+            bisect_batch_on_function_error=bool(
+                properties.get("BisectBatchOnFunctionError", False)
+            ),
+            maximum_retry_attempts=int(properties.get("MaximumRetryAttempts", -1)),
+            maximum_record_age_seconds=int(properties.get("MaximumRecordAgeInSeconds", -1)),
+            report_batch_item_failures="ReportBatchItemFailures"
+            in (properties.get("FunctionResponseTypes") or ()),
+            parallelization_factor=int(properties.get("ParallelizationFactor", 1)),
+            filters=FilterCriteria.from_properties(properties),
+            on_failure_arn=destination,
+            enabled=bool(properties.get("Enabled", True)),
+        )
+
+
+@dataclass
+class MappingCounters:
+    """What one mapping did; every count is of records unless it says invocations or messages."""
+
+    records_read: int = 0
+    records_filtered_out: int = 0
+    records_delivered: int = 0
+    records_succeeded: int = 0
+    records_expired: int = 0
+    records_discarded: int = 0
+    invocations: int = 0
+    failed_invocations: int = 0
+    partial_failures: int = 0
+    bisections: int = 0
+    duplicate_deliveries: int = 0
+    on_failure_messages: int = 0
+
+
+@dataclass
+class _Lane:
+    shard_id: str
+    pending: deque[dict[str, Any]] = field(default_factory=deque)
+    read_at: deque[float] = field(default_factory=deque)
+    #: Sizes of the next batches to send, set by bisection and partial failures.
+    planned: deque[int] = field(default_factory=deque)
+    attempts: int = 0
+    invokes_at_head: int = 0
+    last_failure: FailedInvocation | None = None
+
+
+class EventSourceMapping:
+    """One DynamoDB-stream mapping: :meth:`poll` once, or :meth:`drain` until caught up."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        stream_arn: str,
+        function: LocalFunction,
+        settings: MappingSettings,
+        streams_client: Any,
+        destination: OnFailureDestination | None = None,
+        ttl_ledger: TtlLedger | None = None,
+        faults: DeliveryFaults | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        stuck_after_attempts: int = STUCK_AFTER_ATTEMPTS,
+        track_records: bool = False,
+    ) -> None:
+        """``track_records`` keeps the sequence number of every record the function acknowledged
+        (``acknowledged``), for accounting in tests and the demo; off by default, as the set
+        grows with the stream."""
+        self.name = name
+        self.stream_arn = stream_arn
+        self.function = function
+        self.settings = settings
+        self.streams = streams_client
+        self.destination = destination
+        self.ttl_ledger = ttl_ledger
+        self.faults = faults
+        self.clock = clock
+        self.sleep = sleep
+        self.stuck_after_attempts = stuck_after_attempts
+        self.counters = MappingCounters()
+        self.acknowledged: set[str] | None = set() if track_records else None
+        self._iterators: dict[str, str | None] = {}
+        self._lanes: dict[tuple[str, int], _Lane] = {}
+        self._partition_key: str | None = None
+        self._started = False
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Take the shard iterators (LATEST means: from now on)."""
+        description = self.streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
+        self._partition_key = next(
+            k["AttributeName"] for k in description["KeySchema"] if k["KeyType"] == "HASH"
+        )
+        for shard in description["Shards"]:
+            shard_id = shard["ShardId"]
+            if shard_id not in self._iterators:
+                self._iterators[shard_id] = self.streams.get_shard_iterator(
+                    StreamArn=self.stream_arn,
+                    ShardId=shard_id,
+                    ShardIteratorType=self.settings.starting_position,
+                )["ShardIterator"]
+        self._started = True
+
+    def read(self) -> int:
+        """Read every record now available into the lanes; return how many were read.
+        A disabled mapping (``Enabled: false``) reads nothing, as Lambda stops polling."""
+        if not self.settings.enabled:
+            return 0
+        if not self._started:
+            self.start()
+        read = 0
+        for shard_id, iterator in list(self._iterators.items()):
+            while iterator:
+                response = self.streams.get_records(ShardIterator=iterator, Limit=GET_RECORDS_LIMIT)
+                iterator = response.get("NextShardIterator")
+                if not response["Records"]:
+                    break
+                for raw in response["Records"]:
+                    self._accept(shard_id, raw)
+                read += len(response["Records"])
+            self._iterators[shard_id] = iterator
+        return read
+
+    def _accept(self, shard_id: str, raw: Mapping[str, Any]) -> None:
+        record = lambda_record(raw, self.stream_arn)
+        if self.ttl_ledger is not None:
+            record = self.ttl_ledger.annotate(self.stream_arn, record)
+        self.counters.records_read += 1
+        if not self.settings.filters.matches(record):
+            self.counters.records_filtered_out += 1
+            return
+        lane = self._lane(shard_id, record)
+        lane.pending.append(record)
+        lane.read_at.append(self.clock())
+
+    def _lane(self, shard_id: str, record: Mapping[str, Any]) -> _Lane:
+        factor = max(1, self.settings.parallelization_factor)
+        index = 0
+        if factor > 1:
+            key = json.dumps(record["dynamodb"]["Keys"].get(self._partition_key), sort_keys=True)
+            index = int.from_bytes(hashlib.md5(key.encode()).digest()[:8], "big") % factor
+        return self._lanes.setdefault((shard_id, index), _Lane(shard_id))
+
+    # -- processing ----------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        return sum(len(lane.pending) for lane in self._lanes.values())
+
+    def poll(self, *, flush: bool = False) -> bool:
+        """Read the stream, then give each lane one turn. ``flush`` sends batches whose window
+        has not yet passed. Returns whether anything was read or sent."""
+        progressed = self.read() > 0
+        for lane in list(self._lanes.values()):
+            progressed = self._turn(lane, flush) or progressed
+        return progressed
+
+    def drain(self, *, flush_windows: bool = False) -> None:
+        """Poll until the stream is read to its end and every lane is empty.
+
+        Batching windows are waited out (``sleep``) unless ``flush_windows`` is set.
+        """
+        while True:
+            if self.poll(flush=flush_windows):
+                continue
+            if not self.pending:
+                return
+            self.sleep(self._time_to_next_window())
+
+    def _time_to_next_window(self) -> float:
+        window = self.settings.maximum_batching_window_seconds
+        waits = [
+            lane.read_at[0] + window - self.clock() for lane in self._lanes.values() if lane.pending
+        ]
+        return max(0.001, min(waits, default=0.001))
+
+    def _turn(self, lane: _Lane, flush: bool) -> bool:
+        if not lane.pending:
+            return False
+        if self._discard_expired(lane):
+            return True
+        size = lane.planned[0] if lane.planned else self.settings.batch_size
+        window = self.settings.maximum_batching_window_seconds
+        if (
+            not flush
+            and not lane.planned
+            and len(lane.pending) < size
+            and self.clock() - lane.read_at[0] < window
+        ):
+            return False
+        batch = _take(lane.pending, size)
+        self._invoke(lane, batch)
+        return True
+
+    def _invoke(self, lane: _Lane, batch: list[dict[str, Any]]) -> None:
+        event = {"Records": batch}
+        result = self.function.invoke(event)
+        self.counters.invocations += 1
+        self.counters.records_delivered += len(batch)
+        lane.invokes_at_head += 1
+        failed_at = self._failed_index(result, batch)
+        if failed_at is None:
+            self._succeeded(lane, batch)
+            if self.faults is not None and self.faults.duplicate_delivery():
+                # At-least-once: the same batch again, as after a checkpoint that was not saved.
+                self.counters.duplicate_deliveries += 1
+                self.counters.invocations += 1
+                self.counters.records_delivered += len(batch)
+                self.function.invoke(event)
+            return
+        if result.failed:
+            self.counters.failed_invocations += 1
+        else:
+            self.counters.partial_failures += 1
+        if failed_at > 0:  # the records before the lowest reported failure are done
+            self._succeeded(lane, batch[:failed_at])
+            lane.invokes_at_head = 1
+            batch = batch[failed_at:]
+        lane.last_failure = FailedInvocation(
+            request_id=result.request_id,
+            status_code=200,
+            function_error="Unhandled" if result.failed else None,
+            invoke_count=lane.invokes_at_head,
+        )
+        if result.failed and self.settings.bisect_batch_on_function_error and len(batch) > 1:
+            # Split in two, each half retried on its own; splitting does not consume retries.
+            self.counters.bisections += 1
+            if lane.planned:
+                lane.planned.popleft()
+            half = len(batch) // 2
+            lane.planned.extendleft([len(batch) - half, half])  # sends `half` first
+            return
+        lane.attempts += 1
+        if lane.planned:
+            lane.planned[0] = len(batch)  # the retry is this same batch
+        else:
+            lane.planned.append(len(batch))
+        retries = self.settings.maximum_retry_attempts
+        if 0 <= retries < lane.attempts:
+            self._discard(lane, len(batch), RETRY_ATTEMPTS_EXHAUSTED)
+        elif retries < 0 and lane.attempts >= self.stuck_after_attempts:
+            raise PipelineStuck(
+                f"mapping {self.name}: the batch starting at sequence number "
+                f"{batch[0]['dynamodb']['SequenceNumber']} failed {lane.attempts} times in a row "
+                "and MaximumRetryAttempts is -1 (retry forever): on AWS this blocks the shard "
+                "until the "
+                "records are trimmed (24 h). Set finite retries, or fix the handler; last error: "
+                f"{result.error_type}: {result.error_message}"
+            )
+
+    def _failed_index(
+        self, result: InvocationResult, batch: Sequence[Mapping[str, Any]]
+    ) -> int | None:
+        """None if the batch succeeded, else the index of the first record to retry (0 = all)."""
+        if result.failed:
+            return 0
+        if not self.settings.report_batch_item_failures:
+            return None
+        response = result.response
+        if response is None or (
+            isinstance(response, Mapping) and not response.get("batchItemFailures")
+        ):
+            return None
+        failures = response.get("batchItemFailures") if isinstance(response, Mapping) else None
+        if not isinstance(failures, list):
+            return 0
+        positions = {r["dynamodb"]["SequenceNumber"]: i for i, r in enumerate(batch)}
+        indexes = []
+        for failure in failures:
+            identifier = failure.get("itemIdentifier") if isinstance(failure, Mapping) else None
+            if not identifier or identifier not in positions:
+                return 0  # AWS: a null, empty or unknown itemIdentifier fails the whole batch
+            indexes.append(positions[identifier])
+        return min(indexes)
+
+    def _succeeded(self, lane: _Lane, records: Sequence[Mapping[str, Any]]) -> None:
+        _drop(lane, len(records))
+        if self.acknowledged is not None:
+            self.acknowledged.update(r["dynamodb"]["SequenceNumber"] for r in records)
+        self.counters.records_succeeded += len(records)
+        if lane.planned:
+            lane.planned[0] -= len(records)
+            if lane.planned[0] <= 0:
+                lane.planned.popleft()
+        lane.attempts = 0
+        lane.invokes_at_head = 0
+        lane.last_failure = None
+
+    def _discard_expired(self, lane: _Lane) -> bool:
+        max_age = self.settings.maximum_record_age_seconds
+        if max_age < 0:
+            return False
+        now = self.clock()
+        expired = 0
+        for record in lane.pending:
+            if now - record["dynamodb"]["ApproximateCreationDateTime"] <= max_age:
+                break
+            expired += 1
+        if not expired:
+            return False
+        for start in range(0, expired, self.settings.batch_size):
+            self._discard(lane, min(self.settings.batch_size, expired - start), RECORD_AGE_EXCEEDED)
+        lane.planned.clear()
+        return True
+
+    def _discard(self, lane: _Lane, count: int, condition: str) -> None:
+        records = [lane.pending[i] for i in range(count)]
+        _drop(lane, count)
+        if condition == RECORD_AGE_EXCEEDED:
+            self.counters.records_expired += count
+        else:
+            self.counters.records_discarded += count
+        if lane.planned:
+            lane.planned.popleft()
+        failure = lane.last_failure or FailedInvocation(None, None, None, lane.invokes_at_head)
+        lane.attempts = 0
+        lane.invokes_at_head = 0
+        lane.last_failure = None
+        if self.destination is None:
+            return  # no destination: AWS drops the records silently
+        now = self.clock()
+        message = invocation_record(
+            records=records,
+            condition=condition,
+            function_arn=self.function.arn,
+            shard_id=lane.shard_id,
+            stream_arn=self.stream_arn,
+            failure=failure,
+            now=now,
+        )
+        self.destination.send(message, {"Records": records}, now)
+        self.counters.on_failure_messages += 1
+
+
+def _take(pending: deque[dict[str, Any]], size: int) -> list[dict[str, Any]]:
+    batch: list[dict[str, Any]] = []
+    payload = len('{"Records": []}')
+    for record in pending:
+        if len(batch) >= size:
+            break
+        payload += len(json.dumps(record)) + 2
+        if batch and payload > MAX_PAYLOAD_BYTES:
+            break
+        batch.append(record)
+    return batch
+
+
+def _drop(lane: _Lane, count: int) -> None:
+    for _ in range(count):
+        lane.pending.popleft()
+        lane.read_at.popleft()

@@ -1,0 +1,292 @@
+"""What the demo and the end-to-end tests check on the reference stack's order-stats consumer.
+
+- :class:`ConsumerWiring` finds the consumer's tables and queues from what was synthesized: the
+  mapping whose function's handler is ``order_stats.handler``, its stream's table, its on-failure
+  destination, and the function's environment (CONTRACTS §2), so nothing here depends on the
+  constructs' logical ids.
+- :func:`expected_view` recomputes the order-stats view from the orders table, independently of
+  the handler's code, from the view's definition (lambda_src/handlers/order_stats.py): per
+  customer, ``count_<status>`` of its orders and ``paid_amount``, the total of its paid orders;
+  orders the handler cannot read (poison) count nowhere.
+- :func:`account` checks that no change was lost: every record on the orders stream must have
+  the consumer's processed-marker (``{consumer}#{eventID}`` in the idempotency table), be in the
+  quarantine queue with its payload, lie in the range of an on-failure message, or - for a change
+  with nothing to project (the runtime writes no marker when a projection returns no actions) -
+  have been acknowledged by the function to the mapping (the pipeline must run with
+  ``track_records=True``). Records the mapping's filters drop are not the consumer's.
+- :func:`redrive_on_failure` replays on-failure messages with the runtime's redrive
+  (``cdc_consumer.redrive``), through the consumer's handler contract.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from cdc_local.event_source_mapping import EventSourceMapping
+from cdc_local.exceptions import LocalPipelineError
+from cdc_local.functions import LocalFunction
+from cdc_local.records import lambda_record
+from cdc_local.runner import LocalPipeline
+
+REFERENCE_HANDLER = "order_stats.handler"
+ORDER_PREFIX = "ORDER#"
+CUSTOMER_PREFIX = "CUSTOMER#"
+
+
+@dataclass(frozen=True)
+class ConsumerWiring:
+    """Where one consumer's pieces live on the local endpoint."""
+
+    mapping: EventSourceMapping
+    function: LocalFunction
+    consumer_name: str
+    source_table: str
+    view_table: str | None
+    idempotency_table: str
+    quarantine_queue_url: str
+    on_failure_queue_url: str | None
+
+    @classmethod
+    def of(cls, pipeline: LocalPipeline, handler: str = REFERENCE_HANDLER) -> ConsumerWiring:
+        """The wiring of the (one) mapping whose function runs ``handler``."""
+        found = [m for m in pipeline.mappings.values() if m.function.spec.handler == handler]
+        if len(found) != 1:
+            raise LocalPipelineError(
+                f"expected one stream mapping whose function's handler is {handler!r} in stack "
+                f"{pipeline.stack.stack_name}, found {len(found)}"
+            )
+        mapping = found[0]
+        env = mapping.function.environment
+        missing = [
+            name
+            for name in ("CDC_CONSUMER_NAME", "IDEMPOTENCY_TABLE_NAME", "QUARANTINE_QUEUE_URL")
+            if name not in env
+        ]
+        if missing:
+            raise LocalPipelineError(
+                f"function {mapping.function.name} lacks the environment variables {missing} "
+                "that StreamConsumer sets (CONTRACTS §2)"
+            )
+        destination = mapping.destination
+        return cls(
+            mapping=mapping,
+            function=mapping.function,
+            consumer_name=env["CDC_CONSUMER_NAME"],
+            source_table=mapping.stream_arn.split(":", 5)[5].split("/")[1],
+            view_table=env.get("VIEW_TABLE_NAME"),
+            idempotency_table=env["IDEMPOTENCY_TABLE_NAME"],
+            quarantine_queue_url=env["QUARANTINE_QUEUE_URL"],
+            on_failure_queue_url=destination.queue_url if destination is not None else None,
+        )
+
+
+def contribution(item: Mapping[str, Any]) -> tuple[str, dict[str, Decimal]] | None:
+    """(customer, {view attribute: value}) one order item (DynamoDB JSON) adds to the view."""
+    if not item.get("pk", {}).get("S", "").startswith(ORDER_PREFIX):
+        return None
+    customer = item.get("customerId", {}).get("S")
+    status = item.get("status", {}).get("S")
+    amount = item.get("amount", {}).get("N")
+    if not customer or not status or amount is None:
+        return None  # poison: quarantined by the consumer, counted nowhere
+    try:
+        value = Decimal(amount)
+    except InvalidOperation:
+        return None
+    values = {f"count_{status}": Decimal(1)}
+    if status == "paid":
+        values["paid_amount"] = value
+    return customer, values
+
+
+def expected_view(orders: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
+    """The view recomputed from the orders table's items: ``CUSTOMER#id -> {attr: value}``."""
+    view: dict[str, dict[str, Decimal]] = {}
+    for item in orders:
+        found = contribution(item)
+        if found is not None:
+            customer, values = found
+            totals = view.setdefault(CUSTOMER_PREFIX + customer, {})
+            for name, value in values.items():
+                totals[name] = totals.get(name, Decimal(0)) + value
+    return _without_zeros(view)
+
+
+def actual_view(view_items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
+    """The view table's items as ``pk -> {attr: value}`` (numbers only)."""
+    view = {
+        item["pk"]["S"]: {k: Decimal(v["N"]) for k, v in item.items() if "N" in v}
+        for item in view_items
+    }
+    return _without_zeros(view)
+
+
+def _without_zeros(view: Mapping[str, Mapping[str, Decimal]]) -> dict[str, dict[str, Decimal]]:
+    # ADD leaves a count at 0 when its last order moves on; a recomputation has no such entry.
+    cleaned = {pk: {k: v for k, v in values.items() if v != 0} for pk, values in view.items()}
+    return {pk: values for pk, values in cleaned.items() if values}
+
+
+def scan(ddb: Any, table: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for page in ddb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        items += page["Items"]
+    return items
+
+
+def view_reconciled(pipeline: LocalPipeline, wiring: ConsumerWiring) -> bool:
+    """Whether the view equals its recomputation from the orders table."""
+    if wiring.view_table is None:
+        raise LocalPipelineError(f"function {wiring.function.name} has no VIEW_TABLE_NAME")
+    ddb = pipeline.client("dynamodb")
+    return expected_view(scan(ddb, wiring.source_table)) == actual_view(
+        scan(ddb, wiring.view_table)
+    )
+
+
+def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Every message body of the queue, left in the queue (made visible again)."""
+    bodies: dict[str, dict[str, Any]] = {}
+    handles: dict[str, str] = {}
+    while True:
+        received = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=60
+        ).get("Messages", [])
+        if not received:
+            break
+        for message in received:
+            bodies[message["MessageId"]] = json.loads(message["Body"])
+            handles[message["MessageId"]] = message["ReceiptHandle"]
+    ids = list(handles)
+    for start in range(0, len(ids), 10):
+        sqs.change_message_visibility_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {"Id": str(n), "ReceiptHandle": handles[i], "VisibilityTimeout": 0}
+                for n, i in enumerate(ids[start : start + 10])
+            ],
+        )
+    return list(bodies.values())
+
+
+@dataclass
+class Accounting:
+    """Where each record of the source stream ended up."""
+
+    records: int = 0
+    processed: int = 0
+    acknowledged_without_marker: int = 0
+    quarantined: int = 0
+    on_failure: int = 0
+    lost: list[str] = field(default_factory=list)
+    quarantine_messages: list[dict[str, Any]] = field(default_factory=list)
+    on_failure_messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+def stream_records(pipeline: LocalPipeline, table: str) -> list[dict[str, Any]]:
+    """Every record of the table's stream, read from the start (TRIM_HORIZON)."""
+    ddb, streams = pipeline.client("dynamodb"), pipeline.client("dynamodbstreams")
+    arn = ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            response = streams.get_records(ShardIterator=iterator, Limit=1000)
+            if not response["Records"]:
+                break
+            records += response["Records"]
+            iterator = response.get("NextShardIterator")
+    return records
+
+
+def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
+    """Account for every record of the consumer's source stream; unaccounted ones are lost."""
+    ddb, sqs = pipeline.client("dynamodb"), pipeline.client("sqs")
+    prefix = f"{wiring.consumer_name}#"
+    markers = {
+        item["id"]["S"][len(prefix) :]
+        for item in scan(ddb, wiring.idempotency_table)
+        if item["id"]["S"].startswith(prefix)
+    }
+    result = Accounting()
+    result.quarantine_messages = peek_messages(sqs, wiring.quarantine_queue_url)
+    quarantined = {m["record"]["eventID"] for m in result.quarantine_messages}
+    if wiring.on_failure_queue_url:
+        result.on_failure_messages = peek_messages(sqs, wiring.on_failure_queue_url)
+    acknowledged = wiring.mapping.acknowledged
+    if acknowledged is None:
+        raise LocalPipelineError(
+            "accounting needs the sequence numbers the function acknowledged: start the "
+            "LocalPipeline with track_records=True"
+        )
+    ranges = [
+        (
+            int(m["DDBStreamBatchInfo"]["startSequenceNumber"]),
+            int(m["DDBStreamBatchInfo"]["endSequenceNumber"]),
+        )
+        for m in result.on_failure_messages
+    ]
+    for record in stream_records(pipeline, wiring.source_table):
+        result.records += 1
+        sequence = int(record["dynamodb"]["SequenceNumber"])
+        if record["eventID"] in markers:
+            result.processed += 1
+        elif record["eventID"] in quarantined:
+            result.quarantined += 1
+        elif any(first <= sequence <= last for first, last in ranges):
+            result.on_failure += 1
+        elif record["dynamodb"]["SequenceNumber"] in acknowledged:
+            result.acknowledged_without_marker += 1
+        elif wiring.mapping.settings.filters.matches(
+            lambda_record(record, wiring.mapping.stream_arn)
+        ):
+            result.lost.append(record["dynamodb"]["SequenceNumber"])
+    return result
+
+
+def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Any:
+    """Replay the on-failure queue's messages with ``cdc_consumer.redrive`` (from the
+    function's runtime layer), through the consumer's handler contract; return its report."""
+    if wiring.on_failure_queue_url is None:
+        return None
+    with _importable_from(wiring.function):
+        redrive = importlib.import_module("cdc_consumer.redrive")
+    runner = redrive.Redrive(
+        invoker=redrive.CallableInvoker(
+            handler=wiring.function.as_handler(), function_name=wiring.function.name
+        ),
+        stream_arn=wiring.mapping.stream_arn,
+        sqs_client=pipeline.client("sqs"),
+        streams_client=pipeline.client("dynamodbstreams"),
+        consumer_name=wiring.consumer_name,
+        receive_wait_seconds=0,
+        filters=[p.pattern for p in wiring.mapping.settings.filters.patterns],
+    )
+    return runner.run(wiring.on_failure_queue_url)
+
+
+@contextmanager
+def _importable_from(function: LocalFunction) -> Iterator[None]:
+    """``cdc_consumer`` importable: from this process if it has it, else from the layers."""
+    try:
+        importlib.import_module("cdc_consumer")
+        yield
+        return
+    except ImportError:
+        pass
+    paths = [str(d) for d in function.code_dirs[1:]]
+    sys.path[0:0] = paths
+    try:
+        yield
+    finally:
+        for path in paths:
+            sys.path.remove(path)

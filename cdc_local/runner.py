@@ -1,0 +1,332 @@
+"""The local pipeline: a synthesized stack's change data capture, run on this machine.
+
+``LocalPipeline(assembly_dir, stack_name)`` starts moto's server on 127.0.0.1 (or uses the
+endpoint given), creates the stack's tables, queues, buckets and topics there, and runs every
+DynamoDB-stream event source mapping with its synthesized settings, invoking the handlers
+in-process with their environments resolved to the local resources. ``drain()`` runs until
+every stream is read to its end and every batch is settled; ``sweep_ttl()`` plays DynamoDB's
+TTL sweeper.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from cdc_local.assembly import CloudAssembly, StackTemplate
+from cdc_local.destinations import OnFailureDestination
+from cdc_local.endpoint import LocalEndpoint
+from cdc_local.event_source_mapping import EventSourceMapping, MappingCounters, MappingSettings
+from cdc_local.exceptions import LocalPipelineError
+from cdc_local.faults import FaultPlan, Faults
+from cdc_local.functions import LocalFunction
+from cdc_local.resources import LocalResources, create_resources
+from cdc_local.ttl import TtlLedger, TtlSweeper
+
+#: How many lines of handler output the pipeline keeps for inspection (``recent_output``).
+OUTPUT_LINES_KEPT = 2000
+
+
+@dataclass(frozen=True)
+class PipelineCounters:
+    """Totals over every mapping of the stack, plus the TTL sweeper's deletions."""
+
+    records_read: int
+    records_filtered_out: int
+    records_delivered: int
+    records_succeeded: int
+    records_expired: int
+    records_discarded: int
+    invocations: int
+    failed_invocations: int
+    partial_failures: int
+    bisections: int
+    duplicate_deliveries: int
+    on_failure_messages: int
+    ttl_deletions: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class LocalPipeline:
+    """Run a stack's DynamoDB-stream consumers locally.
+
+    Args:
+        assembly_dir: the cloud assembly (``cdk.out``).
+        stack_name: the stack's artifact id, name or display name.
+        endpoint: a running :class:`LocalEndpoint` to use; default: start one (stopped on close).
+        faults: faults to inject (:mod:`cdc_local.faults`); default none.
+        clock: epoch seconds, for record age, batching windows and TTL; default ``time.time``.
+        clock_speed: how much faster than the wall clock a handler's remaining time runs out;
+            default 1.0 (real time).
+        capture_output: keep handler output out of the terminal (it is parsed for EMF metrics
+            and the last lines are kept in ``recent_output``); default True.
+        flush_windows: send batches without waiting out ``MaximumBatchingWindowInSeconds``;
+            default False (wait, as Lambda does).
+        track_records: keep the sequence numbers each mapping's function acknowledged
+            (``EventSourceMapping.acknowledged``), for accounting; default False (memory grows
+            with the stream).
+    """
+
+    def __init__(
+        self,
+        assembly_dir: str | Path,
+        stack_name: str,
+        endpoint: LocalEndpoint | None = None,
+        *,
+        faults: FaultPlan | None = None,
+        clock: Callable[[], float] = time.time,
+        clock_speed: float = 1.0,
+        capture_output: bool = True,
+        flush_windows: bool = False,
+        track_records: bool = False,
+    ) -> None:
+        self.stack: StackTemplate = CloudAssembly(assembly_dir).stack(stack_name)
+        self.endpoint = endpoint
+        self._owns_endpoint = endpoint is None
+        self.faults = Faults(faults) if faults is not None else None
+        self.clock = clock
+        self.clock_speed = clock_speed
+        self.capture_output = capture_output
+        self.flush_windows = flush_windows
+        self.track_records = track_records
+        self.ttl_ledger = TtlLedger()
+        self.metrics: Counter[str] = Counter()
+        self.recent_output: deque[str] = deque(maxlen=OUTPUT_LINES_KEPT)
+        self.resources: LocalResources | None = None
+        self.functions: dict[str, LocalFunction] = {}
+        self.mappings: dict[str, EventSourceMapping] = {}
+        self.sweeper: TtlSweeper | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def provision(self) -> LocalResources:
+        """Start the endpoint if needed and create the stack's resources on it (once)."""
+        if self.endpoint is None:
+            self.endpoint = LocalEndpoint().start()
+        if self.resources is None:
+            self.resources = create_resources(self.stack, self.endpoint)
+        return self.resources
+
+    def start(self) -> LocalPipeline:
+        """Provision, then start every mapping (a LATEST mapping reads from this moment on)."""
+        self.provision()
+        assert self.endpoint is not None
+        if self.faults is not None:
+            self.faults.install()
+        self.functions = {
+            logical_id: self._function(logical_id) for logical_id in self.stack.functions()
+        }
+        for spec in self.stack.stream_mappings():
+            self.mappings[spec.logical_id] = self._mapping(spec.logical_id)
+        for mapping in self.mappings.values():
+            mapping.start()
+        self.sweeper = TtlSweeper(self.endpoint, self._ttl_tables(), self.ttl_ledger, self.clock)
+        return self
+
+    def close(self) -> None:
+        if self.faults is not None:
+            self.faults.uninstall()
+        if self._owns_endpoint and self.endpoint is not None:
+            self.endpoint.stop()
+            self.endpoint = None
+
+    def __enter__(self) -> LocalPipeline:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- running -------------------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Give every mapping one turn; return whether anything happened."""
+        progressed = False
+        for mapping in self.mappings.values():
+            progressed = mapping.poll(flush=self.flush_windows) or progressed
+        self._collect_output()
+        return progressed
+
+    def drain(self, on_progress: Callable[[PipelineCounters], None] | None = None) -> None:
+        """Run until every stream is read to its end and every batch is settled (delivered,
+        or discarded to its on-failure destination). Batching windows are waited out unless
+        ``flush_windows`` was set."""
+        while True:
+            progressed = self.poll()
+            if on_progress is not None:
+                on_progress(self.counters)
+            if progressed:
+                continue
+            if not any(m.pending for m in self.mappings.values()):
+                return
+            time.sleep(0.01)  # a batching window is open: wait for it (or more records)
+
+    def sweep_ttl(self) -> int:
+        """Delete the items whose TTL has passed, as DynamoDB's sweeper does; return how many."""
+        assert self.sweeper is not None, "start() the pipeline first"
+        return self.sweeper.sweep()
+
+    def run(self) -> PipelineCounters:
+        """Drain, sweep TTL, drain again (the TTL deletions' REMOVE records); return the totals."""
+        self.drain()
+        if self.sweep_ttl():
+            self.drain()
+        return self.counters
+
+    # -- what happened ---------------------------------------------------------------------------
+
+    @property
+    def counters(self) -> PipelineCounters:
+        totals = Counter[str]()
+        for mapping in self.mappings.values():
+            for f in fields(MappingCounters):
+                totals[f.name] += getattr(mapping.counters, f.name)
+        ttl = self.sweeper.deleted if self.sweeper is not None else 0
+        return PipelineCounters(
+            **{f.name: totals[f.name] for f in fields(MappingCounters)}, ttl_deletions=ttl
+        )
+
+    def table_name(self, logical_id_prefix: str) -> str:
+        """The local name of the table whose logical id starts with ``logical_id_prefix``."""
+        return self._named(self._resources.table_names, logical_id_prefix, "table")
+
+    def queue_url(self, logical_id_prefix: str) -> str:
+        return self._named(self._resources.queue_urls, logical_id_prefix, "queue")
+
+    def bucket_name(self, logical_id_prefix: str) -> str:
+        return self._named(self._resources.bucket_names, logical_id_prefix, "bucket")
+
+    def client(self, service: str) -> Any:
+        assert self.endpoint is not None, "start() the pipeline first"
+        return self.endpoint.client(service)
+
+    # -- building --------------------------------------------------------------------------------
+
+    @property
+    def _resources(self) -> LocalResources:
+        if self.resources is None:
+            raise LocalPipelineError("start() the pipeline first")
+        return self.resources
+
+    def _named(self, names: Mapping[str, str], prefix: str, kind: str) -> str:
+        matches = [name for logical_id, name in names.items() if logical_id.startswith(prefix)]
+        if len(matches) != 1:
+            raise LocalPipelineError(
+                f"{len(matches)} {kind}s have a logical id starting with {prefix!r} in stack "
+                f"{self.stack.stack_name} (its {kind}s: {sorted(names)}); give a longer prefix"
+            )
+        return matches[0]
+
+    def _function(self, logical_id: str) -> LocalFunction:
+        resources = self._resources
+        spec = self.stack.functions()[logical_id]
+        layers = self.stack.layers()
+        layer_dirs = []
+        for layer in spec.layers:
+            if isinstance(layer, Mapping) and layer.get("Ref") in layers:
+                layer_dirs.append(layers[layer["Ref"]].asset_dir)
+        environment = {
+            name: str(resources.resolve(value)) for name, value in spec.environment.items()
+        }
+        assert self.endpoint is not None
+        return LocalFunction(
+            spec=spec,
+            name=resources.refs[logical_id],
+            arn=resources.attributes[(logical_id, "Arn")],
+            environment=environment,
+            layer_dirs=tuple(layer_dirs),
+            endpoint_environment=self.endpoint.environment(),
+            clock=self.clock,
+            clock_speed=self.clock_speed,
+            capture_output=self.capture_output,
+            faults=self.faults,
+        )
+
+    def _mapping(self, logical_id: str) -> EventSourceMapping:
+        resources = self._resources
+        spec = next(m for m in self.stack.stream_mappings() if m.logical_id == logical_id)
+        properties = resources.resolve(dict(spec.properties))
+        settings = MappingSettings.from_properties(properties)
+        function = self._function_of(spec.function_ref)
+        destination = None
+        if settings.on_failure_arn:
+            assert self.endpoint is not None
+            destination = OnFailureDestination(
+                settings.on_failure_arn,
+                self.endpoint,
+                queue_url=resources.queue_url_for_arn(settings.on_failure_arn),
+                mapping_uuid=_uuid_of(self.stack.stack_name, logical_id),
+            )
+        assert self.endpoint is not None
+        return EventSourceMapping(
+            name=logical_id,
+            stream_arn=properties["EventSourceArn"],
+            function=function,
+            settings=settings,
+            streams_client=self.endpoint.client("dynamodbstreams"),
+            destination=destination,
+            ttl_ledger=self.ttl_ledger,
+            faults=self.faults,
+            clock=self.clock,
+            track_records=self.track_records,
+        )
+
+    def _function_of(self, reference: Any) -> LocalFunction:
+        if isinstance(reference, Mapping) and "Ref" in reference:
+            return self.functions[reference["Ref"]]
+        if isinstance(reference, Mapping) and "Fn::GetAtt" in reference:
+            return self.functions[reference["Fn::GetAtt"][0]]
+        for function in self.functions.values():
+            if reference in (function.name, function.arn):
+                return function
+        raise LocalPipelineError(
+            f"event source mapping FunctionName {reference!r} is not a function of stack "
+            f"{self.stack.stack_name}"
+        )
+
+    def _ttl_tables(self) -> dict[str, str]:
+        tables = {}
+        for table in self.stack.tables():
+            ttl = self._resources.resolve(dict(table.properties)).get("TimeToLiveSpecification")
+            if ttl and ttl.get("Enabled"):
+                tables[self._resources.table_names[table.logical_id]] = ttl["AttributeName"]
+        return tables
+
+    def _collect_output(self) -> None:
+        for function in self.functions.values():
+            while function.outputs:
+                text = function.outputs.popleft()
+                for line in text.splitlines():
+                    self.recent_output.append(line)
+                    self.metrics.update(emf_metrics(line))
+
+
+def emf_metrics(line: str) -> dict[str, float]:
+    """Metric values of one CloudWatch embedded-metric-format log line (empty if it is not one)."""
+    if not line.startswith("{") or '"_aws"' not in line:
+        return {}
+    try:
+        document = json.loads(line)
+    except json.JSONDecodeError:
+        return {}
+    values: dict[str, float] = {}
+    for directive in document.get("_aws", {}).get("CloudWatchMetrics", []):
+        for metric in directive.get("Metrics", []):
+            value = document.get(metric.get("Name"))
+            if isinstance(value, int | float):
+                values[metric["Name"]] = values.get(metric["Name"], 0) + value
+            elif isinstance(value, list):
+                values[metric["Name"]] = values.get(metric["Name"], 0) + sum(value)
+    return values
+
+
+def _uuid_of(stack_name: str, logical_id: str) -> str:
+    import uuid
+
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"cdc-local:{stack_name}:{logical_id}"))

@@ -1,0 +1,149 @@
+"""DynamoDB's TTL sweeper, played locally (moto never expires items).
+
+Follows "Using time to live (TTL) in DynamoDB" (developer guide): an item expires when its TTL
+attribute is a Number holding epoch **seconds** at or before now; items whose attribute is not a
+Number, or whose value lies more than five years in the past, are never deleted (so a value in
+milliseconds, which reads as a date far in the future, never expires). The deletion appears in
+the stream as a REMOVE record whose ``userIdentity`` is
+``{"type": "Service", "principalId": "dynamodb.amazonaws.com"}``.
+
+moto's stream records carry no ``userIdentity``. The sweeper therefore keeps a ledger of what it
+deleted (table, keys, and the deleted item), and a mapping that reads a REMOVE record asks the
+ledger: the first REMOVE of those keys (with that old image, when the stream carries old images)
+read after the deletion is the sweeper's, and is annotated like DynamoDB's. The binding is kept by
+stream ARN and sequence number, so every mapping on the same stream sees the same annotation.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from cdc_local.endpoint import LocalEndpoint
+from cdc_local.records import fingerprint
+
+#: DynamoDB skips TTL values more than five years in the past.
+MAX_TTL_AGE_SECONDS = 5 * 365 * 24 * 3600
+TTL_USER_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+
+def _key(value: Mapping[str, Any]) -> str:
+    return fingerprint(value)
+
+
+def is_expired(attribute: Mapping[str, Any] | None, now: float) -> bool:
+    """Whether a TTL attribute (DynamoDB JSON: ``{"N": "1700000000"}``) has expired at ``now``."""
+    if not attribute or "N" not in attribute:
+        return False
+    try:
+        expiry = Decimal(attribute["N"])
+    except ArithmeticError:
+        return False
+    return now - MAX_TTL_AGE_SECONDS <= expiry <= Decimal(str(now))
+
+
+class TtlLedger:
+    """What the sweeper deleted, so the matching stream REMOVE records can be marked."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._deletions: dict[tuple[str, Any], deque[Any]] = defaultdict(deque)
+        self._bound: dict[tuple[str, str], bool] = {}
+
+    def record(self, table_name: str, keys: Mapping[str, Any], item: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._deletions[(table_name, _key(keys))].append(_key(item))
+
+    def forget(self, table_name: str, keys: Mapping[str, Any], item: Mapping[str, Any]) -> None:
+        """Undo :meth:`record` for a deletion that did not happen."""
+        with self._lock:
+            pending = self._deletions.get((table_name, _key(keys)))
+            if pending and _key(item) in pending:
+                pending.remove(_key(item))
+
+    def annotate(self, stream_arn: str, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with DynamoDB's TTL ``userIdentity`` if it is a sweeper deletion."""
+        if record.get("eventName") != "REMOVE":
+            return record
+        sequence = record["dynamodb"]["SequenceNumber"]
+        with self._lock:
+            bound = self._bound.get((stream_arn, sequence))
+            if bound is None:
+                bound = self._claim(_table_of(stream_arn), record["dynamodb"])
+                self._bound[(stream_arn, sequence)] = bound
+        return {**record, "userIdentity": dict(TTL_USER_IDENTITY)} if bound else record
+
+    def _claim(self, table_name: str, change: Mapping[str, Any]) -> bool:
+        pending = self._deletions.get((table_name, _key(change["Keys"])))
+        if not pending:
+            return False
+        old_image = change.get("OldImage")
+        if old_image is not None and _key(old_image) != pending[0]:
+            return False
+        pending.popleft()
+        return True
+
+
+def _table_of(stream_arn: str) -> str:
+    # arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label>
+    return stream_arn.split(":", 5)[5].split("/")[1]
+
+
+class TtlSweeper:
+    """Deletes expired items from the tables that have TTL enabled, as DynamoDB does."""
+
+    def __init__(
+        self,
+        endpoint: LocalEndpoint,
+        ttl_attributes: Mapping[str, str],
+        ledger: TtlLedger | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``ttl_attributes``: table name -> its TTL attribute name."""
+        self.ddb = endpoint.client("dynamodb")
+        self.ttl_attributes = dict(ttl_attributes)
+        self.ledger = ledger or TtlLedger()
+        self.clock = clock
+        self.deleted = 0
+
+    def sweep(self) -> int:
+        """Delete every expired item now; return how many were deleted."""
+        deleted = 0
+        now = self.clock()
+        for table, attribute in self.ttl_attributes.items():
+            key_names = [
+                k["AttributeName"]
+                for k in self.ddb.describe_table(TableName=table)["Table"]["KeySchema"]
+            ]
+            for page in self.ddb.get_paginator("scan").paginate(
+                TableName=table, ConsistentRead=True
+            ):
+                for item in page["Items"]:
+                    if is_expired(item.get(attribute), now):
+                        deleted += self._delete(table, attribute, key_names, item)
+        self.deleted += deleted
+        return deleted
+
+    def _delete(
+        self, table: str, attribute: str, key_names: list[str], item: Mapping[str, Any]
+    ) -> int:
+        keys = {name: item[name] for name in key_names}
+        # Record first: the REMOVE may be read by a mapping as soon as the delete commits.
+        self.ledger.record(table, keys, item)
+        try:
+            # Only if the TTL value is unchanged: an item whose TTL was extended meanwhile stays.
+            self.ddb.delete_item(
+                TableName=table,
+                Key=keys,
+                ConditionExpression="#ttl = :seen",
+                ExpressionAttributeNames={"#ttl": attribute},
+                ExpressionAttributeValues={":seen": item[attribute]},
+            )
+        except self.ddb.exceptions.ConditionalCheckFailedException:
+            self.ledger.forget(table, keys, item)
+            return 0
+        return 1

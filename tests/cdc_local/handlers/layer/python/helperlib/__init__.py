@@ -1,0 +1,3 @@
+"""A module shipped in a test Lambda layer (python/ directory)."""
+
+WHO = "probe"

@@ -1,0 +1,169 @@
+"""End to end through the reference stack (CdcReferenceStack and its order-stats consumer).
+
+These run once the reference stack (cdc_constructs.reference_stack) and its handler
+(lambda_src/handlers/order_stats.py, with the cdc_consumer runtime) are in the checkout; they
+are skipped otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_local.endpoint import LocalEndpoint
+from cdc_local.faults import FaultPlan
+from cdc_local.reference import ConsumerWiring, account, redrive_on_failure, view_reconciled
+from cdc_local.runner import LocalPipeline
+from cdc_local.workload import OrderWorkload, apply
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+HANDLER = REPOSITORY / "lambda_src" / "handlers" / "order_stats.py"
+RUNTIME = REPOSITORY / "lambda_src" / "cdc_consumer" / "processor.py"
+
+pytestmark = pytest.mark.skipif(
+    not (HANDLER.is_file() and RUNTIME.is_file()),
+    reason="needs the order-stats handler and the cdc_consumer runtime in lambda_src/",
+)
+ON_FAILURE_KEYS = {
+    "requestContext",
+    "responseContext",
+    "version",
+    "timestamp",
+    "DDBStreamBatchInfo",
+}
+BATCH_INFO_KEYS = {
+    "shardId",
+    "startSequenceNumber",
+    "endSequenceNumber",
+    "approximateArrivalOfFirstRecord",
+    "approximateArrivalOfLastRecord",
+    "batchSize",
+    "streamArn",
+}
+
+
+@pytest.fixture(scope="module")
+def reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    reference_stack = pytest.importorskip("cdc_constructs.reference_stack")
+    import aws_cdk as cdk
+
+    outdir = tmp_path_factory.mktemp("reference.out")
+    app = cdk.App(outdir=str(outdir))
+    reference_stack.CdcReferenceStack(app, "CdcReferenceStack")
+    app.synth()
+    return outdir
+
+
+def run_workload(pipeline: LocalPipeline, workload: OrderWorkload, writes_per_turn: int) -> None:
+    wiring = ConsumerWiring.of(pipeline)
+    ddb = pipeline.client("dynamodb")
+    for index, change in enumerate(workload.plan(), start=1):
+        apply(ddb, wiring.source_table, change)
+        if index % writes_per_turn == 0:
+            pipeline.poll()
+    pipeline.run()
+
+
+def check_poison_quarantined(accounting, expected: int) -> None:
+    poison = {
+        m["record"]["eventID"]: m["record"]
+        for m in accounting.quarantine_messages
+        if m["record"]["dynamodb"]["Keys"]["pk"]["S"].startswith("ORDER#poison-")
+    }
+    assert len(poison) == expected
+    for record in poison.values():  # the payload is there: the record as Lambda delivered it
+        assert record["dynamodb"]["NewImage"]["amount"] == {"S": "ten"}
+
+
+def test_reference_stack_keeps_the_view_exactly(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """A small workload without faults: every change is accounted for, the poison write is
+    quarantined with its payload, and the view equals its recomputation."""
+    with LocalPipeline(
+        reference_assembly, "CdcReferenceStack", endpoint=aws, track_records=True
+    ) as pipeline:
+        run_workload(pipeline, OrderWorkload(changes=400, orders=40, poison=1, seed=3), 100)
+        wiring = ConsumerWiring.of(pipeline)
+        accounting = account(pipeline, wiring)
+        assert accounting.lost == []
+        assert accounting.records == 400 + pipeline.counters.ttl_deletions
+        check_poison_quarantined(accounting, 1)
+        assert view_reconciled(pipeline, wiring)
+        assert pipeline.metrics["TtlExpiries"] == pipeline.counters.ttl_deletions > 0
+
+
+@pytest.mark.slow
+def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """5,000 changes on 200 orders, with handler crashes at random points, transient DynamoDB
+    errors, lost responses, duplicated deliveries and 3 poison writes: 0 changes lost, 0 effects
+    applied twice (the view equals its recomputation from the orders table), the poison records
+    in quarantine with their payload, and on-failure messages (if any batch ran out of retries)
+    in AWS's shape - redriven before the view is compared."""
+    faults = FaultPlan(
+        seed=11,
+        crash_probability=0.02,
+        transient_error_probability=0.03,
+        lost_response_probability=0.03,
+        duplicate_delivery_probability=0.05,
+    )
+    with LocalPipeline(
+        reference_assembly, "CdcReferenceStack", endpoint=aws, faults=faults, track_records=True
+    ) as pipeline:
+        run_workload(pipeline, OrderWorkload(changes=5000, orders=200, poison=3, seed=5), 250)
+        wiring = ConsumerWiring.of(pipeline)
+        injected = pipeline.faults.counters if pipeline.faults else None
+        assert injected is not None
+        assert injected.crashes and injected.transient_errors and injected.duplicate_deliveries
+        assert pipeline.metrics["DuplicatesSkipped"] > 0
+
+        accounting = account(pipeline, wiring)
+        assert accounting.lost == []
+        assert accounting.records == 5000 + pipeline.counters.ttl_deletions
+        check_poison_quarantined(accounting, 3)
+        for message in accounting.on_failure_messages:
+            assert set(message) == ON_FAILURE_KEYS
+            assert set(message["DDBStreamBatchInfo"]) == BATCH_INFO_KEYS
+            assert message["requestContext"]["condition"] in (
+                "RetryAttemptsExhausted",
+                "RecordAgeExceeded",
+            )
+        if accounting.on_failure_messages:  # held, not lost: redrive them, then compare
+            report = redrive_on_failure(pipeline, wiring)
+            assert report.ok, report.summary()
+        assert view_reconciled(pipeline, wiring)
+
+
+@pytest.mark.skipif(
+    not (REPOSITORY / "lambda_src" / "cdc_consumer" / "redrive.py").is_file(),
+    reason="needs the redrive (lambda_src/cdc_consumer/redrive.py)",
+)
+def test_batches_whose_retries_ran_out_are_held_then_redriven(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """Every invocation crashes: the mapping bisects down to single records and, when their 5
+    retries run out, sends each to the on-failure queue - held, not lost. Redrive then reads
+    them back from the stream and the view reconciles."""
+    with LocalPipeline(
+        reference_assembly,
+        "CdcReferenceStack",
+        endpoint=aws,
+        faults=FaultPlan(crash_probability=1.0),
+        track_records=True,
+    ) as pipeline:
+        wiring = ConsumerWiring.of(pipeline)
+        ddb = pipeline.client("dynamodb")
+        for change in OrderWorkload(changes=60, orders=10, poison=1, seed=2).plan():
+            apply(ddb, wiring.source_table, change)
+        pipeline.drain()
+        assert pipeline.faults is not None
+        pipeline.faults.plan = FaultPlan()  # the outage is over
+        accounting = account(pipeline, wiring)
+        assert accounting.lost == [] and accounting.on_failure > 0
+        assert not view_reconciled(pipeline, wiring)
+        report = redrive_on_failure(pipeline, wiring)
+        assert report.ok and report.records_replayed == accounting.on_failure
+        assert view_reconciled(pipeline, wiring)
