@@ -1,5 +1,7 @@
 """Make moto's TransactWriteItems back each table up once per transaction, not once per action.
 
+A fallback for checkouts without cdc_local.moto_patches (see :func:`copy_each_table_once`).
+
 moto 5.2.5's ``DynamoDBBackend.transact_write_items`` deep-copies the target table for *every
 action* before applying any (so that it can roll back), which makes a transaction of 100 actions
 cost 100 copies of the table: on the idempotency table of a 2,000-record run, seconds per
@@ -38,9 +40,20 @@ class _OneCopyPerTable:
 
 
 def copy_each_table_once() -> None:
-    """Install the patch (idempotent)."""
+    """Install the patch (idempotent), unless the local pipeline's own patch is there.
+
+    cdc_local.moto_patches (applied by LocalEndpoint.start) does better: it snapshots only the
+    items a transaction names, so a transaction's cost no longer grows with the table. When it
+    exists this function does nothing, since wrapping it would bring the table copies back.
+    """
     global _patched
     if _patched:
+        return
+    try:
+        from cdc_local import moto_patches  # noqa: F401
+    except ImportError:
+        pass
+    else:
         return
     from moto.dynamodb import models
     from moto.dynamodb.models.table import Table
@@ -55,5 +68,18 @@ def copy_each_table_once() -> None:
             finally:
                 models.copy = copy  # type: ignore[assignment]
 
+    transact_write_items._bench_patched = True  # type: ignore[attr-defined]
     models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     _patched = True
+
+
+def describe() -> str:
+    """Which patch moto's TransactWriteItems runs with in this process (for the report)."""
+    from moto.dynamodb import models
+
+    method = models.DynamoDBBackend.transact_write_items
+    if getattr(method, "_cdc_local_patched", False):
+        return "cdc_local.moto_patches"
+    if getattr(method, "_bench_patched", False):
+        return "bench.moto_speed"
+    return "none"

@@ -509,16 +509,9 @@ NOTES = [
     "persistence layer is given the module's client). One count per HTTP request, retries "
     "included; the harness's own setup and verification requests are not counted.",
     "- Wall time is measured against moto's server in the same process, on this machine, and "
-    "is not DynamoDB's latency. moto 5.2.5's TransactWriteItems deep-copies the target table "
-    "once per *action* before applying any (for rollback); the benchmark patches its own moto "
-    "server to take one copy per table per transaction (bench/moto_speed.py; same backup, same "
-    "behaviour), else `make bench` would take many minutes. moto still copies every touched "
-    "table on each transaction, so a transaction's time on moto grows with the size of the "
-    "idempotency and view tables, which DynamoDB's does not: at batch size 1, or with every "
-    "record on one view item (one transaction per record), cdc-constructs looks slower than "
-    "Powertools on moto for that reason alone. *Outside requests* is each consumer's own time "
-    "(wall time minus time inside requests). The request count is the better guide to cost "
-    "and latency in AWS.",
+    "is not DynamoDB's latency. *Outside requests* is each consumer's own time (wall time "
+    "minus time inside requests). The request count is the better guide to cost and latency "
+    "in AWS.",
     "- Other work shared the 2 CPUs during runs (the machine's load is not controlled), so "
     "times vary between runs by tens of percent; counts and exactness do not vary.",
     "- The view is exact when every customer's figures equal a recomputation from the orders "
@@ -529,6 +522,22 @@ NOTES = [
     "- Rerun with `make bench` (or `.venv/bin/python -m bench`); raw figures are in "
     "bench/results.json.",
 ]
+
+
+_MOTO_PATCH_NOTES = {
+    "cdc_local.moto_patches": "- moto 5.2.5's TransactWriteItems deep-copies each target table "
+    "once per *action* for its rollback; the local endpoint (cdc_local.moto_patches, applied by "
+    "LocalEndpoint.start) snapshots only the items a transaction names instead, with the same "
+    "checks, errors and rollback. Without it a transaction's time on moto grows with the "
+    "idempotency table, which DynamoDB's does not.",
+    "bench.moto_speed": "- moto 5.2.5's TransactWriteItems deep-copies each target table once "
+    "per *action* for its rollback; this run used bench/moto_speed.py (one copy per table per "
+    "transaction, same backup). moto still copies every touched table on each transaction, so "
+    "with one transaction per record (batch size 1, or every record on one view item) "
+    "cdc-constructs looks slower than Powertools on moto for that reason alone.",
+    "none": "- moto's TransactWriteItems ran unpatched: it deep-copies each target table once per "
+    "action, so cdc-constructs' wall times on moto are inflated well beyond DynamoDB's.",
+}
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -549,6 +558,6 @@ def markdown(results: dict[str, Any]) -> str:
         _cold_start(results),
         _synth(results),
         _machine(results),
-        NOTES,
+        [*NOTES, _MOTO_PATCH_NOTES.get(results.get("moto_transactions_patch", ""), "")],
     ]
     return "\n\n".join("\n".join(s) for s in sections if s) + "\n"
