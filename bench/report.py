@@ -191,6 +191,7 @@ def _headline(results: dict[str, Any]) -> list[str]:
 def _findings(results: dict[str, Any]) -> list[str]:
     p = results["projection"]
     ref, pt = p[REF], p[PT]
+    w = results["workload"]
     lines = [
         "## Findings",
         "",
@@ -201,10 +202,11 @@ def _findings(results: dict[str, Any]) -> list[str]:
         "UpdateItem on the view, UpdateItem COMPLETED) and 2 for one that does not; "
         "cdc-constructs puts consecutive records' markers and updates in one TransactWriteItems "
         "(up to 100 actions, no item twice) and writes nothing for a record without effect. "
-        "On this workload 100 customers share 2,000 changes, so a batch often touches a "
-        "customer twice and the transaction is cut there; on distinct keys it is 0.02 (see the "
-        "cost curve), and with every record on one item it degrades to one transaction per "
-        "record, still a third of Powertools' requests.",
+        f"On this workload {w['customers']} customers share {w['changes']:,} changes, so a "
+        "batch often touches a customer twice and the transaction is cut there; on distinct "
+        "keys it is lower (see the targets and the cost curve), and with every record on one "
+        "item it degrades to one transaction per record, still a third of Powertools' "
+        "requests.",
     ]
     faults = results.get("faults", {})
     if "crash" in faults:
