@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, cpu, machine, moto_speed, report, synth
+from bench import cold_start, cpu, machine, report, synth
 from bench.consumers import CONSUMER_NAME, Consumer, load_baseline, load_reference
 from bench.faults import run_fault
-from bench.local_aws import create_resources, install_instrumentation
+from bench.local_aws import create_resources, install_instrumentation, moto_transactions_patch
 from bench.projection import RunOptions, run
 from bench.workload import order_workload, same_item_workload
 from cdc_local.endpoint import LocalEndpoint, patched_environ
@@ -61,7 +61,6 @@ def _both(consumers: list[Consumer], fn: Any) -> dict[str, Any]:
 def run_projection_benchmarks(quick: bool, endpoint_url: str | None) -> dict[str, Any]:
     """Items 1 and 2, and the fault runs, on one moto server (started here unless given)."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
-    moto_speed.copy_each_table_once()
     main = order_workload(changes=50, orders=10, customers=5) if quick else order_workload()
     faulty = (
         main
@@ -77,7 +76,7 @@ def run_projection_benchmarks(quick: bool, endpoint_url: str | None) -> dict[str
         resources = create_resources(endpoint)
         with patched_environ(resources.environment(CONSUMER_NAME)):
             install_instrumentation()
-            results["moto_transactions_patch"] = moto_speed.describe()
+            results["moto_transactions_patch"] = moto_transactions_patch()
             consumers = [load_reference(), load_baseline()]
             _log(f"projection: {len(main.records)} changes on {main.orders} orders")
             results["workload"] = {

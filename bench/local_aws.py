@@ -171,6 +171,19 @@ def install_instrumentation() -> Instrumentation:
     return INSTRUMENTATION
 
 
+def moto_transactions_patch() -> str:
+    """Which patch moto's TransactWriteItems runs with in this process (for the report).
+
+    moto 5.2.5 deep-copies each target table once per action of a transaction; the local
+    endpoint's cdc_local.moto_patches (applied by LocalEndpoint.start) snapshots only the items
+    a transaction names. Without it, `make bench` still runs, only slower, and the report says so.
+    """
+    from moto.dynamodb import models
+
+    patched = getattr(models.DynamoDBBackend.transact_write_items, "_cdc_local_patched", False)
+    return "cdc_local.moto_patches" if patched else "none"
+
+
 def admin_client(endpoint: LocalEndpoint, service: str) -> Any:
     """A client for the harness itself: a separate session, so its requests are not counted."""
     return boto3.session.Session().client(

@@ -532,11 +532,6 @@ _MOTO_PATCH_NOTES = {
     "LocalEndpoint.start) snapshots only the items a transaction names instead, with the same "
     "checks, errors and rollback. Without it a transaction's time on moto grows with the "
     "idempotency table, which DynamoDB's does not.",
-    "bench.moto_speed": "- moto 5.2.5's TransactWriteItems deep-copies each target table once "
-    "per *action* for its rollback; this run used bench/moto_speed.py (one copy per table per "
-    "transaction, same backup). moto still copies every touched table on each transaction, so "
-    "with one transaction per record (batch size 1, or every record on one view item) "
-    "cdc-constructs looks slower than Powertools on moto for that reason alone.",
     "none": "- moto's TransactWriteItems ran unpatched: it deep-copies each target table once per "
     "action, so cdc-constructs' wall times on moto are inflated well beyond DynamoDB's.",
 }
