@@ -26,8 +26,14 @@ $(DEV_DEPS): requirements.txt requirements-dev.txt | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $(APP_DEPS) $@
 
+# npm ci deletes node_modules' contents first: when node_modules is a symlink to an install
+# shared with other checkouts (git worktrees), that would empty the shared one, so keep it.
 $(CLI_DEPS): package.json package-lock.json $(APP_DEPS)
-	npm ci --no-audit --no-fund --loglevel=error
+	@if [ -L node_modules ]; then \
+		echo "node_modules is a symlink to a shared install: not reinstalling it"; \
+	else \
+		npm ci --no-audit --no-fund --loglevel=error; \
+	fi
 	touch $@
 
 ## synth: install, synthesize CdcReferenceStack into cdk.out/, run cdk-nag

@@ -18,22 +18,27 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 from cdc_constructs import CdcReferenceStack
+from cdc_constructs.nag import CdcChecks
 
 STACK_NAME = "CdcReferenceStack"
-NAG_PACKS = ("AwsSolutions", "Serverless")
+NAG_PACKS = ("AwsSolutions", "Serverless", "CdcChecks")
 
 
 def build_app(app: cdk.App | None = None) -> cdk.App:
-    """The app with the reference stack and the cdk-nag packs (app.py and the tests use it)."""
+    """The app with the reference stack and the cdk-nag packs: AwsSolutions, Serverless and
+    this library's CdcChecks (app.py and the tests use it)."""
     app = app or cdk.App()
     email = app.node.try_get_context("alarmEmail")
     CdcReferenceStack(
         app,
         STACK_NAME,
         alarm_emails=[email] if email else [],
-        description="cdc-constructs reference: orders table -> order-stats view, with alarms",
+        description="cdc-constructs reference: orders table -> order-stats view, TTL archive "
+        "and order-paid fan-out, with redrive and alarms",
     )
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    cdk.Validations.of(app).add_plugins(
+        AwsSolutionsChecks(app), ServerlessChecks(app), CdcChecks(app)
+    )
     return app
 
 
@@ -44,8 +49,15 @@ def acknowledgements(app: cdk.App) -> list[tuple[str, str, str]]:
         for entry in construct.node.metadata:
             if entry.type == cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY:
                 for rule, reason in entry.data.items():
-                    found.append((construct.node.path, rule.split("::")[-1], reason))
+                    found.append((construct.node.path, _rule_id(rule), reason))
     return found
+
+
+def _rule_id(key: str) -> str:
+    """``AwsSolutions-IAM5[Resource::...]`` from ``Annotation::AwsSolutions-IAM5[Resource::...]``:
+    the namespace CDK prefixes, not the ``::`` inside a finding id."""
+    namespace, separator, rest = key.partition("::")
+    return rest if separator and "[" not in namespace else key
 
 
 def unacknowledged_findings(assembly_dir: str) -> int:

@@ -8,10 +8,20 @@ and refuse unsafe ones with one error that lists every problem.
 
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.change_capture_table import ChangeCaptureTable
-from cdc_constructs.exceptions import CdcAssetError, CdcConfigurationError, CdcError, Problem
+from cdc_constructs.exceptions import (
+    CdcAssetError,
+    CdcConfigurationError,
+    CdcError,
+    FanOutConfigurationError,
+    Problem,
+    RedriveConfigurationError,
+)
+from cdc_constructs.fan_out import StreamFanOut
 from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.monitoring import StreamConsumerMonitoring
+from cdc_constructs.nag import CdcChecks, CdcChecksError
+from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.reference_stack import CdcReferenceStack
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
@@ -19,14 +29,20 @@ from cdc_constructs.stream_consumer import StreamConsumer
 __all__ = [
     "AlarmTopic",
     "CdcAssetError",
+    "CdcChecks",
+    "CdcChecksError",
     "CdcConfigurationError",
     "CdcError",
     "CdcReferenceStack",
     "ChangeCaptureTable",
     "ConsumerRuntimeLayer",
+    "FanOutConfigurationError",
     "IdempotencyTable",
     "Problem",
+    "RedriveConfigurationError",
     "StreamConsumer",
     "StreamConsumerMonitoring",
+    "StreamFanOut",
     "StreamFilters",
+    "StreamRedrive",
 ]

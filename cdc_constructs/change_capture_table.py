@@ -11,6 +11,7 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.table_props import table_props
 from cdc_constructs.validation import check_name, raise_if_any, view_type_name
 
 
@@ -82,21 +83,17 @@ class ChangeCaptureTable(Construct):
             "Table",
             partition_key=partition_key,
             sort_key=sort_key,
-            table_name=table_name,
-            billing=billing or dynamodb.Billing.on_demand(),
             dynamo_stream=stream,
             time_to_live_attribute=time_to_live_attribute,
-            encryption=(
-                dynamodb.TableEncryptionV2.customer_managed_key(encryption_key)
-                if encryption_key is not None
-                else dynamodb.TableEncryptionV2.aws_managed_key()
-            ),
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=point_in_time_recovery
-            ),
-            deletion_protection=deletion_protection,
-            removal_policy=removal_policy,
             global_secondary_indexes=global_secondary_indexes,
+            **table_props(
+                encryption_key=encryption_key,
+                point_in_time_recovery=point_in_time_recovery,
+                deletion_protection=deletion_protection,
+                removal_policy=removal_policy,
+                table_name=table_name,
+                billing=billing,
+            ),
         )
         """The TableV2 (escape hatch)."""
 

@@ -101,6 +101,46 @@ LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
 METRICS_NAMESPACE: Final = "CdcConstructs"
 """The CloudWatch namespace of the runtime's embedded-metric-format metrics."""
 
+# --- Redrive (StreamRedrive, composed by StreamConsumer) --------------------------------------
+
+REDRIVE: Final = True
+"""StreamConsumer provisions a redrive function by default: the on-failure queue holds only
+pointers, and the stream forgets their records after 24 h, so the way to replay them must exist
+before the alarm fires. Idle, it costs nothing. Turn it off only when you redrive another way."""
+
+REDRIVE_TIMEOUT_SECONDS: Final = 900
+"""Lambda's maximum: a redrive invokes the consumer synchronously, message after message, and
+is run rarely and by hand, so it gets all the time Lambda allows."""
+
+REDRIVE_DEADLINE_MARGIN_SECONDS: Final = 30
+"""Kept before the redrive's deadline on top of the consumer's timeout: no new message is
+started later than that, so the consumer invoke in flight finishes and the report is logged."""
+
+REDRIVE_MEMORY_SIZE_MB: Final = 256
+"""Enough for boto3 and a 6 MB invoke payload held twice (records and their JSON)."""
+
+REDRIVE_RESERVED_CONCURRENCY: Final = 1
+"""One redrive at a time: two would replay batches of one shard side by side, out of order."""
+
+# --- Fan-out (StreamFanOut: an EventBridge Pipe to an event bus) -----------------------------
+# Retries, record age, parallelization, DLQ retention and log retention are the stream
+# consumer's defaults above, for the same reasons.
+
+FAN_OUT_BATCH_SIZE: Final = 10
+"""Small batches: a failing batch is retried and bisected as a whole, so a small one re-sends
+little; 10 is also the most entries one EventBridge PutEvents call accepts."""
+
+FAN_OUT_DETAIL_TYPE: Final = "$.eventName"
+"""The event's detail-type taken from the change itself: INSERT, MODIFY or REMOVE."""
+
+PIPE_LOG_LEVEL: Final = "ERROR"
+"""ERROR logs failed executions only (INFO/TRACE log every one). Execution data (the payload)
+is never logged by default: it would copy item data, possibly personal, into the logs."""
+
+OUTBOX_KEY_ATTRIBUTE: Final = "pk"
+"""The key attribute the outbox's key-prefix filter applies to (``cdc_consumer.outbox`` writes
+outbox items under ``pk``)."""
+
 # --- Monitoring ---------------------------------------------------------------------------
 
 ITERATOR_AGE_ALARM_FRACTION: Final = 0.25
@@ -135,4 +175,25 @@ MAX_BATCHING_WINDOW_RANGE_SECONDS: Final = (0, 300)
 """AWS's range for MaximumBatchingWindowInSeconds."""
 
 MAX_FILTERS: Final = 5
-"""AWS's limit of filter patterns per event source mapping (ESM FilterCriteria)."""
+"""AWS's limit of filter patterns per event source mapping or pipe (FilterCriteria)."""
+
+MAX_FILTER_PATTERN_LENGTH: Final = 4096
+"""AWS's limit on one filter pattern, as JSON text (event source mappings and pipes)."""
+
+LAMBDA_MEMORY_RANGE_MB: Final = (128, 10_240)
+"""Lambda's range for MemorySize."""
+
+LAMBDA_TIMEOUT_RANGE_SECONDS: Final = (1, 900)
+"""Lambda's range for Timeout."""
+
+PIPE_LOG_LEVELS: Final = ("OFF", "ERROR", "INFO", "TRACE")
+"""The log levels of an EventBridge Pipe."""
+
+MAX_INPUT_TEMPLATE_LENGTH: Final = 8192
+"""AWS's limit on a pipe's input template."""
+
+MAX_DETAIL_TYPE_LENGTH: Final = 128
+"""EventBridge's limit on an event's detail-type."""
+
+MAX_SOURCE_LENGTH: Final = 256
+"""EventBridge's limit on an event's source."""

@@ -35,5 +35,13 @@ class CdcConfigurationError(CdcError, ValueError):
         super().__init__("\n".join(lines))
 
 
+class FanOutConfigurationError(CdcConfigurationError):
+    """StreamFanOut props that cannot make a safe pipe; ``problems`` lists each one."""
+
+
+class RedriveConfigurationError(CdcConfigurationError):
+    """StreamRedrive props that cannot make a working redrive; ``problems`` lists each one."""
+
+
 class CdcAssetError(CdcError, FileNotFoundError):
     """The Lambda code shipped with the library (lambda_src) cannot be found."""

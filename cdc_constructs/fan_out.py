@@ -36,9 +36,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Acknowledgment, Duration, Stack, Validations
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -47,6 +46,37 @@ from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+
+from cdc_constructs import defaults
+from cdc_constructs.alarm_topic import AlarmTopic
+from cdc_constructs.alarms import alarm_on_any
+from cdc_constructs.exceptions import FanOutConfigurationError, Problem
+from cdc_constructs.permissions import (
+    LOG_WRITE_ACTIONS,
+    QUEUE_SEND_ACTIONS,
+    QUEUE_SEND_KEY_ACTIONS,
+    STREAM_KEY_ACTIONS,
+    STREAM_READ_ACTIONS,
+    allow,
+)
+from cdc_constructs.queues import dead_letter_queue
+from cdc_constructs.source_table import (
+    UNKNOWN_VIEW_TYPE,
+    SourceTable,
+    as_table,
+    check_source_table,
+    stream_view_type_of,
+)
+from cdc_constructs.validation import (
+    check_batch_size,
+    check_filters,
+    check_max_batching_window,
+    check_max_record_age,
+    check_parallelization_factor,
+    check_retry_attempts,
+    raise_if_any,
+    seconds,
+)
 
 __all__ = [
     "OUTBOX_EVENT_ID_ATTRIBUTE",
@@ -57,50 +87,16 @@ __all__ = [
     "StreamFanOut",
 ]
 
-# ---- Defaults, each with its reason (to move into cdc_constructs/defaults.py) --------------------
-
-#: TRIM_HORIZON, fixed: LATEST skips whatever is written while the pipe is created or updated.
 STARTING_POSITION = "TRIM_HORIZON"
-#: Small batches: a failing batch is retried and bisected as a whole, so a small one re-sends
-#: little; 10 is also the most entries one EventBridge PutEvents call accepts.
-DEFAULT_BATCH_SIZE = 10
-#: Finite retries: AWS's default (-1) retries a poison record until it leaves the stream (24 h),
-#: blocking its shard the whole time. After 5 (bisected) retries the batch goes to the DLQ.
-DEFAULT_MAXIMUM_RETRY_ATTEMPTS = 5
-#: One hour, well below the stream's 24 h retention: a record that cannot be delivered within an
-#: hour goes to the DLQ while there is still time to read it back from the stream.
-DEFAULT_MAXIMUM_RECORD_AGE = Duration.hours(1)
-#: One poller per shard keeps per-item order simple to reason about; raise for throughput.
-DEFAULT_PARALLELIZATION_FACTOR = 1
-#: SQS's maximum: the longest time to notice a dead-lettered batch and act on it.
-DEFAULT_DLQ_RETENTION = Duration.days(14)
-#: A month of pipe logs: enough to investigate an incident, bounded cost.
-DEFAULT_LOG_RETENTION = logs.RetentionDays.ONE_MONTH
-#: ERROR logs failed executions only; INFO/TRACE log every execution. Execution data (the
-#: payload) is never included by default: it would copy item data, possibly personal, to logs.
-DEFAULT_LOG_LEVEL = "ERROR"
-#: detail-type taken from the change itself: INSERT, MODIFY or REMOVE.
-DEFAULT_DETAIL_TYPE = "$.eventName"
-#: Pipe metrics (namespace AWS/EventBridge/Pipes, dimension PipeName) that mean events were not
-#: delivered; each alarms on Sum >= 1 over the period below.
+"""Fixed, not a prop: LATEST skips whatever is written while the pipe is created or updated
+(defaults.STARTING_POSITION is the same for Lambda consumers)."""
+
 PIPE_FAILURE_METRICS = ("ExecutionFailed", "ExecutionPartiallyFailed", "ExecutionTimeout")
+"""Pipe metrics (namespace AWS/EventBridge/Pipes, dimension PipeName) that mean events were not
+delivered; each alarms on Sum >= 1."""
 PIPES_METRIC_NAMESPACE = "AWS/EventBridge/Pipes"
-#: Five minutes: failures are rare events, one datapoint is enough to page.
-DEFAULT_ALARM_PERIOD = Duration.minutes(5)
-
-# ---- AWS limits checked before anything is built ---------------------------------------------
-
-BATCH_SIZE_RANGE = (1, 10000)  # DynamoDB stream source of a pipe
-RETRY_ATTEMPTS_RANGE = (0, 10000)  # -1 (infinite) is AWS's default and rejected here
-RECORD_AGE_SECONDS_RANGE = (60, 86399)  # AWS allows up to 604800, but >= 24 h means "never"
-BATCHING_WINDOW_SECONDS_RANGE = (0, 300)
-PARALLELIZATION_FACTOR_RANGE = (1, 10)
-MAX_FILTERS = 5
-MAX_FILTER_PATTERN_LENGTH = 4096
-MAX_INPUT_TEMPLATE_LENGTH = 8192
-MAX_DETAIL_TYPE_LENGTH = 128
-MAX_SOURCE_LENGTH = 256
 ATTRIBUTE_TYPES = ("S", "N", "BOOL")
+"""Attribute types a Pipes input template can unwrap."""
 
 # ---- The outbox item's attributes (must equal lambda_src/cdc_consumer/outbox.py; a test checks)
 
@@ -112,16 +108,6 @@ OUTBOX_OCCURRED_AT_ATTRIBUTE = "occurredAt"
 # Pipes' JSON path subset: dot notation over alphanumerics, dashes and underscores.
 _PATH_SEGMENT = re.compile(r"^[A-Za-z0-9_-]+$")
 _JSON_PATH = re.compile(r"^\$(\.[A-Za-z0-9_-]+)+$")
-
-
-class FanOutConfigurationError(ValueError):
-    """StreamFanOut props that cannot make a safe pipe; ``problems`` lists each one."""
-
-    def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
-        super().__init__(
-            "StreamFanOut: invalid props:\n" + "\n".join(f"  - {p}" for p in self.problems)
-        )
 
 
 class StreamFanOut(Construct):
@@ -144,7 +130,8 @@ class StreamFanOut(Construct):
     "sequenceNumber"}``.
 
     Args:
-        table: the table whose stream is read (it must have one).
+        table: a :class:`~cdc_constructs.ChangeCaptureTable`, or any ``dynamodb.ITable`` /
+            ``ITableV2`` with a stream (as StreamConsumer accepts).
         source: the events' ``source``, e.g. ``"com.example.orders"`` (required; ``aws.`` is
             reserved by AWS).
         event_bus: the bus to put events on. Default: a new bus (``.event_bus``).
@@ -154,19 +141,26 @@ class StreamFanOut(Construct):
             type (``"S"``, ``"N"``, ``"BOOL"``) exposed under ``keys`` / ``newImage`` /
             ``oldImage``. Default none. Declare only attributes every delivered image carries
             (use ``filters`` to guarantee it): Pipes cannot leave out a missing one.
-        filters: up to 5 event patterns (plain dicts, as ``StreamFilters`` builds them); a
+        filters: up to 5 filter patterns (plain dicts, as ``StreamFilters`` builds them); a
             record is delivered when any matches. Default: every record.
         outbox_key_prefix: make this the outbox's fan-out (see above). Default ``None``.
         outbox_key_attribute: the key attribute the prefix applies to. Default ``"pk"``.
-        batch_size: records per batch, 1-10000. Default 10 (see ``DEFAULT_BATCH_SIZE``).
-        maximum_batching_window: wait up to this long to fill a batch, 0-300 s. Default none.
-        maximum_retry_attempts: 0-10000, never infinite. Default 5.
-        maximum_record_age: 60 s to under 24 h. Default 1 hour.
+        batch_size: records per batch, 1-10000. Default 10: a failing batch is retried and
+            bisected whole, and 10 is what one PutEvents call takes.
+        max_batching_window: wait up to this long to fill a batch, 0-300 s. Default 0 (no wait,
+            lowest latency).
+        retry_attempts: 0-10000, never infinite. Default 5 (as StreamConsumer): -1 would block
+            the shard on a poison record for up to 24 h.
+        max_record_age: 60 s to under 24 h. Default 1 hour (as StreamConsumer): well below the
+            stream's retention, so a dead-lettered batch can still be read back.
         parallelization_factor: concurrent batches per shard, 1-10. Default 1.
         dead_letter_queue: where failed batches' pointers go (shard, sequence numbers).
-            Default: a new queue, SQS-managed encryption, TLS only, 14 days retention.
-        alarm_topic: where alarms notify. Default: a new topic, TLS only.
-        log_level: ``OFF``, ``ERROR``, ``INFO`` or ``TRACE``. Default ``ERROR``.
+            Default: a new queue, SQS-managed encryption, TLS only, 14 days retention (the
+            library's dead-letter queue, as StreamConsumer's on-failure queue).
+        alarm_topic: where alarms notify. Default: a new :class:`AlarmTopic` (customer key,
+            TLS only).
+        log_level: ``OFF``, ``ERROR``, ``INFO`` or ``TRACE``. Default ``ERROR``: failures only,
+            never the payload.
         log_retention: retention of the pipe's log group. Default one month.
 
     Attributes: ``pipe``, ``role``, ``policy``, ``event_bus``, ``dead_letter_queue``, ``log_group``,
@@ -178,7 +172,7 @@ class StreamFanOut(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        table: dynamodb.ITableV2 | dynamodb.ITable,
+        table: SourceTable,
         source: str,
         event_bus: events.IEventBus | None = None,
         detail_type: str | None = None,
@@ -187,115 +181,106 @@ class StreamFanOut(Construct):
         old_image_attributes: Mapping[str, str] | None = None,
         filters: Sequence[Mapping[str, Any]] | None = None,
         outbox_key_prefix: str | None = None,
-        outbox_key_attribute: str = "pk",
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        maximum_batching_window: Duration | None = None,
-        maximum_retry_attempts: int = DEFAULT_MAXIMUM_RETRY_ATTEMPTS,
-        maximum_record_age: Duration = DEFAULT_MAXIMUM_RECORD_AGE,
-        parallelization_factor: int = DEFAULT_PARALLELIZATION_FACTOR,
+        outbox_key_attribute: str = defaults.OUTBOX_KEY_ATTRIBUTE,
+        batch_size: int = defaults.FAN_OUT_BATCH_SIZE,
+        max_batching_window: Duration | None = None,
+        retry_attempts: int = defaults.RETRY_ATTEMPTS,
+        max_record_age: Duration | None = None,
+        parallelization_factor: int = defaults.PARALLELIZATION_FACTOR,
         dead_letter_queue: sqs.IQueue | None = None,
         alarm_topic: sns.ITopic | None = None,
-        log_level: str = DEFAULT_LOG_LEVEL,
-        log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
+        log_level: str = defaults.PIPE_LOG_LEVEL,
+        log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
     ) -> None:
-        problems: list[str] = []
-        _check_source(source, problems)
-        _check_ranges(
-            problems,
-            batch_size=(batch_size, BATCH_SIZE_RANGE),
-            maximum_retry_attempts=(maximum_retry_attempts, RETRY_ATTEMPTS_RANGE),
-            parallelization_factor=(parallelization_factor, PARALLELIZATION_FACTOR_RANGE),
+        max_batching_window = max_batching_window or Duration.seconds(
+            defaults.MAX_BATCHING_WINDOW_SECONDS
         )
-        record_age_seconds = _seconds("maximum_record_age", maximum_record_age, problems)
-        _check_ranges(problems, maximum_record_age=(record_age_seconds, RECORD_AGE_SECONDS_RANGE))
-        window_seconds = None
-        if maximum_batching_window is not None:
-            window_seconds = _seconds("maximum_batching_window", maximum_batching_window, problems)
-            _check_ranges(
-                problems,
-                maximum_batching_window=(window_seconds, BATCHING_WINDOW_SECONDS_RANGE),
-            )
-        if log_level not in ("OFF", "ERROR", "INFO", "TRACE"):
-            problems.append(f"log_level={log_level!r}: give one of OFF, ERROR, INFO, TRACE")
+        max_record_age = max_record_age or Duration.seconds(defaults.MAX_RECORD_AGE_SECONDS)
 
+        # Validate everything before creating anything: one error lists every problem.
+        problems: list[Problem] = []
+        problems += _check_source(source)
+        problems += check_batch_size(batch_size)
+        problems += check_retry_attempts(retry_attempts)
+        problems += check_max_record_age(max_record_age)
+        problems += check_max_batching_window(max_batching_window)
+        problems += check_parallelization_factor(parallelization_factor)
+        if log_level not in defaults.PIPE_LOG_LEVELS:
+            problems.append(
+                Problem("log_level", log_level, f"one of {', '.join(defaults.PIPE_LOG_LEVELS)}")
+            )
+
+        table_problems = check_source_table(table)
+        problems += table_problems
+        view_type = None if table_problems else stream_view_type_of(table)
         if outbox_key_prefix is not None:
-            given = [
-                name
-                for name, value in (
-                    ("filters", filters),
-                    ("detail_type", detail_type),
-                    ("key_attributes", key_attributes),
-                    ("new_image_attributes", new_image_attributes),
-                    ("old_image_attributes", old_image_attributes),
-                )
-                if value is not None
-            ]
-            if given:
-                problems.append(
-                    f"outbox_key_prefix={outbox_key_prefix!r} sets the filter, detail-type and "
-                    f"detail itself; do not also give {', '.join(given)}"
-                )
-            if not isinstance(outbox_key_prefix, str) or not outbox_key_prefix:
-                problems.append(
-                    f"outbox_key_prefix={outbox_key_prefix!r}: give the outbox items' key "
-                    'prefix, e.g. "OUTBOX#"'
-                )
-            if not isinstance(outbox_key_attribute, str) or not _PATH_SEGMENT.match(
-                outbox_key_attribute
-            ):
-                problems.append(
-                    f"outbox_key_attribute={outbox_key_attribute!r}: give the key attribute's "
-                    "name (letters, digits, '-', '_')"
-                )
+            problems += _check_outbox(
+                outbox_key_prefix,
+                outbox_key_attribute,
+                filters=filters,
+                detail_type=detail_type,
+                key_attributes=key_attributes,
+                new_image_attributes=new_image_attributes,
+                old_image_attributes=old_image_attributes,
+            )
             patterns = [_outbox_filter(outbox_key_attribute, outbox_key_prefix or "")]
             template = _outbox_template()
             resolved_detail_type = f"$.dynamodb.NewImage.{OUTBOX_EVENT_TYPE_ATTRIBUTE}.S"
         else:
-            patterns = _check_filters(filters, problems)
-            resolved_detail_type = _check_detail_type(detail_type, problems)
+            filter_problems = check_filters(filters or (), view_type)
+            problems += filter_problems
+            patterns = [] if filter_problems else [dict(pattern) for pattern in filters or ()]
+            resolved_detail_type, detail_problems = _check_detail_type(detail_type)
+            problems += detail_problems
             images = {
                 "keys": ("Keys", key_attributes),
                 "newImage": ("NewImage", new_image_attributes),
                 "oldImage": ("OldImage", old_image_attributes),
             }
-            template = _change_template(images, problems)
-        if len(template) > MAX_INPUT_TEMPLATE_LENGTH:
+            template, template_problems = _change_template(images)
+            problems += template_problems
+        if len(template) > defaults.MAX_INPUT_TEMPLATE_LENGTH:
             problems.append(
-                f"the declared attributes make an input template of {len(template)} characters; "
-                f"Pipes allows {MAX_INPUT_TEMPLATE_LENGTH}: declare fewer attributes"
+                Problem(
+                    "key_attributes/new_image_attributes/old_image_attributes",
+                    f"an input template of {len(template)} characters",
+                    f"at most {defaults.MAX_INPUT_TEMPLATE_LENGTH} characters (Pipes' limit): "
+                    "declare fewer attributes",
+                )
             )
-        stream_arn = getattr(table, "table_stream_arn", None)
-        view_type = _stream_view_type(table) if stream_arn else None
-        if view_type is None:
-            problems.append(
-                "table has no stream: enable one (ChangeCaptureTable does, with NEW_AND_OLD_IMAGES)"
+        if view_type is not None:
+            problems += _check_images_in_view(
+                view_type,
+                outbox_key_prefix=outbox_key_prefix,
+                new_image_attributes=new_image_attributes,
+                old_image_attributes=old_image_attributes,
             )
-        else:
-            _check_images_in_view(view_type, template, patterns, problems)
-        if problems:
-            raise FanOutConfigurationError(problems)
+        raise_if_any(f"StreamFanOut {construct_id!r}", problems, FanOutConfigurationError)
 
         super().__init__(scope, construct_id)
+        source_table = as_table(table)
+        stream_arn: str = source_table.table_stream_arn  # type: ignore[assignment]
         self.input_template = template
         self.filter_patterns = patterns
         self.event_bus = event_bus or events.EventBus(self, "Bus")
 
-        self.dead_letter_queue = dead_letter_queue or self._make_dead_letter_queue()
+        self.dead_letter_queue: sqs.IQueue = dead_letter_queue or _dead_letter_queue(self)
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
-        self.role, self.policy = self._make_role(table, stream_arn)
+        self.role, self.policy = self._make_role(source_table, stream_arn)
 
+        window_seconds = int(seconds(max_batching_window) or 0)
         source_parameters: dict[str, Any] = {
             "starting_position": STARTING_POSITION,
             "batch_size": batch_size,
-            "maximum_retry_attempts": maximum_retry_attempts,
-            "maximum_record_age_in_seconds": record_age_seconds,
+            "maximum_retry_attempts": retry_attempts,
+            "maximum_record_age_in_seconds": int(seconds(max_record_age) or 0),
             "on_partial_batch_item_failure": "AUTOMATIC_BISECT",
             "parallelization_factor": parallelization_factor,
             "dead_letter_config": pipes.CfnPipe.DeadLetterConfigProperty(
                 arn=self.dead_letter_queue.queue_arn
             ),
         }
-        if window_seconds is not None:
+        if window_seconds:
             source_parameters["maximum_batching_window_in_seconds"] = window_seconds
         self.pipe = pipes.CfnPipe(
             self,
@@ -321,7 +306,7 @@ class StreamFanOut(Construct):
                 event_bridge_event_bus_parameters=pipes.CfnPipe.PipeTargetEventBridgeEventBusParametersProperty(
                     source=source,
                     detail_type=resolved_detail_type,
-                    resources=[table.table_arn],
+                    resources=[source_table.table_arn],
                 ),
             ),
             log_configuration=pipes.CfnPipe.PipeLogConfigurationProperty(
@@ -330,36 +315,16 @@ class StreamFanOut(Construct):
                     log_group_arn=self.log_group.log_group_arn
                 ),
             ),
-            description=f"Change stream of {table.node.path} to {self.event_bus.node.path}",
+            description=f"Change stream of {source_table.node.path} to {self.event_bus.node.path}",
         )
         self.pipe.node.add_dependency(self.policy)
 
-        self.alarm_topic = alarm_topic or self._make_alarm_topic()
+        self.alarm_topic: sns.ITopic = alarm_topic or AlarmTopic(self, "AlarmTopic").topic
         self.alarms = self._make_alarms()
 
     # ---- resources -------------------------------------------------------------------------
 
-    def _make_dead_letter_queue(self) -> sqs.Queue:
-        queue = sqs.Queue(
-            self,
-            "DeadLetterQueue",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=DEFAULT_DLQ_RETENTION,
-        )
-        reason = (
-            "This queue IS the pipe's dead-letter queue (DeadLetterConfig); a dead-letter queue "
-            "for it would only move the same pointers again. It is alarmed on >= 1 message."
-        )
-        Validations.of(queue).acknowledge(
-            Acknowledgment(id="AwsSolutions-SQS3", reason=reason),
-            Acknowledgment(id="Serverless-SQSRedrivePolicy", reason=reason),
-        )
-        return queue
-
-    def _make_role(
-        self, table: dynamodb.ITableV2 | dynamodb.ITable, stream_arn: str
-    ) -> tuple[iam.Role, iam.Policy]:
+    def _make_role(self, table: dynamodb.ITable, stream_arn: str) -> tuple[iam.Role, iam.Policy]:
         role = iam.Role(
             self,
             "Role",
@@ -371,102 +336,75 @@ class StreamFanOut(Construct):
             description="EventBridge Pipe: read one table stream, put events on one bus",
         )
         statements = [
-            iam.PolicyStatement(
-                sid="ReadThisStream",
-                actions=[
-                    "dynamodb:DescribeStream",
-                    "dynamodb:GetRecords",
-                    "dynamodb:GetShardIterator",
-                    "dynamodb:ListStreams",
-                ],
-                resources=[stream_arn],
-            ),
-            iam.PolicyStatement(
-                sid="PutEventsOnThisBus",
-                actions=["events:PutEvents"],
-                resources=[self.event_bus.event_bus_arn],
-            ),
-            iam.PolicyStatement(
+            allow(STREAM_READ_ACTIONS, [stream_arn], sid="ReadThisStream"),
+            allow(["events:PutEvents"], [self.event_bus.event_bus_arn], sid="PutEventsOnThisBus"),
+            allow(
+                QUEUE_SEND_ACTIONS,
+                [self.dead_letter_queue.queue_arn],
                 sid="SendToTheDeadLetterQueue",
-                actions=["sqs:SendMessage"],
-                resources=[self.dead_letter_queue.queue_arn],
             ),
-            iam.PolicyStatement(
-                sid="WriteThePipeLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
-            ),
+            allow(LOG_WRITE_ACTIONS, [self.log_group.log_group_arn], sid="WriteThePipeLogs"),
         ]
         if table.encryption_key is not None:
             statements.append(
-                iam.PolicyStatement(
-                    sid="DecryptTheStream",
-                    actions=["kms:Decrypt"],
-                    resources=[table.encryption_key.key_arn],
-                )
+                allow(STREAM_KEY_ACTIONS, [table.encryption_key.key_arn], sid="DecryptTheStream")
             )
         queue_key = self.dead_letter_queue.encryption_master_key
         if queue_key is not None:
             statements.append(
-                iam.PolicyStatement(
-                    sid="EncryptDeadLetters",
-                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
-                    resources=[queue_key.key_arn],
-                )
+                allow(QUEUE_SEND_KEY_ACTIONS, [queue_key.key_arn], sid="EncryptDeadLetters")
             )
         # An explicit policy (not the role's default one) so the pipe can depend on it: the pipe
         # must not start reading before it may deliver.
         policy = iam.Policy(self, "Policy", statements=statements, roles=[role])
         return role, policy
 
-    def _make_alarm_topic(self) -> sns.Topic:
-        # TLS-only. Not KMS-encrypted: CloudWatch cannot publish to a topic under the AWS
-        # managed SNS key, and alarm notifications carry no item data. Pass alarm_topic with a
-        # customer managed key (whose policy admits cloudwatch.amazonaws.com) to encrypt.
-        return sns.Topic(self, "AlarmTopic", enforce_ssl=True)
-
     def _make_alarms(self) -> list[cloudwatch.Alarm]:
-        action = cloudwatch_actions.SnsAction(self.alarm_topic)
-        alarms = []
-        for metric_name in PIPE_FAILURE_METRICS:
-            alarm = cloudwatch.Metric(
-                namespace=PIPES_METRIC_NAMESPACE,
-                metric_name=metric_name,
-                dimensions_map={"PipeName": self.pipe.ref},
-                statistic="Sum",
-                period=DEFAULT_ALARM_PERIOD,
-            ).create_alarm(
+        period = Duration.seconds(defaults.ALARM_PERIOD_SECONDS)
+        alarms = [
+            alarm_on_any(
                 self,
                 f"{metric_name}Alarm",
-                alarm_description=f"The fan-out pipe reported {metric_name}: events may be "
-                "late or in the dead-letter queue.",
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                cloudwatch.Metric(
+                    namespace=PIPES_METRIC_NAMESPACE,
+                    metric_name=metric_name,
+                    dimensions_map={"PipeName": self.pipe.ref},
+                    statistic=cloudwatch.Stats.SUM,
+                    period=period,
+                ),
+                description=f"The fan-out pipe reported {metric_name}: events may be late or "
+                "in the dead-letter queue.",
+                topic=self.alarm_topic,
             )
-            alarms.append(alarm)
-        dlq_alarm = self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-            statistic="Maximum", period=Duration.minutes(1)
-        ).create_alarm(
-            self,
-            "DeadLetterQueueAlarm",
-            alarm_description="Batches the fan-out pipe could not deliver are in its "
-            "dead-letter queue; read them back from the stream before it trims them (24 h).",
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            for metric_name in PIPE_FAILURE_METRICS
+        ]
+        alarms.append(
+            alarm_on_any(
+                self,
+                "DeadLetterQueueAlarm",
+                self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    statistic=cloudwatch.Stats.MAXIMUM, period=period
+                ),
+                description="Batches the fan-out pipe could not deliver are in its dead-letter "
+                "queue; read them back from the stream before it trims them (24 h).",
+                topic=self.alarm_topic,
+            )
         )
-        alarms.append(dlq_alarm)
-        for alarm in alarms:
-            alarm.add_alarm_action(action)
         return alarms
+
+
+def _dead_letter_queue(scope: Construct) -> sqs.Queue:
+    return dead_letter_queue(
+        scope,
+        "DeadLetterQueue",
+        purpose="the pipe's DeadLetterConfig: pointers to batches it could not deliver, "
+        "alarmed on >= 1 message",
+        retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
+    )
 
 
 # ---- validation and template helpers (run before anything is built) -------------------------
 
-_UNKNOWN_VIEW = "UNKNOWN"
 _IMAGES_IN_VIEW = {
     "KEYS_ONLY": set(),
     "NEW_IMAGE": {"NewImage"},
@@ -475,116 +413,106 @@ _IMAGES_IN_VIEW = {
 }
 
 
-def _stream_view_type(table: dynamodb.ITableV2 | dynamodb.ITable) -> str | None:
-    """The stream view type of a table defined in this app; ``None`` if it has no stream;
-    ``UNKNOWN`` for an imported table (its stream ARN is all we know)."""
-    resource = table.node.default_child
-    if not isinstance(resource, (dynamodb.CfnTable, dynamodb.CfnGlobalTable)):
-        return _UNKNOWN_VIEW
-    # The L1's properties as given (the public getter of TableV2's stream spec is lazy and
-    # cannot be read before synthesis).
-    try:
-        properties = Stack.of(table).resolve(resource._cfn_properties)
-    except RuntimeError:  # a jsii error resolving someone's custom table: do not guess
-        return _UNKNOWN_VIEW
-    specification = properties.get("streamSpecification")
-    if not specification:
-        return None
-    return specification.get("streamViewType") or _UNKNOWN_VIEW
-
-
-def _check_images_in_view(
-    view_type: str, template: str, patterns: Sequence[Mapping[str, Any]], problems: list[str]
-) -> None:
-    if view_type not in _IMAGES_IN_VIEW:
-        return
-    carried = _IMAGES_IN_VIEW[view_type]
-    used = {image for image in ("NewImage", "OldImage") if f"$.dynamodb.{image}." in template}
-    for pattern in patterns:
-        dynamodb_part = pattern.get("dynamodb")
-        if isinstance(dynamodb_part, Mapping):
-            used |= {image for image in ("NewImage", "OldImage") if image in dynamodb_part}
-    missing = sorted(used - carried)
-    if missing:
-        problems.append(
-            f"the events or filters read {' and '.join(missing)}, but the table's stream view "
-            f"is {view_type}: use NEW_AND_OLD_IMAGES (changing it re-creates the stream)"
-        )
-
-
-def _check_source(source: object, problems: list[str]) -> None:
-    if not isinstance(source, str) or not source.strip():
-        problems.append(f'source={source!r}: give the events\' source, e.g. "com.example.orders"')
-    elif len(source) > MAX_SOURCE_LENGTH:
-        problems.append(f"source is {len(source)} characters; EventBridge allows at most 256")
-    elif source.startswith("aws."):
-        problems.append(f"source={source!r}: sources starting with 'aws.' are reserved by AWS")
-
-
-def _check_ranges(problems: list[str], **values: tuple[Any, tuple[int, int]]) -> None:
-    for name, (value, (low, high)) in values.items():
-        if value is None:
-            continue  # already reported
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            hint = " (infinite retries block a shard for up to 24 h)" if value == -1 else ""
-            problems.append(f"{name}={value!r}: give an integer from {low} to {high}{hint}")
-
-
-def _seconds(name: str, value: object, problems: list[str]) -> int | None:
-    if not isinstance(value, Duration):
-        problems.append(f"{name}={value!r}: give an aws_cdk.Duration")
-        return None
-    return int(value.to_seconds())
-
-
-def _check_filters(
-    filters: Sequence[Mapping[str, Any]] | None, problems: list[str]
-) -> list[dict[str, Any]]:
-    if filters is None:
+def _check_images_in_view(view_type: str, **props: Any) -> list[Problem]:
+    """The event reads only images the stream carries (filters are checked by
+    ``check_filters``)."""
+    carried = _IMAGES_IN_VIEW.get(view_type)
+    if view_type == UNKNOWN_VIEW_TYPE or carried is None:
         return []
-    if isinstance(filters, Mapping) or not isinstance(filters, Sequence):
-        problems.append(
-            f"filters={filters!r}: give a list of event patterns (dicts), e.g. "
-            "[StreamFilters.event_names('INSERT')]"
-        )
-        return []
-    if len(filters) > MAX_FILTERS:
-        problems.append(f"{len(filters)} filters given; a pipe allows at most {MAX_FILTERS}")
-    patterns = []
-    for index, pattern in enumerate(filters):
-        if not isinstance(pattern, Mapping) or not pattern:
-            problems.append(f"filters[{index}]={pattern!r}: give a non-empty dict event pattern")
-            continue
-        try:
-            text = json.dumps(pattern)
-        except (TypeError, ValueError) as error:
-            problems.append(f"filters[{index}] is not JSON ({error})")
-            continue
-        if len(text) > MAX_FILTER_PATTERN_LENGTH:
-            problems.append(
-                f"filters[{index}] is {len(text)} characters as JSON; Pipes allows "
-                f"{MAX_FILTER_PATTERN_LENGTH}"
+    fix = "use NEW_AND_OLD_IMAGES (changing it re-creates the stream)"
+    if props["outbox_key_prefix"] is not None:
+        if "NewImage" in carried:
+            return []
+        return [
+            Problem(
+                "outbox_key_prefix",
+                props["outbox_key_prefix"],
+                f"a table whose stream carries NewImage, where outbox events are read from; "
+                f"its view is {view_type}: {fix}",
             )
-        patterns.append(dict(pattern))
-    return patterns
+        ]
+    problems = []
+    for prop, image in (
+        ("new_image_attributes", "NewImage"),
+        ("old_image_attributes", "OldImage"),
+    ):
+        if props[prop] and image not in carried:
+            problems.append(
+                Problem(
+                    prop,
+                    props[prop],
+                    f"none: the table's stream view is {view_type}, which carries no {image}; "
+                    f"{fix}",
+                )
+            )
+    return problems
 
 
-def _check_detail_type(detail_type: str | None, problems: list[str]) -> str:
+def _check_source(source: object) -> list[Problem]:
+    if not isinstance(source, str) or not source.strip():
+        return [Problem("source", source, 'the events\' source, e.g. "com.example.orders"')]
+    if len(source) > defaults.MAX_SOURCE_LENGTH:
+        return [
+            Problem(
+                "source",
+                f"{len(source)} characters",
+                f"at most {defaults.MAX_SOURCE_LENGTH} characters (EventBridge's limit)",
+            )
+        ]
+    if source.startswith("aws."):
+        return [Problem("source", source, "a source not starting with 'aws.' (reserved by AWS)")]
+    return []
+
+
+def _check_outbox(prefix: Any, key_attribute: Any, **excluded: Any) -> list[Problem]:
+    problems = []
+    given = [name for name, value in excluded.items() if value is not None]
+    if given:
+        problems.append(
+            Problem(
+                ", ".join(given),
+                "given with outbox_key_prefix",
+                "left out: outbox_key_prefix sets the filter, detail-type and detail itself",
+            )
+        )
+    if not isinstance(prefix, str) or not prefix:
+        problems.append(
+            Problem("outbox_key_prefix", prefix, 'the outbox items\' key prefix, e.g. "OUTBOX#"')
+        )
+    if not isinstance(key_attribute, str) or not _PATH_SEGMENT.match(key_attribute):
+        problems.append(
+            Problem(
+                "outbox_key_attribute",
+                key_attribute,
+                "the key attribute's name (letters, digits, '-', '_')",
+            )
+        )
+    return problems
+
+
+def _check_detail_type(detail_type: str | None) -> tuple[str, list[Problem]]:
     if detail_type is None:
-        return DEFAULT_DETAIL_TYPE
+        return defaults.FAN_OUT_DETAIL_TYPE, []
     if not isinstance(detail_type, str) or not detail_type.strip():
-        problems.append(f"detail_type={detail_type!r}: give a string or a JSON path")
-    elif detail_type.startswith("$") and not _JSON_PATH.match(detail_type):
-        problems.append(
-            f"detail_type={detail_type!r}: Pipes JSON paths use dot notation over letters, "
-            "digits, '-' and '_', e.g. '$.dynamodb.NewImage.type.S'"
-        )
-    elif len(detail_type) > MAX_DETAIL_TYPE_LENGTH:
-        problems.append(
-            f"detail_type is {len(detail_type)} characters; EventBridge allows at most "
-            f"{MAX_DETAIL_TYPE_LENGTH}"
-        )
-    return detail_type
+        return "", [Problem("detail_type", detail_type, "a string or a JSON path")]
+    if detail_type.startswith("$") and not _JSON_PATH.match(detail_type):
+        return detail_type, [
+            Problem(
+                "detail_type",
+                detail_type,
+                "a Pipes JSON path: dot notation over letters, digits, '-' and '_', e.g. "
+                "'$.dynamodb.NewImage.type.S'",
+            )
+        ]
+    if len(detail_type) > defaults.MAX_DETAIL_TYPE_LENGTH:
+        return detail_type, [
+            Problem(
+                "detail_type",
+                f"{len(detail_type)} characters",
+                f"at most {defaults.MAX_DETAIL_TYPE_LENGTH} characters (EventBridge's limit)",
+            )
+        ]
+    return detail_type, []
 
 
 def _placeholder(image: str, name: str, attribute_type: str) -> str:
@@ -595,8 +523,9 @@ def _placeholder(image: str, name: str, attribute_type: str) -> str:
 
 
 def _change_template(
-    images: Mapping[str, tuple[str, Mapping[str, str] | None]], problems: list[str]
-) -> str:
+    images: Mapping[str, tuple[str, Mapping[str, str] | None]],
+) -> tuple[str, list[Problem]]:
+    problems: list[Problem] = []
     fields = [
         '"eventId": "<$.eventID>"',
         '"eventName": "<$.eventName>"',
@@ -607,29 +536,40 @@ def _change_template(
         if attributes is None:
             continue
         prop = {"Keys": "key", "NewImage": "new_image", "OldImage": "old_image"}[image]
+        prop = f"{prop}_attributes"
         if not isinstance(attributes, Mapping) or not attributes:
             problems.append(
-                f"{prop}_attributes={attributes!r}: give a dict of attribute name -> type, "
-                f'e.g. {{"orderId": "S"}}, or leave it out'
+                Problem(
+                    prop,
+                    attributes,
+                    'a dict of attribute name -> type, e.g. {"orderId": "S"}, or left out',
+                )
             )
             continue
         members = []
         for name, attribute_type in attributes.items():
             if not isinstance(name, str) or not _PATH_SEGMENT.match(name):
                 problems.append(
-                    f"{prop}_attributes: attribute name {name!r} cannot be read by a Pipes "
-                    "JSON path (letters, digits, '-' and '_' only)"
+                    Problem(
+                        f"{prop}[{name!r}]",
+                        attribute_type,
+                        "an attribute name a Pipes JSON path can read (letters, digits, '-' "
+                        "and '_' only)",
+                    )
                 )
             elif attribute_type not in ATTRIBUTE_TYPES:
                 problems.append(
-                    f"{prop}_attributes[{name!r}]={attribute_type!r}: give one of "
-                    f"{', '.join(ATTRIBUTE_TYPES)} (lists, maps and sets cannot be unwrapped "
-                    "by a Pipes template)"
+                    Problem(
+                        f"{prop}[{name!r}]",
+                        attribute_type,
+                        f"one of {', '.join(ATTRIBUTE_TYPES)} (lists, maps and sets cannot be "
+                        "unwrapped by a Pipes template)",
+                    )
                 )
             else:
                 members.append(f"{json.dumps(name)}: {_placeholder(image, name, attribute_type)}")
         fields.append(f'"{field}": {{{", ".join(members)}}}')
-    return "{" + ", ".join(fields) + "}"
+    return "{" + ", ".join(fields) + "}", problems
 
 
 def _outbox_filter(key_attribute: str, key_prefix: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from cdc_constructs import defaults
+from cdc_constructs.table_props import table_props
 
 
 class IdempotencyTable(Construct):
@@ -50,18 +51,13 @@ class IdempotencyTable(Construct):
                 name=defaults.IDEMPOTENCY_PARTITION_KEY, type=dynamodb.AttributeType.STRING
             ),
             time_to_live_attribute=defaults.IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE,
-            table_name=table_name,
-            billing=dynamodb.Billing.on_demand(),
-            encryption=(
-                dynamodb.TableEncryptionV2.customer_managed_key(encryption_key)
-                if encryption_key is not None
-                else dynamodb.TableEncryptionV2.aws_managed_key()
+            **table_props(
+                encryption_key=encryption_key,
+                point_in_time_recovery=point_in_time_recovery,
+                deletion_protection=deletion_protection,
+                removal_policy=removal_policy,
+                table_name=table_name,
             ),
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=point_in_time_recovery
-            ),
-            deletion_protection=deletion_protection,
-            removal_policy=removal_policy,
         )
         """The TableV2 (escape hatch)."""
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
+from cdc_constructs.alarms import alarm_on_any, notify
 
 if TYPE_CHECKING:
     from cdc_constructs.stream_consumer import StreamConsumer
@@ -51,6 +51,8 @@ class StreamConsumerMonitoring(Construct):
     - ``FunctionErrors``: function errors (Sum) ≥ 1: crashes and timeouts, which the
       runtime's own failure reporting never causes.
     - ``FunctionThrottles``: throttles (Sum) ≥ 1: the shard waits.
+    - ``RedriveLostRecords``: the consumer's :class:`StreamRedrive` (when it has one) found
+      records the stream no longer holds (StreamRedrive's own alarm, given this topic).
 
     Missing data is "not breaching": an idle consumer is healthy.
 
@@ -118,28 +120,33 @@ class StreamConsumerMonitoring(Construct):
             "FunctionErrors": f"{name}: the consumer function crashed or timed out",
             "FunctionThrottles": f"{name}: the consumer function was throttled",
         }
-        action = cloudwatch_actions.SnsAction(self.alarm_topic)
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         """The alarms by name."""
+        lag = cloudwatch.Alarm(
+            self,
+            "IteratorAge",
+            metric=metrics["IteratorAge"],
+            alarm_description=descriptions["IteratorAge"],
+            threshold=self.iterator_age_threshold_ms,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=defaults.ITERATOR_AGE_EVALUATION_PERIODS,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        notify(lag, self.alarm_topic)
+        self.alarms["IteratorAge"] = lag
         for alarm_name, metric in metrics.items():
-            is_lag = alarm_name == "IteratorAge"
-            alarm = cloudwatch.Alarm(
-                self,
-                alarm_name,
-                metric=metric,
-                alarm_description=descriptions[alarm_name],
-                threshold=self.iterator_age_threshold_ms if is_lag else 1,
-                comparison_operator=(
-                    cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
-                    if is_lag
-                    else cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-                ),
-                evaluation_periods=defaults.ITERATOR_AGE_EVALUATION_PERIODS if is_lag else 1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
-            alarm.add_alarm_action(action)
-            alarm.add_ok_action(action)
-            self.alarms[alarm_name] = alarm
+            if alarm_name != "IteratorAge":
+                self.alarms[alarm_name] = alarm_on_any(
+                    self,
+                    alarm_name,
+                    metric,
+                    description=descriptions[alarm_name],
+                    topic=self.alarm_topic,
+                )
+        if consumer.redrive is not None:
+            # The redrive's own alarm (lost records), notifying the same topic.
+            notify(consumer.redrive.lost_records_alarm, self.alarm_topic)
+            self.alarms["RedriveLostRecords"] = consumer.redrive.lost_records_alarm
 
         self.dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard")
         """The dashboard the widgets were added to."""

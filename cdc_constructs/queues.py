@@ -43,6 +43,7 @@ def dead_letter_queue(
         "by people and the redrive tool, never by an automatic consumer, so a further "
         "dead-letter queue would never receive anything."
     )
-    acknowledge(queue, "AwsSolutions-SQS3", reason)
-    acknowledge(queue, "Serverless-SQSRedrivePolicy", reason)
+    # On the queue resource itself, not the construct: its queue policy is not acknowledged.
+    for rule in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+        acknowledge(queue.node.default_child, rule, reason)  # type: ignore[arg-type]
     return queue

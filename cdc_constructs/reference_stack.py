@@ -5,31 +5,89 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from cdc_constructs import defaults
+from cdc_constructs.acknowledge import acknowledge
 from cdc_constructs.alarm_topic import AlarmTopic
+from cdc_constructs.alarms import alarm_on_any
 from cdc_constructs.change_capture_table import ChangeCaptureTable
+from cdc_constructs.fan_out import StreamFanOut
+from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
+from cdc_constructs.permissions import allow
+from cdc_constructs.queues import dead_letter_queue
 from cdc_constructs.stream_consumer import ENV_VIEW_TABLE, StreamConsumer
 
 ORDERS_TTL_ATTRIBUTE = "expireAt"
 
+ORDER_EVENTS_SOURCE = "com.example.orders"
+"""The ``source`` of the order events the fan-out publishes."""
+
+ORDER_PAID = "OrderPaid"
+"""The detail-type of the event published when an order's status becomes ``paid``."""
+
+_BECOMES_PAID = {
+    "status": {"S": ["paid"]},
+    # The event carries these two; Pipes cannot leave a missing one out, so only records that
+    # have them are let through.
+    "customerId": {"S": [{"exists": True}]},
+    "amount": {"N": [{"exists": True}]},
+}
+
+ORDER_PAID_FILTERS = tuple(
+    {"eventName": ["MODIFY"], "dynamodb": {"NewImage": _BECOMES_PAID, "OldImage": old_image}}
+    for old_image in (
+        # ... from another status, or from none ("anything-but" skips a missing attribute).
+        {"status": {"S": [{"anything-but": ["paid"]}]}},
+        {"status": {"S": [{"exists": False}]}},
+    )
+)
+"""Orders whose status *becomes* paid: a MODIFY to ``paid`` from another status (or none).
+A MODIFY of an order already paid (e.g. a shipping address change) is not published again."""
+
+ORDER_PAID_ROUTES = ("Invoicing", "Fulfilment")
+"""The two subscribers of OrderPaid in the reference app, a queue each."""
+
+ARCHIVE_PREFIX = "expired-orders/"
+"""Where ``ttl_archive.handler`` writes (lambda_src/handlers/ttl_archive.py ARCHIVE_PREFIX; a
+test checks they agree): its role may put objects under this prefix only."""
+
+ARCHIVE_TRANSITION_AFTER = Duration.days(90)
+"""Expired orders are read rarely (audits, disputes): after 90 days they move to Glacier Instant
+Retrieval (cheaper storage, still millisecond reads). S3 does not transition objects under
+128 KB by default, where the per-object minimum would cost more than it saves."""
+
+ACCESS_LOG_EXPIRATION = Duration.days(365)
+"""A year of access logs of the archive: who read or wrote expired orders."""
+
 
 class CdcReferenceStack(Stack):
-    """Orders table → order-stats consumer (exactly-once materialized view), with alarms.
+    """Orders table → order-stats view (exactly once), TTL archive and "order paid" fan-out.
 
     - ``orders``: a :class:`ChangeCaptureTable` (pk ``pk`` S, TTL ``expireAt``).
     - ``order_stats_view``: the view table the reference handler keeps (pk ``pk`` S).
     - ``idempotency``: one :class:`IdempotencyTable` shared by the stack's consumers.
-    - ``order_stats``: a :class:`StreamConsumer` running the bundled ``order_stats.handler``.
-    - ``alarm_topic``: alarms of every consumer go here; ``alarm_emails`` are subscribed.
+    - ``order_stats``: a :class:`StreamConsumer` running the bundled ``order_stats.handler``,
+      every change except TTL deletions.
+    - ``ttl_archive``: a :class:`StreamConsumer` running ``ttl_archive.handler`` on TTL
+      deletions only, writing each expired order to ``archive_bucket`` (with
+      ``access_log_bucket``).
+    - ``order_paid``: a :class:`StreamFanOut` publishing ``OrderPaid`` events to its bus;
+      ``order_paid_queues`` (Invoicing, Fulfilment) each receive them through a rule.
+    - Each consumer has its redrive function (``.redrive``) and alarms.
+    - ``alarm_topic``: every alarm goes here; ``alarm_emails`` are subscribed.
     - ``dashboard``: one dashboard for the whole pipeline.
 
-    The tables are retained when the stack is deleted (their data outlives the stack), as
-    are the log groups; queues and alarms go with it.
+    The tables and buckets are retained when the stack is deleted (their data outlives the
+    stack), as are the log groups; queues and alarms go with it.
     """
 
     def __init__(
@@ -73,3 +131,146 @@ class CdcReferenceStack(Stack):
             dashboard=self.dashboard,
         )
         self.order_stats.grant_view_table(self.order_stats_view, env_var=ENV_VIEW_TABLE)
+        self._ttl_archive()
+        self._order_paid_fan_out()
+
+    def _ttl_archive(self) -> None:
+        self.access_log_bucket = s3.Bucket(
+            self,
+            "ArchiveAccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,  # log delivery cannot use SSE-KMS
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            # Object ownership left to aws-cdk-lib: a bucket policy admits the log delivery
+            # with @aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy (cdk.json), ACLs without.
+            lifecycle_rules=[s3.LifecycleRule(expiration=ACCESS_LOG_EXPIRATION)],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            self.access_log_bucket.node.default_child,  # type: ignore[arg-type]
+            "AwsSolutions-S1",
+            "This bucket receives the archive bucket's server access logs; logging its own "
+            "access would log the log deliveries themselves, without end.",
+        )
+        self.archive_bucket = s3.Bucket(
+            self,
+            "ExpiredOrdersArchive",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            server_access_logs_bucket=self.access_log_bucket,
+            server_access_logs_prefix="expired-orders-archive/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    transitions=[
+                        s3.Transition(
+                            storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
+                            transition_after=ARCHIVE_TRANSITION_AFTER,
+                        )
+                    ]
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.ttl_archive = StreamConsumer(
+            self,
+            "TtlArchive",
+            table=self.orders,
+            consumer_name="ttl-archive",  # ttl_archive.py's StreamProcessor name
+            handler="ttl_archive.handler",  # from the bundled handlers (lambda_src/handlers)
+            filters=[StreamFilters.ttl_deletions_only()],
+            environment={"ARCHIVE_BUCKET_NAME": self.archive_bucket.bucket_name},
+            idempotency_table=self.idempotency,
+            alarm_topic=self.alarm_topic.topic,
+            dashboard=self.dashboard,
+        )
+        # The handler's only S3 call is PutObject under ARCHIVE_PREFIX (SSE-S3: no key grant).
+        object_arns = self.archive_bucket.arn_for_objects(f"{ARCHIVE_PREFIX}*")
+        self.ttl_archive.function.add_to_role_policy(allow(["s3:PutObject"], [object_arns]))
+        role = self.ttl_archive.role
+        assert role is not None  # StreamConsumer made the function, so it made the role
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{self._logical_id(self.archive_bucket)}.Arn>/"
+            f"{ARCHIVE_PREFIX}*]",
+            "s3:PutObject on the archive's key prefix only: object keys are made per expired "
+            "order (date, key, event id), so they cannot be listed in the policy.",
+        )
+
+    def _order_paid_fan_out(self) -> None:
+        self.order_paid = StreamFanOut(
+            self,
+            "OrderPaid",
+            table=self.orders,
+            source=ORDER_EVENTS_SOURCE,
+            detail_type=ORDER_PAID,
+            filters=list(ORDER_PAID_FILTERS),
+            key_attributes={"pk": "S"},
+            new_image_attributes={"status": "S", "customerId": "S", "amount": "N"},
+            alarm_topic=self.alarm_topic.topic,
+        )
+        self.order_paid_queues: dict[str, sqs.Queue] = {}
+        route_alarms = []
+        for name in ORDER_PAID_ROUTES:
+            # Events EventBridge could not deliver to the queue, and messages the subscriber
+            # failed on 5 times, land here.
+            undelivered = dead_letter_queue(
+                self,
+                f"{name}DeadLetters",
+                purpose=f"OrderPaid events the {name} rule or its subscriber could not handle",
+            )
+            queue = sqs.Queue(
+                self,
+                f"{name}Queue",
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                retention_period=Duration.days(defaults.ON_FAILURE_QUEUE_RETENTION_DAYS),
+                dead_letter_queue=sqs.DeadLetterQueue(queue=undelivered, max_receive_count=5),
+            )
+            events.Rule(
+                self,
+                f"{name}Rule",
+                description=f"OrderPaid events to the {name} queue",
+                event_bus=self.order_paid.event_bus,
+                event_pattern=events.EventPattern(
+                    source=[ORDER_EVENTS_SOURCE], detail_type=[ORDER_PAID]
+                ),
+                targets=[
+                    targets.SqsQueue(
+                        queue,
+                        dead_letter_queue=undelivered,
+                        retry_attempts=defaults.RETRY_ATTEMPTS,
+                        max_event_age=Duration.seconds(defaults.MAX_RECORD_AGE_SECONDS),
+                    )
+                ],
+            )
+            alarm = alarm_on_any(
+                self,
+                f"{name}DeadLettersAlarm",
+                undelivered.metric_approximate_number_of_messages_visible(
+                    statistic=cloudwatch.Stats.MAXIMUM,
+                    period=Duration.seconds(defaults.ALARM_PERIOD_SECONDS),
+                ),
+                description=f"OrderPaid events for {name} could not be delivered or processed;"
+                " they wait in its dead-letter queue (14 days).",
+                topic=self.alarm_topic.topic,
+            )
+            route_alarms.append(alarm)
+            self.order_paid_queues[name] = queue
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"## Fan-out `{ORDER_PAID}` (pipe, bus, {len(route_alarms)} routes)",
+                width=24,
+                height=1,
+            ),
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms",
+                alarms=[*self.order_paid.alarms, *route_alarms],
+                width=24,
+                height=3,
+            ),
+        )
+
+    def _logical_id(self, construct: Construct) -> str:
+        return self.get_logical_id(construct.node.default_child)  # type: ignore[arg-type]

@@ -18,14 +18,31 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs.acknowledge import acknowledge
 from cdc_constructs.assets import ASSET_EXCLUDES, handlers_dir
-from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.function import make_function
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.monitoring import StreamConsumerMonitoring
+from cdc_constructs.permissions import (
+    IDEMPOTENCY_TABLE_ACTIONS,
+    STREAM_KEY_ACTIONS,
+    STREAM_READ_ACTIONS,
+    TABLE_KEY_ACTIONS,
+    VIEW_TABLE_READ_ACTIONS,
+    VIEW_TABLE_WRITE_ACTIONS,
+    allow,
+    grant_key,
+    grant_send,
+)
 from cdc_constructs.queues import dead_letter_queue
+from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
+from cdc_constructs.source_table import (
+    SourceTable,
+    as_table,
+    check_source_table,
+    stream_view_type_of,
+)
 from cdc_constructs.validation import (
     check_batch_size,
     check_filters,
@@ -44,31 +61,6 @@ from cdc_constructs.validation import (
 REFERENCE_HANDLER = "order_stats.handler"
 """The bundled reference handler (lambda_src/handlers/order_stats.py), used when neither
 ``code`` nor ``handler`` is given."""
-
-# The actions each resource needs (CONTRACTS §8), and nothing else.
-STREAM_READ_ACTIONS = (
-    "dynamodb:DescribeStream",
-    "dynamodb:GetRecords",
-    "dynamodb:GetShardIterator",
-    "dynamodb:ListStreams",
-)
-IDEMPOTENCY_TABLE_ACTIONS = (
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-)
-VIEW_TABLE_WRITE_ACTIONS = (
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-)
-VIEW_TABLE_READ_ACTIONS = ("dynamodb:GetItem",)
-TABLE_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
-QUEUE_SEND_ACTIONS = ("sqs:SendMessage",)
-QUEUE_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 
 ENV_CONSUMER_NAME = "CDC_CONSUMER_NAME"
 ENV_IDEMPOTENCY_TABLE = "IDEMPOTENCY_TABLE_NAME"
@@ -91,7 +83,7 @@ class _OnFailureQueue:
     def bind(
         self, _target: lambda_.IEventSourceMapping, target_handler: lambda_.IFunction
     ) -> lambda_.DlqDestinationConfig:
-        _grant_send(target_handler, self._queue)
+        grant_send(target_handler, self._queue)
         return lambda_.DlqDestinationConfig(destination=self._queue.queue_arn)
 
 
@@ -105,9 +97,11 @@ class StreamConsumer(Construct):
 
     Source:
 
-    :param table: a :class:`ChangeCaptureTable`, or any ``dynamodb.ITable`` with a stream.
-    :param stream_view_type: the stream's view type, to check ``filters`` against, when
-        ``table`` is not a ChangeCaptureTable. Default: unknown (image filters not checked).
+    :param table: a :class:`ChangeCaptureTable`, or any ``dynamodb.ITable``/``ITableV2`` with
+        a stream.
+    :param stream_view_type: the stream's view type, to check ``filters`` against. Default:
+        read from the table when it is defined in this app; unknown for an imported table
+        (image filters are then not checked).
     :param consumer_name: the consumer's stable name: namespaces its idempotency markers
         and is the ``Consumer`` metric dimension. Default: the construct id. Changing it
         forgets which records were applied.
@@ -157,9 +151,18 @@ class StreamConsumer(Construct):
     :param iterator_age_alarm_threshold: Default a quarter of ``max_record_age``.
     :param metrics_namespace: the runtime's metric namespace. Default ``CdcConstructs``.
 
+    Recovery:
+
+    :param redrive: Default True: a :class:`StreamRedrive` function that replays the
+        on-failure and quarantine queues through this consumer once a fault is fixed (README,
+        "When the DLQ alarm fires"). The on-failure queue holds only pointers and the stream
+        forgets their records after 24 h, so the way to replay them must exist before the
+        alarm fires; idle, it costs nothing. Turn it off only if you redrive another way.
+
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
     :attr:`event_source_mapping`, :attr:`dead_letter_queue` (the on-failure queue),
-    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`monitoring`, :attr:`alarms`.
+    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`redrive`, :attr:`monitoring`,
+    :attr:`alarms`.
     """
 
     def __init__(
@@ -167,7 +170,7 @@ class StreamConsumer(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        table: ChangeCaptureTable | dynamodb.ITable,
+        table: SourceTable,
         stream_view_type: dynamodb.StreamViewType | None = None,
         consumer_name: str | None = None,
         code: lambda_.Code | None = None,
@@ -197,6 +200,7 @@ class StreamConsumer(Construct):
         dashboard: cloudwatch.Dashboard | None = None,
         iterator_age_alarm_threshold: Duration | None = None,
         metrics_namespace: str = defaults.METRICS_NAMESPACE,
+        redrive: bool = defaults.REDRIVE,
     ) -> None:
         timeout = timeout or Duration.seconds(defaults.TIMEOUT_SECONDS)
         max_batching_window = max_batching_window or Duration.seconds(
@@ -204,15 +208,14 @@ class StreamConsumer(Construct):
         )
         max_record_age = max_record_age or Duration.seconds(defaults.MAX_RECORD_AGE_SECONDS)
         consumer_name = construct_id if consumer_name is None else consumer_name
-        if isinstance(table, ChangeCaptureTable):
-            stream_view_type = stream_view_type or table.stream_view_type  # type: ignore[assignment]
 
         # Validate everything before creating anything: one error lists every problem.
         problems: list[Problem] = []
-        problems += _check_table(table)
+        table_problems = check_source_table(table)
+        problems += table_problems
         problems += check_name("consumer_name", consumer_name, forbidden="#")
         problems += _check_code(code, handler, function)
-        problems += check_range("memory_size", memory_size, 128, 10240, "MB")
+        problems += check_range("memory_size", memory_size, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB")
         problems += _check_timeout(timeout)
         problems += check_starting_position(starting_position, allow_latest_starting_position)
         problems += check_batch_size(batch_size)
@@ -220,9 +223,14 @@ class StreamConsumer(Construct):
         problems += check_parallelization_factor(parallelization_factor)
         problems += check_retry_attempts(retry_attempts)
         problems += check_max_record_age(max_record_age)
-        problems += check_filters(filters, view_type_name(stream_view_type))
+        view_type = view_type_name(stream_view_type) or (
+            None if table_problems else stream_view_type_of(table)
+        )
+        problems += check_filters(filters, view_type)
         problems += _check_alarm_threshold(iterator_age_alarm_threshold, max_record_age)
         problems += check_name("metrics_namespace", metrics_namespace)
+        consumer_timeout = function.timeout if isinstance(function, lambda_.Function) else None
+        problems += _check_redrive(redrive, consumer_timeout or timeout)
         raise_if_any(f"StreamConsumer {construct_id!r}", problems)
 
         super().__init__(scope, construct_id)
@@ -230,7 +238,7 @@ class StreamConsumer(Construct):
         self.metrics_namespace = metrics_namespace
         self.max_record_age = max_record_age
         self.retry_attempts = retry_attempts
-        self.source_table = _as_table(table)
+        self.source_table = as_table(table)
         """The table whose stream is consumed."""
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
         """The consumed stream's ARN."""
@@ -252,7 +260,7 @@ class StreamConsumer(Construct):
             retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
         )
         """Where the runtime sends poison records, whole, with the error."""
-        self.idempotency_table: dynamodb.ITable = _as_table(
+        self.idempotency_table: dynamodb.ITable = as_table(
             idempotency_table or IdempotencyTable(self, "IdempotencyTable")
         )
         """The idempotency table (pk ``id``, TTL ``expiration``)."""
@@ -266,48 +274,24 @@ class StreamConsumer(Construct):
         }
         self.role: iam.IRole | None
         self.log_group: logs.LogGroup | None
+        self.function: lambda_.Function
         if function is None:
-            self.role = iam.Role(
+            self.role, self.log_group, self.function = make_function(
                 self,
-                "Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description=f"Stream consumer {consumer_name}: least privilege",
-            )
-            self.log_group = logs.LogGroup(self, "LogGroup", retention=log_retention)
-            self.function: lambda_.Function = lambda_.Function(
-                self,
-                "Function",
                 description=f"cdc-constructs stream consumer {consumer_name}",
-                runtime=defaults.RUNTIME,
-                architecture=defaults.ARCHITECTURE,
                 code=code
                 or lambda_.Code.from_asset(str(handlers_dir()), exclude=list(ASSET_EXCLUDES)),
                 handler=handler or REFERENCE_HANDLER,
                 layers=[ConsumerRuntimeLayer.of(self)],
-                role=self.role,
-                log_group=self.log_group,
+                environment=runtime_environment,
                 memory_size=memory_size,
                 timeout=timeout,
+                log_retention=log_retention,
+                invoked_by="Invoked only by the stream event source mapping (failed batches go "
+                "to the mapping's on-failure queue)",
                 tracing=tracing,
-                environment=runtime_environment,
                 reserved_concurrent_executions=reserved_concurrent_executions,
             )
-            self.log_group.grant_write(self.role)
-            acknowledge(
-                self.function,
-                "Serverless-LambdaDLQ",
-                "Invoked only by the stream event source mapping, synchronously: an "
-                "asynchronous-invocation dead-letter queue would never receive anything. "
-                "Failed batches go to the mapping's on-failure queue.",
-            )
-            if tracing != lambda_.Tracing.ACTIVE:
-                acknowledge(
-                    self.function,
-                    "Serverless-LambdaTracing",
-                    "The consumer runtime does not use the X-Ray SDK (boto3 only), so active "
-                    "tracing would show little; lag, failures and quarantined records are "
-                    "measured by metrics with alarms. Pass tracing=Tracing.ACTIVE to enable.",
-                )
         else:
             self.function = function
             self.role = function.role
@@ -316,10 +300,10 @@ class StreamConsumer(Construct):
             for name, value in runtime_environment.items():
                 function.add_environment(name, value)
 
-        self._grant(STREAM_READ_ACTIONS, [self.stream_arn])
-        _grant_key(self.function, self.source_table.encryption_key, ("kms:Decrypt",))
+        self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
+        grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
         self._grant_table(self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
-        _grant_send(self.function, self.quarantine_queue)
+        grant_send(self.function, self.quarantine_queue)
 
         self.event_source_mapping: lambda_.EventSourceMapping = (
             self.function.add_event_source_mapping(
@@ -341,6 +325,27 @@ class StreamConsumer(Construct):
             )
         )
         """The event source mapping (escape hatch)."""
+
+        self.redrive: StreamRedrive | None = (
+            StreamRedrive(
+                self,
+                "Redrive",
+                consumer_function=self.function,
+                consumer_name=consumer_name,
+                stream_arn=self.stream_arn,
+                on_failure_queue=self.dead_letter_queue,
+                quarantine_queue=self.quarantine_queue,
+                layer=ConsumerRuntimeLayer.of(self),
+                consumer_timeout=consumer_timeout or timeout,
+                filters=filters,
+                log_retention=log_retention,
+                metrics_namespace=metrics_namespace,
+            )
+            if redrive
+            else None
+        )
+        """The redrive function (escape hatch), or None with ``redrive=False``. Its
+        lost-records alarm notifies the monitoring topic."""
 
         self.monitoring: StreamConsumerMonitoring | None = (
             StreamConsumerMonitoring(
@@ -376,49 +381,9 @@ class StreamConsumer(Construct):
         if env_var:
             self.function.add_environment(env_var, table.table_name)
 
-    def _grant(self, actions: Sequence[str], resources: Sequence[str]) -> None:
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(actions=list(actions), resources=list(resources))
-        )
-
     def _grant_table(self, table: dynamodb.ITable, actions: Sequence[str]) -> None:
-        self._grant(actions, [table.table_arn])
-        _grant_key(self.function, table.encryption_key, TABLE_KEY_ACTIONS)
-
-
-def _grant_send(grantee: lambda_.IFunction, queue: sqs.IQueue) -> None:
-    grantee.add_to_role_policy(
-        iam.PolicyStatement(actions=list(QUEUE_SEND_ACTIONS), resources=[queue.queue_arn])
-    )
-    _grant_key(grantee, queue.encryption_master_key, QUEUE_KEY_ACTIONS)
-
-
-def _grant_key(grantee: lambda_.IFunction, key: kms.IKey | None, actions: Sequence[str]) -> None:
-    if key is not None:
-        key.grant(grantee, *actions)
-
-
-def _as_table(table: ChangeCaptureTable | IdempotencyTable | dynamodb.ITable) -> dynamodb.ITable:
-    if isinstance(table, ChangeCaptureTable | IdempotencyTable):
-        return table.table
-    return table
-
-
-def _check_table(table: Any) -> list[Problem]:
-    if isinstance(table, ChangeCaptureTable):
-        return []
-    if table is None or not hasattr(table, "table_arn"):
-        return [Problem("table", table, "a ChangeCaptureTable or a dynamodb.ITable with a stream")]
-    if not getattr(table, "table_stream_arn", None):
-        return [
-            Problem(
-                "table",
-                table.node.path if hasattr(table, "node") else table,
-                "a table with a stream (table_stream_arn is not set): use ChangeCaptureTable, "
-                "or import the table with table_stream_arn",
-            )
-        ]
-    return []
+        self.function.add_to_role_policy(allow(actions, [table.table_arn]))
+        grant_key(self.function, table.encryption_key, TABLE_KEY_ACTIONS)
 
 
 def _check_code(
@@ -452,9 +417,38 @@ def _check_code(
 
 def _check_timeout(timeout: Duration) -> list[Problem]:
     value = seconds(timeout)
-    if value is not None and 1 <= value <= 900 and float(value).is_integer():
+    low, high = defaults.LAMBDA_TIMEOUT_RANGE_SECONDS
+    if value is not None and low <= value <= high and float(value).is_integer():
         return []
-    return [Problem("timeout", f"{value:g} s", "whole seconds in 1..900 (Lambda's limit)")]
+    return [
+        Problem(
+            "timeout",
+            f"{value:g} s" if value is not None else timeout,
+            f"whole seconds in {low}..{high} (Lambda's limit)",
+        )
+    ]
+
+
+def _check_redrive(redrive: bool, consumer_timeout: Duration) -> list[Problem]:
+    """The redrive function must outlast one consumer invocation plus its margin."""
+    limit = defaults.REDRIVE_TIMEOUT_SECONDS - defaults.REDRIVE_DEADLINE_MARGIN_SECONDS
+    value = seconds(consumer_timeout)
+    # An invalid timeout is reported by _check_timeout alone.
+    if (
+        not redrive
+        or value is None
+        or not limit <= value <= defaults.LAMBDA_TIMEOUT_RANGE_SECONDS[1]
+    ):
+        return []
+    return [
+        Problem(
+            "redrive",
+            f"True with a consumer timeout of {value:g} s",
+            f"a consumer timeout below {limit} s (the redrive runs at most "
+            f"{defaults.REDRIVE_TIMEOUT_SECONDS} s and must wait for one consumer invocation "
+            f"plus {defaults.REDRIVE_DEADLINE_MARGIN_SECONDS} s), or redrive=False",
+        )
+    ]
 
 
 def _check_alarm_threshold(threshold: Duration | None, max_record_age: Duration) -> list[Problem]:

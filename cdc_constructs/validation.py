@@ -40,16 +40,20 @@ _IMAGES_BY_VIEW_TYPE = {
 }
 
 
-def raise_if_any(construct: str, problems: Iterable[Problem]) -> None:
-    """Raise one error naming every problem, if there are any."""
+def raise_if_any(
+    construct: str,
+    problems: Iterable[Problem],
+    error: type[CdcConfigurationError] = CdcConfigurationError,
+) -> None:
+    """Raise one ``error`` naming every problem, if there are any."""
     found = list(problems)
     if found:
-        raise CdcConfigurationError(construct, found)
+        raise error(construct, found)
 
 
 def seconds(value: Duration | None) -> float | None:
-    """A Duration in (possibly fractional) seconds, or None."""
-    return None if value is None else value.to_seconds(integral=False)
+    """A Duration in (possibly fractional) seconds; None for None or anything not a Duration."""
+    return value.to_seconds(integral=False) if isinstance(value, Duration) else None
 
 
 def check_range(prop: str, value: Any, low: float, high: float, note: str = "") -> list[Problem]:
@@ -152,7 +156,8 @@ def check_filters(
             Problem(
                 "filters",
                 f"{len(filters)} patterns",
-                f"at most {defaults.MAX_FILTERS} patterns per event source mapping (AWS limit)",
+                f"at most {defaults.MAX_FILTERS} patterns per event source mapping or pipe "
+                "(AWS limit)",
             )
         )
     images = _IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
@@ -162,10 +167,18 @@ def check_filters(
             problems.append(Problem(prop, pattern, "a non-empty dict (a filter pattern)"))
             continue
         try:
-            json.dumps(pattern)
+            text = json.dumps(pattern)
         except (TypeError, ValueError):
             problems.append(Problem(prop, pattern, "JSON-serializable values only"))
             continue
+        if len(text) > defaults.MAX_FILTER_PATTERN_LENGTH:
+            problems.append(
+                Problem(
+                    prop,
+                    f"{len(text)} characters as JSON",
+                    f"at most {defaults.MAX_FILTER_PATTERN_LENGTH} characters (AWS limit)",
+                )
+            )
         unknown = sorted(set(pattern) - set(STREAM_RECORD_FIELDS))
         if unknown:
             problems.append(
@@ -213,7 +226,8 @@ def _describe_images(images: frozenset[str]) -> str:
     return ", ".join(["Keys", *sorted(images)])
 
 
-def _describe_duration(value: Duration | None, in_seconds: float | None) -> str:
-    if value is None:
-        return "None"
+def _describe_duration(value: Any, in_seconds: float | None) -> str:
+    if in_seconds is None:
+        # Not a Duration: say what was given, and the check's message asks for a Duration.
+        return f"{value!r} (not an aws_cdk.Duration)"
     return f"{in_seconds:g} s"

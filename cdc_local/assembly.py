@@ -27,6 +27,8 @@ MAPPING_TYPE = "AWS::Lambda::EventSourceMapping"
 #: (CloudFormation does the same): 3 s timeout, 128 MB memory.
 DEFAULT_TIMEOUT_SECONDS = 3
 DEFAULT_MEMORY_MB = 128
+#: Where inline (ZipFile) function code is written out, inside the assembly directory.
+INLINE_CODE_DIR = ".local-inline-code"
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,12 @@ class StackTemplate:
         every synthesis writes, so an assembly made by ``App().synth()`` works too.
         """
         metadata = self.resources[logical_id].get("Metadata", {})
-        if "aws:asset:path" in metadata:
+        if isinstance(code.get("ZipFile"), str):
+            # Inline code: Lambda stores it as index.py (Python runtimes); do the same.
+            path = self.assembly_dir / INLINE_CODE_DIR / logical_id
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "index.py").write_text(code["ZipFile"])
+        elif "aws:asset:path" in metadata:
             path = self.assembly_dir / metadata["aws:asset:path"]
         else:
             key = code.get("S3Key")
@@ -162,8 +169,8 @@ class StackTemplate:
                 raise AssemblyError(
                     f"{logical_id}: cannot find its code asset (S3Key {key!r} is not in the "
                     "stack's "
-                    f"asset manifest under {self.assembly_dir}); inline code (ZipFile) and assets "
-                    "outside the assembly are not supported"
+                    f"asset manifest under {self.assembly_dir}); assets outside the assembly are "
+                    "not supported"
                 )
             path = self._asset_paths[key]
         if not path.is_dir():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -97,7 +97,9 @@ class LocalPipeline:
         self.flush_windows = flush_windows
         self.track_records = track_records
         self.ttl_ledger = TtlLedger()
+        #: EMF metric totals over every function, and per ``Consumer`` dimension.
         self.metrics: Counter[str] = Counter()
+        self.consumer_metrics: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.recent_output: deque[str] = deque(maxlen=OUTPUT_LINES_KEPT)
         self.resources: LocalResources | None = None
         self.functions: dict[str, LocalFunction] = {}
@@ -304,17 +306,21 @@ class LocalPipeline:
                 text = function.outputs.popleft()
                 for line in text.splitlines():
                     self.recent_output.append(line)
-                    self.metrics.update(emf_metrics(line))
+                    consumer, values = emf_metrics(line)
+                    self.metrics.update(values)
+                    if consumer is not None:
+                        self.consumer_metrics[consumer].update(values)
 
 
-def emf_metrics(line: str) -> dict[str, float]:
-    """Metric values of one CloudWatch embedded-metric-format log line (empty if it is not one)."""
+def emf_metrics(line: str) -> tuple[str | None, dict[str, float]]:
+    """The ``Consumer`` dimension and the metric values of one CloudWatch embedded-metric-format
+    log line (``(None, {})`` if it is not one)."""
     if not line.startswith("{") or '"_aws"' not in line:
-        return {}
+        return None, {}
     try:
         document = json.loads(line)
     except json.JSONDecodeError:
-        return {}
+        return None, {}
     values: dict[str, float] = {}
     for directive in document.get("_aws", {}).get("CloudWatchMetrics", []):
         for metric in directive.get("Metrics", []):
@@ -323,7 +329,8 @@ def emf_metrics(line: str) -> dict[str, float]:
                 values[metric["Name"]] = values.get(metric["Name"], 0) + value
             elif isinstance(value, list):
                 values[metric["Name"]] = values.get(metric["Name"], 0) + sum(value)
-    return values
+    consumer = document.get("Consumer")
+    return (consumer if isinstance(consumer, str) else None), values
 
 
 def _uuid_of(stack_name: str, logical_id: str) -> str:

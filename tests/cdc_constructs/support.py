@@ -66,14 +66,16 @@ def only(template: dict[str, Any], resource_type: str) -> dict[str, Any]:
     return next(iter(found.values()))["Properties"]
 
 
-def statements(template: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every statement of every IAM policy (inline policies of roles included)."""
+def statements(template: dict[str, Any], role: str | None = None) -> list[dict[str, Any]]:
+    """Every statement of every IAM policy (inline policies of roles included); with ``role``
+    (a logical id), only the policies attached to that role."""
     found = []
-    for resource in template["Resources"].values():
+    for logical_id, resource in template["Resources"].items():
         props = resource.get("Properties", {})
-        if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+        is_policy = resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+        if is_policy and (role is None or {"Ref": role} in props.get("Roles", [])):
             found += _as_list(props["PolicyDocument"]["Statement"])
-        if resource["Type"] == "AWS::IAM::Role":
+        if resource["Type"] == "AWS::IAM::Role" and role in (None, logical_id):
             for policy in props.get("Policies", []):
                 found += _as_list(policy["PolicyDocument"]["Statement"])
     return found
@@ -87,8 +89,8 @@ def actions(statement: dict[str, Any]) -> list[str]:
     return _as_list(statement.get("Action", []))
 
 
-def grants(template: dict[str, Any]) -> set[tuple[str, str]]:
-    """Every (action, resource) pair allowed by the template's IAM policies.
+def grants(template: dict[str, Any], role: str | None = None) -> set[tuple[str, str]]:
+    """Every (action, resource) pair allowed by the template's IAM policies (or ``role``'s).
 
     Statements are flattened because CDK merges statements with equal actions
     (@aws-cdk/aws-iam:minimizePolicies). Resources are rendered as compact JSON.
@@ -96,7 +98,7 @@ def grants(template: dict[str, Any]) -> set[tuple[str, str]]:
     import json
 
     pairs = set()
-    for statement in statements(template):
+    for statement in statements(template, role):
         assert statement["Effect"] == "Allow", statement
         for action in actions(statement):
             for resource in _as_list(statement["Resource"]):

@@ -24,7 +24,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from cdc_constructs import fan_out
+from cdc_constructs import CdcConfigurationError, ChangeCaptureTable, defaults, fan_out
 from cdc_constructs.fan_out import FanOutConfigurationError, StreamFanOut
 
 # One worker runs the whole module under `pytest -n 2 --dist loadgroup`, so the app is
@@ -490,8 +490,12 @@ def test_alarms_on_pipe_failures_and_dlq_depth_notify_the_topic(
     ]
 
 
-def test_a_made_alarm_topic_requires_tls(synthesized: Synthesized) -> None:
-    topic_id, _ = _only(synthesized.order_paid, "AWS::SNS::Topic")
+def test_a_made_alarm_topic_is_the_librarys_encrypted_tls_only_topic(
+    synthesized: Synthesized,
+) -> None:
+    topic_id, topic = _only(synthesized.order_paid, "AWS::SNS::Topic")
+    key_id, _ = _only(synthesized.order_paid, "AWS::KMS::Key")
+    assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     synthesized.order_paid.has_resource_properties(
         "AWS::SNS::TopicPolicy",
         {
@@ -570,7 +574,7 @@ def test_outbox_item_attribute_names_match_the_runtime_helper() -> None:
     assert fan_out.OUTBOX_EVENT_TYPE_ATTRIBUTE == outbox.EVENT_TYPE_ATTRIBUTE
     assert fan_out.OUTBOX_PAYLOAD_ATTRIBUTE == outbox.PAYLOAD_ATTRIBUTE
     assert fan_out.OUTBOX_OCCURRED_AT_ATTRIBUTE == outbox.OCCURRED_AT_ATTRIBUTE
-    assert outbox.MAX_EVENT_TYPE_LENGTH == fan_out.MAX_DETAIL_TYPE_LENGTH
+    assert outbox.MAX_EVENT_TYPE_LENGTH == defaults.MAX_DETAIL_TYPE_LENGTH
 
 
 # ---- cdk-nag and cfn-lint -------------------------------------------------------------------
@@ -619,9 +623,9 @@ def test_every_bad_prop_is_named_in_one_error_before_anything_is_built() -> None
             source="aws.orders",
             detail_type="x" * 129,
             batch_size=0,
-            maximum_retry_attempts=-1,
-            maximum_record_age=Duration.hours(24),
-            maximum_batching_window=Duration.minutes(6),
+            retry_attempts=-1,
+            max_record_age=Duration.hours(24),
+            max_batching_window=Duration.minutes(6),
             parallelization_factor=11,
             filters=[{"eventName": ["INSERT"]}] * 6,
             new_image_attributes={"items": "L", "total amount": "N"},
@@ -629,18 +633,20 @@ def test_every_bad_prop_is_named_in_one_error_before_anything_is_built() -> None
         )
     problems = raised.value.problems
     message = str(raised.value)
+    assert isinstance(raised.value, CdcConfigurationError)
+    assert message.startswith("StreamFanOut 'F': 11 invalid props:")
     expected = [
-        "source='aws.orders': sources starting with 'aws.' are reserved",
-        "detail_type is 129 characters; EventBridge allows at most 128",
-        "batch_size=0: give an integer from 1 to 10000",
-        "maximum_retry_attempts=-1: give an integer from 0 to 10000 (infinite retries",
-        "maximum_record_age=86400: give an integer from 60 to 86399",
-        "maximum_batching_window=360: give an integer from 0 to 300",
-        "parallelization_factor=11: give an integer from 1 to 10",
-        "6 filters given; a pipe allows at most 5",
-        "new_image_attributes['items']='L': give one of S, N, BOOL",
-        "attribute name 'total amount' cannot be read by a Pipes JSON path",
-        "log_level='DEBUG': give one of OFF, ERROR, INFO, TRACE",
+        "source='aws.orders': a source not starting with 'aws.' (reserved by AWS)",
+        "detail_type='129 characters': at most 128 characters (EventBridge's limit)",
+        "batch_size=0: a number in 1..10000",
+        "retry_attempts=-1: a number in 0..10000; finite: -1 (AWS's default) retries",
+        "max_record_age='86400 s': whole seconds in 60..86399",
+        "max_batching_window='360 s': whole seconds in 0..300",
+        "parallelization_factor=11: a number in 1..10",
+        "filters='6 patterns': at most 5 patterns per event source mapping or pipe",
+        "new_image_attributes['items']='L': one of S, N, BOOL",
+        "new_image_attributes['total amount']='N': an attribute name a Pipes JSON path can read",
+        "log_level='DEBUG': one of OFF, ERROR, INFO, TRACE",
     ]
     for fragment in expected:
         assert fragment in message
@@ -653,16 +659,20 @@ def test_a_table_without_a_stream_is_rejected() -> None:
     table = dynamodb.TableV2(
         stack, "T", partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
     )
-    with pytest.raises(FanOutConfigurationError, match="table has no stream"):
+    with pytest.raises(FanOutConfigurationError, match=r"table='S/T': a table with a stream"):
         StreamFanOut(stack, "F", table=table, source=SOURCE)
 
 
 @pytest.mark.parametrize(
     ("view", "props", "expected"),
     [
-        ("KEYS_ONLY", {"new_image_attributes": {"a": "S"}}, "read NewImage, but the table's"),
-        ("NEW_IMAGE", {"filters": [ORDER_PAID]}, "read OldImage, but the table's stream view is"),
-        ("OLD_IMAGE", {"outbox_key_prefix": "OUTBOX#"}, "read NewImage, but"),
+        (
+            "KEYS_ONLY",
+            {"new_image_attributes": {"a": "S"}},
+            "view is KEYS_ONLY, which carries no NewImage",
+        ),
+        ("NEW_IMAGE", {"filters": [ORDER_PAID]}, "view type NEW_IMAGE carries no OldImage"),
+        ("OLD_IMAGE", {"outbox_key_prefix": "OUTBOX#"}, "carries NewImage, where outbox events"),
     ],
 )
 def test_images_the_stream_view_does_not_carry_are_rejected(
@@ -672,6 +682,17 @@ def test_images_the_stream_view_does_not_carry_are_rejected(
     table = _table(stack, dynamo_stream=dynamodb.StreamViewType[view])
     with pytest.raises(FanOutConfigurationError, match=re.escape(expected)):
         StreamFanOut(stack, "F", table=table, source=SOURCE, **props)
+
+
+def test_a_change_capture_table_is_accepted() -> None:
+    stack = Stack(App(), "S")
+    orders = ChangeCaptureTable(
+        stack,
+        "Orders",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+    )
+    fan = StreamFanOut(stack, "F", table=orders, source=SOURCE, filters=[ORDER_PAID])
+    assert stack.resolve(fan.pipe.source) == stack.resolve(orders.table_stream_arn)
 
 
 def test_an_imported_table_with_a_stream_arn_is_accepted() -> None:
@@ -687,9 +708,9 @@ def test_an_imported_table_with_a_stream_arn_is_accepted() -> None:
 @pytest.mark.parametrize(
     ("props", "expected"),
     [
-        ({"filters": [ORDER_PAID]}, "do not also give filters"),
+        ({"filters": [ORDER_PAID]}, "filters='given with outbox_key_prefix': left out"),
         ({"detail_type": "X", "new_image_attributes": {"a": "S"}}, "detail_type, new_image"),
-        ({"outbox_key_prefix": ""}, "outbox_key_prefix='': give the outbox items' key prefix"),
+        ({"outbox_key_prefix": ""}, "outbox_key_prefix='': the outbox items' key prefix"),
         ({"outbox_key_attribute": "p k"}, "outbox_key_attribute='p k'"),
     ],
 )
@@ -703,16 +724,17 @@ def test_outbox_props_conflicts_are_rejected(props: dict[str, Any], expected: st
 @pytest.mark.parametrize(
     ("props", "expected"),
     [
-        ({"filters": {"eventName": ["INSERT"]}}, "give a list of event patterns"),
-        ({"filters": [{}]}, "filters[0]={}: give a non-empty dict event pattern"),
-        ({"filters": [{"a": {1, 2}}]}, "filters[0] is not JSON"),
-        ({"detail_type": "$.dynamodb..x"}, "Pipes JSON paths use dot notation"),
-        ({"source": ""}, "source='': give the events' source"),
-        ({"key_attributes": {}}, "key_attributes={}: give a dict of attribute name -> type"),
-        ({"maximum_record_age": 3600}, "maximum_record_age=3600: give an aws_cdk.Duration"),
+        ({"filters": {"eventName": ["INSERT"]}}, "a list of filter patterns"),
+        ({"filters": [{}]}, "filters[0]={}: a non-empty dict (a filter pattern)"),
+        ({"filters": [{"a": {1, 2}}]}, "filters[0]={'a': {1, 2}}: JSON-serializable"),
+        ({"filters": [{"eventname": ["INSERT"]}]}, "eventname never matches"),
+        ({"detail_type": "$.dynamodb..x"}, "a Pipes JSON path: dot notation"),
+        ({"source": ""}, "source='': the events' source"),
+        ({"key_attributes": {}}, "key_attributes={}: a dict of attribute name -> type"),
+        ({"max_record_age": 3600}, "max_record_age='3600 (not an aws_cdk.Duration)'"),
         (
             {"new_image_attributes": {f"attribute_{i:03}": "S" for i in range(200)}},
-            "Pipes allows 8192: declare fewer attributes",
+            "at most 8192 characters (Pipes' limit): declare fewer attributes",
         ),
     ],
 )

@@ -17,8 +17,13 @@ PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
 
 def _alarms(template: dict) -> dict[str, dict]:
+    """The alarms by name: Monitoring's own, and the redrive's as ``RedriveLostRecords``."""
     return {
-        lid.split("Monitoring")[1][:-8]: r["Properties"]
+        (
+            "RedriveLostRecords"
+            if "RedriveLostRecordsAlarm" in lid
+            else lid.split("Monitoring")[1][:-8]
+        ): r["Properties"]
         for lid, r in resources(template, "AWS::CloudWatch::Alarm").items()
     }
 
@@ -35,6 +40,7 @@ def test_default_alarms(stack):
         "RecordsQuarantined",
         "FunctionErrors",
         "FunctionThrottles",
+        "RedriveLostRecords",
     }
     lag = alarms["IteratorAge"]
     assert lag["Threshold"] == 30 * 60 * 1000  # a quarter of the 2 h max record age
@@ -47,6 +53,12 @@ def test_default_alarms(stack):
         assert alarms[name]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarms["FunctionErrors"]["MetricName"] == "Errors"
     assert alarms["FunctionThrottles"]["MetricName"] == "Throttles"
+    lost = alarms["RedriveLostRecords"]
+    assert (lost["Namespace"], lost["MetricName"]) == ("CdcConstructs", "RedriveLostRecords")
+    assert lost["Dimensions"] == [{"Name": "Consumer", "Value": "Consumer"}]
+    assert lost["Threshold"] == 1 and lost["Statistic"] == "Sum"
+    topics = {json.dumps(alarm["AlarmActions"]) for alarm in alarms.values()}
+    assert len(topics) == 1  # every alarm, the redrive's included, notifies the one topic
     for alarm in alarms.values():
         assert alarm["TreatMissingData"] == "notBreaching"
         assert alarm["AlarmActions"] == alarm["OKActions"]

@@ -59,6 +59,16 @@ def test_built_package_ships_lambda_src_as_package_data(tmp_path):
     assert (build / "cdc_constructs" / "_lambda_src" / "cdc_consumer" / "probe_module.py").is_file()
     assert (build / "cdc_constructs" / "_lambda_src" / "handlers" / "probe_handler.py").is_file()
     assert (build / "cdc_constructs" / "py.typed").is_file()
+    # Every subpackage is listed in pyproject's `packages` (they are listed by hand there).
+    subpackages = sorted(
+        path.parent.relative_to(REPO_ROOT)
+        for path in (REPO_ROOT / "cdc_constructs").rglob("__init__.py")
+        if "__pycache__" not in path.parts
+    )
+    assert Path("cdc_constructs/nag") in subpackages
+    for subpackage in subpackages:
+        for module in (REPO_ROOT / subpackage).glob("*.py"):
+            assert (build / subpackage / module.name).is_file(), f"{subpackage} not packaged"
     # Installed (not a checkout): assets.py finds the package data next to itself.
     env = {**os.environ, "PYTHONPATH": str(build)}
     located = subprocess.run(

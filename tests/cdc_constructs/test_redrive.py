@@ -14,7 +14,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 
+from cdc_constructs import RedriveConfigurationError
 from cdc_constructs.redrive import StreamRedrive
+from tests.cdc_constructs.support import cfn_lint
 
 pytestmark = pytest.mark.xdist_group("redrive-constructs")
 
@@ -120,7 +122,9 @@ def test_the_function_runs_the_redrive_handler_from_the_runtime_layer(
     assert function["Layers"] == [
         {"Ref": world.stack.get_logical_id(world.layer.node.default_child)}
     ]
-    assert function["Runtime"] == "python3.12"
+    # The consumer's runtime and architecture: the layer is built for them.
+    assert function["Runtime"] == "python3.14"
+    assert function["Architectures"] == ["arm64"]
     assert function["Timeout"] == 900
     assert function["ReservedConcurrentExecutions"] == 1
 
@@ -156,17 +160,25 @@ def test_permissions_are_the_redrive_actions_on_these_resources_only(
         ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")
     ] == world.arn(world.table, "StreamArn")
     assert by_action[("kms:Decrypt",)] == world.arn(world.key)
-    assert len(statements) == 4
+    log_group = world.arn(world.redrive.log_group)
+    assert by_action[("logs:CreateLogStream", "logs:PutLogEvents")] == log_group
+    assert len(statements) == 5
     for statement in statements:
         assert statement["Effect"] == "Allow"
         assert not [a for a in _list(statement["Action"]) if "*" in a], statement
         assert "*" not in _list(statement["Resource"]), statement
 
 
-def test_logs_are_kept_for_three_months(template: Template, world: World) -> None:
+def test_logs_are_kept_a_month_as_the_consumers(template: Template, world: World) -> None:
     log_group = world.stack.get_logical_id(world.redrive.log_group.node.default_child)
     assert redrive_function(template)["LoggingConfig"]["LogGroup"] == {"Ref": log_group}
-    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+
+
+def test_the_role_has_no_managed_policies(template: Template, world: World) -> None:
+    role = world.stack.get_logical_id(world.redrive.role.node.default_child)
+    properties = template.to_json()["Resources"][role]["Properties"]
+    assert "ManagedPolicyArns" not in properties
 
 
 def test_an_alarm_fires_on_one_lost_record(template: Template) -> None:
@@ -204,7 +216,7 @@ def test_without_a_quarantine_queue_only_the_on_failure_queue_is_read_and_filter
 def test_props_are_checked_and_every_problem_named(layer_dir: Path) -> None:
     world = World(layer_dir)  # not the shared one: a refused construct stays in its tree
     imported = lambda_.Function.from_function_name(world.stack, "Imported", "orders-consumer")
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(RedriveConfigurationError) as error:
         StreamRedrive(
             world.stack,
             "Bad",
@@ -215,17 +227,23 @@ def test_props_are_checked_and_every_problem_named(layer_dir: Path) -> None:
             layer=world.layer,
             timeout=cdk.Duration.minutes(16),
         )
-    message = str(error.value)
-    assert "consumer_name is empty" in message
-    assert "timeout is 16 minutes; Lambda allows at most 15 minutes" in message
-    assert "consumer_timeout is not given and cannot be read from consumer_function" in message
+    assert [str(problem) for problem in error.value.problems] == [
+        "consumer_name=' ': a non-empty string",
+        "timeout='960 s': a Duration of 1..900 s (Lambda's limit)",
+        "consumer_timeout=None: the consumer's timeout, a Duration: it cannot be read from "
+        "consumer_function (not a lambda_.Function)",
+    ]
+    assert str(error.value).startswith("StreamRedrive 'Bad': 3 invalid props:")
 
 
 def test_a_timeout_that_cannot_wait_for_one_consumer_invocation_is_refused(
     layer_dir: Path,
 ) -> None:
     world = World(layer_dir)
-    with pytest.raises(ValueError, match="not longer than the consumer's timeout \\(2 minutes\\)"):
+    with pytest.raises(
+        RedriveConfigurationError,
+        match=r"timeout='120 s': longer than the consumer's timeout \(120 s\) plus 30 s",
+    ):
         StreamRedrive(
             world.stack,
             "TooShort",
@@ -240,3 +258,7 @@ def test_a_timeout_that_cannot_wait_for_one_consumer_invocation_is_refused(
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def test_cfn_lint_is_clean(template: Template) -> None:
+    assert cfn_lint(template.to_json()) == []

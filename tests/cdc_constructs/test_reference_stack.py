@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
@@ -72,6 +73,11 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
     for path, rule, reason in acks:
         assert path.count("/") >= 2, f"{rule} acknowledged too broadly, on {path}"
         assert len(reason) > 60, f"{rule} on {path}: reason too thin: {reason!r}"
+        assert re.fullmatch(r"(AwsSolutions|Serverless)-\w+(\[[^\]]+\])?", rule), rule
+    assert (
+        "AwsSolutions-IAM5[Resource::<"
+        f"{_logical_id(reference.template, 'ExpiredOrdersArchive')}.Arn>/expired-orders/*]"
+    ) in {rule for _, rule, _ in acks}
 
 
 def test_cfn_lint_is_clean(reference: Synthesized):
@@ -79,8 +85,12 @@ def test_cfn_lint_is_clean(reference: Synthesized):
     assert matches == []
 
 
+def _resource(template: dict, prefix: str) -> dict:
+    return template["Resources"][_logical_id(template, prefix)]["Properties"]
+
+
 def test_mapping_of_the_reference_consumer(reference: Synthesized):
-    mapping = only(reference.template, "AWS::Lambda::EventSourceMapping")
+    mapping = _resource(reference.template, "OrderStatsFunctionStreamMapping")
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
     assert mapping["BisectBatchOnFunctionError"] is True
     assert mapping["MaximumRetryAttempts"] == 5
@@ -115,7 +125,7 @@ def test_reference_tables(reference: Synthesized):
 
 
 def test_function_environment_names_every_resource_the_runtime_uses(reference: Synthesized):
-    env = only(reference.template, "AWS::Lambda::Function")["Environment"]["Variables"]
+    env = _resource(reference.template, "OrderStatsFunction")["Environment"]["Variables"]
     assert env["CDC_CONSUMER_NAME"] == "order-stats"
     assert env["CDC_METRICS_NAMESPACE"] == "CdcConstructs"
     for name in ("IDEMPOTENCY_TABLE_NAME", "QUARANTINE_QUEUE_URL", "VIEW_TABLE_NAME"):
@@ -177,29 +187,37 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
         ("logs:CreateLogStream", by_prefix["OrderStatsLogGroup"]),
         ("logs:PutLogEvents", by_prefix["OrderStatsLogGroup"]),
     }
-    assert grants(template) == expected
+    assert grants(template, role=_logical_id(template, "OrderStatsRole")) == expected
 
 
 def test_alarms_notify_the_topic(reference: Synthesized):
     template = reference.template
     topic = _logical_id(template, "AlarmsTopic")
+    all_alarms = resources(template, "AWS::CloudWatch::Alarm")
+    # Per consumer (order-stats, ttl-archive): lag, two queue depths, quarantined, errors,
+    # throttles and the redrive's lost records; the fan-out: 3 pipe failures and its DLQ;
+    # each OrderPaid route: its dead-letter queue.
+    assert len(all_alarms) == 2 * 7 + 4 + 2
+    for alarm in all_alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
+        assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
+    names = {a["Properties"]["MetricName"] for a in all_alarms.values()}
+    assert names == {
+        "IteratorAge",
+        "ApproximateNumberOfMessagesVisible",
+        "RecordsQuarantined",
+        "Errors",
+        "Throttles",
+        "RedriveLostRecords",
+        "ExecutionFailed",
+        "ExecutionPartiallyFailed",
+        "ExecutionTimeout",
+    }
     alarms = {
         a["Properties"]["MetricName"]: a["Properties"]
-        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        for lid, a in all_alarms.items()
+        if lid.startswith("OrderStats")
     }
-    assert (
-        set(alarms)
-        == {
-            "IteratorAge",
-            "ApproximateNumberOfMessagesVisible",
-            "RecordsQuarantined",
-            "Errors",
-            "Throttles",
-        }
-        and len(resources(template, "AWS::CloudWatch::Alarm")) == 6
-    )
-    for alarm in resources(template, "AWS::CloudWatch::Alarm").values():
-        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
     lag = alarms["IteratorAge"]
     assert lag["Statistic"] == "Maximum"
     assert lag["Threshold"] == 900_000 < 3600 * 1000
@@ -208,6 +226,8 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     assert quarantined["Dimensions"] == [{"Name": "Consumer", "Value": "order-stats"}]
     assert quarantined["Threshold"] == 1
     assert quarantined["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    lost = alarms["RedriveLostRecords"]
+    assert lost["Dimensions"] == [{"Name": "Consumer", "Value": "order-stats"}]
     assert len(resources(template, "AWS::CloudWatch::Dashboard")) == 1
 
 
@@ -215,7 +235,7 @@ def test_alarm_topic_is_encrypted_and_tls_only(reference: Synthesized):
     template = reference.template
     topic = only(template, "AWS::SNS::Topic")
     assert topic["KmsMasterKeyId"] == {"Fn::GetAtt": [_logical_id(template, "AlarmsKey"), "Arn"]}
-    key = only(template, "AWS::KMS::Key")
+    key = _resource(template, "AlarmsKey")
     assert key["EnableKeyRotation"] is True
     cloudwatch = [
         s
@@ -240,3 +260,216 @@ def _logical_id(template: dict, prefix: str) -> str:
     ]
     assert len(ids) == 1, f"{prefix}: {ids}"
     return ids[0]
+
+
+# ---- redrive -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("consumer", "name"), [("OrderStats", "order-stats"), ("TtlArchive", "ttl-archive")]
+)
+def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer: str, name: str):
+    template = reference.template
+    function = _resource(template, f"{consumer}RedriveFunction")
+    assert function["Handler"] == "cdc_consumer.redrive_handler.handler"
+    assert function["Runtime"] == "python3.14"
+    assert function["ReservedConcurrentExecutions"] == 1
+    env = function["Environment"]["Variables"]
+    assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": _logical_id(template, f"{consumer}Function")}
+    assert env["CDC_CONSUMER_NAME"] == name
+    assert env["ON_FAILURE_QUEUE_URL"] == {
+        "Ref": _logical_id(template, f"{consumer}OnFailureQueue")
+    }
+    stream = json.dumps({"Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]})
+    queues = [
+        json.dumps({"Fn::GetAtt": [_logical_id(template, f"{consumer}{queue}"), "Arn"]})
+        for queue in ("OnFailureQueue", "QuarantineQueue")
+    ]
+    log_group = json.dumps(
+        {"Fn::GetAtt": [_logical_id(template, f"{consumer}RedriveLogGroup"), "Arn"]}
+    )
+    consumer_arn = json.dumps({"Fn::GetAtt": [_logical_id(template, f"{consumer}Function"), "Arn"]})
+    assert grants(template, role=_logical_id(template, f"{consumer}RedriveRole")) == {
+        ("lambda:InvokeFunction", consumer_arn),
+        *[
+            (action, queue)
+            for action in ("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage")
+            for queue in queues
+        ],
+        *[
+            (action, stream)
+            for action in (
+                "dynamodb:DescribeStream",
+                "dynamodb:GetRecords",
+                "dynamodb:GetShardIterator",
+            )
+        ],
+        ("logs:CreateLogStream", log_group),
+        ("logs:PutLogEvents", log_group),
+    }
+
+
+# ---- TTL archive ----------------------------------------------------------------------------
+
+
+def test_ttl_archive_receives_only_ttl_deletions(reference: Synthesized):
+    mapping = _resource(reference.template, "TtlArchiveFunctionStreamMapping")
+    patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+    assert patterns == [
+        {
+            "eventName": ["REMOVE"],
+            "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        }
+    ]
+    assert mapping["MaximumRetryAttempts"] == 5 and mapping["BisectBatchOnFunctionError"]
+    function = _resource(reference.template, "TtlArchiveFunction")
+    assert function["Handler"] == "ttl_archive.handler"
+    env = function["Environment"]["Variables"]
+    assert env["ARCHIVE_BUCKET_NAME"] == {
+        "Ref": _logical_id(reference.template, "ExpiredOrdersArchive")
+    }
+    assert env["CDC_CONSUMER_NAME"] == "ttl-archive"
+
+
+def test_ttl_archive_may_only_put_objects_under_the_handlers_prefix(reference: Synthesized):
+    import ast
+
+    from cdc_constructs.assets import handlers_dir
+    from cdc_constructs.reference_stack import ARCHIVE_PREFIX
+
+    # The handler's prefix, read from its source (importing it needs boto3 and the runtime).
+    source = ast.parse((handlers_dir() / "ttl_archive.py").read_text())
+    (handler_prefix,) = [
+        node.value.value
+        for node in source.body
+        if isinstance(node, ast.Assign)
+        and [getattr(t, "id", None) for t in node.targets] == ["ARCHIVE_PREFIX"]
+    ]
+    assert handler_prefix == ARCHIVE_PREFIX
+    template = reference.template
+    bucket = _logical_id(template, "ExpiredOrdersArchive")
+    s3_grants = {
+        (action, resource) for action, resource in grants(template) if action.startswith("s3:")
+    }
+    assert s3_grants == {
+        (
+            "s3:PutObject",
+            json.dumps(
+                {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, f"/{ARCHIVE_PREFIX}*"]]}
+            ),
+        )
+    }
+
+
+def test_archive_bucket_is_encrypted_tls_only_private_logged_and_tiered(reference: Synthesized):
+    template = reference.template
+    bucket = _resource(template, "ExpiredOrdersArchive")
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+    ]
+    assert bucket["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert bucket["LoggingConfiguration"]["DestinationBucketName"] == {
+        "Ref": _logical_id(template, "ArchiveAccessLogs")
+    }
+    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
+    assert rule["Transitions"] == [{"StorageClass": "GLACIER_IR", "TransitionInDays": 90}]
+    for prefix in ("ExpiredOrdersArchivePolicy", "ArchiveAccessLogsPolicy"):
+        policy = _resource(template, prefix)["PolicyDocument"]["Statement"]
+        assert any(
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in policy
+        ), prefix
+    assert (
+        template["Resources"][_logical_id(template, "ExpiredOrdersArchive")]["DeletionPolicy"]
+        == "Retain"
+    )
+
+
+# ---- order-paid fan-out ------------------------------------------------------------------------
+
+
+def test_order_paid_pipe_publishes_only_orders_becoming_paid(reference: Synthesized):
+    pipe = only(reference.template, "AWS::Pipes::Pipe")
+    source = pipe["SourceParameters"]["DynamoDBStreamParameters"]
+    assert source["StartingPosition"] == "TRIM_HORIZON"
+    assert source["MaximumRetryAttempts"] == 5
+    assert source["MaximumRecordAgeInSeconds"] == 3600
+    assert source["OnPartialBatchItemFailure"] == "AUTOMATIC_BISECT"
+    patterns = [
+        json.loads(f["Pattern"]) for f in pipe["SourceParameters"]["FilterCriteria"]["Filters"]
+    ]
+    paid = {
+        "status": {"S": ["paid"]},
+        "customerId": {"S": [{"exists": True}]},
+        "amount": {"N": [{"exists": True}]},
+    }
+    assert patterns == [
+        {
+            "eventName": ["MODIFY"],
+            "dynamodb": {
+                "NewImage": paid,
+                "OldImage": {"status": {"S": [{"anything-but": ["paid"]}]}},
+            },
+        },
+        {
+            "eventName": ["MODIFY"],
+            "dynamodb": {"NewImage": paid, "OldImage": {"status": {"S": [{"exists": False}]}}},
+        },
+    ]
+    target = pipe["TargetParameters"]["EventBridgeEventBusParameters"]
+    assert (target["Source"], target["DetailType"]) == ("com.example.orders", "OrderPaid")
+    assert pipe["Target"] == {
+        "Fn::GetAtt": [_logical_id(reference.template, "OrderPaidBus"), "Arn"]
+    }
+
+
+@pytest.mark.parametrize("route", ["Invoicing", "Fulfilment"])
+def test_two_rules_route_order_paid_to_a_queue_each(reference: Synthesized, route: str):
+    template = reference.template
+    rule = _resource(template, f"{route}Rule")
+    assert rule["EventBusName"] == {"Ref": _logical_id(template, "OrderPaidBus")}
+    assert rule["EventPattern"] == {"source": ["com.example.orders"], "detail-type": ["OrderPaid"]}
+    (target,) = rule["Targets"]
+    queue_id = _logical_id(template, f"{route}Queue")
+    dead_letters = _logical_id(template, f"{route}DeadLetters")
+    assert target["Arn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dead_letters, "Arn"]}}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 5
+    queue = _resource(template, f"{route}Queue")
+    assert queue["SqsManagedSseEnabled"] is True
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": [dead_letters, "Arn"]}
+    for logical_id in (queue_id, dead_letters):
+        (policy,) = [
+            p["Properties"]["PolicyDocument"]["Statement"]
+            for p in resources(template, "AWS::SQS::QueuePolicy").values()
+            if p["Properties"]["Queues"] == [{"Ref": logical_id}]
+        ]
+        assert any(s["Effect"] == "Deny" for s in policy)
+        # aws-cdk-lib's SqsQueue target: the events service, for this rule only.
+        (send,) = [s for s in policy if s["Effect"] == "Allow"]
+        assert send["Principal"] == {"Service": "events.amazonaws.com"}
+        assert "sqs:SendMessage" in actions(send)
+        assert set(actions(send)) <= {
+            "sqs:GetQueueAttributes",
+            "sqs:GetQueueUrl",
+            "sqs:SendMessage",
+        }
+        rule_arn = {"Fn::GetAtt": [_logical_id(template, f"{route}Rule"), "Arn"]}
+        assert send["Condition"] == {"ArnEquals": {"aws:SourceArn": rule_arn}}
+
+
+def test_reference_stack_counts(reference: Synthesized):
+    counts: dict[str, int] = {}
+    for resource in reference.template["Resources"].values():
+        counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
+    assert counts["AWS::Lambda::Function"] == 4  # two consumers, their two redrives
+    assert counts["AWS::Lambda::EventSourceMapping"] == 2
+    assert counts["AWS::Pipes::Pipe"] == 1
+    assert counts["AWS::Events::Rule"] == 2
+    assert counts["AWS::S3::Bucket"] == 2
+    assert counts["AWS::Lambda::LayerVersion"] == 1

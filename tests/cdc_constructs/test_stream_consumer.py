@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
@@ -11,7 +13,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from cdc_constructs import ChangeCaptureTable, IdempotencyTable, StreamConsumer, StreamFilters
+from cdc_constructs import (
+    ChangeCaptureTable,
+    IdempotencyTable,
+    StreamConsumer,
+    StreamFilters,
+    StreamRedrive,
+)
+from cdc_constructs.redrive import REDRIVE_HANDLER
 from tests.cdc_constructs.support import arn_of, cfn_lint, grants, only, resources
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -20,6 +29,16 @@ PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 def _consumer(stack: cdk.Stack, **props) -> StreamConsumer:
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     return StreamConsumer(stack, "Consumer", table=table, **props)
+
+
+def _consumer_function(template: dict) -> dict:
+    """The consumer's function (not its redrive function)."""
+    (function,) = [
+        r["Properties"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] != REDRIVE_HANDLER
+    ]
+    return function
 
 
 @pytest.fixture
@@ -72,7 +91,7 @@ def test_failure_queues_are_encrypted_tls_only_and_kept_14_days(default_consumer
 
 def test_function_defaults(default_consumer):
     _, template = default_consumer
-    function = only(template, "AWS::Lambda::Function")
+    function = _consumer_function(template)
     assert function["Runtime"] == "python3.14"
     assert function["Architectures"] == ["arm64"]
     assert function["Handler"] == "order_stats.handler"
@@ -87,20 +106,71 @@ def test_function_defaults(default_consumer):
         "QUARANTINE_QUEUE_URL": {"Ref": _logical_id(template, "ConsumerQuarantineQueue")},
         "CDC_METRICS_NAMESPACE": "CdcConstructs",
     }
-    log_group = only(template, "AWS::Logs::LogGroup")
-    assert log_group["RetentionInDays"] == 30
+    log_group = resources(template, "AWS::Logs::LogGroup")[
+        _logical_id(template, "ConsumerLogGroup")
+    ]
+    assert log_group["Properties"]["RetentionInDays"] == 30
     assert function["LoggingConfig"] == {
         "LogGroup": {"Ref": _logical_id(template, "ConsumerLogGroup")}
     }
 
 
-def test_role_has_no_managed_policies(default_consumer):
+def test_roles_have_no_managed_policies(default_consumer):
     _, template = default_consumer
-    role = only(template, "AWS::IAM::Role")
-    assert "ManagedPolicyArns" not in role
-    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
-        "Service": "lambda.amazonaws.com"
-    }
+    roles = resources(template, "AWS::IAM::Role")
+    assert len(roles) == 2  # the consumer's and its redrive's
+    for role in roles.values():
+        assert "ManagedPolicyArns" not in role["Properties"]
+        assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+            "Service": "lambda.amazonaws.com"
+        }
+
+
+def test_redrive_is_provisioned_by_default_for_this_consumer(default_consumer):
+    consumer, template = default_consumer
+    assert isinstance(consumer.redrive, StreamRedrive)
+    (redrive,) = [
+        r["Properties"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] == REDRIVE_HANDLER
+    ]
+    assert redrive["Layers"] == [{"Ref": _logical_id(template, "CdcConsumerRuntimeLayer")}]
+    assert redrive["Runtime"] == "python3.14" and redrive["Architectures"] == ["arm64"]
+    env = redrive["Environment"]["Variables"]
+    assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": _logical_id(template, "ConsumerFunction")}
+    assert env["CDC_CONSUMER_NAME"] == "Consumer"
+    assert env["STREAM_ARN"] == {"Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]}
+    assert env["ON_FAILURE_QUEUE_URL"] == {"Ref": _logical_id(template, "ConsumerOnFailureQueue")}
+    assert env["QUARANTINE_QUEUE_URL"] == {"Ref": _logical_id(template, "ConsumerQuarantineQueue")}
+    assert env["REDRIVE_RESERVE_SECONDS"] == "90"  # the consumer's 60 s + 30 s
+    assert "CONSUMER_FILTERS" not in env
+    # The redrive role's grants are checked in test_redrive.py; here: no wildcard anywhere.
+    assert [action for action, _ in grants(template) if "*" in action] == []
+
+
+def test_redrive_gets_the_consumers_filters_and_timeout(stack):
+    _consumer(
+        stack,
+        filters=[StreamFilters.ttl_deletions_only()],
+        timeout=Duration.seconds(120),
+    )
+    template = Template.from_stack(stack).to_json()
+    (redrive,) = [
+        r["Properties"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] == REDRIVE_HANDLER
+    ]
+    env = redrive["Environment"]["Variables"]
+    assert json.loads(env["CONSUMER_FILTERS"]) == [StreamFilters.ttl_deletions_only()]
+    assert env["REDRIVE_RESERVE_SECONDS"] == "150"
+
+
+def test_redrive_can_be_turned_off(stack):
+    consumer = _consumer(stack, redrive=False)
+    assert consumer.redrive is None
+    template = Template.from_stack(stack).to_json()
+    assert len(resources(template, "AWS::Lambda::Function")) == 1
+    assert "RedriveLostRecords" not in consumer.alarms
 
 
 def test_escape_hatches(default_consumer):
@@ -117,6 +187,7 @@ def test_escape_hatches(default_consumer):
         "RecordsQuarantined",
         "FunctionErrors",
         "FunctionThrottles",
+        "RedriveLostRecords",
     }
 
 
@@ -128,7 +199,10 @@ def test_one_runtime_layer_per_stack(stack):
     template = Template.from_stack(stack).to_json()
     assert len(resources(template, "AWS::Lambda::LayerVersion")) == 1
     assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 2
-    assert len(resources(template, "AWS::CloudWatch::Alarm")) == 0
+    # Without monitoring, only the redrives' lost-records alarms exist, with no action.
+    alarms = resources(template, "AWS::CloudWatch::Alarm").values()
+    assert [a["Properties"]["MetricName"] for a in alarms] == ["RedriveLostRecords"] * 2
+    assert not any("AlarmActions" in a["Properties"] for a in alarms)
 
 
 def test_user_code_and_settings(stack, tmp_path):
@@ -158,7 +232,7 @@ def test_user_code_and_settings(stack, tmp_path):
     assert mapping["MaximumRetryAttempts"] == 0
     assert mapping["MaximumRecordAgeInSeconds"] == 600
     assert mapping["BisectBatchOnFunctionError"] is False
-    function = only(template, "AWS::Lambda::Function")
+    function = _consumer_function(template)
     assert function["Handler"] == "orders.handler"
     assert function["MemorySize"] == 1024
     assert function["Timeout"] == 120
@@ -177,7 +251,7 @@ def test_user_code_and_settings(stack, tmp_path):
 
 def test_bundled_code_with_another_handler(stack):
     _consumer(stack, handler="ttl_archive.handler")
-    function = only(Template.from_stack(stack).to_json(), "AWS::Lambda::Function")
+    function = _consumer_function(Template.from_stack(stack).to_json())
     assert function["Handler"] == "ttl_archive.handler"
 
 
@@ -200,7 +274,7 @@ def test_existing_queues_table_and_key(stack):
     assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {
         "Fn::GetAtt": [_logical_id(template, "MyOnFailure"), "Arn"]
     }
-    env = only(template, "AWS::Lambda::Function")["Environment"]["Variables"]
+    env = _consumer_function(template)["Environment"]["Variables"]
     assert env["IDEMPOTENCY_TABLE_NAME"] == {"Ref": _logical_id(template, "SharedTable")}
 
 
@@ -227,7 +301,7 @@ def test_existing_function_gets_layer_environment_and_grants(stack):
     consumer = _consumer(stack, function=function, consumer_name="mine")
     assert consumer.function is function and consumer.log_group is None
     template = Template.from_stack(stack).to_json()
-    props = only(template, "AWS::Lambda::Function")
+    props = _consumer_function(template)
     assert props["Layers"] == [{"Ref": _logical_id(template, "CdcConsumerRuntimeLayer")}]
     assert props["Environment"]["Variables"]["CDC_CONSUMER_NAME"] == "mine"
     mapping = only(template, "AWS::Lambda::EventSourceMapping")
@@ -254,7 +328,7 @@ def test_grant_view_table_sets_env_and_write_actions(stack):
     view = dynamodb.TableV2(stack, "View", partition_key=PK)
     consumer.grant_view_table(view, env_var="VIEW_TABLE_NAME", read=True)
     template = Template.from_stack(stack).to_json()
-    env = only(template, "AWS::Lambda::Function")["Environment"]["Variables"]
+    env = _consumer_function(template)["Environment"]["Variables"]
     assert env["VIEW_TABLE_NAME"] == {"Ref": _logical_id(template, "View")}
     view_arn = arn_of(_logical_id(template, "View"))
     assert {action for action, resource in grants(template) if resource == view_arn} == {

@@ -74,6 +74,10 @@ def _error(stack: cdk.Stack, **props) -> CdcConfigurationError:
         ({"timeout": Duration.minutes(16)}, "timeout='960 s': whole seconds in 1..900"),
         ({"memory_size": 64}, "memory_size=64: a number in 128..10240"),
         (
+            {"timeout": Duration.seconds(880)},
+            "redrive='True with a consumer timeout of 880 s': a consumer timeout below 870 s",
+        ),
+        (
             {"iterator_age_alarm_threshold": Duration.hours(2)},
             "iterator_age_alarm_threshold='7200 s': more than 0 and below max_record_age (3600 s)",
         ),
@@ -172,3 +176,10 @@ def test_change_capture_table_rejects_empty_ttl_attribute(stack):
             time_to_live_attribute="",
         )
     assert stack.node.try_find_child("Orders") is None
+
+
+def test_a_long_consumer_timeout_is_fine_without_the_redrive(stack):
+    consumer = StreamConsumer(
+        stack, "Consumer", table=_table(stack), timeout=Duration.seconds(880), redrive=False
+    )
+    assert consumer.redrive is None

@@ -41,6 +41,6 @@ def test_emf_lines_yield_their_metric_values_and_other_lines_nothing() -> None:
             "DuplicatesSkipped": [1, 2],
         }
     )
-    assert emf_metrics(line) == {"RecordsProcessed": 7, "DuplicatesSkipped": 3}
-    assert emf_metrics('{"level": "INFO", "message": "batch processed"}') == {}
-    assert emf_metrics("plain text") == {}
+    assert emf_metrics(line) == ("order-stats", {"RecordsProcessed": 7, "DuplicatesSkipped": 3})
+    assert emf_metrics('{"level": "INFO", "message": "batch processed"}') == (None, {})
+    assert emf_metrics("plain text") == (None, {})

@@ -91,7 +91,8 @@ def test_reference_stack_keeps_the_view_exactly(
         assert accounting.records == 400 + pipeline.counters.ttl_deletions
         check_poison_quarantined(accounting, 1)
         assert view_reconciled(pipeline, wiring)
-        assert pipeline.metrics["TtlExpiries"] == pipeline.counters.ttl_deletions > 0
+        consumer_metrics = pipeline.consumer_metrics[wiring.consumer_name]
+        assert consumer_metrics["TtlExpiries"] == pipeline.counters.ttl_deletions > 0
 
 
 @pytest.mark.slow

@@ -1,0 +1,1 @@
+"""Baselines the benchmark compares against: the same projection written without cdc-constructs."""

@@ -1,0 +1,60 @@
+"""The two consumers under test, loaded the way Lambda loads them.
+
+* ``cdc-constructs``: the reference handler ``lambda_src/handlers/order_stats.py`` with the
+  consumer runtime on the path (the layer), handler string ``order_stats.handler``.
+* ``powertools``: bench/baseline/powertools_order_stats.py.
+
+Both modules create their boto3 clients at import time from the environment, so they are imported
+after the environment points at the local endpoint and the instrumentation is installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.order_view import ORDER_STATS_SCHEMA, ViewSchema
+
+REPO = Path(__file__).resolve().parent.parent
+LAMBDA_SRC = REPO / "lambda_src"
+HANDLERS = LAMBDA_SRC / "handlers"
+BASELINE_DIR = Path(__file__).resolve().parent / "baseline"
+
+#: The reference handler's consumer name: its markers are "{CONSUMER_NAME}#{eventID}".
+CONSUMER_NAME = "order-stats"
+#: Module names as Lambda imports them (handler directory and layer on sys.path).
+REFERENCE_MODULE = "order_stats"
+BASELINE_MODULE = "powertools_order_stats"
+
+
+@dataclass
+class Consumer:
+    """A loaded consumer: its Lambda handler, its view schema, and how to see what it applied."""
+
+    name: str
+    handler: Callable[[dict[str, Any], Any], Any]
+    schema: ViewSchema
+    module: Any
+
+
+def _import(module: str, *paths: Path) -> Any:
+    for path in reversed(paths):
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
+    return importlib.import_module(module)
+
+
+def load_reference() -> Consumer:
+    """The cdc-constructs reference handler (needs the runtime branch's code)."""
+    module = _import(REFERENCE_MODULE, HANDLERS, LAMBDA_SRC)
+    return Consumer("cdc-constructs", module.handler, ORDER_STATS_SCHEMA, module)
+
+
+def load_baseline() -> Consumer:
+    """The Powertools baseline."""
+    module = _import(BASELINE_MODULE, BASELINE_DIR)
+    return Consumer("powertools", module.handler, ORDER_STATS_SCHEMA, module)

@@ -1,0 +1,86 @@
+"""The Lambda functions the constructs make: own role (no managed policies), own log group
+with retention, the library's runtime and architecture, and the cdk-nag acknowledgements that
+follow from how the function is invoked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from cdc_constructs import defaults
+from cdc_constructs.acknowledge import acknowledge
+
+_TRACING_REASON = (
+    "The consumer runtime does not use the X-Ray SDK (boto3 only), so active tracing would "
+    "show little; lag, failures, quarantined and lost records are measured by metrics with "
+    "alarms. Pass tracing=Tracing.ACTIVE to enable."
+)
+
+
+class FunctionParts(NamedTuple):
+    role: iam.Role
+    log_group: logs.LogGroup
+    function: lambda_.Function
+
+
+def make_function(
+    scope: Construct,
+    *,
+    description: str,
+    code: lambda_.Code,
+    handler: str,
+    layers: Sequence[lambda_.ILayerVersion],
+    environment: Mapping[str, str],
+    memory_size: int,
+    timeout: Duration,
+    log_retention: logs.RetentionDays,
+    invoked_by: str,
+    tracing: lambda_.Tracing | None = None,
+    reserved_concurrent_executions: int | None = None,
+) -> FunctionParts:
+    """``Role``, ``LogGroup`` and ``Function`` children of ``scope``.
+
+    The role is assumed by Lambda and gets only ``logs:CreateLogStream``/``PutLogEvents`` on
+    the log group here; callers add what the code needs. ``invoked_by`` says how the function
+    is invoked (always synchronously): the reason it has no asynchronous-invocation DLQ.
+    """
+    role = iam.Role(
+        scope,
+        "Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"{description}: least privilege",
+    )
+    log_group = logs.LogGroup(scope, "LogGroup", retention=log_retention)
+    function = lambda_.Function(
+        scope,
+        "Function",
+        description=description,
+        runtime=defaults.RUNTIME,
+        architecture=defaults.ARCHITECTURE,
+        code=code,
+        handler=handler,
+        layers=list(layers),
+        role=role,
+        log_group=log_group,
+        memory_size=memory_size,
+        timeout=timeout,
+        tracing=tracing,
+        environment=dict(environment),
+        reserved_concurrent_executions=reserved_concurrent_executions,
+    )
+    log_group.grant_write(role)
+    acknowledge(
+        function,
+        "Serverless-LambdaDLQ",
+        f"{invoked_by}, synchronously: an asynchronous-invocation dead-letter queue would "
+        "never receive anything.",
+    )
+    if tracing != lambda_.Tracing.ACTIVE:
+        acknowledge(function, "Serverless-LambdaTracing", _TRACING_REASON)
+    return FunctionParts(role, log_group, function)

@@ -1,0 +1,93 @@
+"""The IAM actions each role of the constructs needs, and nothing else (CONTRACTS §8).
+
+Grants are written out as statements on named resources instead of aws-cdk-lib's ``grant_*``
+helpers, which add actions these roles never use (e.g. ``SqsDlq`` grants GetQueueAttributes
+and GetQueueUrl, ``grant_invoke`` every version of a function, and customer-key grants use
+wildcard KMS actions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sqs as sqs
+
+STREAM_READ_ACTIONS = (
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+)
+"""Reading a stream (Lambda's event source mapping and Pipes poll with these)."""
+
+STREAM_REPLAY_ACTIONS = (
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+)
+"""Reading a known range of one shard back (the redrive; it never lists streams)."""
+
+STREAM_KEY_ACTIONS = ("kms:Decrypt",)
+"""Reading a stream of a table under a customer key."""
+
+IDEMPOTENCY_TABLE_ACTIONS = (
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
+"""The runtime's markers (in transactions) and side-effect claims."""
+
+VIEW_TABLE_WRITE_ACTIONS = (
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
+"""A projection's writes, in TransactWriteItems."""
+
+VIEW_TABLE_READ_ACTIONS = ("dynamodb:GetItem",)
+"""Only for a projection that reads its view."""
+
+TABLE_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
+"""Reading and writing a table under a customer key."""
+
+QUEUE_SEND_ACTIONS = ("sqs:SendMessage",)
+"""Sending to an on-failure, quarantine or dead-letter queue."""
+
+QUEUE_SEND_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
+"""Sending to a queue under a customer key."""
+
+QUEUE_DRAIN_ACTIONS = ("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage")
+"""Reading a queue and deleting what was handled (the redrive)."""
+
+QUEUE_DRAIN_KEY_ACTIONS = ("kms:Decrypt",)
+"""Receiving from a queue under a customer key."""
+
+INVOKE_ACTIONS = ("lambda:InvokeFunction",)
+"""Invoking the consumer (the redrive), on the function's unqualified ARN only."""
+
+LOG_WRITE_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
+"""Writing to one log group (a pipe; functions get ``LogGroup.grant_write``)."""
+
+
+def allow(
+    actions: Sequence[str], resources: Sequence[str], sid: str | None = None
+) -> iam.PolicyStatement:
+    """One Allow statement of ``actions`` on ``resources``."""
+    return iam.PolicyStatement(sid=sid, actions=list(actions), resources=list(resources))
+
+
+def grant_key(grantee: iam.IGrantable, key: kms.IKey | None, actions: Sequence[str]) -> None:
+    """Let ``grantee`` use ``key`` for ``actions``; nothing when there is no customer key."""
+    if key is not None:
+        key.grant(grantee, *actions)
+
+
+def grant_send(grantee: iam.IGrantable, queue: sqs.IQueue) -> None:
+    """``sqs:SendMessage`` on ``queue`` (and its key's data-key actions), nothing more."""
+    grantee.grant_principal.add_to_principal_policy(allow(QUEUE_SEND_ACTIONS, [queue.queue_arn]))
+    grant_key(grantee, queue.encryption_master_key, QUEUE_SEND_KEY_ACTIONS)

@@ -1,0 +1,36 @@
+"""The TableV2 settings the library's tables share: encryption, recovery, protection, billing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+
+
+def table_props(
+    *,
+    encryption_key: kms.IKey | None,
+    point_in_time_recovery: bool,
+    deletion_protection: bool,
+    removal_policy: RemovalPolicy,
+    table_name: str | None,
+    billing: dynamodb.Billing | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``dynamodb.TableV2``: encrypted with ``encryption_key`` or the
+    AWS-managed key, PITR and deletion protection as given, on-demand unless ``billing``."""
+    return {
+        "table_name": table_name,
+        "billing": billing or dynamodb.Billing.on_demand(),
+        "encryption": (
+            dynamodb.TableEncryptionV2.customer_managed_key(encryption_key)
+            if encryption_key is not None
+            else dynamodb.TableEncryptionV2.aws_managed_key()
+        ),
+        "point_in_time_recovery_specification": dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=point_in_time_recovery
+        ),
+        "deletion_protection": deletion_protection,
+        "removal_policy": removal_policy,
+    }

@@ -1,0 +1,57 @@
+"""Smoke test of the benchmark harness (bench/): it runs and writes both reports.
+
+The benchmarks are scripts (`make bench`), not timed assertions: this test checks only that the
+harness works end to end on a tiny workload against the fixture's moto server, and that what it
+reports about correctness holds (both views exact; fewer requests with cdc-constructs).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from cdc_local.endpoint import LocalEndpoint
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_quick_run_writes_both_reports_with_exact_views(aws: LocalEndpoint, tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--endpoint-url",
+            aws.url,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+
+    results = json.loads((tmp_path / "results.json").read_text())
+    projection = results["projection"]
+    assert projection["cdc-constructs"]["view"]["exact"]
+    assert projection["powertools"]["view"]["exact"]
+    assert projection["cdc-constructs"]["records"] == projection["powertools"]["records"] == 50
+    assert (
+        projection["cdc-constructs"]["dynamodb_requests"]
+        < projection["powertools"]["dynamodb_requests"]
+    )
+    transient = results["faults"]["transient"]["cdc-constructs"]
+    assert transient["faults_hit"] == 1
+    assert transient["reported_failures"] == 1
+    assert transient["view"]["exact"]
+    assert transient["ordering"]["out_of_order"] == 0
+
+    report = (tmp_path / "RESULTS.md").read_text()
+    assert "## Headline" in report
+    assert "DynamoDB requests per record" in report
