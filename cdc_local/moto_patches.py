@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _active = threading.local()
+#: Set on the patched method, so a second apply() (or is_applied()) recognises it.
+_MARKER = "_cdc_local_patched"
 
 
 class _CopyModule:
@@ -100,6 +102,15 @@ class _Snapshot:
             del shard.items[length:]
 
 
+def is_applied() -> bool:
+    """Whether :func:`apply` has patched moto's TransactWriteItems in this process."""
+    try:
+        import moto.dynamodb.models as models
+    except ImportError:
+        return False
+    return bool(getattr(models.DynamoDBBackend.transact_write_items, _MARKER, False))
+
+
 def apply() -> None:
     """Patch moto's DynamoDB backend (once per process). If this moto's internals are not the
     ones the patch knows, it warns and leaves moto as it is: slower, equally correct."""
@@ -117,7 +128,7 @@ def apply() -> None:
             stacklevel=2,
         )
         return
-    if getattr(original, "_cdc_local_patched", False):
+    if getattr(original, _MARKER, False):
         return
 
     @functools.wraps(original)
@@ -132,6 +143,6 @@ def apply() -> None:
         finally:
             _active.transaction = False
 
-    transact_write_items._cdc_local_patched = True  # type: ignore[attr-defined]
+    setattr(transact_write_items, _MARKER, True)
     models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     models.copy = _CopyModule(Table)  # type: ignore[assignment]

@@ -98,3 +98,14 @@ def test_a_rejected_transaction_on_a_range_key_table_writes_nothing(aws: LocalEn
         )
     assert ddb.scan(TableName="r")["Items"] == []
     assert stream_events(aws, "r") == []
+
+
+def test_the_local_endpoint_applies_the_patch_once(aws: LocalEndpoint) -> None:
+    from moto.dynamodb import models
+
+    from cdc_local import moto_patches
+
+    assert moto_patches.is_applied()
+    patched = models.DynamoDBBackend.transact_write_items
+    moto_patches.apply()
+    assert models.DynamoDBBackend.transact_write_items is patched
