@@ -178,10 +178,9 @@ def moto_transactions_patch() -> str:
     endpoint's cdc_local.moto_patches (applied by LocalEndpoint.start) snapshots only the items
     a transaction names. Without it, `make bench` still runs, only slower, and the report says so.
     """
-    from moto.dynamodb import models
+    from cdc_local.moto_patches import is_applied
 
-    patched = getattr(models.DynamoDBBackend.transact_write_items, "_cdc_local_patched", False)
-    return "cdc_local.moto_patches" if patched else "none"
+    return "cdc_local.moto_patches" if is_applied() else "none"
 
 
 def admin_client(endpoint: LocalEndpoint, service: str) -> Any:
