@@ -22,6 +22,9 @@ LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "t
 class LocalEndpoint:
     """moto's threaded server on 127.0.0.1 (an ephemeral port unless one is given).
 
+    Every moto server in one process serves the same in-memory backend: two endpoints started
+    in one process see each other's resources (:meth:`reset` empties it for both).
+
     Use as a context manager, or call :meth:`start` / :meth:`stop`. :meth:`client` makes boto3
     clients bound to it; :meth:`environment` gives the variables that point boto3 code (such as a
     Lambda handler run in-process) at it.

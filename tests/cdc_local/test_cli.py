@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cdc_local.__main__ import main
+from cdc_local.endpoint import LocalEndpoint
 from cdc_local.runner import emf_metrics
 
 
@@ -18,7 +19,11 @@ def test_a_missing_assembly_exits_2_saying_what_to_do(
     assert "run `cdk synth` first" in capsys.readouterr().err
 
 
-def test_the_demo_needs_the_reference_consumer(assembly_dir: Path, capsys) -> None:
+def test_the_demo_needs_the_reference_consumer(
+    aws: LocalEndpoint, assembly_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `aws` empties moto first: every moto server in a process shares one backend, so the
+    # demo's own endpoint would otherwise meet the tables earlier tests left behind.
     assert main(["--assembly", str(assembly_dir), "--stack", "Basic", "--demo"]) == 2
     assert "handler is 'order_stats.handler'" in capsys.readouterr().err
 
