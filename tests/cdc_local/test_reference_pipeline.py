@@ -43,18 +43,6 @@ BATCH_INFO_KEYS = {
 }
 
 
-@pytest.fixture(scope="module")
-def reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    reference_stack = pytest.importorskip("cdc_constructs.reference_stack")
-    import aws_cdk as cdk
-
-    outdir = tmp_path_factory.mktemp("reference.out")
-    app = cdk.App(outdir=str(outdir))
-    reference_stack.CdcReferenceStack(app, "CdcReferenceStack")
-    app.synth()
-    return outdir
-
-
 def run_workload(pipeline: LocalPipeline, workload: OrderWorkload, writes_per_turn: int) -> None:
     wiring = ConsumerWiring.of(pipeline)
     ddb = pipeline.client("dynamodb")
