@@ -48,6 +48,17 @@ test: $(DEV_DEPS) $(CLI_DEPS)
 snapshots: $(DEV_DEPS) $(CLI_DEPS)
 	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/cdc_constructs/test_reference_stack.py -k snapshot
 
+## local: synthesize, then run the reference stack's pipeline on this machine (moto) under a
+## demo workload with injected faults; prints a summary table and one JSON line
+local: $(DEV_DEPS) $(CLI_DEPS)
+	cdk synth --quiet
+	$(BIN)/python -m cdc_local --assembly cdk.out --stack CdcReferenceStack --demo
+
+## bench: the benchmarks in bench/ (about 5 minutes on 2 cores); writes bench/RESULTS.md and
+## bench/results.json
+bench: $(DEV_DEPS)
+	$(BIN)/python -m bench
+
 ## deploy: deploy the reference stack to the AWS account of your credentials (not run in CI)
 deploy: $(APP_DEPS) $(CLI_DEPS)
 	cdk deploy CdcReferenceStack

@@ -8,8 +8,8 @@ and writes each expired order's old image to the archive bucket.
 What is expected is worked out from the workload alone, not from the handler: the workload's
 plan, replayed onto a dict, gives each order's last image; its ``expire`` changes are the orders
 DynamoDB's TTL (the local sweeper) deletes and its ``delete`` changes are manual deletes. The
-stream gives each deletion's eventID and time, which name the object (README: "The reference
-stack").
+stream gives each deletion's eventID and time, which name the object (the key and body are
+documented in lambda_src/handlers/ttl_archive.py).
 
 To count writes, not just objects, the tests turn on versioning on the local archive bucket:
 every PutObject then leaves a version behind.
@@ -104,7 +104,7 @@ def removes(pipeline: LocalPipeline, table: str) -> dict[str, dict[str, Any]]:
 
 
 def expected_object(record: Mapping[str, Any], image: dict[str, Any], stream_arn: str) -> Any:
-    """The archive's key and (parsed) body for one TTL deletion, as README documents them."""
+    """The archive's key and (parsed) body for one TTL deletion, as ttl_archive.py documents."""
     deleted_at = datetime.fromtimestamp(
         int(record["dynamodb"]["ApproximateCreationDateTime"].timestamp()), UTC
     )
