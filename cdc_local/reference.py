@@ -32,6 +32,7 @@ from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.functions import LocalFunction
 from cdc_local.runner import LocalPipeline
+from cdc_local.ttl import TtlAnnotatedStreams
 
 REFERENCE_HANDLER = "order_stats.handler"
 ORDER_PREFIX = "ORDER#"
@@ -262,7 +263,9 @@ def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redri
         ),
         stream_arn=wiring.mapping.stream_arn,
         sqs_client=pipeline.client("sqs"),
-        streams_client=pipeline.client("dynamodbstreams"),
+        streams_client=TtlAnnotatedStreams(
+            pipeline.client("dynamodbstreams"), pipeline.ttl_ledger, wiring.mapping.stream_arn
+        ),
         consumer_name=wiring.consumer_name,
         receive_wait_seconds=0,
         filters=[p.pattern for p in wiring.mapping.settings.filters.patterns],

@@ -151,3 +151,25 @@ class TtlSweeper:
             self.ledger.forget(table, keys, item)
             return 0
         return 1
+
+
+class TtlAnnotatedStreams:
+    """A ``dynamodbstreams`` client whose GetRecords marks the sweeper's deletions with
+    DynamoDB's TTL ``userIdentity``, as the mappings see them (moto's records carry none).
+
+    Redrive reads on-failure ranges back from the stream; without this, a consumer filtered to
+    TTL deletions (the TTL archive) would find none of its records in the range.
+    """
+
+    def __init__(self, client: Any, ledger: TtlLedger, stream_arn: str) -> None:
+        self._client = client
+        self._ledger = ledger
+        self._stream_arn = stream_arn
+
+    def get_records(self, **kwargs: Any) -> dict[str, Any]:
+        response = self._client.get_records(**kwargs)
+        records = [self._ledger.annotate(self._stream_arn, r) for r in response["Records"]]
+        return {**response, "Records": records}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)

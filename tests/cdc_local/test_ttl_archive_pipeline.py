@@ -202,26 +202,6 @@ def test_expired_orders_are_archived_once_each_and_manual_deletes_never(
         assert counters.records_filtered_out == counters.records_read - len(expected.expired)
 
 
-class TtlAnnotatedStreams:
-    """A ``dynamodbstreams`` client whose GetRecords marks the local TTL sweeper's deletions
-    with DynamoDB's ``userIdentity``, as the mappings see them (cdc_local/ttl.py: moto's records
-    carry no userIdentity). Without it, redrive reading the TTL archive's ranges back from
-    moto's stream finds no record that passes the mapping's TTL-only filter."""
-
-    def __init__(self, pipeline: LocalPipeline, stream_arn: str) -> None:
-        self._client = pipeline.client("dynamodbstreams")
-        self._ledger = pipeline.ttl_ledger
-        self._stream_arn = stream_arn
-
-    def get_records(self, **kwargs: Any) -> dict[str, Any]:
-        response = self._client.get_records(**kwargs)
-        records = [self._ledger.annotate(self._stream_arn, r) for r in response["Records"]]
-        return {**response, "Records": records}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-
 def let_crashed_claims_expire(pipeline: LocalPipeline, idempotency_table: str) -> int:
     """What waiting out the crashed invocations' timeout would do, without the wait (60 s).
 
@@ -247,24 +227,6 @@ def let_crashed_claims_expire(pipeline: LocalPipeline, idempotency_table: str) -
             )
             moved += 1
     return moved
-
-
-def redrive_archive(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Any:
-    """Redrive the TTL archive's on-failure queue through its handler (CONTRACTS §9)."""
-    from cdc_consumer import redrive
-
-    assert wiring.on_failure_queue_url is not None
-    return redrive.Redrive(
-        invoker=redrive.CallableInvoker(
-            handler=wiring.function.as_handler(), function_name=wiring.function.name
-        ),
-        stream_arn=wiring.mapping.stream_arn,
-        sqs_client=pipeline.client("sqs"),
-        streams_client=TtlAnnotatedStreams(pipeline, wiring.mapping.stream_arn),
-        consumer_name=wiring.consumer_name,
-        receive_wait_seconds=0,
-        filters=[p.pattern for p in wiring.mapping.settings.filters.patterns],
-    ).run(wiring.on_failure_queue_url)
 
 
 def held_sequence_ranges(messages: list[dict[str, Any]]) -> list[tuple[int, int]]:
@@ -316,7 +278,7 @@ def test_crashes_hold_expiries_on_the_on_failure_queue_then_redrive_archives_eac
         assert pipeline.faults is not None
         pipeline.faults.plan = FaultPlan()  # the faults are over
         let_crashed_claims_expire(pipeline, wiring.idempotency_table)
-        report = redrive_archive(pipeline, wiring)
+        report = redrive_on_failure(pipeline, wiring)
         assert report.ok, report.summary()
         assert report.records_replayed > 0 and report.messages_deleted == len(held)
         assert peek_messages(sqs, wiring.on_failure_queue_url) == []
@@ -331,22 +293,16 @@ def test_crashes_hold_expiries_on_the_on_failure_queue_then_redrive_archives_eac
         # wrote those objects again, to the same key with the same bytes (checked above).
         assert any(len(bodies) > 1 for bodies in versions.values())
 
-        again = redrive_archive(pipeline, wiring)
+        again = redrive_on_failure(pipeline, wiring)
         assert again.ok and again.messages_received == 0 and again.invocations == 0
         assert archive_versions(pipeline) == versions
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="cdc_local.reference.redrive_on_failure reads the ranges back from moto's stream, "
-    "whose records carry no userIdentity, so the TTL archive's TTL-only filter drops every TTL "
-    "deletion: the message is deleted as done and nothing is archived. Fix in cdc_local: give "
-    "redrive records annotated by pipeline.ttl_ledger (as TtlAnnotatedStreams does above).",
-)
 def test_cdc_local_redrive_on_failure_replays_held_ttl_deletions(
     aws: LocalEndpoint, reference_assembly: Path
 ) -> None:
+    """Records redrive reads back from the stream carry DynamoDB's TTL userIdentity, as the
+    mapping saw them, so the TTL-only filter keeps them and the held expiries are archived."""
     with reference_pipeline(aws, reference_assembly, FaultPlan(crash_probability=1.0)) as pipeline:
         wiring = ConsumerWiring.of(pipeline, TTL_HANDLER)
         assert wiring.on_failure_queue_url is not None
