@@ -229,7 +229,7 @@ def test_props_are_checked_and_every_problem_named(layer_dir: Path) -> None:
         )
     assert [str(problem) for problem in error.value.problems] == [
         "consumer_name=' ': a non-empty string",
-        "timeout='960 s': a Duration of 1..900 s (Lambda's limit)",
+        "timeout='960 s': whole seconds in 1..900 (Lambda's limit)",
         "consumer_timeout=None: the consumer's timeout, a Duration: it cannot be read from "
         "consumer_function (not a lambda_.Function)",
     ]
@@ -254,6 +254,24 @@ def test_a_timeout_that_cannot_wait_for_one_consumer_invocation_is_refused(
             layer=world.layer,
             timeout=cdk.Duration.minutes(2),
         )
+
+
+def test_a_fractional_timeout_is_refused_before_anything_is_built(layer_dir: Path) -> None:
+    world = World(layer_dir)
+    with pytest.raises(
+        RedriveConfigurationError, match=r"timeout='899\.5 s': whole seconds in 1\.\.900"
+    ):
+        StreamRedrive(
+            world.stack,
+            "Fractional",
+            consumer_function=world.consumer,
+            consumer_name="orders",
+            stream_arn="arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x",
+            on_failure_queue=world.on_failure,
+            layer=world.layer,
+            timeout=cdk.Duration.millis(899_500),
+        )
+    assert world.stack.node.try_find_child("Fractional") is None
 
 
 def _list(value: Any) -> list[Any]:
