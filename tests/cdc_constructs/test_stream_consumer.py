@@ -42,6 +42,25 @@ def _consumer_function(template: dict) -> dict:
     return function
 
 
+def _existing_function(stack: cdk.Stack, **props) -> lambda_.Function:
+    """A function made outside StreamConsumer (the ``function`` prop)."""
+    return lambda_.Function(
+        stack,
+        "Mine",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
+        **props,
+    )
+
+
+def _redrive_environment(template: dict) -> dict:
+    function = resources(template, "AWS::Lambda::Function")[
+        _logical_id(template, "ConsumerRedriveFunction")
+    ]
+    return function["Properties"]["Environment"]["Variables"]
+
+
 @pytest.fixture
 def default_consumer(stack):
     consumer = _consumer(stack)
@@ -298,15 +317,7 @@ def test_queues_made_with_a_customer_key(stack):
 
 
 def test_existing_function_gets_layer_environment_and_grants(stack):
-    function = lambda_.Function(
-        stack,
-        "Mine",
-        runtime=lambda_.Runtime.PYTHON_3_14,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
-        memory_size=512,
-        timeout=Duration.seconds(30),
-    )
+    function = _existing_function(stack, memory_size=512, timeout=Duration.seconds(30))
     consumer = _consumer(stack, function=function, consumer_name="mine")
     assert consumer.function is function and consumer.log_group is None
     template = Template.from_stack(stack).to_json()
@@ -325,38 +336,19 @@ def test_existing_function_gets_layer_environment_and_grants(stack):
     for queue in ("ConsumerOnFailureQueue", "ConsumerQuarantineQueue"):
         assert ("sqs:SendMessage", arn_of(_logical_id(template, queue))) in role_grants
     # The redrive waits for one invocation of the function's own timeout (30 s) plus 30 s.
-    redrive = consumer.redrive
-    assert redrive is not None
-    redrive_env = resources(template, "AWS::Lambda::Function")[
-        _logical_id(template, "ConsumerRedriveFunction")
-    ]["Properties"]["Environment"]["Variables"]
-    assert redrive_env["REDRIVE_RESERVE_SECONDS"] == "60"
+    assert _redrive_environment(template)["REDRIVE_RESERVE_SECONDS"] == "60"
 
 
 def test_existing_function_without_a_timeout_is_redriven_with_lambdas_default(stack):
-    function = lambda_.Function(
-        stack,
-        "Mine",
-        runtime=lambda_.Runtime.PYTHON_3_14,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
-    )
+    function = _existing_function(stack)
     _consumer(stack, function=function)
     template = Template.from_stack(stack).to_json()
-    redrive_env = resources(template, "AWS::Lambda::Function")[
-        _logical_id(template, "ConsumerRedriveFunction")
-    ]["Properties"]["Environment"]["Variables"]
-    assert redrive_env["REDRIVE_RESERVE_SECONDS"] == "33"  # Lambda's 3 s default + 30 s
+    # Lambda's 3 s default + 30 s
+    assert _redrive_environment(template)["REDRIVE_RESERVE_SECONDS"] == "33"
 
 
 def test_existing_function_refuses_the_props_of_a_function_made_here(stack):
-    function = lambda_.Function(
-        stack,
-        "Mine",
-        runtime=lambda_.Runtime.PYTHON_3_14,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
-    )
+    function = _existing_function(stack)
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     with pytest.raises(CdcConfigurationError) as caught:
         StreamConsumer(
@@ -437,13 +429,7 @@ def test_cfn_lint_is_clean_on_every_variant(stack, variant):
             idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),
         )
     elif variant == "existing_function":
-        function = lambda_.Function(
-            stack,
-            "Mine",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            handler="index.handler",
-            code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
-        )
+        function = _existing_function(stack)
         _consumer(stack, function=function)
     else:
         table = ChangeCaptureTable(
