@@ -112,9 +112,9 @@ class CdcReferenceStack(Stack):
             partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
             billing=dynamodb.Billing.on_demand(),
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
+                point_in_time_recovery_enabled=defaults.POINT_IN_TIME_RECOVERY
             ),
-            deletion_protection=True,
+            deletion_protection=defaults.DELETION_PROTECTION,
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.idempotency = IdempotencyTable(self, "Idempotency")
