@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.order_view import ORDER_STATS_SCHEMA, ViewSchema
-
 REPO = Path(__file__).resolve().parent.parent
 LAMBDA_SRC = REPO / "lambda_src"
 HANDLERS = LAMBDA_SRC / "handlers"
@@ -33,11 +31,10 @@ BASELINE_MODULE = "powertools_order_stats"
 
 @dataclass
 class Consumer:
-    """A loaded consumer: its Lambda handler, its view schema, and how to see what it applied."""
+    """A loaded consumer: its Lambda handler, and its module (to see what it applied)."""
 
     name: str
     handler: Callable[[dict[str, Any], Any], Any]
-    schema: ViewSchema
     module: Any
 
 
@@ -51,10 +48,10 @@ def _import(module: str, *paths: Path) -> Any:
 def load_reference() -> Consumer:
     """The cdc-constructs reference handler (needs the runtime branch's code)."""
     module = _import(REFERENCE_MODULE, HANDLERS, LAMBDA_SRC)
-    return Consumer("cdc-constructs", module.handler, ORDER_STATS_SCHEMA, module)
+    return Consumer("cdc-constructs", module.handler, module)
 
 
 def load_baseline() -> Consumer:
     """The Powertools baseline."""
     module = _import(BASELINE_MODULE, BASELINE_DIR)
-    return Consumer("powertools", module.handler, ORDER_STATS_SCHEMA, module)
+    return Consumer("powertools", module.handler, module)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.esm import LambdaContext
+from bench.esm import lambda_context
 from bench.workload import order_workload
 
 RECORDS = 100_000
@@ -57,7 +57,7 @@ def _events(records: int) -> list[dict[str, Any]]:
 
 
 def _time(handler: Callable[[dict[str, Any], Any], Any], events: list[dict[str, Any]]) -> float:
-    context = LambdaContext()
+    context = lambda_context()
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         started = time.process_time()
         for event in events:

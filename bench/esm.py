@@ -1,20 +1,24 @@
 """Delivering records to a consumer the way Lambda's event source mapping does.
 
 Batches of ``batch_size`` in stream order. With ReportBatchItemFailures the mapping checkpoints
-at the *lowest* reported sequence number and re-sends everything from there (DESIGN.md §1); a
-function error (here: :class:`~bench.local_aws.SimulatedCrash`) re-sends the whole batch. Only
-the parts of the mapping the benchmark needs: no bisect, no filters, no record age.
+at the *lowest* reported sequence number and re-sends everything from there (DESIGN.md §1;
+``cdc_consumer.testing.redelivery`` computes it); a function error (here:
+:class:`cdc_local.faults.SimulatedCrash`) re-sends the whole batch. Only the parts of the mapping
+the benchmark needs: no bisect, no filters, no record age. (cdc_local's EventSourceMapping has
+them all, but polls moto's stream, whose records differ from DynamoDB's - bench/workload.py.)
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from bench.local_aws import SimulatedCrash
+from cdc_consumer.testing import redelivery
+
+from cdc_local.faults import SimulatedCrash
+from cdc_local.functions import LambdaContext
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -22,27 +26,18 @@ Handler = Callable[[dict[str, Any], Any], Any]
 DEFAULT_TIMEOUT_S = 300.0
 #: Redeliveries of one position before the harness gives up (AWS's retries are finite too).
 MAX_ATTEMPTS = 10
+FUNCTION_NAME = "bench-consumer"
+MEMORY_MB = 1024
 
 
-@dataclass
-class LambdaContext:
-    """The parts of Lambda's context object both consumers read; the deadline is real time."""
-
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    function_name: str = "bench-consumer"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: int = 1024
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:bench-consumer"
-    log_group_name: str = "/aws/lambda/bench-consumer"
-    log_stream_name: str = "bench"
-    _deadline: float = field(default=0.0, init=False)
-
-    def __post_init__(self) -> None:
-        self._deadline = time.monotonic() + self.timeout_s
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
+def lambda_context(timeout_s: float = DEFAULT_TIMEOUT_S) -> LambdaContext:
+    """A context whose deadline is ``timeout_s`` of real time from now (both consumers read it)."""
+    return LambdaContext(
+        function_name=FUNCTION_NAME,
+        invoked_function_arn=f"arn:aws:lambda:us-east-1:123456789012:function:{FUNCTION_NAME}",
+        memory_limit_in_mb=MEMORY_MB,
+        timeout_seconds=timeout_s,
+    )
 
 
 @dataclass
@@ -69,7 +64,6 @@ def deliver(
     ``after_crash`` runs between a crashed invocation and its redelivery (Lambda retries only
     once the crashed invocation has ended, i.e. after its timeout).
     """
-    sequence_index = {r["dynamodb"]["SequenceNumber"]: i for i, r in enumerate(records)}
     delivery = Delivery()
     position = 0
     attempts = 0
@@ -79,7 +73,7 @@ def deliver(
         delivery.invocations += 1
         delivery.records_delivered += len(batch)
         try:
-            response = handler({"Records": batch}, LambdaContext(timeout_s=timeout_s))
+            response = handler({"Records": batch}, lambda_context(timeout_s))
         except SimulatedCrash as crash:
             delivery.crashes += 1
             attempts += 1
@@ -90,18 +84,14 @@ def deliver(
             if after_crash is not None:
                 after_crash()
             continue
-        failures = (response or {}).get("batchItemFailures") or []
-        if not failures:
+        # Raises ValueError for an itemIdentifier outside the batch, as Lambda fails the batch.
+        resend = redelivery(batch, response or {})
+        if not resend:
             position += len(batch)
             attempts = 0
             continue
         delivery.reported_failures += 1
-        lowest = min(sequence_index[f["itemIdentifier"]] for f in failures)
-        if lowest < position or lowest >= position + len(batch):
-            raise RuntimeError(
-                f"the consumer reported sequence number of record {lowest}, outside the batch "
-                f"[{position}, {position + len(batch)})"
-            )
+        lowest = position + len(batch) - len(resend)
         attempts = attempts + 1 if lowest == position else 1
         if attempts > MAX_ATTEMPTS:
             raise RuntimeError(f"record {position} failed {attempts} times; giving up")

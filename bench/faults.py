@@ -17,13 +17,11 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
-
 from bench.consumers import CONSUMER_NAME, Consumer
 from bench.local_aws import VIEW_TABLE, Fault
-from bench.order_view import contribution
 from bench.projection import RunOptions, run
 from bench.workload import CUSTOMER_PREFIX, Workload
+from cdc_local.reference import contribution
 
 #: The function timeout in the crash scenario, and so how long the mapping waits before it
 #: re-sends a crashed batch. Short, so the benchmark does not wait long; long enough for a batch
@@ -32,22 +30,18 @@ from bench.workload import CUSTOMER_PREFIX, Workload
 CRASH_TIMEOUT_S = 8.0
 BATCH_SIZE = 100
 
-_deserializer = TypeDeserializer()
-
-
-def _image(record: dict[str, Any], name: str) -> dict[str, Any] | None:
-    image = record["dynamodb"].get(name)
-    return {k: _deserializer.deserialize(v) for k, v in image.items()} if image else None
-
 
 def _delta(record: dict[str, Any]) -> tuple[str, tuple[Decimal, ...]]:
     """(customer, the sorted non-zero amounts the record ADDs): what its UpdateItem carries."""
-    old, new = _image(record, "OldImage"), _image(record, "NewImage")
+    customer = ""
     figures: dict[str, Decimal] = {}
-    for image, sign in ((old, -1), (new, 1)):
-        for name, value in contribution(image).items():
-            figures[name] = figures.get(name, Decimal(0)) + sign * value
-    customer = (new or old or {})["customerId"]
+    # The new image last, so the customer is the new image's when there is one.
+    for image, sign in (("OldImage", -1), ("NewImage", 1)):
+        found = contribution(record["dynamodb"].get(image) or {})
+        if found is not None:
+            customer, values = found
+            for name, value in values.items():
+                figures[name] = figures.get(name, Decimal(0)) + sign * value
     return customer, tuple(sorted(v for v in figures.values() if v != 0))
 
 

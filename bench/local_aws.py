@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
 from cdc_local.endpoint import LOCAL_CREDENTIALS, LocalEndpoint
+from cdc_local.faults import SimulatedCrash
 
 ORDERS_TABLE = "orders"
 VIEW_TABLE = "order-stats"
@@ -31,17 +33,14 @@ QUARANTINE_QUEUE = "quarantine"
 VIEW_KEY = "pk"
 
 
-class SimulatedCrash(BaseException):
-    """The function process dies here (a timeout or out-of-memory kill).
-
-    A BaseException, so neither consumer's ``except Exception`` turns it into a reported record
-    failure: it ends the invocation, as a real crash does.
-    """
-
-
 @dataclass
 class Fault:
     """One injected fault.
+
+    Not cdc_local.faults.Faults: that injects faults at random (by probability, before a call);
+    the benchmark needs one fault on one chosen request, the same for both consumers, and a
+    crash *after* a call succeeded. The crash is cdc_local's :class:`SimulatedCrash` (a
+    BaseException, so neither consumer's ``except Exception`` turns it into a reported failure).
 
     ``when(operation, params)`` picks the request (params are the API parameters). ``kind`` is
     ``"throttle"`` (the request fails with ProvisionedThroughputExceededException before reaching
@@ -111,7 +110,7 @@ class Instrumentation:
             },
             "ResponseMetadata": {"HTTPStatusCode": 400},
         }
-        return _FakeHttpResponse(400), error
+        return AWSResponse("http://bench-fault", 400, {}, None), error
 
     def _after_call(
         self, model: Any, http_response: Any, context: dict[str, Any], **_: Any
@@ -142,14 +141,6 @@ def _marker_ids(params: dict[str, Any]) -> list[str]:
         if "S" in item.get("id", {}):
             ids.append(item["id"]["S"])
     return ids
-
-
-@dataclass
-class _FakeHttpResponse:
-    status_code: int
-    headers: dict[str, str] = field(default_factory=dict)
-    content: bytes = b""
-    text: str = ""
 
 
 INSTRUMENTATION = Instrumentation()
@@ -234,15 +225,3 @@ def create_resources(endpoint: LocalEndpoint) -> Resources:
         )
     url = sqs.create_queue(QueueName=QUARANTINE_QUEUE)["QueueUrl"]
     return Resources(ORDERS_TABLE, VIEW_TABLE, IDEMPOTENCY_TABLE, url)
-
-
-def scan_all(client: Any, table: str) -> list[dict[str, Any]]:
-    """Every item of ``table`` (DynamoDB JSON), following LastEvaluatedKey."""
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = client.scan(**kwargs)
-        items.extend(page["Items"])
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -14,8 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
-
 from bench.consumers import CONSUMER_NAME, Consumer
 from bench.esm import deliver
 from bench.local_aws import (
@@ -23,12 +21,10 @@ from bench.local_aws import (
     Fault,
     admin_client,
     create_resources,
-    scan_all,
 )
-from bench.order_view import compare, expected_view, read_view
+from bench.order_view import compare
 from bench.workload import Workload, clone_records, serialize
-
-_deserializer = TypeDeserializer()
+from cdc_local.reference import actual_view, expected_view, scan
 
 
 def _write_orders(endpoint: Any, table: str, orders: dict[str, dict[str, Any]]) -> None:
@@ -119,12 +115,9 @@ def run(
             "come from boto3's default session, so the counts would be wrong"
         )
     admin = admin_client(endpoint, "dynamodb")
-    orders = [
-        {k: _deserializer.deserialize(v) for k, v in item.items()}
-        for item in scan_all(admin, resources.orders_table)
-    ]
     comparison = compare(
-        read_view(scan_all(admin, resources.view_table), consumer.schema), expected_view(orders)
+        actual_view(scan(admin, resources.view_table)),
+        expected_view(scan(admin, resources.orders_table)),
     )
     n = len(workload.records)
     in_requests = min(request_seconds, wall)

@@ -7,7 +7,9 @@ items). Everything is derived from one seed, so two runs see the same records.
 
 The records are built here rather than read from moto's stream because moto's stream differs
 from DynamoDB's (DESIGN.md §6), and because the Lambda event shape (eventSourceARN, awsRegion,
-userIdentity of TTL deletions) is what both consumers under test receive.
+userIdentity of TTL deletions) is what both consumers under test receive. Not
+cdc_local.workload: it writes changes to a table for the local pipeline to stream. Not
+cdc_consumer.testing.TableStream: its eventIDs are random, and here they must repeat run to run.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from decimal import Decimal
 from typing import Any
 
 from cdc_consumer.testing import serialize, stream_record
+
+from cdc_local.reference import CUSTOMER_PREFIX, ORDER_PREFIX
 
 #: The workload issue 7 names: 2,000 changes on 200 orders.
 DEFAULT_CHANGES = 2_000
@@ -34,15 +38,19 @@ ACCOUNT = "123456789012"
 ORDERS_TABLE = "orders"
 STREAM_LABEL = "2026-11-29T00:00:00.000"
 STREAM_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{ORDERS_TABLE}/stream/{STREAM_LABEL}"
-#: Key prefixes of the reference handler's tables (lambda_src/handlers/order_stats.py).
-ORDER_PREFIX = "ORDER#"
-CUSTOMER_PREFIX = "CUSTOMER#"
 #: First sequence number; all sequence numbers have the same number of digits so they sort as
 #: strings and as numbers alike.
 FIRST_SEQUENCE = 4_421_584_500_000_000_017_450_439_091
 FIRST_CREATION_TIME = 1_796_000_000  # epoch seconds (2026-11-30)
 
-__all__ = ["Workload", "clone_records", "order_workload", "same_item_workload", "serialize"]
+__all__ = [
+    "CUSTOMER_PREFIX",
+    "Workload",
+    "clone_records",
+    "order_workload",
+    "same_item_workload",
+    "serialize",
+]
 
 
 @dataclass(frozen=True)

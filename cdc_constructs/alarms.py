@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
+
+from cdc_constructs import defaults
+
+CONSUMER_DIMENSION = "Consumer"
+"""The one dimension of the runtime's and the redrive's metrics: the consumer's name."""
+
+
+def consumer_metric(
+    namespace: str, consumer_name: str, metric_name: str, statistic: str
+) -> cloudwatch.Metric:
+    """One consumer's embedded-metric-format metric (dimension ``Consumer``), over one alarm
+    period (defaults.ALARM_PERIOD_SECONDS)."""
+    return cloudwatch.Metric(
+        namespace=namespace,
+        metric_name=metric_name,
+        dimensions_map={CONSUMER_DIMENSION: consumer_name},
+        statistic=statistic,
+        period=Duration.seconds(defaults.ALARM_PERIOD_SECONDS),
+    )
 
 
 def notify(alarm: cloudwatch.Alarm, topic: sns.ITopic) -> None:

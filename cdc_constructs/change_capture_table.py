@@ -11,11 +11,11 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
-from cdc_constructs.table_props import table_props
+from cdc_constructs.table_props import TableConstruct, table_props
 from cdc_constructs.validation import check_name, raise_if_any, view_type_name
 
 
-class ChangeCaptureTable(Construct):
+class ChangeCaptureTable(TableConstruct):
     """A DynamoDB table (TableV2) with a stream, TTL, PITR, encryption and deletion protection.
 
     :param partition_key: the table's partition key (required).
@@ -76,7 +76,6 @@ class ChangeCaptureTable(Construct):
         self.time_to_live_attribute = time_to_live_attribute
         """The TTL attribute (Number, epoch seconds)."""
         self.encryption_key = encryption_key
-        """The customer managed key, or None for the AWS-managed key."""
 
         self.table = dynamodb.TableV2(
             self,
@@ -96,14 +95,6 @@ class ChangeCaptureTable(Construct):
             ),
         )
         """The TableV2 (escape hatch)."""
-
-    @property
-    def table_name(self) -> str:
-        return self.table.table_name
-
-    @property
-    def table_arn(self) -> str:
-        return self.table.table_arn
 
     @property
     def table_stream_arn(self) -> str:

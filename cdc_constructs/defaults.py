@@ -186,6 +186,9 @@ LAMBDA_MEMORY_RANGE_MB: Final = (128, 10_240)
 LAMBDA_TIMEOUT_RANGE_SECONDS: Final = (1, 900)
 """Lambda's range for Timeout."""
 
+LAMBDA_DEFAULT_TIMEOUT_SECONDS: Final = 3
+"""The timeout Lambda gives a function that sets none (an existing function may not)."""
+
 PIPE_LOG_LEVELS: Final = ("OFF", "ERROR", "INFO", "TRACE")
 """The log levels of an EventBridge Pipe."""
 

@@ -68,6 +68,7 @@ from cdc_constructs.source_table import (
     stream_view_type_of,
 )
 from cdc_constructs.validation import (
+    IMAGES_BY_VIEW_TYPE,
     check_batch_size,
     check_filters,
     check_max_batching_window,
@@ -87,9 +88,9 @@ __all__ = [
     "StreamFanOut",
 ]
 
-STARTING_POSITION = "TRIM_HORIZON"
+STARTING_POSITION: str = defaults.STARTING_POSITION.value
 """Fixed, not a prop: LATEST skips whatever is written while the pipe is created or updated
-(defaults.STARTING_POSITION is the same for Lambda consumers)."""
+(defaults.STARTING_POSITION, the Lambda consumers' default, for the same reason)."""
 
 PIPE_FAILURE_METRICS = ("ExecutionFailed", "ExecutionPartiallyFailed", "ExecutionTimeout")
 """Pipe metrics (namespace AWS/EventBridge/Pipes, dimension PipeName) that mean events were not
@@ -405,18 +406,11 @@ def _dead_letter_queue(scope: Construct) -> sqs.Queue:
 
 # ---- validation and template helpers (run before anything is built) -------------------------
 
-_IMAGES_IN_VIEW = {
-    "KEYS_ONLY": set(),
-    "NEW_IMAGE": {"NewImage"},
-    "OLD_IMAGE": {"OldImage"},
-    "NEW_AND_OLD_IMAGES": {"NewImage", "OldImage"},
-}
-
 
 def _check_images_in_view(view_type: str, **props: Any) -> list[Problem]:
     """The event reads only images the stream carries (filters are checked by
     ``check_filters``)."""
-    carried = _IMAGES_IN_VIEW.get(view_type)
+    carried = IMAGES_BY_VIEW_TYPE.get(view_type)
     if view_type == UNKNOWN_VIEW_TYPE or carried is None:
         return []
     fix = "use NEW_AND_OLD_IMAGES (changing it re-creates the stream)"

@@ -8,10 +8,10 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs.table_props import table_props
+from cdc_constructs.table_props import TableConstruct, table_props
 
 
-class IdempotencyTable(Construct):
+class IdempotencyTable(TableConstruct):
     """A DynamoDB table with partition key ``id`` (S) and TTL attribute ``expiration``.
 
     The schema Powertools for AWS Lambda uses, so one table serves this library's runtime
@@ -60,11 +60,3 @@ class IdempotencyTable(Construct):
             ),
         )
         """The TableV2 (escape hatch)."""
-
-    @property
-    def table_name(self) -> str:
-        return self.table.table_name
-
-    @property
-    def table_arn(self) -> str:
-        return self.table.table_arn

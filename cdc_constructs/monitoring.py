@@ -12,7 +12,9 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
-from cdc_constructs.alarms import alarm_on_any, notify
+from cdc_constructs.alarms import alarm_on_any, consumer_metric, notify
+from cdc_constructs.exceptions import Problem
+from cdc_constructs.validation import raise_if_any, seconds
 
 if TYPE_CHECKING:
     from cdc_constructs.stream_consumer import StreamConsumer
@@ -74,6 +76,12 @@ class StreamConsumerMonitoring(Construct):
         dashboard: cloudwatch.Dashboard | None = None,
         iterator_age_threshold: Duration | None = None,
     ) -> None:
+        raise_if_any(
+            f"StreamConsumerMonitoring {construct_id!r}",
+            check_iterator_age_threshold(
+                "iterator_age_threshold", iterator_age_threshold, consumer.max_record_age
+            ),
+        )
         super().__init__(scope, construct_id)
         period = Duration.seconds(defaults.ALARM_PERIOD_SECONDS)
         age_seconds = consumer.max_record_age.to_seconds(integral=False)
@@ -100,7 +108,7 @@ class StreamConsumerMonitoring(Construct):
             "QuarantineQueueDepth": quarantine_queue.metric_approximate_number_of_messages_visible(
                 statistic=cloudwatch.Stats.MAXIMUM, period=period
             ),
-            "RecordsQuarantined": self._runtime_metric(consumer, "RecordsQuarantined", period),
+            "RecordsQuarantined": _runtime_metric(consumer, "RecordsQuarantined"),
             "FunctionErrors": function.metric_errors(statistic=cloudwatch.Stats.SUM, period=period),
             "FunctionThrottles": function.metric_throttles(
                 statistic=cloudwatch.Stats.SUM, period=period
@@ -152,18 +160,6 @@ class StreamConsumerMonitoring(Construct):
         """The dashboard the widgets were added to."""
         self.dashboard.add_widgets(*self._widgets(consumer, metrics, period))
 
-    @staticmethod
-    def _runtime_metric(
-        consumer: StreamConsumer, metric_name: str, period: Duration
-    ) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace=consumer.metrics_namespace,
-            metric_name=metric_name,
-            dimensions_map={"Consumer": consumer.consumer_name},
-            statistic=cloudwatch.Stats.SUM,
-            period=period,
-        )
-
     def _widgets(
         self,
         consumer: StreamConsumer,
@@ -172,13 +168,7 @@ class StreamConsumerMonitoring(Construct):
     ) -> list[cloudwatch.IWidget]:
         function = consumer.function
         mapping_id = consumer.event_source_mapping.event_source_mapping_id
-        lag_ms = cloudwatch.Metric(
-            namespace=consumer.metrics_namespace,
-            metric_name=RUNTIME_LAG_METRIC,
-            dimensions_map={"Consumer": consumer.consumer_name},
-            statistic=cloudwatch.Stats.MAXIMUM,
-            period=period,
-        )
+        lag_ms = _runtime_metric(consumer, RUNTIME_LAG_METRIC, cloudwatch.Stats.MAXIMUM)
         mapping_counts = [
             cloudwatch.Metric(
                 namespace="AWS/Lambda",
@@ -223,13 +213,37 @@ class StreamConsumerMonitoring(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Runtime (records)",
-                left=[
-                    self._runtime_metric(consumer, metric_name, period)
-                    for metric_name in RUNTIME_COUNT_METRICS
-                ],
+                left=[_runtime_metric(consumer, name) for name in RUNTIME_COUNT_METRICS],
                 width=12,
             ),
             cloudwatch.GraphWidget(
                 title="Event source mapping (records)", left=mapping_counts, width=12
             ),
         ]
+
+
+def check_iterator_age_threshold(
+    prop: str, threshold: Duration | None, max_record_age: Duration
+) -> list[Problem]:
+    """A lag alarm threshold (None: the default) must fire before records are given up on."""
+    if threshold is None:
+        return []
+    value, age = seconds(threshold), seconds(max_record_age)
+    if value is not None and age is not None and 0 < value < age:
+        return []
+    return [
+        Problem(
+            prop,
+            f"{value:g} s" if value is not None else threshold,
+            f"more than 0 and below max_record_age ({age:g} s): lag must alarm before records "
+            "are given up on",
+        )
+    ]
+
+
+def _runtime_metric(
+    consumer: StreamConsumer, metric_name: str, statistic: str = cloudwatch.Stats.SUM
+) -> cloudwatch.Metric:
+    return consumer_metric(
+        consumer.metrics_namespace, consumer.consumer_name, metric_name, statistic
+    )

@@ -15,6 +15,7 @@ loop; a person decides when the fault is fixed (README, "When the DLQ alarm fire
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,8 +27,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from cdc_constructs import defaults
-from cdc_constructs.alarms import alarm_on_any
+from cdc_constructs import defaults, environment
+from cdc_constructs.alarms import alarm_on_any, consumer_metric
 from cdc_constructs.exceptions import Problem, RedriveConfigurationError
 from cdc_constructs.function import make_function
 from cdc_constructs.permissions import (
@@ -38,9 +39,15 @@ from cdc_constructs.permissions import (
     allow,
     grant_key,
 )
-from cdc_constructs.validation import raise_if_any, seconds
+from cdc_constructs.validation import check_function_timeout, raise_if_any
 
-__all__ = ["LOST_RECORDS_METRIC", "REDRIVE_HANDLER", "StreamRedrive"]
+__all__ = [
+    "LOST_RECORDS_METRIC",
+    "REDRIVE_HANDLER",
+    "StreamRedrive",
+    "consumer_timeout_of",
+    "reserve_seconds",
+]
 
 REDRIVE_HANDLER = "cdc_consumer.redrive_handler.handler"
 """The redrive handler, a module of the runtime layer (on ``sys.path`` as /opt/python)."""
@@ -100,25 +107,24 @@ class StreamRedrive(Construct):
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         timeout = timeout or Duration.seconds(defaults.REDRIVE_TIMEOUT_SECONDS)
-        if consumer_timeout is None and isinstance(consumer_function, lambda_.Function):
-            # A Function without a timeout prop runs with Lambda's default of 3 seconds.
-            consumer_timeout = consumer_function.timeout or Duration.seconds(3)
-        problems, reserve = _check(consumer_name, consumer_timeout, timeout, metrics_namespace)
+        consumer_timeout = consumer_timeout or consumer_timeout_of(consumer_function)
+        problems = _check(consumer_name, consumer_timeout, timeout, metrics_namespace)
         raise_if_any(f"StreamRedrive {construct_id!r}", problems, RedriveConfigurationError)
+        assert consumer_timeout is not None  # _check reports a missing one
         super().__init__(scope, construct_id)
 
-        environment = {
-            "CONSUMER_FUNCTION_NAME": consumer_function.function_name,
-            "CDC_CONSUMER_NAME": consumer_name,
-            "STREAM_ARN": stream_arn,
-            "ON_FAILURE_QUEUE_URL": on_failure_queue.queue_url,
-            "CDC_METRICS_NAMESPACE": metrics_namespace,
-            "REDRIVE_RESERVE_SECONDS": str(reserve),
+        variables = {
+            environment.CONSUMER_FUNCTION_NAME: consumer_function.function_name,
+            environment.CONSUMER_NAME: consumer_name,
+            environment.STREAM_ARN: stream_arn,
+            environment.ON_FAILURE_QUEUE_URL: on_failure_queue.queue_url,
+            environment.METRICS_NAMESPACE: metrics_namespace,
+            environment.REDRIVE_RESERVE_SECONDS: str(reserve_seconds(consumer_timeout)),
         }
         if quarantine_queue is not None:
-            environment["QUARANTINE_QUEUE_URL"] = quarantine_queue.queue_url
+            variables[environment.QUARANTINE_QUEUE_URL] = quarantine_queue.queue_url
         if filters:
-            environment["CONSUMER_FILTERS"] = json.dumps([dict(f) for f in filters])
+            variables[environment.CONSUMER_FILTERS] = json.dumps([dict(f) for f in filters])
         self.role, self.log_group, self.function = make_function(
             self,
             description=f"cdc-constructs redrive of stream consumer {consumer_name}",
@@ -128,7 +134,7 @@ class StreamRedrive(Construct):
             ),
             handler=REDRIVE_HANDLER,
             layers=[layer],
-            environment=environment,
+            environment=variables,
             memory_size=defaults.REDRIVE_MEMORY_SIZE_MB,
             timeout=timeout,
             log_retention=log_retention,
@@ -146,12 +152,8 @@ class StreamRedrive(Construct):
         for queue in queues:
             grant_key(self.function, queue.encryption_master_key, QUEUE_DRAIN_KEY_ACTIONS)
 
-        self.lost_records_metric = cloudwatch.Metric(
-            namespace=metrics_namespace,
-            metric_name=LOST_RECORDS_METRIC,
-            dimensions_map={"Consumer": consumer_name},
-            statistic=cloudwatch.Stats.SUM,
-            period=Duration.seconds(defaults.ALARM_PERIOD_SECONDS),
+        self.lost_records_metric = consumer_metric(
+            metrics_namespace, consumer_name, LOST_RECORDS_METRIC, cloudwatch.Stats.SUM
         )
         """RedriveLostRecords of this consumer (Sum)."""
         self.lost_records_alarm = alarm_on_any(
@@ -166,28 +168,34 @@ class StreamRedrive(Construct):
         """Fires when a redrive reported lost records."""
 
 
+def consumer_timeout_of(function: lambda_.IFunction) -> Duration | None:
+    """The timeout ``function`` runs with: its ``timeout`` prop, or Lambda's default when it sets
+    none; None when it cannot be read (an imported ``IFunction``)."""
+    if isinstance(function, lambda_.Function):
+        return function.timeout or Duration.seconds(defaults.LAMBDA_DEFAULT_TIMEOUT_SECONDS)
+    return None
+
+
+def reserve_seconds(consumer_timeout: Duration) -> int:
+    """Seconds the redrive keeps before its deadline: one consumer invocation plus the margin
+    (defaults.REDRIVE_DEADLINE_MARGIN_SECONDS). It starts no new message later than that."""
+    return math.ceil(
+        consumer_timeout.to_seconds(integral=False) + defaults.REDRIVE_DEADLINE_MARGIN_SECONDS
+    )
+
+
 def _check(
     consumer_name: Any,
     consumer_timeout: Duration | None,
     timeout: Duration,
     metrics_namespace: Any,
-) -> tuple[list[Problem], int]:
-    """The props' problems, and the reserve in seconds."""
+) -> list[Problem]:
     problems: list[Problem] = []
     for prop, value in (("consumer_name", consumer_name), ("metrics_namespace", metrics_namespace)):
         if not Token.is_unresolved(value) and not (isinstance(value, str) and value.strip()):
             problems.append(Problem(prop, value, "a non-empty string"))
-    low, high = defaults.LAMBDA_TIMEOUT_RANGE_SECONDS
-    timeout_seconds = seconds(timeout)
-    if timeout_seconds is None or not low <= timeout_seconds <= high:
-        problems.append(
-            Problem(
-                "timeout",
-                f"{timeout_seconds:g} s" if timeout_seconds is not None else timeout,
-                f"a Duration of {low}..{high} s (Lambda's limit)",
-            )
-        )
-    reserve = 0
+    timeout_problems = check_function_timeout("timeout", timeout)
+    problems += timeout_problems
     if consumer_timeout is None:
         problems.append(
             Problem(
@@ -197,16 +205,15 @@ def _check(
                 "consumer_function (not a lambda_.Function)",
             )
         )
-    else:
-        reserve = int(consumer_timeout.to_seconds() + defaults.REDRIVE_DEADLINE_MARGIN_SECONDS)
-        if timeout_seconds is not None and reserve >= timeout_seconds:
-            problems.append(
-                Problem(
-                    "timeout",
-                    f"{timeout_seconds:g} s",
-                    f"longer than the consumer's timeout ({consumer_timeout.to_seconds()} s) "
-                    f"plus {defaults.REDRIVE_DEADLINE_MARGIN_SECONDS} s, so the redrive can wait "
-                    "for at least one consumer invocation",
-                )
+    elif not timeout_problems and reserve_seconds(consumer_timeout) >= timeout.to_seconds():
+        problems.append(
+            Problem(
+                "timeout",
+                f"{timeout.to_seconds():g} s",
+                f"longer than the consumer's timeout "
+                f"({consumer_timeout.to_seconds(integral=False):g} s) "
+                f"plus {defaults.REDRIVE_DEADLINE_MARGIN_SECONDS} s, so the redrive can wait "
+                "for at least one consumer invocation",
             )
-    return problems, reserve
+        )
+    return problems

@@ -14,7 +14,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from cdc_constructs import defaults
+from cdc_constructs import defaults, environment
 from cdc_constructs.acknowledge import acknowledge
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.alarms import alarm_on_any
@@ -24,9 +24,10 @@ from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.permissions import allow
 from cdc_constructs.queues import dead_letter_queue
-from cdc_constructs.stream_consumer import ENV_VIEW_TABLE, StreamConsumer
+from cdc_constructs.stream_consumer import StreamConsumer
 
-ORDERS_TTL_ATTRIBUTE = "expireAt"
+ORDERS_TTL_ATTRIBUTE = defaults.TIME_TO_LIVE_ATTRIBUTE
+"""The orders' TTL attribute (Number, epoch seconds), which the workloads write."""
 
 ORDER_EVENTS_SOURCE = "com.example.orders"
 """The ``source`` of the order events the fan-out publishes."""
@@ -111,9 +112,9 @@ class CdcReferenceStack(Stack):
             partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
             billing=dynamodb.Billing.on_demand(),
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
+                point_in_time_recovery_enabled=defaults.POINT_IN_TIME_RECOVERY
             ),
-            deletion_protection=True,
+            deletion_protection=defaults.DELETION_PROTECTION,
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.idempotency = IdempotencyTable(self, "Idempotency")
@@ -130,7 +131,7 @@ class CdcReferenceStack(Stack):
             alarm_topic=self.alarm_topic.topic,
             dashboard=self.dashboard,
         )
-        self.order_stats.grant_view_table(self.order_stats_view, env_var=ENV_VIEW_TABLE)
+        self.order_stats.grant_view_table(self.order_stats_view, env_var=environment.VIEW_TABLE)
         self._ttl_archive()
         self._order_paid_fan_out()
 

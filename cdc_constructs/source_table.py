@@ -16,6 +16,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.idempotency_table import IdempotencyTable
+from cdc_constructs.table_props import TableConstruct
 
 SourceTable: TypeAlias = ChangeCaptureTable | dynamodb.ITable | dynamodb.ITableV2
 """What ``table`` props accept."""
@@ -29,7 +30,7 @@ def as_table(
     table: ChangeCaptureTable | IdempotencyTable | dynamodb.ITable | dynamodb.ITableV2,
 ) -> dynamodb.ITable:
     """The aws-cdk-lib table inside one of this library's table constructs, or ``table``."""
-    if isinstance(table, ChangeCaptureTable | IdempotencyTable):
+    if isinstance(table, TableConstruct):
         return table.table
     return table  # type: ignore[return-value]  # ITableV2 has every member consumers use
 

@@ -18,11 +18,12 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from cdc_constructs import defaults
+from cdc_constructs import environment as env  # `environment` is a prop here
 from cdc_constructs.assets import ASSET_EXCLUDES, handlers_dir
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.function import make_function
 from cdc_constructs.idempotency_table import IdempotencyTable
-from cdc_constructs.monitoring import StreamConsumerMonitoring
+from cdc_constructs.monitoring import StreamConsumerMonitoring, check_iterator_age_threshold
 from cdc_constructs.permissions import (
     IDEMPOTENCY_TABLE_ACTIONS,
     STREAM_KEY_ACTIONS,
@@ -35,7 +36,7 @@ from cdc_constructs.permissions import (
     grant_send,
 )
 from cdc_constructs.queues import dead_letter_queue
-from cdc_constructs.redrive import StreamRedrive
+from cdc_constructs.redrive import StreamRedrive, consumer_timeout_of, reserve_seconds
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.source_table import (
     SourceTable,
@@ -46,6 +47,7 @@ from cdc_constructs.source_table import (
 from cdc_constructs.validation import (
     check_batch_size,
     check_filters,
+    check_function_timeout,
     check_max_batching_window,
     check_max_record_age,
     check_name,
@@ -61,12 +63,6 @@ from cdc_constructs.validation import (
 REFERENCE_HANDLER = "order_stats.handler"
 """The bundled reference handler (lambda_src/handlers/order_stats.py), used when neither
 ``code`` nor ``handler`` is given."""
-
-ENV_CONSUMER_NAME = "CDC_CONSUMER_NAME"
-ENV_IDEMPOTENCY_TABLE = "IDEMPOTENCY_TABLE_NAME"
-ENV_QUARANTINE_QUEUE_URL = "QUARANTINE_QUEUE_URL"
-ENV_METRICS_NAMESPACE = "CDC_METRICS_NAMESPACE"
-ENV_VIEW_TABLE = "VIEW_TABLE_NAME"
 
 
 @jsii.implements(lambda_.IEventSourceDlq)
@@ -111,11 +107,14 @@ class StreamConsumer(Construct):
     :param code: the function code. Default: the bundled handlers (lambda_src/handlers).
     :param handler: the handler string. Default ``order_stats.handler`` when ``code`` is
         omitted; required when ``code`` is given.
-    :param function: an existing ``lambda_.Function`` instead (no code/handler then): the
-        layer and environment are added to it, its role gets the grants.
+    :param function: an existing ``lambda_.Function`` instead: the layer and environment are
+        added to it, its role gets the grants. ``code``, ``handler``, ``memory_size``,
+        ``timeout``, ``tracing`` and ``reserved_concurrent_executions`` are then refused (set
+        them on the function); the redrive reads the function's own timeout.
     :param memory_size: Default 256 MB. :param timeout: Default 60 s.
-    :param log_retention: Default one month. :param tracing: Default none (the runtime does
-        not use the X-Ray SDK; lag and loss are measured by metrics and alarms).
+    :param log_retention: Default one month (the function's and the redrive's log groups).
+    :param tracing: Default none (the runtime does not use the X-Ray SDK; lag and loss are
+        measured by metrics and alarms).
     :param environment: extra environment variables.
     :param reserved_concurrent_executions: Default none (a stream consumer's concurrency is
         bounded by shards times parallelization factor anyway).
@@ -146,9 +145,12 @@ class StreamConsumer(Construct):
     Monitoring:
 
     :param monitoring: Default True: alarms and a dashboard (StreamConsumerMonitoring).
-    :param alarm_topic: SNS topic for alarm actions. Default: a new encrypted topic.
-    :param dashboard: add the widgets to this dashboard. Default: a new dashboard.
-    :param iterator_age_alarm_threshold: Default a quarter of ``max_record_age``.
+    :param alarm_topic: SNS topic for alarm actions. Default: a new encrypted topic. With
+        ``monitoring=False`` it still receives the redrive's lost-records alarm.
+    :param dashboard: add the widgets to this dashboard. Default: a new dashboard. Refused
+        with ``monitoring=False`` (nothing would be added to it).
+    :param iterator_age_alarm_threshold: Default a quarter of ``max_record_age``. Refused
+        with ``monitoring=False`` (there is no lag alarm).
     :param metrics_namespace: the runtime's metric namespace. Default ``CdcConstructs``.
 
     Recovery:
@@ -176,7 +178,7 @@ class StreamConsumer(Construct):
         code: lambda_.Code | None = None,
         handler: str | None = None,
         function: lambda_.Function | None = None,
-        memory_size: int = defaults.MEMORY_SIZE_MB,
+        memory_size: int | None = None,
         timeout: Duration | None = None,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
         tracing: lambda_.Tracing | None = None,
@@ -202,7 +204,18 @@ class StreamConsumer(Construct):
         metrics_namespace: str = defaults.METRICS_NAMESPACE,
         redrive: bool = defaults.REDRIVE,
     ) -> None:
+        function_only = {
+            "code": code,
+            "handler": handler,
+            "memory_size": memory_size,
+            "timeout": timeout,
+            "tracing": tracing,
+            "reserved_concurrent_executions": reserved_concurrent_executions,
+        }
+        memory_size = defaults.MEMORY_SIZE_MB if memory_size is None else memory_size
         timeout = timeout or Duration.seconds(defaults.TIMEOUT_SECONDS)
+        # What the redrive must outlast: the existing function's own timeout, or ours.
+        consumer_timeout = consumer_timeout_of(function) if function is not None else timeout
         max_batching_window = max_batching_window or Duration.seconds(
             defaults.MAX_BATCHING_WINDOW_SECONDS
         )
@@ -214,9 +227,9 @@ class StreamConsumer(Construct):
         table_problems = check_source_table(table)
         problems += table_problems
         problems += check_name("consumer_name", consumer_name, forbidden="#")
-        problems += _check_code(code, handler, function)
+        problems += _check_code(code, handler, function, function_only)
         problems += check_range("memory_size", memory_size, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB")
-        problems += _check_timeout(timeout)
+        problems += check_function_timeout("timeout", timeout)
         problems += check_starting_position(starting_position, allow_latest_starting_position)
         problems += check_batch_size(batch_size)
         problems += check_max_batching_window(max_batching_window)
@@ -227,10 +240,12 @@ class StreamConsumer(Construct):
             None if table_problems else stream_view_type_of(table)
         )
         problems += check_filters(filters, view_type)
-        problems += _check_alarm_threshold(iterator_age_alarm_threshold, max_record_age)
+        problems += check_iterator_age_threshold(
+            "iterator_age_alarm_threshold", iterator_age_alarm_threshold, max_record_age
+        )
+        problems += _check_monitoring(monitoring, dashboard, iterator_age_alarm_threshold)
         problems += check_name("metrics_namespace", metrics_namespace)
-        consumer_timeout = function.timeout if isinstance(function, lambda_.Function) else None
-        problems += _check_redrive(redrive, consumer_timeout or timeout)
+        problems += _check_redrive(redrive, consumer_timeout)
         raise_if_any(f"StreamConsumer {construct_id!r}", problems)
 
         super().__init__(scope, construct_id)
@@ -266,10 +281,10 @@ class StreamConsumer(Construct):
         """The idempotency table (pk ``id``, TTL ``expiration``)."""
 
         runtime_environment = {
-            ENV_CONSUMER_NAME: consumer_name,
-            ENV_IDEMPOTENCY_TABLE: self.idempotency_table.table_name,
-            ENV_QUARANTINE_QUEUE_URL: self.quarantine_queue.queue_url,
-            ENV_METRICS_NAMESPACE: metrics_namespace,
+            env.CONSUMER_NAME: consumer_name,
+            env.IDEMPOTENCY_TABLE: self.idempotency_table.table_name,
+            env.QUARANTINE_QUEUE_URL: self.quarantine_queue.queue_url,
+            env.METRICS_NAMESPACE: metrics_namespace,
             **(environment or {}),
         }
         self.role: iam.IRole | None
@@ -336,16 +351,18 @@ class StreamConsumer(Construct):
                 on_failure_queue=self.dead_letter_queue,
                 quarantine_queue=self.quarantine_queue,
                 layer=ConsumerRuntimeLayer.of(self),
-                consumer_timeout=consumer_timeout or timeout,
+                consumer_timeout=consumer_timeout,
                 filters=filters,
                 log_retention=log_retention,
                 metrics_namespace=metrics_namespace,
+                # With monitoring, StreamConsumerMonitoring wires its (given or made) topic.
+                alarm_topic=None if monitoring else alarm_topic,
             )
             if redrive
             else None
         )
         """The redrive function (escape hatch), or None with ``redrive=False``. Its
-        lost-records alarm notifies the monitoring topic."""
+        lost-records alarm notifies the monitoring topic (``alarm_topic`` without monitoring)."""
 
         self.monitoring: StreamConsumerMonitoring | None = (
             StreamConsumerMonitoring(
@@ -387,7 +404,10 @@ class StreamConsumer(Construct):
 
 
 def _check_code(
-    code: lambda_.Code | None, handler: str | None, function: lambda_.Function | None
+    code: lambda_.Code | None,
+    handler: str | None,
+    function: lambda_.Function | None,
+    function_only: Mapping[str, Any],
 ) -> list[Problem]:
     if function is not None:
         problems = []
@@ -399,10 +419,13 @@ def _check_code(
                     "a lambda_.Function made in this app (its environment and layers are set)",
                 )
             )
-        if code is not None or handler is not None:
+        given = {name: value for name, value in function_only.items() if value is not None}
+        if given:
             problems.append(
                 Problem(
-                    "code/handler", (code, handler), "omitted when an existing function is given"
+                    "/".join(given),
+                    tuple(given.values()),
+                    "omitted when an existing function is given: set them on that function",
                 )
             )
         return problems
@@ -415,53 +438,42 @@ def _check_code(
     return []
 
 
-def _check_timeout(timeout: Duration) -> list[Problem]:
-    value = seconds(timeout)
-    low, high = defaults.LAMBDA_TIMEOUT_RANGE_SECONDS
-    if value is not None and low <= value <= high and float(value).is_integer():
+def _check_monitoring(
+    monitoring: bool, dashboard: cloudwatch.Dashboard | None, threshold: Duration | None
+) -> list[Problem]:
+    if monitoring:
+        return []
+    given = {
+        name: value
+        for name, value in (("dashboard", dashboard), ("iterator_age_alarm_threshold", threshold))
+        if value is not None
+    }
+    if not given:
         return []
     return [
         Problem(
-            "timeout",
-            f"{value:g} s" if value is not None else timeout,
-            f"whole seconds in {low}..{high} (Lambda's limit)",
+            "/".join(given),
+            "given with monitoring=False",
+            "omitted, or monitoring=True: without monitoring there is no dashboard and no lag "
+            "alarm",
         )
     ]
 
 
-def _check_redrive(redrive: bool, consumer_timeout: Duration) -> list[Problem]:
+def _check_redrive(redrive: bool, consumer_timeout: Duration | None) -> list[Problem]:
     """The redrive function must outlast one consumer invocation plus its margin."""
-    limit = defaults.REDRIVE_TIMEOUT_SECONDS - defaults.REDRIVE_DEADLINE_MARGIN_SECONDS
-    value = seconds(consumer_timeout)
-    # An invalid timeout is reported by _check_timeout alone.
-    if (
-        not redrive
-        or value is None
-        or not limit <= value <= defaults.LAMBDA_TIMEOUT_RANGE_SECONDS[1]
-    ):
+    # An invalid or unknown timeout is reported by the timeout (or function) check alone.
+    if not redrive or consumer_timeout is None or check_function_timeout("", consumer_timeout):
         return []
+    if reserve_seconds(consumer_timeout) < defaults.REDRIVE_TIMEOUT_SECONDS:
+        return []
+    limit = defaults.REDRIVE_TIMEOUT_SECONDS - defaults.REDRIVE_DEADLINE_MARGIN_SECONDS
     return [
         Problem(
             "redrive",
-            f"True with a consumer timeout of {value:g} s",
+            f"True with a consumer timeout of {consumer_timeout.to_seconds():g} s",
             f"a consumer timeout below {limit} s (the redrive runs at most "
             f"{defaults.REDRIVE_TIMEOUT_SECONDS} s and must wait for one consumer invocation "
             f"plus {defaults.REDRIVE_DEADLINE_MARGIN_SECONDS} s), or redrive=False",
-        )
-    ]
-
-
-def _check_alarm_threshold(threshold: Duration | None, max_record_age: Duration) -> list[Problem]:
-    if threshold is None:
-        return []
-    value, age = seconds(threshold), seconds(max_record_age)
-    if value is not None and age is not None and 0 < value < age:
-        return []
-    return [
-        Problem(
-            "iterator_age_alarm_threshold",
-            f"{value:g} s",
-            f"more than 0 and below max_record_age ({age:g} s): lag must alarm before records "
-            "are given up on",
         )
     ]

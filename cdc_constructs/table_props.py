@@ -1,4 +1,5 @@
-"""The TableV2 settings the library's tables share: encryption, recovery, protection, billing."""
+"""What the library's tables share: the TableV2 settings (encryption, recovery, protection,
+billing) and the accessors of their table."""
 
 from __future__ import annotations
 
@@ -7,6 +8,27 @@ from typing import Any
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+
+class TableConstruct(Construct):
+    """A construct around one ``TableV2`` (ChangeCaptureTable, IdempotencyTable).
+
+    Subclasses set :attr:`table` and :attr:`encryption_key` in their constructor.
+    """
+
+    table: dynamodb.TableV2
+    """The TableV2 (escape hatch)."""
+    encryption_key: kms.IKey | None
+    """The customer managed key, or None for the AWS-managed key."""
+
+    @property
+    def table_name(self) -> str:
+        return self.table.table_name
+
+    @property
+    def table_arn(self) -> str:
+        return self.table.table_arn
 
 
 def table_props(

@@ -31,13 +31,14 @@ STREAM_RECORD_FIELDS = (
     "userIdentity",
 )
 
-# Which images each stream view type carries.
-_IMAGES_BY_VIEW_TYPE = {
+IMAGES_BY_VIEW_TYPE = {
     "KEYS_ONLY": frozenset(),
     "NEW_IMAGE": frozenset({"NewImage"}),
     "OLD_IMAGE": frozenset({"OldImage"}),
     "NEW_AND_OLD_IMAGES": frozenset({"NewImage", "OldImage"}),
 }
+"""Which images each stream view type carries (filters, templates and the nag pack check
+against it)."""
 
 
 def raise_if_any(
@@ -65,6 +66,34 @@ def check_range(prop: str, value: Any, low: float, high: float, note: str = "") 
     return [Problem(prop, value, f"{allowed}{'; ' + note if note else ''}")]
 
 
+def check_whole_number(prop: str, value: Any, low: int, high: int, note: str = "") -> list[Problem]:
+    """``value`` is a whole number (``int``, or a ``float`` with nothing after the point; not a
+    bool) within ``low..high`` inclusive."""
+    problems = check_range(prop, value, low, high, note)
+    if not problems and not float(value).is_integer():
+        problems = [Problem(prop, value, f"a whole number in {low}..{high}")]
+    return problems
+
+
+def check_duration(
+    prop: str, value: Duration | None, low: int, high: int, note: str = ""
+) -> list[Problem]:
+    """``value`` is an ``aws_cdk.Duration`` of whole seconds within ``low..high`` inclusive.
+
+    Checked before any construct is made: a fractional Duration would otherwise fail inside
+    aws-cdk-lib, as a jsii error that names neither the prop nor the value.
+    """
+    in_seconds = seconds(value)
+    if in_seconds is not None and low <= in_seconds <= high and float(in_seconds).is_integer():
+        return []
+    allowed = f"whole seconds in {low}..{high}"
+    return [
+        Problem(
+            prop, _describe_duration(value, in_seconds), f"{allowed}{f' ({note})' if note else ''}"
+        )
+    ]
+
+
 def check_retry_attempts(value: Any) -> list[Problem]:
     low, high = defaults.RETRY_ATTEMPTS_RANGE
     return check_range(
@@ -78,52 +107,38 @@ def check_retry_attempts(value: Any) -> list[Problem]:
 
 
 def check_max_record_age(value: Duration | None) -> list[Problem]:
-    age = seconds(value)
     low, high = defaults.MAX_RECORD_AGE_RANGE_SECONDS
     retention = defaults.STREAM_RETENTION_SECONDS
-    if age is not None and low <= age < retention and float(age).is_integer():
-        return []
-    return [
-        Problem(
-            "max_record_age",
-            _describe_duration(value, age),
-            f"whole seconds in {low}..{retention - 1} (1 minute up to, not including, the "
-            f"24 h stream retention: AWS accepts up to {high} s, but an age the stream never "
-            "reaches means records are never given up on)",
-        )
-    ]
+    return check_duration(
+        "max_record_age",
+        value,
+        low,
+        retention - 1,
+        f"1 minute up to, not including, the 24 h stream retention: AWS accepts up to {high} s, "
+        "but an age the stream never reaches means records are never given up on",
+    )
 
 
 def check_batch_size(value: Any) -> list[Problem]:
-    low, high = defaults.BATCH_SIZE_RANGE
-    problems = check_range("batch_size", value, low, high, "whole records")
-    if not problems and not float(value).is_integer():
-        problems = [Problem("batch_size", value, f"a whole number in {low}..{high}")]
-    return problems
+    return check_whole_number("batch_size", value, *defaults.BATCH_SIZE_RANGE, "whole records")
 
 
 def check_parallelization_factor(value: Any) -> list[Problem]:
-    low, high = defaults.PARALLELIZATION_FACTOR_RANGE
-    problems = check_range(
-        "parallelization_factor", value, low, high, "concurrent batches per shard"
+    return check_whole_number(
+        "parallelization_factor",
+        value,
+        *defaults.PARALLELIZATION_FACTOR_RANGE,
+        "concurrent batches per shard",
     )
-    if not problems and not float(value).is_integer():
-        problems = [Problem("parallelization_factor", value, f"a whole number in {low}..{high}")]
-    return problems
 
 
 def check_max_batching_window(value: Duration | None) -> list[Problem]:
-    window = seconds(value)
-    low, high = defaults.MAX_BATCHING_WINDOW_RANGE_SECONDS
-    if window is not None and low <= window <= high and float(window).is_integer():
-        return []
-    return [
-        Problem(
-            "max_batching_window",
-            _describe_duration(value, window),
-            f"whole seconds in {low}..{high}",
-        )
-    ]
+    return check_duration("max_batching_window", value, *defaults.MAX_BATCHING_WINDOW_RANGE_SECONDS)
+
+
+def check_function_timeout(prop: str, value: Duration | None) -> list[Problem]:
+    """A Lambda function's timeout: whole seconds within Lambda's range."""
+    return check_duration(prop, value, *defaults.LAMBDA_TIMEOUT_RANGE_SECONDS, "Lambda's limit")
 
 
 def check_starting_position(value: lambda_.StartingPosition, allow_latest: bool) -> list[Problem]:
@@ -160,7 +175,7 @@ def check_filters(
                 "(AWS limit)",
             )
         )
-    images = _IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
+    images = IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
     for index, pattern in enumerate(filters):
         prop = f"filters[{index}]"
         if not isinstance(pattern, Mapping) or not pattern:

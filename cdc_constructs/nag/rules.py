@@ -27,6 +27,7 @@ from cdc_constructs.nag.stream_source import (
     dig,
     is_intrinsic,
 )
+from cdc_constructs.validation import IMAGES_BY_VIEW_TYPE
 
 PACK_NAME = "CDC"
 """cdk-nag prefixes each rule id with the pack name: ``CDC-ESM1``."""
@@ -131,14 +132,6 @@ def trim_horizon(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
     return NON_COMPLIANT
 
 
-_IMAGES_CARRIED = {
-    "NEW_AND_OLD_IMAGES": frozenset({"NewImage", "OldImage"}),
-    "NEW_IMAGE": frozenset({"NewImage"}),
-    "OLD_IMAGE": frozenset({"OldImage"}),
-    "KEYS_ONLY": frozenset(),
-}
-
-
 def _images_referenced(pattern: Any) -> Iterator[str]:
     """``NewImage``/``OldImage`` keys anywhere in a filter pattern (``$or`` branches included)."""
     if isinstance(pattern, Mapping):
@@ -163,7 +156,7 @@ def filters_match_stream_view(node: CfnResource, source: StreamSource) -> NagRul
     patterns = source.filter_patterns()
     if view is None or not patterns:
         return NOT_APPLICABLE
-    carried = _IMAGES_CARRIED.get(str(_primitive(node, view)), frozenset())
+    carried = IMAGES_BY_VIEW_TYPE.get(str(_primitive(node, view)), frozenset())
     for pattern in patterns:
         referenced = set(_images_referenced(json.loads(_primitive(node, pattern))))
         if referenced - carried:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 
-from cdc_constructs import AlarmTopic, ChangeCaptureTable, StreamConsumer
+from cdc_constructs import (
+    AlarmTopic,
+    CdcConfigurationError,
+    ChangeCaptureTable,
+    StreamConsumer,
+    StreamConsumerMonitoring,
+)
 from tests.cdc_constructs.support import only, resources
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -99,3 +106,46 @@ def test_alarm_topic_subscribes_emails(stack):
     subscription = only(Template.from_stack(stack).to_json(), "AWS::SNS::Subscription")
     assert subscription["Protocol"] == "email"
     assert subscription["Endpoint"] == "ops@example.com"
+
+
+def test_monitoring_checks_its_threshold_before_building(stack):
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    consumer = StreamConsumer(stack, "Consumer", table=table, monitoring=False)
+    with pytest.raises(CdcConfigurationError) as caught:
+        StreamConsumerMonitoring(
+            stack, "Monitoring", consumer=consumer, iterator_age_threshold=Duration.hours(1)
+        )
+    assert "iterator_age_threshold='3600 s': more than 0 and below max_record_age (3600 s)" in str(
+        caught.value
+    )
+    assert stack.node.try_find_child("Monitoring") is None
+
+
+def test_without_monitoring_a_given_topic_still_hears_of_lost_records(stack):
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    topic = sns.Topic(stack, "Ops")
+    StreamConsumer(stack, "Consumer", table=table, monitoring=False, alarm_topic=topic)
+    template = Template.from_stack(stack).to_json()
+    (lost,) = resources(template, "AWS::CloudWatch::Alarm").values()
+    assert lost["Properties"]["MetricName"] == "RedriveLostRecords"
+    topic_id = next(iter(resources(template, "AWS::SNS::Topic")))
+    assert lost["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
+    assert lost["Properties"]["OKActions"] == [{"Ref": topic_id}]
+
+
+@pytest.mark.parametrize(
+    ("props", "named"),
+    [
+        ({"dashboard": "board"}, "dashboard"),
+        ({"iterator_age_alarm_threshold": Duration.minutes(5)}, "iterator_age_alarm_threshold"),
+    ],
+)
+def test_without_monitoring_dashboard_and_threshold_are_refused(stack, props, named):
+    if props.get("dashboard") == "board":
+        props = {"dashboard": cloudwatch.Dashboard(stack, "Board")}
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    with pytest.raises(CdcConfigurationError) as caught:
+        StreamConsumer(stack, "Consumer", table=table, monitoring=False, **props)
+    assert f"{named}='given with monitoring=False': omitted, or monitoring=True" in str(
+        caught.value
+    )

@@ -229,31 +229,42 @@ def test_props_are_checked_and_every_problem_named(layer_dir: Path) -> None:
         )
     assert [str(problem) for problem in error.value.problems] == [
         "consumer_name=' ': a non-empty string",
-        "timeout='960 s': a Duration of 1..900 s (Lambda's limit)",
+        "timeout='960 s': whole seconds in 1..900 (Lambda's limit)",
         "consumer_timeout=None: the consumer's timeout, a Duration: it cannot be read from "
         "consumer_function (not a lambda_.Function)",
     ]
     assert str(error.value).startswith("StreamRedrive 'Bad': 3 invalid props:")
 
 
-def test_a_timeout_that_cannot_wait_for_one_consumer_invocation_is_refused(
-    layer_dir: Path,
+@pytest.mark.parametrize(
+    ("timeout", "expected"),
+    [
+        # Cannot wait for one invocation of the consumer (timeout 120 s) plus the margin.
+        (
+            cdk.Duration.minutes(2),
+            r"timeout='120 s': longer than the consumer's timeout \(120 s\) plus 30 s",
+        ),
+        # aws-cdk-lib would fail on it inside jsii, after the construct was half built.
+        (cdk.Duration.millis(899_500), r"timeout='899\.5 s': whole seconds in 1\.\.900"),
+    ],
+    ids=["shorter-than-one-invocation", "fractional"],
+)
+def test_a_timeout_the_redrive_cannot_run_with_is_refused_before_building(
+    layer_dir: Path, timeout: cdk.Duration, expected: str
 ) -> None:
     world = World(layer_dir)
-    with pytest.raises(
-        RedriveConfigurationError,
-        match=r"timeout='120 s': longer than the consumer's timeout \(120 s\) plus 30 s",
-    ):
+    with pytest.raises(RedriveConfigurationError, match=expected):
         StreamRedrive(
             world.stack,
-            "TooShort",
+            "Refused",
             consumer_function=world.consumer,
             consumer_name="orders",
             stream_arn="arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x",
             on_failure_queue=world.on_failure,
             layer=world.layer,
-            timeout=cdk.Duration.minutes(2),
+            timeout=timeout,
         )
+    assert world.stack.node.try_find_child("Refused") is None
 
 
 def _list(value: Any) -> list[Any]:

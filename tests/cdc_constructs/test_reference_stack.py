@@ -140,6 +140,55 @@ def test_no_wildcard_actions_in_any_policy(reference: Synthesized):
             assert statement["Effect"] == "Deny" or "*" not in str(statement["Action"])
 
 
+def test_no_resource_policy_allows_a_wildcard_action(reference: Synthesized):
+    """Key, queue, topic and bucket policies too: their ``*`` actions are all Deny (TLS-only),
+    except AWS's default key policy, which gives the account root ``kms:*`` so that IAM policies
+    (which have no wildcard, above) decide who may use the key."""
+    allowed_wildcards = []
+    for logical_id, resource in reference.template["Resources"].items():
+        props = resource.get("Properties", {})
+        for key in ("PolicyDocument", "KeyPolicy"):
+            document = props.get(key)
+            if not document:
+                continue
+            for statement in _as_list(document["Statement"]):
+                if statement["Effect"] == "Allow" and any("*" in a for a in actions(statement)):
+                    allowed_wildcards.append((resource["Type"], logical_id, statement))
+    root = {
+        "AWS": {
+            "Fn::Join": [
+                "",
+                ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":root"],
+            ]
+        }
+    }
+    assert [(kind, s["Action"], s["Principal"]) for kind, _, s in allowed_wildcards] == [
+        ("AWS::KMS::Key", "kms:*", root)
+    ]
+
+
+def _as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+@pytest.mark.parametrize("consumer", ["OrderStats", "TtlArchive"])
+def test_each_consumer_reads_only_its_stream_and_sends_only_to_its_own_queues(
+    reference: Synthesized, consumer: str
+):
+    template = reference.template
+    role_grants = grants(template, role=_logical_id(template, f"{consumer}Role"))
+    stream = json.dumps({"Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]})
+    stream_actions = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
+    assert {r for a, r in role_grants if a in stream_actions} == {stream}
+    own_queues = {
+        json.dumps({"Fn::GetAtt": [_logical_id(template, f"{consumer}{queue}"), "Arn"]})
+        for queue in ("OnFailureQueue", "QuarantineQueue")
+    }
+    assert {r for a, r in role_grants if a.startswith("sqs:")} == own_queues
+    assert {a for a, _ in role_grants if a.startswith("sqs:")} == {"sqs:SendMessage"}
+    assert not any(a.startswith("lambda:") for a, _ in role_grants)
+
+
 def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
     template = reference.template
     by_prefix = {

@@ -14,6 +14,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
 from cdc_constructs import (
+    CdcConfigurationError,
     ChangeCaptureTable,
     IdempotencyTable,
     StreamConsumer,
@@ -39,6 +40,25 @@ def _consumer_function(template: dict) -> dict:
         if r["Properties"]["Handler"] != REDRIVE_HANDLER
     ]
     return function
+
+
+def _existing_function(stack: cdk.Stack, **props) -> lambda_.Function:
+    """A function made outside StreamConsumer (the ``function`` prop)."""
+    return lambda_.Function(
+        stack,
+        "Mine",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
+        **props,
+    )
+
+
+def _redrive_environment(template: dict) -> dict:
+    function = resources(template, "AWS::Lambda::Function")[
+        _logical_id(template, "ConsumerRedriveFunction")
+    ]
+    return function["Properties"]["Environment"]["Variables"]
 
 
 @pytest.fixture
@@ -276,6 +296,14 @@ def test_existing_queues_table_and_key(stack):
     }
     env = _consumer_function(template)["Environment"]["Variables"]
     assert env["IDEMPOTENCY_TABLE_NAME"] == {"Ref": _logical_id(template, "SharedTable")}
+    role_grants = grants(template, role=_logical_id(template, "ConsumerRole"))
+    for queue in ("MyOnFailure", "MyQuarantine"):
+        assert ("sqs:SendMessage", arn_of(_logical_id(template, queue))) in role_grants
+    assert {a for a, r in role_grants if r == arn_of(_logical_id(template, "QueueKey"))} == {
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+    }
+    assert ("dynamodb:PutItem", arn_of(_logical_id(template, "SharedTable"))) in role_grants
 
 
 def test_queues_made_with_a_customer_key(stack):
@@ -289,15 +317,7 @@ def test_queues_made_with_a_customer_key(stack):
 
 
 def test_existing_function_gets_layer_environment_and_grants(stack):
-    function = lambda_.Function(
-        stack,
-        "Mine",
-        runtime=lambda_.Runtime.PYTHON_3_14,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
-        memory_size=512,
-        timeout=Duration.seconds(30),
-    )
+    function = _existing_function(stack, memory_size=512, timeout=Duration.seconds(30))
     consumer = _consumer(stack, function=function, consumer_name="mine")
     assert consumer.function is function and consumer.log_group is None
     template = Template.from_stack(stack).to_json()
@@ -306,6 +326,46 @@ def test_existing_function_gets_layer_environment_and_grants(stack):
     assert props["Environment"]["Variables"]["CDC_CONSUMER_NAME"] == "mine"
     mapping = only(template, "AWS::Lambda::EventSourceMapping")
     assert mapping["FunctionName"] == {"Ref": _logical_id(template, "Mine")}
+    # Its own role gets what the runtime needs on this consumer's resources.
+    role_grants = grants(template, role=_logical_id(template, "MineServiceRole"))
+    stream = json.dumps({"Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]})
+    assert ("dynamodb:GetRecords", stream) in role_grants
+    assert ("dynamodb:PutItem", arn_of(_logical_id(template, "ConsumerIdempotencyTable"))) in (
+        role_grants
+    )
+    for queue in ("ConsumerOnFailureQueue", "ConsumerQuarantineQueue"):
+        assert ("sqs:SendMessage", arn_of(_logical_id(template, queue))) in role_grants
+    # The redrive waits for one invocation of the function's own timeout (30 s) plus 30 s.
+    assert _redrive_environment(template)["REDRIVE_RESERVE_SECONDS"] == "60"
+
+
+def test_existing_function_without_a_timeout_is_redriven_with_lambdas_default(stack):
+    function = _existing_function(stack)
+    _consumer(stack, function=function)
+    template = Template.from_stack(stack).to_json()
+    # Lambda's 3 s default + 30 s
+    assert _redrive_environment(template)["REDRIVE_RESERVE_SECONDS"] == "33"
+
+
+def test_existing_function_refuses_the_props_of_a_function_made_here(stack):
+    function = _existing_function(stack)
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    with pytest.raises(CdcConfigurationError) as caught:
+        StreamConsumer(
+            stack,
+            "Consumer",
+            table=table,
+            function=function,
+            memory_size=1024,
+            timeout=Duration.seconds(120),
+            tracing=lambda_.Tracing.ACTIVE,
+            reserved_concurrent_executions=2,
+        )
+    message = str(caught.value)
+    assert "memory_size/timeout/tracing/reserved_concurrent_executions=" in message
+    assert "omitted when an existing function is given: set them on that function" in message
+    assert len(caught.value.problems) == 1
+    assert stack.node.try_find_child("Consumer") is None
 
 
 def test_imported_table_with_stream(stack):
@@ -369,13 +429,7 @@ def test_cfn_lint_is_clean_on_every_variant(stack, variant):
             idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),
         )
     elif variant == "existing_function":
-        function = lambda_.Function(
-            stack,
-            "Mine",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            handler="index.handler",
-            code=lambda_.Code.from_inline("def handler(e, c):\n    return {}\n"),
-        )
+        function = _existing_function(stack)
         _consumer(stack, function=function)
     else:
         table = ChangeCaptureTable(
