@@ -34,8 +34,9 @@ def reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reference stack (CdcReferenceStack) synthesized once per test process, shared by the
     end-to-end tests (test_reference_pipeline.py, test_ttl_archive_pipeline.py,
     test_redrive_pipeline.py)."""
-    reference_stack = pytest.importorskip("cdc_constructs.reference_stack")
     import aws_cdk as cdk
+
+    from cdc_constructs import reference_stack
 
     outdir = tmp_path_factory.mktemp("reference.out")
     app = cdk.App(outdir=str(outdir))

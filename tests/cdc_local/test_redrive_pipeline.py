@@ -18,8 +18,6 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
 from cdc_local.reference import (
@@ -33,13 +31,6 @@ from cdc_local.reference import (
 )
 from cdc_local.runner import LocalPipeline
 from cdc_local.workload import OrderWorkload, apply
-
-REPOSITORY = Path(__file__).resolve().parents[2]
-
-pytestmark = pytest.mark.skipif(
-    not (REPOSITORY / "lambda_src" / "handlers" / "order_stats.py").is_file(),
-    reason="needs the order-stats handler (lambda_src/handlers/order_stats.py)",
-)
 
 Handler = Callable[[dict[str, Any], Any], Any]
 

@@ -17,14 +17,6 @@ from cdc_local.reference import ConsumerWiring, account, redrive_on_failure, vie
 from cdc_local.runner import LocalPipeline
 from cdc_local.workload import OrderWorkload, apply
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-HANDLER = REPOSITORY / "lambda_src" / "handlers" / "order_stats.py"
-RUNTIME = REPOSITORY / "lambda_src" / "cdc_consumer" / "processor.py"
-
-pytestmark = pytest.mark.skipif(
-    not (HANDLER.is_file() and RUNTIME.is_file()),
-    reason="needs the order-stats handler and the cdc_consumer runtime in lambda_src/",
-)
 ON_FAILURE_KEYS = {
     "requestContext",
     "responseContext",

@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import pytest
-
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
 from cdc_local.reference import (
@@ -40,15 +38,10 @@ from cdc_local.reference import (
 from cdc_local.runner import LocalPipeline
 from cdc_local.workload import ORDER_PREFIX, OrderWorkload, apply
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 TTL_HANDLER = "ttl_archive.handler"
 ARCHIVE_BUCKET = "ExpiredOrdersArchive"
 ARCHIVE_PREFIX = "expired-orders/"
 
-pytestmark = pytest.mark.skipif(
-    not (REPOSITORY / "lambda_src" / "handlers" / "ttl_archive.py").is_file(),
-    reason="needs the TTL-archive handler (lambda_src/handlers/ttl_archive.py)",
-)
 
 #: Writes between two pipeline turns, so the consumers keep up with the workload as it runs.
 WRITES_PER_TURN = 40

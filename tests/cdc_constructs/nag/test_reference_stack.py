@@ -9,16 +9,9 @@ from __future__ import annotations
 import pytest
 from aws_cdk import App
 
+from cdc_constructs import CdcReferenceStack
+
 from .validation_report import Finding, synthesize_with_checks
-
-try:
-    from cdc_constructs import CdcReferenceStack
-except ImportError as error:  # pragma: no cover - only until the constructs branch is merged
-    pytest.skip(
-        f"CdcReferenceStack is not importable yet ({error}); it comes with the constructs branch",
-        allow_module_level=True,
-    )
-
 
 # One worker synthesizes this module's app once (the suite runs with --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("nag-reference-stack")
