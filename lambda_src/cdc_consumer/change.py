@@ -101,7 +101,9 @@ def _image(stream: Mapping[str, Any], name: str, event_id: str) -> dict[str, Any
         )
     try:
         return {attribute: _deserializer.deserialize(value) for attribute, value in image.items()}
-    except (TypeError, ValueError, KeyError, AttributeError) as error:
+    # ArithmeticError: boto3's decimal context traps Overflow/Inexact/... for a number
+    # DynamoDB could not hold (more than 38 digits, out of range).
+    except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as error:
         raise UndecodableRecordError(
             f"record {event_id}: dynamodb.{name} holds a value that is not a DynamoDB "
             f"attribute value ({error})"

@@ -42,7 +42,8 @@ class InvalidActionError(PermanentError):
 class RejectedByDynamoDBError(PermanentError):
     """DynamoDB refused a record's actions for a reason retrying cannot fix.
 
-    (a validation error, or a condition in the projection's own actions that does not hold).
+    (a validation error, DynamoDB's or botocore's parameter validation before sending, or a
+    condition in the projection's own actions that does not hold).
     """
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from cdc_consumer.defaults import (
     EXPIRATION_ATTRIBUTE,
@@ -280,6 +280,18 @@ def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
             else:
                 refusal = TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
             return outcome.absorb(_fail_first(candidates, refusal))
+        except ParamValidationError as error:
+            # botocore refused the request before sending it (e.g. a value in boto3's resource
+            # shape instead of the client shape): as deterministic as a ValidationException,
+            # and it does not say which record either.
+            if len(writing) > 1:
+                return outcome.absorb(_commit_one_by_one(client, candidates))
+            return outcome.absorb(
+                _fail_first(
+                    candidates,
+                    RejectedByDynamoDBError(f"botocore refused the record's actions: {error}"),
+                )
+            )
         except BotoCoreError as error:
             return outcome.absorb(
                 _fail_first(candidates, TransientError(f"TransactWriteItems failed: {error}"))

@@ -77,6 +77,13 @@ def test_testing_helper_builds_records_that_round_trip() -> None:
         (lambda r: r["dynamodb"].pop("Keys"), "dynamodb.Keys must be a non-empty object"),
         (lambda r: r["dynamodb"].update(NewImage={"a": {"Q": "1"}}), "dynamodb.NewImage holds"),
         (lambda r: r["dynamodb"].update(OldImage="x"), "dynamodb.OldImage must be an object"),
+        # Numbers DynamoDB could not hold: boto3's decimal context raises ArithmeticError
+        # subclasses (Overflow, Inexact), not ValueError.
+        (lambda r: r["dynamodb"].update(NewImage={"a": {"N": "1e500"}}), "dynamodb.NewImage holds"),
+        (
+            lambda r: r["dynamodb"].update(OldImage={"a": {"N": "1." + "0" * 40 + "1"}}),
+            "dynamodb.OldImage holds",
+        ),
         (
             lambda r: r["dynamodb"].update(ApproximateCreationDateTime="soon"),
             "ApproximateCreationDateTime must be epoch seconds",

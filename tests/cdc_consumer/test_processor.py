@@ -264,6 +264,22 @@ def test_permanent_error_and_undecodable_record_are_quarantined_whole_and_the_re
     assert len(log_lines(output, "record quarantined")) == 2
 
 
+def test_a_number_dynamodb_cannot_hold_is_quarantined_not_raised(
+    resources: Resources, mirrored
+) -> None:
+    stream, records = orders(3)
+    huge = copy.deepcopy(records[1])
+    huge["dynamodb"]["NewImage"]["n"] = {"N": "1e500"}
+    batch = [records[0], huge, records[2]]
+
+    assert mirrored.handle(stream_event(batch), FakeContext()) == OK
+
+    assert resources.view() == expected_view(stream, [records[0], records[2]])
+    (message,) = resources.quarantined()
+    assert message["record"] == huge
+    assert message["error"]["type"] == "UndecodableRecordError"
+
+
 def test_invalid_actions_are_poison(resources: Resources, mirrored) -> None:
     _, records = orders(2)
 

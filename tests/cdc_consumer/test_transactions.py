@@ -183,6 +183,32 @@ def test_puts_on_one_item_of_an_unknown_key_schema_are_split_after_dynamodb_refu
     assert len(resources.markers()) == 3
 
 
+def test_a_record_whose_actions_botocore_refuses_is_poison_and_the_others_commit(
+    resources: Resources,
+) -> None:
+    """botocore refuses a resource-shaped value (``"S"`` tag missing) before sending: that is
+    deterministic, so the record is quarantined, and the records beside it still commit."""
+    processor = resources.processor()
+    processor.projection(mirror_projection(resources.view_table))
+    records = write_all(TableStream(), 3, key=lambda index: f"K{index}")
+    bad = records[1]["eventID"]
+
+    @processor.projection
+    def resource_shaped(change: Change) -> list[dict[str, Any]]:
+        if change.event_id != bad:
+            return []
+        item = {"pk": "RAW", "n": 1}  # boto3 resource shape, not client shape
+        return [{"Put": {"TableName": resources.view_table, "Item": item}}]
+
+    assert processor.handle(stream_event(records), FakeContext()) == {"batchItemFailures": []}
+
+    assert sorted(resources.view()) == ["pk=K0", "pk=K2"]
+    assert len(resources.markers()) == 2
+    (message,) = resources.quarantined()
+    assert message["record"]["eventID"] == bad
+    assert message["error"]["type"] == "RejectedByDynamoDBError"
+
+
 def test_cancellation_without_reasons_fails_the_first_record_of_the_transaction(
     resources: Resources, faults
 ) -> None:
