@@ -14,6 +14,7 @@ where the caller passed an invalid value): filter patterns, redrive, TTL values,
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -25,7 +26,19 @@ class PermanentError(CdcConsumerError):
     """A record that can never be processed: raise it from a projection or side effect.
 
     The record is quarantined with this error's type and message, then processing continues.
+
+    ``actions`` (keyword-only; default none): *compensating* TransactWriteItems actions a
+    projection needs committed even though the record is quarantined, for instance to take
+    the OLD image's earlier contribution out of a view when the NEW image cannot be read
+    (otherwise the view keeps counting a row whose current image it no longer understands).
+    The runtime sends the quarantine message first, then commits the record's processed-marker
+    with these actions like any record's, so they take effect exactly once. Only a projection's
+    ``actions`` are committed; a side effect's are ignored (it has no transaction to join).
     """
+
+    def __init__(self, message: str, *, actions: Sequence[Mapping[str, Any]] = ()) -> None:
+        super().__init__(message)
+        self.actions: list[Mapping[str, Any]] = list(actions)
 
 
 class UndecodableRecordError(PermanentError):

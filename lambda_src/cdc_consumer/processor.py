@@ -14,6 +14,7 @@ from cdc_consumer import defaults, logs, metrics
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import (
     ConfigurationError,
+    InvalidActionError,
     MalformedBatchError,
     PermanentError,
     TransientError,
@@ -122,7 +123,10 @@ class StreamProcessor:
         Its actions commit in one transaction with the record's processed-marker, so each
         takes effect exactly once. Projections run in registration order; their actions are
         concatenated. Return ``[]`` for a change that does not concern the projection.
-        Raise :class:`PermanentError` for a change it can never interpret (quarantined).
+        Raise :class:`PermanentError` for a change it can never interpret (quarantined); pass
+        it ``actions=`` to have compensating actions committed for the quarantined record
+        (exactly once, after its quarantine message is sent; see :meth:`_Batch.compensate`).
+        When one projection raises, the record's other projections' actions are not applied.
         """
         self.projections.append(function)
         return function
@@ -351,6 +355,8 @@ class _Batch:
             try:
                 writes = self.project(position, change)
             except PermanentError as error:
+                if error.actions:
+                    return self.compensate(position, change, error)
                 return self.poison(position, error)
             except Exception as error:  # user code: anything but PermanentError is transient
                 return self.transient(position, error)
@@ -370,12 +376,50 @@ class _Batch:
         actions: list[Any] = []
         for projection in self.processor.projections:
             actions.extend(action_list(projection(change)))
-        marker = marker_action(
+        return RecordWrites.build(
+            position, self.marker(change), actions, self.settings.idempotency_table
+        )
+
+    def compensate(self, position: int, change: Change, error: PermanentError) -> _Step:
+        """Quarantine a poison record, then commit its marker with the compensating actions
+        its projection's error carries (its OLD image's contribution taken back, say).
+
+        Order: everything before the record is committed, then the quarantine message is
+        sent, then the marker and actions join the transaction group like any record's (and
+        commit with it, exactly once: a redelivery finds the marker and writes nothing). The
+        message goes FIRST because a quarantine report must never be lost: the view changes
+        for a poison record only once its report is in the queue, and if the send fails
+        nothing of the record is committed, so it is reported to Lambda and retried from the
+        same state. The price is a second message for the same record when it is delivered
+        again (a later transient failure, a redelivery after success): at-least-once, which
+        the queue's readers (redrive, operators) must tolerate anyway.
+        """
+        try:
+            writes = RecordWrites.build(
+                position,
+                self.marker(change),
+                error.actions,
+                self.settings.idempotency_table,
+                quarantined=True,
+            )
+        except InvalidActionError as invalid:
+            # The compensation itself is unusable: quarantine without it, naming both.
+            return self.poison(
+                position,
+                InvalidActionError(f"{error}; and its compensating actions are invalid: {invalid}"),
+            )
+        step = self.poison(position, error)
+        if step is not None:
+            return step
+        self.group.add(writes)  # the group is empty: poison() committed it
+        return None
+
+    def marker(self, change: Change) -> dict[str, Any]:
+        return marker_action(
             self.settings.idempotency_table,
             f"{self.settings.consumer}#{change.event_id}",
             int(self.processor.clock()) + defaults.IDEMPOTENCY_TTL_SECONDS,
         )
-        return RecordWrites.build(position, marker, actions, self.settings.idempotency_table)
 
     def run_side_effects(self, position: int, change: Change) -> _Step:
         claims = SideEffectClaims(
@@ -428,9 +472,11 @@ class _Batch:
         self.transactions += 1
         outcome = commit(self.processor.dynamodb, pending)
         for writes in outcome.committed:
-            if not self.processor.side_effects:
+            if not self.processor.side_effects and not writes.quarantined:
                 self.count_applied(writes.position)
         for writes in outcome.duplicates:
+            if writes.quarantined:
+                continue  # counted as quarantined when its message was sent
             self.duplicate_positions.add(writes.position)
             if not self.processor.side_effects:
                 self.metrics.duplicates_skipped += 1

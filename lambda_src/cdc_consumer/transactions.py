@@ -78,12 +78,17 @@ class RecordWrites:
 
     A record whose projection returned no actions has no items at all (no marker either:
     there is no effect to make exactly-once, so a marker would be a write for nothing).
+
+    ``quarantined`` marks a poison record's compensating writes (the actions of the
+    :class:`~cdc_consumer.exceptions.PermanentError` its projection raised): committed like any
+    record's, but the record counts as quarantined, not as processed or duplicate.
     """
 
     position: int
     items: list[dict[str, Any]]
     identities: frozenset[ItemIdentity]
     size: int
+    quarantined: bool = False
 
     @classmethod
     def build(
@@ -92,6 +97,8 @@ class RecordWrites:
         marker: dict[str, Any],
         actions: Any,
         idempotency_table: str,
+        *,
+        quarantined: bool = False,
     ) -> RecordWrites:
         """Validate a projection's ``actions`` and pair them with ``marker``.
 
@@ -102,7 +109,7 @@ class RecordWrites:
         """
         actions = action_list(actions)
         if not actions:
-            return cls(position, [], frozenset(), 0)
+            return cls(position, [], frozenset(), 0, quarantined)
         if len(actions) + 1 > MAX_TRANSACTION_ACTIONS:
             raise InvalidActionError(
                 f"a projection returned {len(actions)} actions for one record; at most "
@@ -129,7 +136,8 @@ class RecordWrites:
             )
         marker_identity = _identity(marker, -1, idempotency_table)
         assert marker_identity is not None
-        return cls(position, items, frozenset({*identities, marker_identity}), size)
+        identities.add(marker_identity)
+        return cls(position, items, frozenset(identities), size, quarantined)
 
 
 def action_list(actions: Any) -> list[Any]:

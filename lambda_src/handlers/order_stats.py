@@ -20,9 +20,20 @@ or amount change moves counts and totals, and a change of customer moves the ord
 difference is written with UpdateItem ``ADD``, which commutes, so several records' updates can
 share one transaction with their processed-markers and each is applied exactly once.
 
-A NEW image this handler cannot interpret (no customerId, no status, a non-numeric amount)
-raises PermanentError: the record is quarantined. An OLD image it cannot interpret
-contributes nothing, because when it arrived as a NEW image it was quarantined, not counted.
+The view equals the recomputation from the orders table over the orders whose current image
+this handler can read. An image it cannot read has no customerId, no status or a non-numeric
+amount; a record whose NEW image is such an image is poison: it raises PermanentError and is
+quarantined whole (the data problem must surface). If its OLD image was readable, the order
+was counted, and its contribution must leave the view since the order's current image is no
+longer readable: the PermanentError then carries the UpdateItem ``ADD`` actions removing the
+OLD contribution, which the runtime commits with the record's marker after sending the
+quarantine message (exactly once, however often the record is delivered).
+
+So an OLD image this handler cannot read contributes nothing, and that is right in both ways
+such an image can have reached the view: it came in unreadable and was quarantined without
+effect (never counted), or it replaced a readable image and that record's compensation
+already removed the earlier contribution. When the order is fixed (a readable NEW image) it is
+counted again from zero; when it is deleted while unreadable there is nothing left to remove.
 """
 
 from __future__ import annotations
@@ -79,19 +90,35 @@ def contribution(image: dict[str, Any] | None) -> tuple[str, dict[str, Decimal]]
     return customer, values
 
 
-def _old_contribution(image: dict[str, Any] | None) -> tuple[str, dict[str, Decimal]] | None:
+Contribution = tuple[str, dict[str, Decimal]]
+
+
+def _old_contribution(image: dict[str, Any] | None) -> Contribution | None:
     try:
         return contribution(image)
     except PermanentError:
-        return None  # never counted: its record was quarantined when it was the NEW image
+        # Not in the view: either it was never counted (it came in unreadable and its record
+        # was quarantined without effect) or the record that made it the current image was
+        # quarantined with compensation, which took the earlier contribution out.
+        return None
+
+
+def is_order(change: Change) -> bool:
+    """Whether the change is of an order item (pk "ORDER#..."); other items are ignored."""
+    return str(change.keys.get("pk", "")).startswith(ORDER_PREFIX)
 
 
 def view_deltas(change: Change) -> dict[str, dict[str, Decimal]]:
-    """customerId -> {view attribute: delta} for a change of an order; empty if no effect."""
-    if not str(change.keys.get("pk", "")).startswith(ORDER_PREFIX):
+    """customerId -> {view attribute: delta} for a change of an order; empty if no effect.
+
+    Raises PermanentError (without compensation) when the NEW image cannot be read.
+    """
+    if not is_order(change):
         return {}
-    new = contribution(change.new_image)
-    old = _old_contribution(change.old_image)
+    return _deltas(contribution(change.new_image), _old_contribution(change.old_image))
+
+
+def _deltas(new: Contribution | None, old: Contribution | None) -> dict[str, dict[str, Decimal]]:
     deltas: dict[str, defaultdict[str, Decimal]] = {}
     for side, sign in ((new, 1), (old, -1)):
         if side is None:
@@ -109,8 +136,27 @@ def view_deltas(change: Change) -> dict[str, dict[str, Decimal]]:
 
 @processor.projection
 def order_stats(change: Change) -> list[dict[str, Any]]:
-    """One UpdateItem ``ADD`` per customer whose statistics the change moves."""
-    deltas = view_deltas(change)
+    """One UpdateItem ``ADD`` per customer whose statistics the change moves.
+
+    A NEW image that cannot be read raises PermanentError (the record is quarantined),
+    carrying the actions that take a readable OLD image's contribution out of the view.
+    """
+    if not is_order(change):
+        return []
+    old = _old_contribution(change.old_image)
+    try:
+        new = contribution(change.new_image)
+    except PermanentError as unreadable:
+        if old is None:
+            raise
+        raise PermanentError(
+            f"{unreadable} (its previous image's contribution is taken out of the view)",
+            actions=_updates(_deltas(None, old)),
+        ) from unreadable
+    return _updates(_deltas(new, old))
+
+
+def _updates(deltas: dict[str, dict[str, Decimal]]) -> list[dict[str, Any]]:
     if not deltas:
         return []
     table = os.environ.get(VIEW_TABLE_ENV)

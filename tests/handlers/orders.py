@@ -31,12 +31,26 @@ def order_stats_environment(resources: Resources, consumer: str = "order-stats")
         yield order_stats
 
 
+def readable(order: dict[str, Any]) -> bool:
+    """Whether the handler can read the order: customerId and status non-empty strings, amount
+    a number (written independently of the handler's own check, so the tests can catch it)."""
+    customer, status, amount = (order.get(name) for name in ("customerId", "status", "amount"))
+    return (
+        isinstance(customer, str)
+        and customer != ""
+        and isinstance(status, str)
+        and status != ""
+        and isinstance(amount, (int, Decimal))
+        and not isinstance(amount, bool)
+    )
+
+
 def recompute(orders: Iterable[dict[str, Any]]) -> dict[str, dict[str, Decimal]]:
     """The view from scratch: per customer, orders per status and the paid total (zeros left
-    out, as the comparison ignores them)."""
+    out, as the comparison ignores them), over the orders whose current image is readable."""
     view: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     for order in orders:
-        if not str(order.get("pk", "")).startswith("ORDER#"):
+        if not str(order.get("pk", "")).startswith("ORDER#") or not readable(order):
             continue
         entry = view[f"CUSTOMER#{order['customerId']}"]
         entry[f"count_{order['status']}"] += 1

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cdc_consumer.testing import FakeContext, stream_event
 
-from tests.cdc_consumer.fixtures import Resources, deliver
+from tests.cdc_consumer.fixtures import Resources, deliver, error_response
 from tests.handlers.orders import new_orders_stream, order_stats_environment, recompute
 
 OK: dict[str, Any] = {"batchItemFailures": []}
@@ -164,3 +164,121 @@ def test_requests_per_record(
     assert sent == math.ceil(records / per_transaction)
     if customers == records:
         assert sent / records <= 0.05
+
+
+# --- an order that becomes unreadable ------------------------------------------------------
+
+
+def without_customer(number: int, status: str, amount: Any) -> dict[str, Any]:
+    return {"pk": f"ORDER#{number}", "status": status, "amount": amount}
+
+
+@pytest.mark.parametrize("per_record", [False, True], ids=["one batch", "a batch per record"])
+def test_valid_unreadable_valid_counts_the_order_once(
+    resources: Resources, capsys, per_record: bool
+) -> None:
+    stream = new_orders_stream()
+    stream.put(order(1, "c1", "paid", 10))
+    unreadable = stream.put(without_customer(1, "paid", 10))  # MODIFY: customerId removed
+    stream.put(order(1, "c1", "paid", 10))  # MODIFY: fixed; its OLD image is unreadable
+    stream.put(order(2, "c1", "paid", 5))
+
+    with order_stats_environment(resources) as order_stats:
+        batches = [[record] for record in stream.records] if per_record else [stream.records]
+        for batch in batches:
+            assert order_stats.handler(stream_event(batch), FakeContext()) == OK
+
+    assert (
+        resources.view()
+        == recompute(stream.items.values())
+        == {"CUSTOMER#c1": {"count_paid": 2, "paid_amount": 15}}
+    )
+    (quarantined,) = resources.quarantined()
+    assert quarantined["record"] == unreadable  # the full record, exactly as delivered
+    assert quarantined["error"]["type"] == "PermanentError"
+    assert "customerId must be a non-empty string" in quarantined["error"]["message"]
+    metrics = emf(capsys.readouterr().out)
+    assert sum(m["RecordsQuarantined"] for m in metrics) == 1
+    assert sum(m["RecordsProcessed"] for m in metrics) == len(stream.records) - 1
+
+
+def test_the_view_follows_the_table_while_the_order_is_unreadable(resources: Resources) -> None:
+    stream = new_orders_stream()
+    stream.put(order(1, "c1", "paid", 10))
+    stream.put(order(1, "c1", "paid", "10 EUR"))  # amount not a number
+    views = []
+
+    with order_stats_environment(resources) as order_stats:
+        for record in stream.records:
+            assert order_stats.handler(stream_event([record]), FakeContext()) == OK
+            views.append(resources.view())
+
+    assert views == [{"CUSTOMER#c1": {"count_paid": 1, "paid_amount": 10}}, {}]
+    assert resources.view() == recompute(stream.items.values()) == {}
+
+
+@pytest.mark.parametrize("ttl_expiry", [False, True], ids=["REMOVE", "TTL expiry"])
+def test_valid_unreadable_removed_leaves_nothing(resources: Resources, ttl_expiry: bool) -> None:
+    stream = new_orders_stream()
+    stream.put(order(1, "c1", "paid", 10))
+    stream.put(order(2, "c1", "pending", 3))
+    stream.put(without_customer(1, "paid", 10))
+    stream.update(("ORDER#2",), status="")  # status emptied
+    stream.delete(("ORDER#1",), ttl_expiry=ttl_expiry)
+    stream.delete(("ORDER#2",))
+
+    with order_stats_environment(resources) as order_stats:
+        assert order_stats.handler(stream_event(stream.records), FakeContext()) == OK
+
+    assert stream.items == {}
+    assert resources.view() == {}
+    assert len(resources.quarantined()) == 2
+
+
+def test_a_batch_delivered_twice_takes_the_old_contribution_out_once(
+    resources: Resources, capsys
+) -> None:
+    stream = new_orders_stream()
+    stream.put(order(1, "c1", "paid", 10))
+    stream.put(order(2, "c1", "paid", 7))
+    unreadable = stream.put(without_customer(1, "paid", 10))
+
+    with order_stats_environment(resources) as order_stats:
+        for _ in range(2):
+            assert order_stats.handler(stream_event(stream.records), FakeContext()) == OK
+
+    assert (
+        resources.view()
+        == recompute(stream.items.values())
+        == {"CUSTOMER#c1": {"count_paid": 1, "paid_amount": 7}}
+    )
+    # At least once: the second delivery reports the record again, and its compensation is a
+    # duplicate (its marker exists), so it is not applied again.
+    assert [m["record"] for m in resources.quarantined()] == [unreadable, unreadable]
+    assert [
+        (m["RecordsProcessed"], m["DuplicatesSkipped"], m["RecordsQuarantined"])
+        for m in emf(capsys.readouterr().out)
+    ] == [(2, 0, 1), (0, 2, 1)]
+
+
+def test_a_failed_quarantine_send_commits_nothing_and_reports_the_record(
+    resources: Resources, faults
+) -> None:
+    stream = new_orders_stream()
+    stream.put(order(1, "c1", "paid", 10))
+    unreadable = stream.put(without_customer(1, "paid", 10))
+    after = stream.put(order(2, "c2", "paid", 4))
+
+    with order_stats_environment(resources) as order_stats:
+        failing = faults(order_stats.processor.sqs)
+        failing.on("SendMessage", lambda body: error_response("ServiceUnavailable", "try later"))
+        assert order_stats.handler(stream_event(stream.records), FakeContext()) == failure(
+            unreadable
+        )
+        assert resources.view() == {"CUSTOMER#c1": {"count_paid": 1, "paid_amount": 10}}
+        assert resources.quarantined() == []
+        failing.clear()
+        assert order_stats.handler(stream_event([unreadable, after]), FakeContext()) == OK
+
+    assert resources.view() == recompute(stream.items.values())
+    assert [m["record"] for m in resources.quarantined()] == [unreadable]
