@@ -1,7 +1,9 @@
 """Property: whatever the writes, failures and redeliveries, the view ends equal to the view
 recomputed from the final orders table.
 
-Writes: inserts, modifies (status, amount, customer) and removes (some by TTL) on a few orders.
+Writes: inserts, modifies (status, amount, customer) and removes (some by TTL) on a few orders;
+some images are unreadable (no customerId, or an amount that is not a number): their records are
+quarantined, and the view counts only the orders whose current image is readable.
 Faults, injected with botocore hooks on the handler's own client: throttled transactions,
 transactions cancelled by a conflict on one of their items, and transactions that commit but
 whose response is lost (a read timeout). Delivery is AWS's: batches of varying size, resumed from
@@ -18,13 +20,14 @@ from itertools import cycle
 from typing import Any
 
 from botocore.exceptions import ReadTimeoutError
+from cdc_consumer import Change
 from cdc_consumer.testing import FakeContext, redelivery, stream_event
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_local.endpoint import patched_environ
 from tests.cdc_consumer.fixtures import Resources, create_table, error_response
-from tests.handlers.orders import new_orders_stream, recompute
+from tests.handlers.orders import new_orders_stream, readable, recompute
 
 ORDERS = ["ORDER#1", "ORDER#2", "ORDER#3"]
 CUSTOMERS = ["c1", "c2"]
@@ -35,9 +38,9 @@ writes = st.lists(
         st.tuples(
             st.just("put"),
             st.sampled_from(ORDERS),
-            st.sampled_from(CUSTOMERS),
+            st.sampled_from([*CUSTOMERS, None]),  # None: no customerId (unreadable)
             st.sampled_from(STATUSES),
-            st.integers(0, 50),
+            st.one_of(st.integers(0, 50), st.just("12 EUR")),  # a String amount (unreadable)
         ),
         st.tuples(st.just("delete"), st.sampled_from(ORDERS), st.booleans()),
     ),
@@ -125,7 +128,10 @@ def test_view_equals_recomputation_from_the_final_table(
     for write in writes:
         if write[0] == "put":
             _, pk, customer, status, amount = write
-            stream.put({"pk": pk, "customerId": customer, "status": status, "amount": amount})
+            image = {"pk": pk, "status": status, "amount": amount}
+            if customer is not None:
+                image["customerId"] = customer
+            stream.put(image)
         else:
             stream.delete((write[1],), ttl_expiry=write[2])
     view_table = create_view_table(resources)
@@ -158,4 +164,15 @@ def test_view_equals_recomputation_from_the_final_table(
 
     resources.view_table = view_table
     assert resources.view() == recompute(stream.items.values())
-    assert resources.quarantined() == []
+    # Every record whose NEW image is unreadable is quarantined whole (at least once), and no
+    # other record is.
+    unreadable = {
+        record["eventID"]: record
+        for record in stream.records
+        if Change.from_record(record).new_image is not None
+        and not readable(Change.from_record(record).new_image)
+    }
+    messages = resources.quarantined()
+    assert {message["record"]["eventID"] for message in messages} == set(unreadable)
+    for message in messages:
+        assert message["record"] == unreadable[message["record"]["eventID"]]
