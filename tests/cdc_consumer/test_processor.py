@@ -325,6 +325,127 @@ def test_a_failed_quarantine_send_stops_the_batch_at_the_poison_record(
     assert resources.view() == expected_view(stream, records[:1])
 
 
+# --- poison with compensating actions ------------------------------------------------------
+
+
+def compensation(view_table: str, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Counts, on the view item ``compensated``, how often ``record``'s compensation landed."""
+    return [
+        {
+            "Update": {
+                "TableName": view_table,
+                "Key": {"pk": {"S": "compensated"}},
+                "UpdateExpression": "ADD #n :one",
+                "ExpressionAttributeNames": {"#n": record["eventID"]},
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+            }
+        }
+    ]
+
+
+@pytest.fixture
+def compensating(resources: Resources):  # type: ignore[no-untyped-def]
+    """A mirror processor whose second projection rejects K1, with a compensation."""
+    processor = resources.processor()
+    processor.projection(mirror_projection(resources.view_table))
+    stream, records = orders(3)
+    poison = records[1]
+
+    @processor.projection
+    def reject(change: Change) -> list[dict[str, Any]]:
+        if change.event_id == poison["eventID"]:
+            raise PermanentError(
+                "order K1 is unreadable", actions=compensation(resources.view_table, poison)
+            )
+        return []
+
+    return processor, stream, records
+
+
+def test_a_permanent_error_with_actions_is_quarantined_and_its_actions_committed_once(
+    resources: Resources, compensating, capsys
+) -> None:
+    processor, stream, records = compensating
+    poison = records[1]
+
+    for _ in range(2):
+        assert processor.handle(stream_event(records), FakeContext()) == OK
+
+    # Only the compensation of the quarantined record is applied (not the mirror's actions
+    # for it), once, although the batch was delivered twice.
+    assert resources.view() == {
+        **expected_view(stream, [records[0], records[2]]),
+        "compensated": {poison["eventID"]: 1},
+    }
+    messages = resources.quarantined()  # at least once: one per delivery
+    assert [message["record"] for message in messages] == [poison, poison]
+    assert messages[0]["error"] == {"type": "PermanentError", "message": "order K1 is unreadable"}
+    output = capsys.readouterr().out
+    assert [
+        (m["RecordsProcessed"], m["DuplicatesSkipped"], m["RecordsQuarantined"])
+        for m in emf_lines(output)
+    ] == [(2, 0, 1), (0, 2, 1)]
+    assert len(log_lines(output, "record quarantined")) == 2
+
+
+def test_a_failed_quarantine_send_commits_no_compensation(
+    resources: Resources, compensating, faults
+) -> None:
+    processor, stream, records = compensating
+    poison = records[1]
+    failing = faults(resources.sqs)
+    failing.on("SendMessage", lambda body: error_response("ServiceUnavailable", "try later"))
+
+    assert processor.handle(stream_event(records), FakeContext()) == failure(poison)
+
+    assert resources.view() == expected_view(stream, records[:1])
+    assert f"test-consumer#{poison['eventID']}" not in {m["id"] for m in resources.markers()}
+    failing.clear()
+    assert processor.handle(stream_event(records[1:]), FakeContext()) == OK
+    assert resources.view()["compensated"] == {poison["eventID"]: 1}
+
+
+def test_the_quarantine_message_is_sent_before_the_compensation_commits(
+    resources: Resources, compensating, faults
+) -> None:
+    processor, stream, records = compensating
+    poison = records[1]
+    faults(resources.dynamodb).conflict_on(Counter({poison["eventID"]: 1}))
+
+    assert deliver(processor.handle, records) == [failure(poison), OK]
+
+    assert resources.view() == {
+        **expected_view(stream, [records[0], records[2]]),
+        "compensated": {poison["eventID"]: 1},
+    }
+    # The first attempt's message was sent before its transaction failed; the retry sends
+    # another (at least once) and commits the compensation.
+    assert [message["record"] for message in resources.quarantined()] == [poison, poison]
+
+
+def test_invalid_compensating_actions_are_quarantined_without_effect(
+    resources: Resources, mirrored
+) -> None:
+    stream, records = orders(2)
+
+    @mirrored.projection
+    def reject(change: Change) -> list[dict[str, Any]]:
+        if change.event_id == records[0]["eventID"]:
+            raise PermanentError("order K0 is unreadable", actions=[{"Put": {}}])
+        return []
+
+    assert mirrored.handle(stream_event(records), FakeContext()) == OK
+
+    assert resources.view() == expected_view(stream, records[1:])
+    (message,) = resources.quarantined()
+    assert message["record"] == records[0]
+    assert message["error"]["type"] == "InvalidActionError"
+    assert (
+        "order K0 is unreadable; and its compensating actions are invalid: action 0 (Put)"
+        in (message["error"]["message"])
+    )
+
+
 # --- deadline ------------------------------------------------------------------------------
 
 
