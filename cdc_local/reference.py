@@ -237,10 +237,12 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
     for record in stream_records(pipeline, wiring.source_table):
         result.records += 1
         sequence = int(record["dynamodb"]["SequenceNumber"])
-        if record["eventID"] in markers:
-            result.processed += 1
-        elif record["eventID"] in quarantined:
+        # Quarantine first: a poison record whose projection compensated (PermanentError with
+        # actions) has a marker too, and is still a quarantined record.
+        if record["eventID"] in quarantined:
             result.quarantined += 1
+        elif record["eventID"] in markers:
+            result.processed += 1
         elif any(first <= sequence <= last for first, last in ranges):
             result.on_failure += 1
         elif record["dynamodb"]["SequenceNumber"] in acknowledged:
