@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cdc_consumer.batch_response import first_failed_index
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.stream_reader import to_lambda_record
 
@@ -367,22 +368,10 @@ class EventSourceMapping:
             return 0
         if not self.settings.report_batch_item_failures:
             return None
-        response = result.response
-        if response is None or (
-            isinstance(response, Mapping) and not response.get("batchItemFailures")
-        ):
-            return None
-        failures = response.get("batchItemFailures") if isinstance(response, Mapping) else None
-        if not isinstance(failures, list):
-            return 0
-        positions = {r["dynamodb"]["SequenceNumber"]: i for i, r in enumerate(batch)}
-        indexes = []
-        for failure in failures:
-            identifier = failure.get("itemIdentifier") if isinstance(failure, Mapping) else None
-            if not identifier or identifier not in positions:
-                return 0  # AWS: a null, empty or unknown itemIdentifier fails the whole batch
-            indexes.append(positions[identifier])
-        return min(indexes)
+        index, _ = first_failed_index(
+            result.response, [record["dynamodb"]["SequenceNumber"] for record in batch]
+        )
+        return index
 
     def _succeeded(self, lane: _Lane, records: Sequence[Mapping[str, Any]]) -> None:
         _drop(lane, len(records))

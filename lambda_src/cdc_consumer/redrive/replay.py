@@ -12,6 +12,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer.batch_response import first_failed_index
 from cdc_consumer.exceptions import InvocationError, MalformedMessageError, RecordsLostError
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.defaults import (
@@ -43,33 +44,6 @@ def _chunk_stop(
             break
         stop += 1
     return stop
-
-
-def _first_failed_index(response: Any, chunk: Sequence[dict[str, Any]]) -> tuple[int | None, str]:
-    """Index in ``chunk`` of the first failed record (None: all succeeded) and the reason.
-
-    Like the event source mapping, redrive resumes from the lowest failed sequence number; a
-    failure naming no record of the batch fails the whole batch.
-    """
-    if response is None:
-        return None, ""
-    if not isinstance(response, dict):
-        return None, ""  # Lambda treats any response without batchItemFailures as success.
-    failures = response.get("batchItemFailures") or []
-    if not failures:
-        return None, ""
-    positions = {str(r["dynamodb"]["SequenceNumber"]): i for i, r in enumerate(chunk)}
-    indexes = []
-    for failure in failures:
-        identifier = failure.get("itemIdentifier") if isinstance(failure, dict) else None
-        if identifier is None or str(identifier) not in positions:
-            return 0, f"batchItemFailures names {identifier!r}, no record of the batch"
-        indexes.append(positions[str(identifier)])
-    index = min(indexes)
-    return (
-        index,
-        f"the consumer reported record {chunk[index]['dynamodb']['SequenceNumber']} failed",
-    )
 
 
 def _stream_position(message: Mapping[str, Any]) -> tuple[str, int]:
@@ -283,8 +257,9 @@ class Redrive:
             chunk = list(records[position:stop])
             report.invocations += 1
             try:
-                failed_index, reason = _first_failed_index(
-                    self.invoker.invoke({"Records": chunk}), chunk
+                failed_index, reason = first_failed_index(
+                    self.invoker.invoke({"Records": chunk}),
+                    [record["dynamodb"]["SequenceNumber"] for record in chunk],
                 )
             except InvocationError as error:
                 failed_index, reason = 0, str(error)
