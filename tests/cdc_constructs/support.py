@@ -60,6 +60,17 @@ def resources(template: dict[str, Any], resource_type: str) -> dict[str, dict[st
     }
 
 
+def logical_id(template: dict[str, Any], prefix: str) -> str:
+    """The one logical id ``prefix`` + the 8-character hash CDK appends."""
+    ids = [
+        lid
+        for lid in template["Resources"]
+        if lid.startswith(prefix) and len(lid) == len(prefix) + 8
+    ]
+    assert len(ids) == 1, f"{prefix}: {ids} in {sorted(template['Resources'])}"
+    return ids[0]
+
+
 def only(template: dict[str, Any], resource_type: str) -> dict[str, Any]:
     found = resources(template, resource_type)
     assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"

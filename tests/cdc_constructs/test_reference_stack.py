@@ -23,6 +23,7 @@ from tests.cdc_constructs.support import (
     actions,
     cfn_lint,
     grants,
+    logical_id,
     normalize,
     only,
     resources,
@@ -76,7 +77,7 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
         assert re.fullmatch(r"(AwsSolutions|Serverless)-\w+(\[[^\]]+\])?", rule), rule
     assert (
         "AwsSolutions-IAM5[Resource::<"
-        f"{_logical_id(reference.template, 'ExpiredOrdersArchive')}.Arn>/expired-orders/*]"
+        f"{logical_id(reference.template, 'ExpiredOrdersArchive')}.Arn>/expired-orders/*]"
     ) in {rule for _, rule, _ in acks}
 
 
@@ -86,7 +87,7 @@ def test_cfn_lint_is_clean(reference: Synthesized):
 
 
 def _resource(template: dict, prefix: str) -> dict:
-    return template["Resources"][_logical_id(template, prefix)]["Properties"]
+    return template["Resources"][logical_id(template, prefix)]["Properties"]
 
 
 def test_mapping_of_the_reference_consumer(reference: Synthesized):
@@ -145,7 +146,7 @@ def test_no_resource_policy_allows_a_wildcard_action(reference: Synthesized):
     except AWS's default key policy, which gives the account root ``kms:*`` so that IAM policies
     (which have no wildcard, above) decide who may use the key."""
     allowed_wildcards = []
-    for logical_id, resource in reference.template["Resources"].items():
+    for resource_id, resource in reference.template["Resources"].items():
         props = resource.get("Properties", {})
         for key in ("PolicyDocument", "KeyPolicy"):
             document = props.get(key)
@@ -153,7 +154,7 @@ def test_no_resource_policy_allows_a_wildcard_action(reference: Synthesized):
                 continue
             for statement in _as_list(document["Statement"]):
                 if statement["Effect"] == "Allow" and any("*" in a for a in actions(statement)):
-                    allowed_wildcards.append((resource["Type"], logical_id, statement))
+                    allowed_wildcards.append((resource["Type"], resource_id, statement))
     root = {
         "AWS": {
             "Fn::Join": [
@@ -176,12 +177,12 @@ def test_each_consumer_reads_only_its_stream_and_sends_only_to_its_own_queues(
     reference: Synthesized, consumer: str
 ):
     template = reference.template
-    role_grants = grants(template, role=_logical_id(template, f"{consumer}Role"))
-    stream = json.dumps({"Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]})
+    role_grants = grants(template, role=logical_id(template, f"{consumer}Role"))
+    stream = json.dumps({"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]})
     stream_actions = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
     assert {r for a, r in role_grants if a in stream_actions} == {stream}
     own_queues = {
-        json.dumps({"Fn::GetAtt": [_logical_id(template, f"{consumer}{queue}"), "Arn"]})
+        json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}{queue}"), "Arn"]})
         for queue in ("OnFailureQueue", "QuarantineQueue")
     }
     assert {r for a, r in role_grants if a.startswith("sqs:")} == own_queues
@@ -192,7 +193,7 @@ def test_each_consumer_reads_only_its_stream_and_sends_only_to_its_own_queues(
 def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
     template = reference.template
     by_prefix = {
-        prefix: json.dumps({"Fn::GetAtt": [_logical_id(template, prefix), attribute]})
+        prefix: json.dumps({"Fn::GetAtt": [logical_id(template, prefix), attribute]})
         for prefix, attribute in [
             ("OrdersTable", "StreamArn"),
             ("IdempotencyTable", "Arn"),
@@ -236,12 +237,12 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
         ("logs:CreateLogStream", by_prefix["OrderStatsLogGroup"]),
         ("logs:PutLogEvents", by_prefix["OrderStatsLogGroup"]),
     }
-    assert grants(template, role=_logical_id(template, "OrderStatsRole")) == expected
+    assert grants(template, role=logical_id(template, "OrderStatsRole")) == expected
 
 
 def test_alarms_notify_the_topic(reference: Synthesized):
     template = reference.template
-    topic = _logical_id(template, "AlarmsTopic")
+    topic = logical_id(template, "AlarmsTopic")
     all_alarms = resources(template, "AWS::CloudWatch::Alarm")
     # Per consumer (order-stats, ttl-archive): lag, two queue depths, quarantined, errors,
     # throttles and the redrive's lost records; the fan-out: 3 pipe failures and its DLQ;
@@ -283,7 +284,7 @@ def test_alarms_notify_the_topic(reference: Synthesized):
 def test_alarm_topic_is_encrypted_and_tls_only(reference: Synthesized):
     template = reference.template
     topic = only(template, "AWS::SNS::Topic")
-    assert topic["KmsMasterKeyId"] == {"Fn::GetAtt": [_logical_id(template, "AlarmsKey"), "Arn"]}
+    assert topic["KmsMasterKeyId"] == {"Fn::GetAtt": [logical_id(template, "AlarmsKey"), "Arn"]}
     key = _resource(template, "AlarmsKey")
     assert key["EnableKeyRotation"] is True
     cloudwatch = [
@@ -301,16 +302,6 @@ def test_no_email_subscription_without_context(reference: Synthesized):
     assert resources(reference.template, "AWS::SNS::Subscription") == {}
 
 
-def _logical_id(template: dict, prefix: str) -> str:
-    ids = [
-        lid
-        for lid in template["Resources"]
-        if lid.startswith(prefix) and len(lid) == len(prefix) + 8
-    ]
-    assert len(ids) == 1, f"{prefix}: {ids}"
-    return ids[0]
-
-
 # ---- redrive -------------------------------------------------------------------------------
 
 
@@ -324,21 +315,19 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
     assert function["Runtime"] == "python3.14"
     assert function["ReservedConcurrentExecutions"] == 1
     env = function["Environment"]["Variables"]
-    assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": _logical_id(template, f"{consumer}Function")}
+    assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": logical_id(template, f"{consumer}Function")}
     assert env["CDC_CONSUMER_NAME"] == name
-    assert env["ON_FAILURE_QUEUE_URL"] == {
-        "Ref": _logical_id(template, f"{consumer}OnFailureQueue")
-    }
-    stream = json.dumps({"Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]})
+    assert env["ON_FAILURE_QUEUE_URL"] == {"Ref": logical_id(template, f"{consumer}OnFailureQueue")}
+    stream = json.dumps({"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]})
     queues = [
-        json.dumps({"Fn::GetAtt": [_logical_id(template, f"{consumer}{queue}"), "Arn"]})
+        json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}{queue}"), "Arn"]})
         for queue in ("OnFailureQueue", "QuarantineQueue")
     ]
     log_group = json.dumps(
-        {"Fn::GetAtt": [_logical_id(template, f"{consumer}RedriveLogGroup"), "Arn"]}
+        {"Fn::GetAtt": [logical_id(template, f"{consumer}RedriveLogGroup"), "Arn"]}
     )
-    consumer_arn = json.dumps({"Fn::GetAtt": [_logical_id(template, f"{consumer}Function"), "Arn"]})
-    assert grants(template, role=_logical_id(template, f"{consumer}RedriveRole")) == {
+    consumer_arn = json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}Function"), "Arn"]})
+    assert grants(template, role=logical_id(template, f"{consumer}RedriveRole")) == {
         ("lambda:InvokeFunction", consumer_arn),
         *[
             (action, queue)
@@ -375,7 +364,7 @@ def test_ttl_archive_receives_only_ttl_deletions(reference: Synthesized):
     assert function["Handler"] == "ttl_archive.handler"
     env = function["Environment"]["Variables"]
     assert env["ARCHIVE_BUCKET_NAME"] == {
-        "Ref": _logical_id(reference.template, "ExpiredOrdersArchive")
+        "Ref": logical_id(reference.template, "ExpiredOrdersArchive")
     }
     assert env["CDC_CONSUMER_NAME"] == "ttl-archive"
 
@@ -396,7 +385,7 @@ def test_ttl_archive_may_only_put_objects_under_the_handlers_prefix(reference: S
     ]
     assert handler_prefix == ARCHIVE_PREFIX
     template = reference.template
-    bucket = _logical_id(template, "ExpiredOrdersArchive")
+    bucket = logical_id(template, "ExpiredOrdersArchive")
     s3_grants = {
         (action, resource) for action, resource in grants(template) if action.startswith("s3:")
     }
@@ -423,7 +412,7 @@ def test_archive_bucket_is_encrypted_tls_only_private_logged_and_tiered(referenc
         "RestrictPublicBuckets": True,
     }
     assert bucket["LoggingConfiguration"]["DestinationBucketName"] == {
-        "Ref": _logical_id(template, "ArchiveAccessLogs")
+        "Ref": logical_id(template, "ArchiveAccessLogs")
     }
     (rule,) = bucket["LifecycleConfiguration"]["Rules"]
     assert rule["Transitions"] == [{"StorageClass": "GLACIER_IR", "TransitionInDays": 90}]
@@ -434,7 +423,7 @@ def test_archive_bucket_is_encrypted_tls_only_private_logged_and_tiered(referenc
             for s in policy
         ), prefix
     assert (
-        template["Resources"][_logical_id(template, "ExpiredOrdersArchive")]["DeletionPolicy"]
+        template["Resources"][logical_id(template, "ExpiredOrdersArchive")]["DeletionPolicy"]
         == "Retain"
     )
 
@@ -472,31 +461,29 @@ def test_order_paid_pipe_publishes_only_orders_becoming_paid(reference: Synthesi
     ]
     target = pipe["TargetParameters"]["EventBridgeEventBusParameters"]
     assert (target["Source"], target["DetailType"]) == ("com.example.orders", "OrderPaid")
-    assert pipe["Target"] == {
-        "Fn::GetAtt": [_logical_id(reference.template, "OrderPaidBus"), "Arn"]
-    }
+    assert pipe["Target"] == {"Fn::GetAtt": [logical_id(reference.template, "OrderPaidBus"), "Arn"]}
 
 
 @pytest.mark.parametrize("route", ["Invoicing", "Fulfilment"])
 def test_two_rules_route_order_paid_to_a_queue_each(reference: Synthesized, route: str):
     template = reference.template
     rule = _resource(template, f"{route}Rule")
-    assert rule["EventBusName"] == {"Ref": _logical_id(template, "OrderPaidBus")}
+    assert rule["EventBusName"] == {"Ref": logical_id(template, "OrderPaidBus")}
     assert rule["EventPattern"] == {"source": ["com.example.orders"], "detail-type": ["OrderPaid"]}
     (target,) = rule["Targets"]
-    queue_id = _logical_id(template, f"{route}Queue")
-    dead_letters = _logical_id(template, f"{route}DeadLetters")
+    queue_id = logical_id(template, f"{route}Queue")
+    dead_letters = logical_id(template, f"{route}DeadLetters")
     assert target["Arn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
     assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dead_letters, "Arn"]}}
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 5
     queue = _resource(template, f"{route}Queue")
     assert queue["SqsManagedSseEnabled"] is True
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": [dead_letters, "Arn"]}
-    for logical_id in (queue_id, dead_letters):
+    for queue_ref in (queue_id, dead_letters):
         (policy,) = [
             p["Properties"]["PolicyDocument"]["Statement"]
             for p in resources(template, "AWS::SQS::QueuePolicy").values()
-            if p["Properties"]["Queues"] == [{"Ref": logical_id}]
+            if p["Properties"]["Queues"] == [{"Ref": queue_ref}]
         ]
         assert any(s["Effect"] == "Deny" for s in policy)
         # aws-cdk-lib's SqsQueue target: the events service, for this rule only.
@@ -508,7 +495,7 @@ def test_two_rules_route_order_paid_to_a_queue_each(reference: Synthesized, rout
             "sqs:GetQueueUrl",
             "sqs:SendMessage",
         }
-        rule_arn = {"Fn::GetAtt": [_logical_id(template, f"{route}Rule"), "Arn"]}
+        rule_arn = {"Fn::GetAtt": [logical_id(template, f"{route}Rule"), "Arn"]}
         assert send["Condition"] == {"ArnEquals": {"aws:SourceArn": rule_arn}}
 
 

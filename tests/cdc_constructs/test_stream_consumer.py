@@ -22,7 +22,14 @@ from cdc_constructs import (
     StreamRedrive,
 )
 from cdc_constructs.redrive import REDRIVE_HANDLER
-from tests.cdc_constructs.support import arn_of, cfn_lint, grants, only, resources
+from tests.cdc_constructs.support import (
+    arn_of,
+    cfn_lint,
+    grants,
+    logical_id,
+    only,
+    resources,
+)
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -56,7 +63,7 @@ def _existing_function(stack: cdk.Stack, **props) -> lambda_.Function:
 
 def _redrive_environment(template: dict) -> dict:
     function = resources(template, "AWS::Lambda::Function")[
-        _logical_id(template, "ConsumerRedriveFunction")
+        logical_id(template, "ConsumerRedriveFunction")
     ]
     return function["Properties"]["Environment"]["Variables"]
 
@@ -81,11 +88,11 @@ def test_mapping_defaults(default_consumer):
     assert "MaximumBatchingWindowInSeconds" not in mapping
     assert "FilterCriteria" not in mapping
     assert mapping["EventSourceArn"] == {
-        "Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]
+        "Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]
     }
     assert mapping["DestinationConfig"] == {
         "OnFailure": {
-            "Destination": {"Fn::GetAtt": [_logical_id(template, "ConsumerOnFailureQueue"), "Arn"]}
+            "Destination": {"Fn::GetAtt": [logical_id(template, "ConsumerOnFailureQueue"), "Arn"]}
         }
     }
 
@@ -94,7 +101,7 @@ def test_failure_queues_are_encrypted_tls_only_and_kept_14_days(default_consumer
     _, template = default_consumer
     queues = resources(template, "AWS::SQS::Queue")
     assert len(queues) == 2
-    for logical_id, queue in queues.items():
+    for queue_id, queue in queues.items():
         assert queue["Properties"] == {
             "MessageRetentionPeriod": 14 * 24 * 3600,
             "SqsManagedSseEnabled": True,
@@ -102,7 +109,7 @@ def test_failure_queues_are_encrypted_tls_only_and_kept_14_days(default_consumer
         (policy,) = [
             p["Properties"]
             for p in resources(template, "AWS::SQS::QueuePolicy").values()
-            if p["Properties"]["Queues"] == [{"Ref": logical_id}]
+            if p["Properties"]["Queues"] == [{"Ref": queue_id}]
         ]
         (deny,) = policy["PolicyDocument"]["Statement"]
         assert deny["Effect"] == "Deny"
@@ -117,21 +124,19 @@ def test_function_defaults(default_consumer):
     assert function["Handler"] == "order_stats.handler"
     assert function["MemorySize"] == 256
     assert function["Timeout"] == 60
-    assert function["Layers"] == [{"Ref": _logical_id(template, "CdcConsumerRuntimeLayer")}]
+    assert function["Layers"] == [{"Ref": logical_id(template, "CdcConsumerRuntimeLayer")}]
     assert "TracingConfig" not in function
     env = function["Environment"]["Variables"]
     assert env == {
         "CDC_CONSUMER_NAME": "Consumer",
-        "IDEMPOTENCY_TABLE_NAME": {"Ref": _logical_id(template, "ConsumerIdempotencyTable")},
-        "QUARANTINE_QUEUE_URL": {"Ref": _logical_id(template, "ConsumerQuarantineQueue")},
+        "IDEMPOTENCY_TABLE_NAME": {"Ref": logical_id(template, "ConsumerIdempotencyTable")},
+        "QUARANTINE_QUEUE_URL": {"Ref": logical_id(template, "ConsumerQuarantineQueue")},
         "CDC_METRICS_NAMESPACE": "CdcConstructs",
     }
-    log_group = resources(template, "AWS::Logs::LogGroup")[
-        _logical_id(template, "ConsumerLogGroup")
-    ]
+    log_group = resources(template, "AWS::Logs::LogGroup")[logical_id(template, "ConsumerLogGroup")]
     assert log_group["Properties"]["RetentionInDays"] == 30
     assert function["LoggingConfig"] == {
-        "LogGroup": {"Ref": _logical_id(template, "ConsumerLogGroup")}
+        "LogGroup": {"Ref": logical_id(template, "ConsumerLogGroup")}
     }
 
 
@@ -154,14 +159,14 @@ def test_redrive_is_provisioned_by_default_for_this_consumer(default_consumer):
         for r in resources(template, "AWS::Lambda::Function").values()
         if r["Properties"]["Handler"] == REDRIVE_HANDLER
     ]
-    assert redrive["Layers"] == [{"Ref": _logical_id(template, "CdcConsumerRuntimeLayer")}]
+    assert redrive["Layers"] == [{"Ref": logical_id(template, "CdcConsumerRuntimeLayer")}]
     assert redrive["Runtime"] == "python3.14" and redrive["Architectures"] == ["arm64"]
     env = redrive["Environment"]["Variables"]
-    assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": _logical_id(template, "ConsumerFunction")}
+    assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": logical_id(template, "ConsumerFunction")}
     assert env["CDC_CONSUMER_NAME"] == "Consumer"
-    assert env["STREAM_ARN"] == {"Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]}
-    assert env["ON_FAILURE_QUEUE_URL"] == {"Ref": _logical_id(template, "ConsumerOnFailureQueue")}
-    assert env["QUARANTINE_QUEUE_URL"] == {"Ref": _logical_id(template, "ConsumerQuarantineQueue")}
+    assert env["STREAM_ARN"] == {"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]}
+    assert env["ON_FAILURE_QUEUE_URL"] == {"Ref": logical_id(template, "ConsumerOnFailureQueue")}
+    assert env["QUARANTINE_QUEUE_URL"] == {"Ref": logical_id(template, "ConsumerQuarantineQueue")}
     assert env["REDRIVE_RESERVE_SECONDS"] == "90"  # the consumer's 60 s + 30 s
     assert "CONSUMER_FILTERS" not in env
     # The redrive role's grants are checked in test_redrive.py; here: no wildcard anywhere.
@@ -292,18 +297,18 @@ def test_existing_queues_table_and_key(stack):
     assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 2  # orders + shared
     mapping = only(template, "AWS::Lambda::EventSourceMapping")
     assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {
-        "Fn::GetAtt": [_logical_id(template, "MyOnFailure"), "Arn"]
+        "Fn::GetAtt": [logical_id(template, "MyOnFailure"), "Arn"]
     }
     env = _consumer_function(template)["Environment"]["Variables"]
-    assert env["IDEMPOTENCY_TABLE_NAME"] == {"Ref": _logical_id(template, "SharedTable")}
-    role_grants = grants(template, role=_logical_id(template, "ConsumerRole"))
+    assert env["IDEMPOTENCY_TABLE_NAME"] == {"Ref": logical_id(template, "SharedTable")}
+    role_grants = grants(template, role=logical_id(template, "ConsumerRole"))
     for queue in ("MyOnFailure", "MyQuarantine"):
-        assert ("sqs:SendMessage", arn_of(_logical_id(template, queue))) in role_grants
-    assert {a for a, r in role_grants if r == arn_of(_logical_id(template, "QueueKey"))} == {
+        assert ("sqs:SendMessage", arn_of(logical_id(template, queue))) in role_grants
+    assert {a for a, r in role_grants if r == arn_of(logical_id(template, "QueueKey"))} == {
         "kms:Decrypt",
         "kms:GenerateDataKey",
     }
-    assert ("dynamodb:PutItem", arn_of(_logical_id(template, "SharedTable"))) in role_grants
+    assert ("dynamodb:PutItem", arn_of(logical_id(template, "SharedTable"))) in role_grants
 
 
 def test_queues_made_with_a_customer_key(stack):
@@ -312,7 +317,7 @@ def test_queues_made_with_a_customer_key(stack):
     template = Template.from_stack(stack).to_json()
     for queue in resources(template, "AWS::SQS::Queue").values():
         assert queue["Properties"]["KmsMasterKeyId"] == {
-            "Fn::GetAtt": [_logical_id(template, "QueueKey"), "Arn"]
+            "Fn::GetAtt": [logical_id(template, "QueueKey"), "Arn"]
         }
 
 
@@ -322,19 +327,19 @@ def test_existing_function_gets_layer_environment_and_grants(stack):
     assert consumer.function is function and consumer.log_group is None
     template = Template.from_stack(stack).to_json()
     props = _consumer_function(template)
-    assert props["Layers"] == [{"Ref": _logical_id(template, "CdcConsumerRuntimeLayer")}]
+    assert props["Layers"] == [{"Ref": logical_id(template, "CdcConsumerRuntimeLayer")}]
     assert props["Environment"]["Variables"]["CDC_CONSUMER_NAME"] == "mine"
     mapping = only(template, "AWS::Lambda::EventSourceMapping")
-    assert mapping["FunctionName"] == {"Ref": _logical_id(template, "Mine")}
+    assert mapping["FunctionName"] == {"Ref": logical_id(template, "Mine")}
     # Its own role gets what the runtime needs on this consumer's resources.
-    role_grants = grants(template, role=_logical_id(template, "MineServiceRole"))
-    stream = json.dumps({"Fn::GetAtt": [_logical_id(template, "OrdersTable"), "StreamArn"]})
+    role_grants = grants(template, role=logical_id(template, "MineServiceRole"))
+    stream = json.dumps({"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]})
     assert ("dynamodb:GetRecords", stream) in role_grants
-    assert ("dynamodb:PutItem", arn_of(_logical_id(template, "ConsumerIdempotencyTable"))) in (
+    assert ("dynamodb:PutItem", arn_of(logical_id(template, "ConsumerIdempotencyTable"))) in (
         role_grants
     )
     for queue in ("ConsumerOnFailureQueue", "ConsumerQuarantineQueue"):
-        assert ("sqs:SendMessage", arn_of(_logical_id(template, queue))) in role_grants
+        assert ("sqs:SendMessage", arn_of(logical_id(template, queue))) in role_grants
     # The redrive waits for one invocation of the function's own timeout (30 s) plus 30 s.
     assert _redrive_environment(template)["REDRIVE_RESERVE_SECONDS"] == "60"
 
@@ -389,8 +394,8 @@ def test_grant_view_table_sets_env_and_write_actions(stack):
     consumer.grant_view_table(view, env_var="VIEW_TABLE_NAME", read=True)
     template = Template.from_stack(stack).to_json()
     env = _consumer_function(template)["Environment"]["Variables"]
-    assert env["VIEW_TABLE_NAME"] == {"Ref": _logical_id(template, "View")}
-    view_arn = arn_of(_logical_id(template, "View"))
+    assert env["VIEW_TABLE_NAME"] == {"Ref": logical_id(template, "View")}
+    view_arn = arn_of(logical_id(template, "View"))
     assert {action for action, resource in grants(template) if resource == view_arn} == {
         "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",
@@ -398,17 +403,6 @@ def test_grant_view_table_sets_env_and_write_actions(stack):
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
     }
-
-
-def _logical_id(template: dict, prefix: str) -> str:
-    """The one logical id starting with ``prefix`` (CDK appends a hash)."""
-    ids = [
-        lid
-        for lid in template["Resources"]
-        if lid.startswith(prefix) and len(lid) == len(prefix) + 8
-    ]
-    assert len(ids) == 1, f"{prefix}: {ids} in {sorted(template['Resources'])}"
-    return ids[0]
 
 
 @pytest.mark.parametrize(
@@ -457,7 +451,7 @@ def test_customer_keys_are_granted_without_wildcard_actions(stack):
         encryption_key=key,
         idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),
     )
-    key_arn = arn_of(_logical_id(Template.from_stack(stack).to_json(), "Key"))
+    key_arn = arn_of(logical_id(Template.from_stack(stack).to_json(), "Key"))
     key_actions = {
         action
         for action, resource in grants(Template.from_stack(stack).to_json())
