@@ -22,7 +22,7 @@ from rich.table import Table
 from cdc_local.faults import FaultPlan
 from cdc_local.reference import ConsumerWiring, account, redrive_on_failure, view_reconciled
 from cdc_local.runner import LocalPipeline
-from cdc_local.workload import OrderWorkload, apply
+from cdc_local.workload import OrderWorkload, write_while_running
 
 #: Light faults, so the summary shows duplicates suppressed and retries, yet every batch
 #: settles within the reference consumer's 5 retries.
@@ -72,7 +72,6 @@ def run_demo(
     started = time.monotonic()
     with LocalPipeline(assembly_dir, stack_name, faults=faults, track_records=True) as pipeline:
         wiring = ConsumerWiring.of(pipeline)
-        ddb = pipeline.client("dynamodb")
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -88,12 +87,14 @@ def run_demo(
                 settled = pipeline.counters.records_succeeded + pipeline.counters.records_discarded
                 progress.update(delivered, completed=min(settled, workload.changes))
 
-            for index, change in enumerate(workload.plan(), start=1):
-                apply(ddb, wiring.source_table, change)
-                if index % WRITES_PER_TURN == 0:
-                    pipeline.poll()
+            def wrote(count: int) -> None:
+                if count % WRITES_PER_TURN == 0:
                     show(None)
-                progress.update(writing, completed=index)
+                progress.update(writing, completed=count)
+
+            write_while_running(
+                pipeline, wiring.source_table, workload, WRITES_PER_TURN, on_write=wrote
+            )
             pipeline.drain(on_progress=show)
             pipeline.sweep_ttl()
             pipeline.drain(on_progress=show)

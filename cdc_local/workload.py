@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +127,26 @@ def apply(ddb: Any, table_name: str, change: OrderChange) -> None:
         )
     else:
         ddb.delete_item(TableName=table_name, Key=change.key)
+
+
+def write_while_running(
+    pipeline: Any,
+    table_name: str,
+    workload: OrderWorkload,
+    writes_per_turn: int,
+    on_write: Callable[[int], None] | None = None,
+) -> None:
+    """Write ``workload`` to the orders table ``table_name`` while ``pipeline`` (a
+    :class:`cdc_local.runner.LocalPipeline`) takes a turn every ``writes_per_turn`` writes, so
+    the consumers keep up with a live table instead of meeting one long backlog.
+    ``on_write(count)`` is called after each write (progress)."""
+    ddb = pipeline.client("dynamodb")
+    for index, change in enumerate(workload.plan(), start=1):
+        apply(ddb, table_name, change)
+        if index % writes_per_turn == 0:
+            pipeline.poll()
+        if on_write is not None:
+            on_write(index)
 
 
 def _typed(order_id: str, item: dict[str, Any]) -> dict[str, Any]:

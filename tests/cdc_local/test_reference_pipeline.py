@@ -15,7 +15,7 @@ from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
 from cdc_local.reference import ConsumerWiring, account, redrive_on_failure, view_reconciled
 from cdc_local.runner import LocalPipeline
-from cdc_local.workload import OrderWorkload, apply
+from cdc_local.workload import OrderWorkload, apply, write_while_running
 
 ON_FAILURE_KEYS = {
     "requestContext",
@@ -36,12 +36,9 @@ BATCH_INFO_KEYS = {
 
 
 def run_workload(pipeline: LocalPipeline, workload: OrderWorkload, writes_per_turn: int) -> None:
-    wiring = ConsumerWiring.of(pipeline)
-    ddb = pipeline.client("dynamodb")
-    for index, change in enumerate(workload.plan(), start=1):
-        apply(ddb, wiring.source_table, change)
-        if index % writes_per_turn == 0:
-            pipeline.poll()
+    write_while_running(
+        pipeline, ConsumerWiring.of(pipeline).source_table, workload, writes_per_turn
+    )
     pipeline.run()
 
 

@@ -36,7 +36,7 @@ from cdc_local.reference import (
     stream_records,
 )
 from cdc_local.runner import LocalPipeline
-from cdc_local.workload import ORDER_PREFIX, OrderWorkload, apply
+from cdc_local.workload import ORDER_PREFIX, OrderWorkload, write_while_running
 
 TTL_HANDLER = "ttl_archive.handler"
 ARCHIVE_BUCKET = "ExpiredOrdersArchive"
@@ -77,11 +77,7 @@ def run_workload(pipeline: LocalPipeline, workload: OrderWorkload) -> None:
     """Write the workload while the pipeline runs, then let the TTL sweeper delete the
     expired orders and drain their REMOVE records."""
     table = ConsumerWiring.of(pipeline, TTL_HANDLER).source_table
-    ddb = pipeline.client("dynamodb")
-    for index, change in enumerate(workload.plan(), start=1):
-        apply(ddb, table, change)
-        if index % WRITES_PER_TURN == 0:
-            pipeline.poll()
+    write_while_running(pipeline, table, workload, WRITES_PER_TURN)
     pipeline.run()
 
 
