@@ -195,7 +195,7 @@ class Resources:
     quarantine_queue_url: str
 
     def environment(self, consumer_name: str) -> dict[str, str]:
-        """The function environment the constructs set (CONTRACTS.md interface 2)."""
+        """The function environment the constructs set (docs/interfaces.md §2)."""
         return {
             "CDC_CONSUMER_NAME": consumer_name,
             "IDEMPOTENCY_TABLE_NAME": self.idempotency_table,

@@ -1,4 +1,4 @@
-"""The environment variables the constructs set and the Lambda code reads (CONTRACTS §2).
+"""The environment variables the constructs set and the Lambda code reads (interfaces §2).
 
 Consumer functions (StreamConsumer) and redrive functions (StreamRedrive) share some of them;
 both read the names from here, so a renamed variable changes in one place.

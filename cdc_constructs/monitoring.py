@@ -19,7 +19,7 @@ from cdc_constructs.validation import raise_if_any, seconds
 if TYPE_CHECKING:
     from cdc_constructs.stream_consumer import StreamConsumer
 
-# The runtime's embedded-metric-format metrics (CONTRACTS §3), all with dimension Consumer.
+# The runtime's embedded-metric-format metrics (interfaces §3), all with dimension Consumer.
 RUNTIME_COUNT_METRICS = (
     "RecordsProcessed",
     "DuplicatesSkipped",

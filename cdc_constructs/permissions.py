@@ -1,4 +1,4 @@
-"""The IAM actions each role of the constructs needs, and nothing else (CONTRACTS §8).
+"""The IAM actions each role of the constructs needs, and nothing else (interfaces §8).
 
 Grants are written out as statements on named resources instead of aws-cdk-lib's ``grant_*``
 helpers, which add actions these roles never use (e.g. ``SqsDlq`` grants GetQueueAttributes

@@ -128,7 +128,7 @@ class LocalFunction:
         return result
 
     def as_handler(self) -> Callable[[Any, Any], Any]:
-        """This function as a plain ``handler(event, context)`` (CONTRACTS §9), for code that
+        """This function as a plain ``handler(event, context)`` (interfaces §9), for code that
         invokes consumers through that contract (such as redrive): a failed invocation raises
         :class:`InvocationFailed`, as a function error would surface."""
 

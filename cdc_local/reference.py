@@ -2,7 +2,7 @@
 
 - :class:`ConsumerWiring` finds the consumer's tables and queues from what was synthesized: the
   mapping whose function's handler is ``order_stats.handler``, its stream's table, its on-failure
-  destination, and the function's environment (CONTRACTS §2), so nothing here depends on the
+  destination, and the function's environment (interfaces §2), so nothing here depends on the
   constructs' logical ids.
 - :func:`expected_view` recomputes the order-stats view from the orders table, independently of
   the handler's code, from the view's definition (lambda_src/handlers/order_stats.py): per
@@ -71,7 +71,7 @@ class ConsumerWiring:
         if missing:
             raise LocalPipelineError(
                 f"function {mapping.function.name} lacks the environment variables {missing} "
-                "that StreamConsumer sets (CONTRACTS §2)"
+                "that StreamConsumer sets (docs/interfaces.md §2)"
             )
         destination = mapping.destination
         return cls(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
-#: Metric names and units (CONTRACTS §3; the Monitoring construct alarms on these names).
+#: Metric names and units (interfaces §3; the Monitoring construct alarms on these names).
 COUNT_METRICS = (
     "RecordsProcessed",
     "DuplicatesSkipped",

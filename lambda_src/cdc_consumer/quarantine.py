@@ -1,6 +1,6 @@
 """The quarantine queue: where poison records go, whole, with the error that condemned them.
 
-Message body (CONTRACTS §4, read back by redrive)::
+Message body (interfaces §4, read back by redrive)::
 
     {"version": "1", "consumer": str, "sourceArn": str | None,
      "error": {"type": str, "message": str},

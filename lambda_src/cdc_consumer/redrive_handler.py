@@ -12,7 +12,7 @@ Environment (set by the StreamRedrive construct):
     ON_FAILURE_QUEUE_URL     the event source mapping's on-failure queue
     QUARANTINE_QUEUE_URL     the runtime's quarantine queue (optional)
     CDC_CONSUMER_NAME        the consumer name: metric dimension, quarantine message check
-    CDC_METRICS_NAMESPACE    EMF namespace, default "CdcConstructs" (CONTRACTS §3)
+    CDC_METRICS_NAMESPACE    EMF namespace, default "CdcConstructs" (interfaces §3)
     CONSUMER_FILTERS         the event source mapping's filter patterns, a JSON list (optional)
     REDRIVE_RESERVE_SECONDS  no message is started later than this before the deadline
 
@@ -42,7 +42,7 @@ DEFAULT_MAX_MESSAGES = 100
 #: this, so the one in flight (a synchronous consumer invoke) can finish and the report is logged.
 #: The construct sets it from the consumer's timeout.
 DEFAULT_RESERVE_SECONDS = 60
-#: Metric namespace (CONTRACTS §3), the runtime's: the Monitoring construct's alarms look there.
+#: Metric namespace (interfaces §3), the runtime's: the Monitoring construct's alarms look there.
 DEFAULT_METRICS_NAMESPACE = METRICS_NAMESPACE
 
 

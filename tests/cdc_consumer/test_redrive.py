@@ -94,7 +94,7 @@ def queue_url(sqs: Any) -> str:
 def on_failure_message(
     stream: Stream, start: str, end: str, batch_size: int = 1, **overrides: Any
 ) -> str:
-    """An on-failure record in AWS's shape (CONTRACTS §5)."""
+    """An on-failure record in AWS's shape (interfaces §5)."""
     info = {
         "shardId": stream.shard_id,
         "startSequenceNumber": start,
@@ -133,7 +133,7 @@ def send_on_failure(sqs: Any, queue_url: str, stream: Stream, *args: Any, **over
 
 
 def quarantine_message(record: dict[str, Any], consumer: str = "orders") -> str:
-    """A quarantine message (CONTRACTS §4)."""
+    """A quarantine message (interfaces §4)."""
     return json.dumps(
         {
             "version": "1",
@@ -156,7 +156,7 @@ def queue_bodies(sqs: Any, queue_url: str) -> list[str]:
 
 @dataclass
 class Consumer:
-    """A consumer idempotent by eventID that stops at its first failure (CONTRACTS §9).
+    """A consumer idempotent by eventID that stops at its first failure (interfaces §9).
 
     ``fail`` maps a sequence number to how many more times its record fails; ``raises`` makes
     every call raise (a function error).

@@ -195,7 +195,7 @@ def let_crashed_claims_expire(pipeline: LocalPipeline, idempotency_table: str) -
     """What waiting out the crashed invocations' timeout would do, without the wait (60 s).
 
     A crash between a side effect's claim and its completion leaves the claim INPROGRESS until
-    the crashed invocation's deadline (``in_progress_expiration``, epoch ms; CONTRACTS §7).
+    the crashed invocation's deadline (``in_progress_expiration``, epoch ms; interfaces §7).
     Moving that deadline into the past is what the clock passing it does. Returns how many.
     """
     ddb = pipeline.client("dynamodb")

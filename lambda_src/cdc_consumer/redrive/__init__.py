@@ -1,10 +1,10 @@
 """Redrive: replay what a stream consumer failed on, from its on-failure queue or its quarantine.
 
-The on-failure queue holds *pointers* (CONTRACTS §5: shard id, start and end sequence numbers),
+The on-failure queue holds *pointers* (interfaces §5: shard id, start and end sequence numbers),
 not records. For each message, redrive reads the records of that range back from the stream
 (GetShardIterator AT_SEQUENCE_NUMBER, then GetRecords page by page), replays them in order
 through the consumer's handler contract (``{"Records": [...]}`` in, ``batchItemFailures`` out)
-and deletes the message only after every record succeeded. A quarantine message (CONTRACTS §4)
+and deletes the message only after every record succeeded. A quarantine message (interfaces §4)
 carries the whole record, which is replayed the same way.
 
 What redrive never does:

@@ -1,4 +1,4 @@
-"""Invokers: how redrive delivers a stream-shaped event to the consumer (CONTRACTS §9)."""
+"""Invokers: how redrive delivers a stream-shaped event to the consumer (interfaces §9)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ __all__ = ["CallableInvoker", "Invoker", "LambdaInvoker", "LocalContext"]
 
 
 class Invoker(Protocol):
-    """Delivers one stream-shaped event to the consumer (CONTRACTS §9) and returns its response.
+    """Delivers one stream-shaped event to the consumer (interfaces §9) and returns its response.
 
     Raises :class:`InvocationError` when the whole invocation failed.
     """

@@ -1,4 +1,4 @@
-"""The messages redrive reads: on-failure pointers (CONTRACTS §5) and quarantined records (§4).
+"""The messages redrive reads: on-failure pointers (interfaces §5) and quarantined records (§4).
 
 Each parser validates a queue message body and raises
 :class:`~cdc_consumer.exceptions.MalformedMessageError` naming what was wrong, the value, and what
@@ -40,7 +40,7 @@ class Source(enum.StrEnum):
 
 @dataclass(frozen=True)
 class OnFailureBatch:
-    """The part of an on-failure message (CONTRACTS §5) that locates the failed records."""
+    """The part of an on-failure message (interfaces §5) that locates the failed records."""
 
     shard_id: str
     start_sequence_number: str
@@ -52,7 +52,7 @@ class OnFailureBatch:
 
 @dataclass(frozen=True)
 class QuarantinedRecord:
-    """A quarantine message (CONTRACTS §4): the record exactly as Lambda delivered it."""
+    """A quarantine message (interfaces §4): the record exactly as Lambda delivered it."""
 
     record: dict[str, Any]
     consumer: str | None
@@ -137,7 +137,7 @@ def parse_quarantine_message(
     expected_stream_arn: str | None = None,
     expected_consumer: str | None = None,
 ) -> QuarantinedRecord:
-    """Validate a quarantine message body (CONTRACTS §4) and return its record.
+    """Validate a quarantine message body (interfaces §4) and return its record.
 
     Raises :class:`MalformedMessageError` when the body is not JSON, has no ``record`` object with
     ``eventID`` and ``dynamodb.SequenceNumber``, or names another consumer or stream than the
