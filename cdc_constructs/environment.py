@@ -1,7 +1,9 @@
 """The environment variables the constructs set and the Lambda code reads (interfaces §2).
 
 Consumer functions (StreamConsumer) and redrive functions (StreamRedrive) share some of them;
-both read the names from here, so a renamed variable changes in one place.
+both read the names from here, so a renamed variable changes in one place. The runtime keeps
+its own copy (cdc_consumer/defaults.py): importing cdc_consumer would pull boto3 into every CDK
+app; tests/cdc_constructs/test_environment.py keeps the two equal.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdc_consumer.defaults import CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUARANTINE_QUEUE_ENV
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
 
 from cdc_local.event_source_mapping import EventSourceMapping
@@ -65,7 +66,7 @@ class ConsumerWiring:
         env = mapping.function.environment
         missing = [
             name
-            for name in ("CDC_CONSUMER_NAME", "IDEMPOTENCY_TABLE_NAME", "QUARANTINE_QUEUE_URL")
+            for name in (CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUARANTINE_QUEUE_ENV)
             if name not in env
         ]
         if missing:
@@ -77,11 +78,11 @@ class ConsumerWiring:
         return cls(
             mapping=mapping,
             function=mapping.function,
-            consumer_name=env["CDC_CONSUMER_NAME"],
+            consumer_name=env[CONSUMER_NAME_ENV],
             source_table=mapping.stream_arn.split(":", 5)[5].split("/")[1],
             view_table=env.get("VIEW_TABLE_NAME"),
-            idempotency_table=env["IDEMPOTENCY_TABLE_NAME"],
-            quarantine_queue_url=env["QUARANTINE_QUEUE_URL"],
+            idempotency_table=env[IDEMPOTENCY_TABLE_ENV],
+            quarantine_queue_url=env[QUARANTINE_QUEUE_ENV],
             on_failure_queue_url=destination.queue_url if destination is not None else None,
         )
 

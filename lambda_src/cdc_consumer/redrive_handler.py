@@ -32,7 +32,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from cdc_consumer.defaults import METRICS_NAMESPACE
+from cdc_consumer.defaults import (
+    CONSUMER_NAME_ENV,
+    METRICS_NAMESPACE,
+    METRICS_NAMESPACE_ENV,
+    QUARANTINE_QUEUE_ENV,
+)
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
 
 #: Messages per invocation unless the event says otherwise: a bounded run, so one invocation
@@ -42,8 +47,6 @@ DEFAULT_MAX_MESSAGES = 100
 #: this, so the one in flight (a synchronous consumer invoke) can finish and the report is logged.
 #: The construct sets it from the consumer's timeout.
 DEFAULT_RESERVE_SECONDS = 60
-#: Metric namespace (interfaces §3), the runtime's: the Monitoring construct's alarms look there.
-DEFAULT_METRICS_NAMESPACE = METRICS_NAMESPACE
 
 
 def _required(environ: Mapping[str, str], name: str) -> str:
@@ -103,18 +106,18 @@ def handler(
     """Drain the consumer's queues; ``redrive`` and ``environ`` are injectable for tests."""
     environ = os.environ if environ is None else environ
     event = event or {}
-    consumer = environ.get("CDC_CONSUMER_NAME", "") or _required(environ, "CONSUMER_FUNCTION_NAME")
+    consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, "CONSUMER_FUNCTION_NAME")
     if redrive is None:
         redrive = Redrive(
             invoker=LambdaInvoker(_required(environ, "CONSUMER_FUNCTION_NAME")),
             stream_arn=_required(environ, "STREAM_ARN"),
-            consumer_name=environ.get("CDC_CONSUMER_NAME") or None,
+            consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
             filters=_filters(environ.get("CONSUMER_FILTERS", "")),
         )
     wanted = str(event.get("source", "all"))
     queues = {
         Source.ON_FAILURE: environ.get("ON_FAILURE_QUEUE_URL", ""),
-        Source.QUARANTINE: environ.get("QUARANTINE_QUEUE_URL", ""),
+        Source.QUARANTINE: environ.get(QUARANTINE_QUEUE_ENV, ""),
     }
     if wanted not in ("all", *queues):
         raise ValueError(
@@ -140,7 +143,7 @@ def handler(
         budget -= report.messages_received + report.messages_deferred
         print(json.dumps(report.to_log(), default=str))
         reports.append(report)
-    namespace = environ.get("CDC_METRICS_NAMESPACE") or DEFAULT_METRICS_NAMESPACE
+    namespace = environ.get(METRICS_NAMESPACE_ENV) or METRICS_NAMESPACE
     print(json.dumps(emf_line(reports, consumer, namespace)))
     return {
         "ok": all(r.ok for r in reports),
