@@ -19,9 +19,6 @@ IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE_NAME"
 QUARANTINE_QUEUE_URL: Final = "QUARANTINE_QUEUE_URL"
 METRICS_NAMESPACE: Final = "CDC_METRICS_NAMESPACE"
 
-VIEW_TABLE: Final = "VIEW_TABLE_NAME"
-"""The reference order-stats handler's view table (set by ``grant_view_table``)."""
-
 # --- redrive functions (read by cdc_consumer.redrive_handler) --------------------------------
 
 CONSUMER_FUNCTION_NAME: Final = "CONSUMER_FUNCTION_NAME"

@@ -19,7 +19,6 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs import environment as env  # `environment` is a prop here
-from cdc_constructs.assets import ASSET_EXCLUDES, handlers_dir
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.function import make_function
 from cdc_constructs.idempotency_table import IdempotencyTable
@@ -60,9 +59,9 @@ from cdc_constructs.validation import (
     view_type_name,
 )
 
-REFERENCE_HANDLER = "order_stats.handler"
-"""The bundled reference handler (lambda_src/handlers/order_stats.py), used when neither
-``code`` nor ``handler`` is given."""
+EXAMPLE_HANDLER = "reference_app/handlers/order_stats.py"
+"""Where the repository's orders example keeps a handler to start from (named in the error
+raised when a StreamConsumer is given no code)."""
 
 
 @jsii.implements(lambda_.IEventSourceDlq)
@@ -87,9 +86,9 @@ class StreamConsumer(Construct):
     """A Lambda function fed by a DynamoDB stream, set up so records are neither lost nor
     stuck: in order, finite retries, bisect, an on-failure queue, alarms.
 
-    The function runs the bundled reference handler, or ``code`` + ``handler``, or an
-    existing ``function``; in every case the consumer runtime layer (``cdc_consumer``) is
-    attached and the environment variables the runtime reads are set.
+    The function runs ``code`` + ``handler``, or is an existing ``function``; in every case
+    the consumer runtime layer (``cdc_consumer``) is attached and the environment variables
+    the runtime reads are set.
 
     Source:
 
@@ -104,9 +103,9 @@ class StreamConsumer(Construct):
 
     Function:
 
-    :param code: the function code. Default: the bundled handlers (lambda_src/handlers).
-    :param handler: the handler string. Default ``order_stats.handler`` when ``code`` is
-        omitted; required when ``code`` is given.
+    :param code: the function code (required unless ``function`` is given; the library ships
+        no handler: reference_app/handlers/order_stats.py in the repository is an example).
+    :param handler: the handler string (module.function), required with ``code``.
     :param function: an existing ``lambda_.Function`` instead: the layer and environment are
         added to it, its role gets the grants. ``code``, ``handler``, ``memory_size``,
         ``timeout``, ``tracing`` and ``reserved_concurrent_executions`` are then refused (set
@@ -294,9 +293,8 @@ class StreamConsumer(Construct):
             self.role, self.log_group, self.function = make_function(
                 self,
                 description=f"cdc-constructs stream consumer {consumer_name}",
-                code=code
-                or lambda_.Code.from_asset(str(handlers_dir()), exclude=list(ASSET_EXCLUDES)),
-                handler=handler or REFERENCE_HANDLER,
+                code=code,  # type: ignore[arg-type]  # _check_code refused None
+                handler=handler,  # type: ignore[arg-type]
                 layers=[ConsumerRuntimeLayer.of(self)],
                 environment=runtime_environment,
                 memory_size=memory_size,
@@ -390,8 +388,7 @@ class StreamConsumer(Construct):
 
         Grants PutItem, UpdateItem, DeleteItem and ConditionCheckItem (the TransactWriteItems
         actions a projection uses), plus GetItem when ``read`` is True. With ``env_var``, the
-        table's name is put in that environment variable (the reference handler reads
-        ``VIEW_TABLE_NAME``).
+        table's name is put in that environment variable, for the handler to read.
         """
         actions = VIEW_TABLE_WRITE_ACTIONS + (VIEW_TABLE_READ_ACTIONS if read else ())
         self._grant_table(table, tuple(sorted(actions)))
@@ -429,13 +426,20 @@ def _check_code(
                 )
             )
         return problems
-    if code is not None and not handler:
+    if code is None:
+        return [
+            Problem(
+                "code",
+                None,
+                "code + handler (your consumer; the orders example's "
+                f"{EXAMPLE_HANDLER} is one to start from), or an existing function",
+            )
+        ]
+    if not handler:
         return [
             Problem("handler", handler, "the handler string (module.function) for the given code")
         ]
-    if handler is not None:
-        return check_name("handler", handler)
-    return []
+    return check_name("handler", handler)
 
 
 def _check_monitoring(

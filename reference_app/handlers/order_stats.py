@@ -45,12 +45,14 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 from cdc_consumer import Change, PermanentError, StreamProcessor
-
-ORDER_PREFIX = "ORDER#"
-CUSTOMER_PREFIX = "CUSTOMER#"
-PAID = "paid"
-PAID_AMOUNT = "paid_amount"
-VIEW_TABLE_ENV = "VIEW_TABLE_NAME"
+from orders_schema import (
+    COUNT_PREFIX,
+    CUSTOMER_PREFIX,
+    ORDER_PREFIX,
+    PAID,
+    PAID_AMOUNT,
+    VIEW_TABLE_ENV,
+)
 
 _serializer = TypeSerializer()
 
@@ -61,7 +63,7 @@ processor = StreamProcessor()
 
 def count_attribute(status: str) -> str:
     """The view attribute counting orders in ``status``."""
-    return f"count_{status}"
+    return f"{COUNT_PREFIX}{status}"
 
 
 def contribution(image: dict[str, Any] | None) -> tuple[str, dict[str, Decimal]] | None:
