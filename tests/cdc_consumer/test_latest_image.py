@@ -120,9 +120,7 @@ def consume(
         position += len(batch)
 
 
-@pytest.mark.parametrize(
-    ("seed", "precision"), [(1, "MICROSECOND"), (2, "MILLISECOND")]
-)
+@pytest.mark.parametrize(("seed", "precision"), [(1, "MICROSECOND"), (2, "MILLISECOND")])
 def test_kinesis_out_of_order_and_repeated_views_end_equal_to_the_table(
     resources: Resources, seed: int, precision: str
 ) -> None:
