@@ -95,7 +95,19 @@ class RedriveError(CdcConsumerError):
 
 
 class MalformedMessageError(RedriveError):
-    """A queue message redrive cannot use: not JSON, fields missing, or another stream's."""
+    """A queue message or S3 object redrive cannot use: not JSON, not AWS's shape, fields
+    missing. Redrive keeps it and reports the reason."""
+
+
+class ForeignMessageError(MalformedMessageError):
+    """A message or object that belongs to another consumer or another stream, or names
+    neither: redrive never replays or deletes it (it keeps it and reports the reason)."""
+
+
+class RedriveSetupError(RedriveError):
+    """An operator mistake that stops a redrive before it starts: a missing queue or bucket, no
+    credentials, a stream ARN that is not one, unreadable arguments. The message says what to
+    fix; the command line prints it as one line and exits 2."""
 
 
 class RecordsLostError(RedriveError):
