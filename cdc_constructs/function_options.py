@@ -1,0 +1,148 @@
+"""The consumer's Lambda function: given code, or an existing function, and its settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+
+from cdc_constructs import defaults
+from cdc_constructs.exceptions import Problem
+from cdc_constructs.redrive import consumer_timeout_of
+from cdc_constructs.validation import check_function_timeout, check_name, check_range
+
+__all__ = ["EXAMPLE_HANDLER", "FunctionOptions"]
+
+EXAMPLE_HANDLER = "reference_app/handlers/order_stats.py"
+"""Where the repository's orders example keeps a handler to start from (named in the error
+raised when a consumer is given no code): the library ships no handler of its own."""
+
+# Props that configure a function this library makes; refused with an existing ``function``.
+_MADE_FUNCTION_PROPS = (
+    "code",
+    "handler",
+    "memory_size",
+    "timeout",
+    "tracing",
+    "reserved_concurrent_executions",
+)
+
+
+@dataclass(frozen=True)
+class FunctionOptions:
+    """The consumer function's props.
+
+    :param code: the function code; required unless ``function`` is given (the library ships
+        no handler: the repository's reference_app/handlers/order_stats.py is an example).
+    :param handler: the handler string (module.function); required with ``code``.
+    :param function: an existing ``lambda_.Function`` instead: the layer and environment are
+        added to it, its role gets the grants. ``code``, ``handler``, ``memory_size``,
+        ``timeout``, ``tracing`` and ``reserved_concurrent_executions`` are then refused (set
+        them on the function); the redrive reads the function's own timeout.
+    :param memory_size: Default 256 MB (explicit, so cdk-nag's default-memory rule passes;
+        enough for boto3 and a batch of 100).
+    :param timeout: Default 60 s: a batch of 100 takes a few transactions, and the runtime
+        stops and reports near the deadline instead of timing out.
+    :param log_retention: Default one month (the function's and the redrive's log groups):
+        long enough to investigate an alarm, short enough to bound cost.
+    :param tracing: Default none (the runtime does not use the X-Ray SDK; lag and loss are
+        measured by metrics and alarms).
+    :param environment: extra environment variables. Default none.
+    :param reserved_concurrent_executions: Default none (a stream consumer's concurrency is
+        bounded by shards times parallelization factor anyway).
+    """
+
+    code: lambda_.Code | None = None
+    handler: str | None = None
+    function: lambda_.Function | None = None
+    memory_size: Any = None
+    timeout: Duration | None = None
+    log_retention: logs.RetentionDays = defaults.LOG_RETENTION
+    tracing: lambda_.Tracing | None = None
+    environment: Mapping[str, str] | None = None
+    reserved_concurrent_executions: Any = None
+
+    @property
+    def memory_mb(self) -> Any:
+        """``memory_size``, or the default (256 MB)."""
+        return defaults.MEMORY_SIZE_MB if self.memory_size is None else self.memory_size
+
+    @property
+    def function_timeout(self) -> Duration:
+        """``timeout``, or the default (60 s), for a function made here."""
+        return self.timeout or Duration.seconds(defaults.TIMEOUT_SECONDS)
+
+    @property
+    def consumer_timeout(self) -> Duration | None:
+        """The timeout the consumer runs with: an existing function's own, or ours."""
+        if self.function is not None:
+            return consumer_timeout_of(self.function)
+        return self.function_timeout
+
+    @property
+    def function_code(self) -> lambda_.Code:
+        """``code`` (checked by :meth:`problems` before a function is made)."""
+        assert self.code is not None, "problems() refuses a function without code"
+        return self.code
+
+    @property
+    def function_handler(self) -> str:
+        assert self.handler is not None, "problems() refuses code without a handler"
+        return self.handler
+
+    def problems(self) -> list[Problem]:
+        found = self._code_problems()
+        found += check_range("memory_size", self.memory_mb, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB")
+        found += check_function_timeout("timeout", self.function_timeout)
+        return found
+
+    def _code_problems(self) -> list[Problem]:
+        if self.function is not None:
+            return self._existing_function_problems()
+        if self.code is None:
+            return [
+                Problem(
+                    "code",
+                    None,
+                    "code + handler (your consumer; the orders example's "
+                    f"{EXAMPLE_HANDLER} is one to start from), or an existing function",
+                )
+            ]
+        if not self.handler:
+            return [
+                Problem(
+                    "handler",
+                    self.handler,
+                    "the handler string (module.function) for the given code",
+                )
+            ]
+        return check_name("handler", self.handler)
+
+    def _existing_function_problems(self) -> list[Problem]:
+        found = []
+        if not isinstance(self.function, lambda_.Function):
+            found.append(
+                Problem(
+                    "function",
+                    self.function,
+                    "a lambda_.Function made in this app (its environment and layers are set)",
+                )
+            )
+        given = {
+            name: getattr(self, name)
+            for name in _MADE_FUNCTION_PROPS
+            if getattr(self, name) is not None
+        }
+        if given:
+            found.append(
+                Problem(
+                    "/".join(given),
+                    tuple(given.values()),
+                    "omitted when an existing function is given: set them on that function",
+                )
+            )
+        return found
