@@ -6,6 +6,7 @@ on-failure queue, in-order processing that stops at the first failure, idempoten
 and refuse unsafe ones with one error that lists every problem.
 """
 
+from cdc_constructs import _runtime  # noqa: F401  (first: makes cdc_consumer.contract importable)
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.exceptions import (

@@ -12,12 +12,12 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sns as sns
+from cdc_consumer.contract import CONSUMER_DIMENSION
 from constructs import Construct
 
 from cdc_constructs import defaults
 
 __all__ = [
-    "CONSUMER_DIMENSION",
     "AlarmActionStrategy",
     "NoAlarmAction",
     "SnsAlarmAction",
@@ -26,9 +26,6 @@ __all__ = [
     "consumer_metric",
     "notify",
 ]
-
-CONSUMER_DIMENSION = "Consumer"
-"""The one dimension of the runtime's and the redrive's metrics: the consumer's name."""
 
 
 class AlarmActionStrategy(Protocol):

@@ -98,9 +98,6 @@ transactions; the runtime stops and reports near the deadline instead of timing 
 LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
 """Long enough to investigate a failure reported by an alarm, short enough to bound cost."""
 
-METRICS_NAMESPACE: Final = "CdcConstructs"
-"""The CloudWatch namespace of the runtime's embedded-metric-format metrics."""
-
 # --- Redrive (StreamRedrive, composed by StreamConsumer) --------------------------------------
 
 REDRIVE: Final = True
@@ -156,9 +153,6 @@ incident, a stuck shard is."""
 
 # --- AWS limits (validation) ----------------------------------------------------------------
 
-STREAM_RETENTION_SECONDS: Final = 24 * 3600
-"""DynamoDB Streams keeps records for 24 hours."""
-
 MAX_RECORD_AGE_RANGE_SECONDS: Final = (60, 604_800)
 """AWS's range for MaximumRecordAgeInSeconds (-1 = infinite is rejected here)."""
 
@@ -195,8 +189,6 @@ PIPE_LOG_LEVELS: Final = ("OFF", "ERROR", "INFO", "TRACE")
 MAX_INPUT_TEMPLATE_LENGTH: Final = 8192
 """AWS's limit on a pipe's input template."""
 
-MAX_DETAIL_TYPE_LENGTH: Final = 128
-"""EventBridge's limit on an event's detail-type."""
 
 MAX_SOURCE_LENGTH: Final = 256
 """EventBridge's limit on an event's source."""

@@ -37,16 +37,13 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from cdc_consumer.contract import MAX_DETAIL_TYPE_LENGTH
 from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import FanOutConfigurationError, Problem
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.outbox_publisher import (
-    OUTBOX_EVENT_ID_ATTRIBUTE,
-    OUTBOX_EVENT_TYPE_ATTRIBUTE,
-    OUTBOX_OCCURRED_AT_ATTRIBUTE,
-    OUTBOX_PAYLOAD_ATTRIBUTE,
     PATH_SEGMENT,
     OutboxEvents,
     template_placeholder,
@@ -56,10 +53,6 @@ from cdc_constructs.source_table import UNKNOWN_VIEW_TYPE, SourceTable
 from cdc_constructs.validation import IMAGES_BY_VIEW_TYPE
 
 __all__ = [
-    "OUTBOX_EVENT_ID_ATTRIBUTE",
-    "OUTBOX_EVENT_TYPE_ATTRIBUTE",
-    "OUTBOX_OCCURRED_AT_ATTRIBUTE",
-    "OUTBOX_PAYLOAD_ATTRIBUTE",
     "ChangeEvents",
     "FanOutConfigurationError",
     "StreamFanOut",
@@ -277,12 +270,12 @@ def _check_detail_type(detail_type: str | None) -> tuple[str, list[Problem]]:
                 "'$.dynamodb.NewImage.type.S'",
             )
         ]
-    if len(detail_type) > defaults.MAX_DETAIL_TYPE_LENGTH:
+    if len(detail_type) > MAX_DETAIL_TYPE_LENGTH:
         return detail_type, [
             Problem(
                 "detail_type",
                 f"{len(detail_type)} characters",
-                f"at most {defaults.MAX_DETAIL_TYPE_LENGTH} characters (EventBridge's limit)",
+                f"at most {MAX_DETAIL_TYPE_LENGTH} characters (EventBridge's limit)",
             )
         ]
     return detail_type, []

@@ -10,6 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from cdc_consumer.contract import COUNT_METRICS, ITERATOR_LAG_MS, RECORDS_QUARANTINED
 from constructs import Construct
 
 from cdc_constructs import defaults
@@ -20,22 +21,13 @@ from cdc_constructs.validation import raise_if_any, seconds
 
 __all__ = [
     "MAPPING_COUNT_METRICS",
-    "RUNTIME_COUNT_METRICS",
-    "RUNTIME_LAG_METRIC",
     "MonitoredConsumer",
     "StreamConsumerMonitoring",
     "check_iterator_age_threshold",
 ]
 
-# The runtime's embedded-metric-format metrics (interfaces §3), all with dimension Consumer.
-RUNTIME_COUNT_METRICS = (
-    "RecordsProcessed",
-    "DuplicatesSkipped",
-    "RecordsQuarantined",
-    "TtlExpiries",
-    "BatchFailures",
-)
-RUNTIME_LAG_METRIC = "IteratorLagMs"
+# The runtime's embedded-metric-format metrics (COUNT_METRICS, ITERATOR_LAG_MS, all with the
+# dimension Consumer) are the contract's (cdc_consumer.contract).
 # The mapping's event-count metrics (MetricsConfig EventCount), dimension EventSourceMappingUUID.
 MAPPING_COUNT_METRICS = (
     "PolledEventCount",
@@ -172,7 +164,7 @@ class StreamConsumerMonitoring(Construct):
             "QuarantineQueueDepth": quarantine.metric_approximate_number_of_messages_visible(
                 statistic=maximum, period=period
             ),
-            "RecordsQuarantined": _runtime_metric(self._consumer, "RecordsQuarantined"),
+            RECORDS_QUARANTINED.name: _runtime_metric(self._consumer, RECORDS_QUARANTINED.name),
             "FunctionErrors": function.metric_errors(statistic=total, period=period),
             "FunctionThrottles": function.metric_throttles(statistic=total, period=period),
         }
@@ -189,7 +181,7 @@ class StreamConsumerMonitoring(Construct):
                 "stream trims its records (24 h)"
             ),
             "QuarantineQueueDepth": f"{name}: poison records are waiting in the quarantine queue",
-            "RecordsQuarantined": f"{name}: the runtime quarantined records",
+            RECORDS_QUARANTINED.name: f"{name}: the runtime quarantined records",
             "FunctionErrors": f"{name}: the consumer function crashed or timed out",
             "FunctionThrottles": f"{name}: the consumer function was throttled",
         }
@@ -222,7 +214,7 @@ class StreamConsumerMonitoring(Construct):
     def _widgets(self) -> list[cloudwatch.IWidget]:
         consumer, metrics, period = self._consumer, self._metrics, self._period
         function = consumer.function
-        lag_ms = _runtime_metric(consumer, RUNTIME_LAG_METRIC, cloudwatch.Stats.MAXIMUM)
+        lag_ms = _runtime_metric(consumer, ITERATOR_LAG_MS.name, cloudwatch.Stats.MAXIMUM)
         return [
             cloudwatch.TextWidget(
                 markdown=f"## Stream consumer `{consumer.consumer_name}`", width=24, height=1
@@ -257,7 +249,7 @@ class StreamConsumerMonitoring(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Runtime (records)",
-                left=[_runtime_metric(consumer, name) for name in RUNTIME_COUNT_METRICS],
+                left=[_runtime_metric(consumer, metric.name) for metric in COUNT_METRICS],
                 width=12,
             ),
             cloudwatch.GraphWidget(

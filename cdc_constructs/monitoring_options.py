@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
+from cdc_consumer.contract import DEFAULT_METRICS_NAMESPACE
 from constructs import Construct
 
-from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.monitoring import check_iterator_age_threshold
@@ -39,7 +39,7 @@ class MonitoringOptions:
     alarm_topic: sns.ITopic | None = None
     dashboard: cloudwatch.Dashboard | None = None
     iterator_age_alarm_threshold: Duration | None = None
-    metrics_namespace: str = defaults.METRICS_NAMESPACE
+    metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
 
     def problems(self, max_record_age: Duration) -> list[Problem]:
         found = check_iterator_age_threshold(

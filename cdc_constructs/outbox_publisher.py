@@ -2,10 +2,9 @@
 
 The application writes its item and an outbox item in one TransactWriteItems; this pipe sends
 only INSERTs of outbox items (a key-prefix filter) to an event bus, as events whose detail-type
-is the outbox item's event type and whose detail is::
-
-    {"eventId", "eventType", "occurredAt", "payload": <JSON text>, "streamEventId",
-     "sequenceNumber"}
+is the outbox item's event type and whose detail is
+:class:`cdc_consumer.contract.OutboxEventDetail` (the outbox item's event attributes, its
+stream event id and sequence number).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from cdc_consumer.contract import OutboxEventDetail, OutboxItem
 from constructs import Construct
 
 from cdc_constructs import defaults
@@ -28,20 +28,9 @@ from cdc_constructs.source_table import UNKNOWN_VIEW_TYPE, SourceTable
 from cdc_constructs.validation import IMAGES_BY_VIEW_TYPE
 
 __all__ = [
-    "OUTBOX_EVENT_ID_ATTRIBUTE",
-    "OUTBOX_EVENT_TYPE_ATTRIBUTE",
-    "OUTBOX_OCCURRED_AT_ATTRIBUTE",
-    "OUTBOX_PAYLOAD_ATTRIBUTE",
     "OutboxEvents",
     "OutboxPublisher",
 ]
-
-# ---- The outbox item's attributes (must equal lambda_src/cdc_consumer/outbox.py; a test checks)
-
-OUTBOX_EVENT_ID_ATTRIBUTE = "eventId"
-OUTBOX_EVENT_TYPE_ATTRIBUTE = "eventType"
-OUTBOX_PAYLOAD_ATTRIBUTE = "payload"
-OUTBOX_OCCURRED_AT_ATTRIBUTE = "occurredAt"
 
 # Pipes' JSON path subset: one segment of dot notation.
 PATH_SEGMENT = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -76,20 +65,24 @@ class OutboxEvents:
         def new(name: str) -> str:
             return template_placeholder("NewImage", name, "S")
 
-        return (
-            "{"
-            f'"eventId": {new(OUTBOX_EVENT_ID_ATTRIBUTE)}, '
-            f'"eventType": {new(OUTBOX_EVENT_TYPE_ATTRIBUTE)}, '
-            f'"occurredAt": {new(OUTBOX_OCCURRED_AT_ATTRIBUTE)}, '
-            f'"payload": {new(OUTBOX_PAYLOAD_ATTRIBUTE)}, '
-            '"streamEventId": "<$.eventID>", '
-            '"sequenceNumber": "<$.dynamodb.SequenceNumber>"'
-            "}"
-        )
+        detail = {
+            **{
+                name: new(name)
+                for name in (
+                    OutboxItem.EVENT_ID,
+                    OutboxItem.EVENT_TYPE,
+                    OutboxItem.OCCURRED_AT,
+                    OutboxItem.PAYLOAD,
+                )
+            },
+            OutboxEventDetail.STREAM_EVENT_ID: '"<$.eventID>"',
+            OutboxEventDetail.SEQUENCE_NUMBER: '"<$.dynamodb.SequenceNumber>"',
+        }
+        return "{" + ", ".join(f'"{name}": {value}' for name, value in detail.items()) + "}"
 
     @property
     def event_detail_type(self) -> str:
-        return f"$.dynamodb.NewImage.{OUTBOX_EVENT_TYPE_ATTRIBUTE}.S"
+        return f"$.dynamodb.NewImage.{OutboxItem.EVENT_TYPE}.S"
 
     def problems(self, stream_view_type: str | None) -> list[Problem]:
         found = []

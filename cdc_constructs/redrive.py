@@ -25,9 +25,21 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from cdc_consumer.contract import (
+    CONSUMER_FILTERS_ENV,
+    CONSUMER_FUNCTION_NAME_ENV,
+    CONSUMER_NAME_ENV,
+    DEFAULT_METRICS_NAMESPACE,
+    METRICS_NAMESPACE_ENV,
+    ON_FAILURE_QUEUE_ENV,
+    QUARANTINE_QUEUE_ENV,
+    REDRIVE_LOST_RECORDS,
+    REDRIVE_RESERVE_SECONDS_ENV,
+    STREAM_ARN_ENV,
+)
 from constructs import Construct
 
-from cdc_constructs import defaults, environment
+from cdc_constructs import defaults
 from cdc_constructs.alarms import alarm_on_any, consumer_metric
 from cdc_constructs.exceptions import Problem, RedriveConfigurationError
 from cdc_constructs.function import make_function
@@ -42,7 +54,6 @@ from cdc_constructs.permissions import (
 from cdc_constructs.validation import check_function_timeout, raise_if_any
 
 __all__ = [
-    "LOST_RECORDS_METRIC",
     "REDRIVE_HANDLER",
     "StreamRedrive",
     "consumer_timeout_of",
@@ -51,9 +62,6 @@ __all__ = [
 
 REDRIVE_HANDLER = "cdc_consumer.redrive_handler.handler"
 """The redrive handler, a module of the runtime layer (on ``sys.path`` as /opt/python)."""
-
-LOST_RECORDS_METRIC = "RedriveLostRecords"
-"""The redrive's EMF metric of records the stream no longer held (dimension Consumer)."""
 
 
 class StreamRedrive(Construct):
@@ -103,7 +111,7 @@ class StreamRedrive(Construct):
         filters: Sequence[Mapping[str, Any]] = (),
         timeout: Duration | None = None,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
-        metrics_namespace: str = defaults.METRICS_NAMESPACE,
+        metrics_namespace: str = DEFAULT_METRICS_NAMESPACE,
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         timeout = timeout or Duration.seconds(defaults.REDRIVE_TIMEOUT_SECONDS)
@@ -114,17 +122,17 @@ class StreamRedrive(Construct):
         super().__init__(scope, construct_id)
 
         variables = {
-            environment.CONSUMER_FUNCTION_NAME: consumer_function.function_name,
-            environment.CONSUMER_NAME: consumer_name,
-            environment.STREAM_ARN: stream_arn,
-            environment.ON_FAILURE_QUEUE_URL: on_failure_queue.queue_url,
-            environment.METRICS_NAMESPACE: metrics_namespace,
-            environment.REDRIVE_RESERVE_SECONDS: str(reserve_seconds(consumer_timeout)),
+            CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,
+            CONSUMER_NAME_ENV: consumer_name,
+            STREAM_ARN_ENV: stream_arn,
+            ON_FAILURE_QUEUE_ENV: on_failure_queue.queue_url,
+            METRICS_NAMESPACE_ENV: metrics_namespace,
+            REDRIVE_RESERVE_SECONDS_ENV: str(reserve_seconds(consumer_timeout)),
         }
         if quarantine_queue is not None:
-            variables[environment.QUARANTINE_QUEUE_URL] = quarantine_queue.queue_url
+            variables[QUARANTINE_QUEUE_ENV] = quarantine_queue.queue_url
         if filters:
-            variables[environment.CONSUMER_FILTERS] = json.dumps([dict(f) for f in filters])
+            variables[CONSUMER_FILTERS_ENV] = json.dumps([dict(f) for f in filters])
         self.role, self.log_group, self.function = make_function(
             self,
             description=f"cdc-constructs redrive of stream consumer {consumer_name}",
@@ -153,7 +161,7 @@ class StreamRedrive(Construct):
             grant_key(self.function, queue.encryption_master_key, QUEUE_DRAIN_KEY_ACTIONS)
 
         self.lost_records_metric = consumer_metric(
-            metrics_namespace, consumer_name, LOST_RECORDS_METRIC, cloudwatch.Stats.SUM
+            metrics_namespace, consumer_name, REDRIVE_LOST_RECORDS.name, cloudwatch.Stats.SUM
         )
         """RedriveLostRecords of this consumer (Sum)."""
         self.lost_records_alarm = alarm_on_any(

@@ -15,10 +15,17 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from cdc_consumer.contract import (
+    CONSUMER_NAME_ENV,
+    DEFAULT_METRICS_NAMESPACE,
+    IDEMPOTENCY_TABLE_ENV,
+    METRICS_NAMESPACE_ENV,
+    QUARANTINE_QUEUE_ENV,
+    REDRIVE_LOST_RECORDS,
+)
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs import environment as env  # `environment` is a prop here
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.failure_options import FailureHandlingOptions
 from cdc_constructs.function import make_function
@@ -148,7 +155,7 @@ class StreamConsumer(Construct):
         alarm_topic: sns.ITopic | None = None,
         dashboard: cloudwatch.Dashboard | None = None,
         iterator_age_alarm_threshold: Duration | None = None,
-        metrics_namespace: str = defaults.METRICS_NAMESPACE,
+        metrics_namespace: str = DEFAULT_METRICS_NAMESPACE,
         redrive: bool = defaults.REDRIVE,
     ) -> None:
         options = ConsumerOptions.from_props(locals())
@@ -185,7 +192,7 @@ class StreamConsumer(Construct):
         """Alarms of the consumer's parts besides the monitoring's (the redrive's)."""
         if self.redrive is None:
             return {}
-        return {"RedriveLostRecords": self.redrive.lost_records_alarm}
+        return {REDRIVE_LOST_RECORDS.name: self.redrive.lost_records_alarm}
 
     def grant_view_table(
         self, table: dynamodb.ITable, *, env_var: str | None = None, read: bool = False
@@ -321,12 +328,12 @@ def _make_monitoring(
 def _runtime_environment(
     consumer: StreamConsumer, extra: Mapping[str, str] | None
 ) -> dict[str, str]:
-    """What the runtime reads (names in :mod:`cdc_constructs.environment`), then ``extra``."""
+    """What the runtime reads (names in :mod:`cdc_consumer.contract`), then ``extra``."""
     return {
-        env.CONSUMER_NAME: consumer.consumer_name,
-        env.IDEMPOTENCY_TABLE: consumer.idempotency_table.table_name,
-        env.QUARANTINE_QUEUE_URL: consumer.quarantine_queue.queue_url,
-        env.METRICS_NAMESPACE: consumer.metrics_namespace,
+        CONSUMER_NAME_ENV: consumer.consumer_name,
+        IDEMPOTENCY_TABLE_ENV: consumer.idempotency_table.table_name,
+        QUARANTINE_QUEUE_ENV: consumer.quarantine_queue.queue_url,
+        METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
         **(extra or {}),
     }
 

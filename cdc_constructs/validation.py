@@ -14,6 +14,7 @@ from typing import Any
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
+from cdc_consumer.contract import STREAM_RETENTION_SECONDS
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import CdcConfigurationError, Problem
@@ -108,7 +109,7 @@ def check_retry_attempts(value: Any) -> list[Problem]:
 
 def check_max_record_age(value: Duration | None) -> list[Problem]:
     low, high = defaults.MAX_RECORD_AGE_RANGE_SECONDS
-    retention = defaults.STREAM_RETENTION_SECONDS
+    retention = STREAM_RETENTION_SECONDS
     return check_duration(
         "max_record_age",
         value,

@@ -20,7 +20,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.defaults import CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUARANTINE_QUEUE_ENV
+from cdc_consumer.contract import (
+    CONSUMER_NAME_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    QUARANTINE_QUEUE_ENV,
+    OnFailureMessage,
+    QuarantineMessage,
+)
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
 
 from cdc_local.event_source_mapping import EventSourceMapping
@@ -150,7 +156,9 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
     }
     result = Accounting()
     result.quarantine_messages = peek_messages(sqs, wiring.quarantine_queue_url)
-    quarantined = {m["record"]["eventID"] for m in result.quarantine_messages}
+    quarantined = {
+        QuarantineMessage.from_dict(m).record["eventID"] for m in result.quarantine_messages
+    }
     if wiring.on_failure_queue_url:
         result.on_failure_messages = peek_messages(sqs, wiring.on_failure_queue_url)
     acknowledged = wiring.mapping.acknowledged
@@ -159,12 +167,9 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
             "accounting needs the sequence numbers the function acknowledged: start the "
             "LocalPipeline with track_records=True"
         )
+    batches = [OnFailureMessage.from_dict(m).batch for m in result.on_failure_messages]
     ranges = [
-        (
-            int(m["DDBStreamBatchInfo"]["startSequenceNumber"]),
-            int(m["DDBStreamBatchInfo"]["endSequenceNumber"]),
-        )
-        for m in result.on_failure_messages
+        (int(batch.start_sequence_number), int(batch.end_sequence_number)) for batch in batches
     ]
     for record in stream_records(pipeline, wiring.source_table):
         result.records += 1

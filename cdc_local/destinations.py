@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from cdc_consumer.contract import (
+    OnFailureMessage,
+    OnFailureRequestContext,
+    OnFailureResponseContext,
+    StreamBatchInfo,
+)
+
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.exceptions import LocalPipelineError
-
-#: The conditions Lambda writes in ``requestContext.condition`` for stream sources.
-RETRY_ATTEMPTS_EXHAUSTED = "RetryAttemptsExhausted"
-RECORD_AGE_EXCEEDED = "RecordAgeExceeded"
 
 
 def iso_timestamp(epoch_seconds: float) -> str:
@@ -52,34 +55,33 @@ def invocation_record(
 ) -> dict[str, Any]:
     """The invocation record Lambda sends for a discarded batch of stream ``records``."""
     first, last = records[0], records[-1]
-    return {
-        "requestContext": {
-            "requestId": failure.request_id or str(uuid.uuid4()),
-            "functionArn": function_arn,
-            "condition": condition,
-            "approximateInvokeCount": failure.invoke_count,
-        },
-        "responseContext": {
-            "statusCode": failure.status_code,
-            "executedVersion": "$LATEST" if failure.status_code is not None else None,
-            "functionError": failure.function_error,
-        },
-        "version": "1.0",
-        "timestamp": iso_timestamp(now),
-        "DDBStreamBatchInfo": {
-            "shardId": shard_id,
-            "startSequenceNumber": first["dynamodb"]["SequenceNumber"],
-            "endSequenceNumber": last["dynamodb"]["SequenceNumber"],
-            "approximateArrivalOfFirstRecord": iso_timestamp(
+    return OnFailureMessage(
+        request_context=OnFailureRequestContext(
+            request_id=failure.request_id or str(uuid.uuid4()),
+            function_arn=function_arn,
+            condition=condition,
+            approximate_invoke_count=failure.invoke_count,
+        ),
+        response_context=OnFailureResponseContext(
+            status_code=failure.status_code,
+            executed_version="$LATEST" if failure.status_code is not None else None,
+            function_error=failure.function_error,
+        ),
+        timestamp=iso_timestamp(now),
+        batch=StreamBatchInfo(
+            shard_id=shard_id,
+            start_sequence_number=first["dynamodb"]["SequenceNumber"],
+            end_sequence_number=last["dynamodb"]["SequenceNumber"],
+            approximate_arrival_of_first_record=iso_timestamp(
                 first["dynamodb"]["ApproximateCreationDateTime"]
             ),
-            "approximateArrivalOfLastRecord": iso_timestamp(
+            approximate_arrival_of_last_record=iso_timestamp(
                 last["dynamodb"]["ApproximateCreationDateTime"]
             ),
-            "batchSize": len(records),
-            "streamArn": stream_arn,
-        },
-    }
+            batch_size=len(records),
+            stream_arn=stream_arn,
+        ),
+    ).to_dict()
 
 
 class OnFailureDestination:
@@ -115,8 +117,10 @@ class OnFailureDestination:
         else:
             self.client.put_object(
                 Bucket=self.arn.split(":::", 1)[1],
-                Key=self.s3_key(record["DDBStreamBatchInfo"]["shardId"], now),
-                Body=json.dumps({**record, "payload": json.dumps(event)}).encode(),
+                Key=self.s3_key(OnFailureMessage.from_dict(record).batch.shard_id, now),
+                Body=json.dumps(
+                    OnFailureMessage.from_dict({**record, "payload": json.dumps(event)}).to_dict()
+                ).encode(),
                 ContentType="application/json",
             )
         self.sent += 1

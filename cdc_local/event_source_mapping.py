@@ -43,16 +43,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cdc_consumer.batch_response import first_failed_index
+from cdc_consumer.contract import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.stream_reader import to_lambda_record
 
-from cdc_local.destinations import (
-    RECORD_AGE_EXCEEDED,
-    RETRY_ATTEMPTS_EXHAUSTED,
-    FailedInvocation,
-    OnFailureDestination,
-    invocation_record,
-)
+from cdc_local.destinations import FailedInvocation, OnFailureDestination, invocation_record
 from cdc_local.exceptions import LocalPipelineError, PipelineStuck
 from cdc_local.functions import InvocationResult, LocalFunction
 from cdc_local.ttl import TtlLedger

@@ -18,6 +18,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from cdc_consumer.contract import CONSUMER_DIMENSION
+
 from cdc_local.assembly import CloudAssembly, StackTemplate
 from cdc_local.destinations import OnFailureDestination
 from cdc_local.endpoint import LocalEndpoint
@@ -329,7 +331,7 @@ def emf_metrics(line: str) -> tuple[str | None, dict[str, float]]:
                 values[metric["Name"]] = values.get(metric["Name"], 0) + value
             elif isinstance(value, list):
                 values[metric["Name"]] = values.get(metric["Name"], 0) + sum(value)
-    consumer = document.get("Consumer")
+    consumer = document.get(CONSUMER_DIMENSION)
     return (consumer if isinstance(consumer, str) else None), values
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnResource
+from cdc_consumer.contract import STREAM_RETENTION_SECONDS
 from cdk_nag import NagRules
 
 from cdc_constructs.nag.template import Resources
@@ -32,10 +33,10 @@ KINESIS_STREAM = "AWS::Kinesis::Stream"
 KINESIS_CONSUMER = "AWS::Kinesis::StreamConsumer"
 FUNCTION_ALIAS_TYPES = frozenset({"AWS::Lambda::Alias", "AWS::Lambda::Version"})
 
-# DynamoDB Streams keep records for 24 hours, fixed. Kinesis keeps them RetentionPeriodHours
-# (default 24). A stream whose retention the template does not say is assumed to keep 24 hours:
-# the retention of every DynamoDB stream and of a Kinesis stream left at its default.
-DYNAMODB_RETENTION_SECONDS = 24 * 3600
+# DynamoDB Streams keep records for 24 hours, fixed (cdc_consumer.contract's
+# STREAM_RETENTION_SECONDS). Kinesis keeps them RetentionPeriodHours (default 24). A stream whose
+# retention the template does not say is assumed to keep 24 hours: the retention of every
+# DynamoDB stream and of a Kinesis stream left at its default.
 KINESIS_DEFAULT_RETENTION_HOURS = 24
 
 # Event source mapping properties that only sources other than DynamoDB/Kinesis have. A mapping
@@ -194,13 +195,13 @@ class StreamSource:
         )
 
     def retention_seconds(self, node: CfnResource) -> int:
-        """How long the source stream keeps a record (see DYNAMODB_RETENTION_SECONDS)."""
+        """How long the source stream keeps a record (see STREAM_RETENTION_SECONDS)."""
         if self.kind is StreamKind.KINESIS and self.kinesis_stream is not None:
             hours = dig(self.kinesis_stream, "Properties", "RetentionPeriodHours")
             if hours is None:
                 return KINESIS_DEFAULT_RETENTION_HOURS * 3600
             return int(NagRules.resolve_if_primitive(node, hours)) * 3600
-        return DYNAMODB_RETENTION_SECONDS
+        return STREAM_RETENTION_SECONDS
 
     def filter_patterns(self) -> list[Any]:
         """Each filter's ``Pattern`` (a JSON string, or an intrinsic)."""

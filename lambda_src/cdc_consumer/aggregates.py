@@ -116,7 +116,7 @@ def merge_aggregates(updates: Iterable[Aggregate]) -> Aggregate | None:
 
 def increment(table: str, key: Mapping[str, Any], counters: Mapping[str, Number]) -> Aggregate:
     """ADD each of ``counters`` (attribute -> int or Decimal, negative to subtract) to the item
-    ``key`` (attribute -> Python value, e.g. ``{"pk": "CUSTOMER#42"}``) of ``table``.
+    ``key`` (attribute -> Python value, e.g. ``{"pk": "GROUP#42"}``) of ``table``.
 
     DynamoDB's ADD creates the item and the attribute (from 0) when missing. Consecutive
     records' increments of one item merge into one action (the sum).

@@ -1,22 +1,13 @@
-"""Every default of the consumer runtime, in one place, each with its reason."""
+"""Every default of the consumer runtime, in one place, each with its reason.
+
+The names and limits it shares with the constructs, redrive and the local pipeline
+(environment variables, metrics, message shapes, service limits) are in
+:mod:`cdc_consumer.contract`.
+"""
 
 from __future__ import annotations
 
 from botocore.config import Config
-
-# --- Environment variables (set by the StreamConsumer construct and by the local pipeline) ---
-
-#: Consumer name; namespaces idempotency records ("{name}#{eventID}") in a shared table.
-CONSUMER_NAME_ENV = "CDC_CONSUMER_NAME"
-#: Idempotency table (partition key ``id`` S, TTL attribute ``expiration`` N, epoch seconds).
-IDEMPOTENCY_TABLE_ENV = "IDEMPOTENCY_TABLE_NAME"
-#: SQS queue URL that receives poison records.
-QUARANTINE_QUEUE_ENV = "QUARANTINE_QUEUE_URL"
-#: CloudWatch namespace of the embedded-metric-format metrics.
-METRICS_NAMESPACE_ENV = "CDC_METRICS_NAMESPACE"
-
-#: The namespace the Monitoring construct's alarms look in.
-METRICS_NAMESPACE = "CdcConstructs"
 
 # --- Idempotency records ---
 
@@ -42,15 +33,6 @@ STATUS_COMPLETED = "COMPLETED"
 #: standard retry mode's backoff (at most ~3 s over 3 attempts) at typical latencies (tens of
 #: ms); the record reported instead is simply redelivered. Raise it for slow side effects.
 SAFETY_MARGIN_MS = 5_000
-
-# --- DynamoDB TransactWriteItems limits ---
-# https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html
-
-#: At most 100 actions per transaction.
-MAX_TRANSACTION_ACTIONS = 100
-#: At most 4 MB of items per transaction. We measure the JSON of the actions, which is larger
-#: than DynamoDB's item size (type tags, quotes), so staying under this stays under the limit.
-MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
 
 # --- boto3 clients ---
 

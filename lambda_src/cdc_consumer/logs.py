@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any, Literal, TextIO
 
+from cdc_consumer.contract import ErrorDescription
+
 Level = Literal["INFO", "WARNING", "ERROR"]
 
 
@@ -22,4 +24,4 @@ def log(level: Level, message: str, stream: TextIO | None = None, **fields: Any)
 
 def describe_error(error: BaseException) -> dict[str, str]:
     """``{"type", "message"}`` of an exception, as the logs and the quarantine message carry it."""
-    return {"type": type(error).__name__, "message": str(error)}
+    return ErrorDescription.of(error).to_dict()

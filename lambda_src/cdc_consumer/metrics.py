@@ -15,16 +15,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
-#: Metric names and units (interfaces §3; the Monitoring construct alarms on these names).
-COUNT_METRICS = (
-    "RecordsProcessed",
-    "DuplicatesSkipped",
-    "RecordsQuarantined",
-    "TtlExpiries",
-    "BatchFailures",
+from cdc_consumer.contract import (
+    BATCH_FAILURES,
+    CONSUMER_DIMENSION,
+    CONSUMER_METRICS,
+    DUPLICATES_SKIPPED,
+    ITERATOR_LAG_MS,
+    RECORDS_PROCESSED,
+    RECORDS_QUARANTINED,
+    TTL_EXPIRIES,
 )
-LAG_METRIC = "IteratorLagMs"
-DIMENSION = "Consumer"
+
+# The metric names, units and dimension are the contract's (cdc_consumer.contract); the
+# Monitoring construct alarms on the same names.
+_UNITS = {metric.name: metric.unit for metric in CONSUMER_METRICS}
 
 
 @dataclass
@@ -47,15 +51,15 @@ class BatchMetrics:
     def values(self, now: float) -> dict[str, float]:
         """Metric name -> value; lag only when a record carried a creation time."""
         values: dict[str, float] = {
-            "RecordsProcessed": self.records_processed,
-            "DuplicatesSkipped": self.duplicates_skipped,
-            "RecordsQuarantined": self.records_quarantined,
-            "TtlExpiries": self.ttl_expiries,
-            "BatchFailures": self.batch_failures,
+            RECORDS_PROCESSED.name: self.records_processed,
+            DUPLICATES_SKIPPED.name: self.duplicates_skipped,
+            RECORDS_QUARANTINED.name: self.records_quarantined,
+            TTL_EXPIRIES.name: self.ttl_expiries,
+            BATCH_FAILURES.name: self.batch_failures,
         }
         if self.newest_record_time is not None:
             lag_ms = (now - self.newest_record_time.timestamp()) * 1000
-            values[LAG_METRIC] = max(0, round(lag_ms))
+            values[ITERATOR_LAG_MS.name] = max(0, round(lag_ms))
         return values
 
 
@@ -63,17 +67,19 @@ def emf_document(
     namespace: str, consumer: str, values: dict[str, float], now: float
 ) -> dict[str, Any]:
     """The EMF JSON object for ``values`` under one dimension set ``[["Consumer"]]``."""
-    definitions = [
-        {"Name": name, "Unit": "Milliseconds" if name == LAG_METRIC else "Count"} for name in values
-    ]
+    definitions = [{"Name": name, "Unit": _UNITS.get(name, "Count")} for name in values]
     return {
         "_aws": {
             "Timestamp": int(now * 1000),
             "CloudWatchMetrics": [
-                {"Namespace": namespace, "Dimensions": [[DIMENSION]], "Metrics": definitions}
+                {
+                    "Namespace": namespace,
+                    "Dimensions": [[CONSUMER_DIMENSION]],
+                    "Metrics": definitions,
+                }
             ],
         },
-        DIMENSION: consumer,
+        CONSUMER_DIMENSION: consumer,
         **values,
     }
 

@@ -13,7 +13,7 @@ Example::
 
     outbox = Outbox("orders", ttl_attribute="expireAt")
     outbox.write(
-        {"Update": {"TableName": "orders", "Key": {"pk": {"S": "ORDER#1"}},
+        {"Update": {"TableName": "orders", "Key": {"pk": {"S": "ITEM#1"}},
                     "UpdateExpression": "SET #s = :paid",
                     "ConditionExpression": "#s = :pending",
                     "ExpressionAttributeNames": {"#s": "status"},
@@ -23,8 +23,8 @@ Example::
         payload={"orderId": "1", "amount": "25.00"},
     )
 
-The outbox item (attribute names are the module constants below; the fan-out's input template
-reads them)::
+The outbox item (:class:`cdc_consumer.contract.OutboxItem` names its event attributes; the
+outbox publisher's input template reads them)::
 
     {pk: "OUTBOX#<eventId>", [sk: same], eventId, eventType, payload: <JSON text>,
      occurredAt: <ISO-8601 UTC>, <ttl_attribute>: <epoch seconds>}
@@ -43,6 +43,12 @@ import boto3
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
+from cdc_consumer.contract import (
+    MAX_DETAIL_TYPE_LENGTH,
+    MAX_TRANSACTION_ACTIONS,
+    OUTBOX_KEY_PREFIX,
+    OutboxItem,
+)
 from cdc_consumer.exceptions import (
     OutboxCancelledError,
     OutboxConflictError,
@@ -52,14 +58,8 @@ from cdc_consumer.exceptions import (
 from cdc_consumer.ttl import ttl_after
 
 __all__ = [
-    "DEFAULT_KEY_PREFIX",
     "DEFAULT_OUTBOX_TTL",
-    "EVENT_ID_ATTRIBUTE",
-    "EVENT_TYPE_ATTRIBUTE",
-    "MAX_EVENT_TYPE_LENGTH",
     "MAX_PAYLOAD_BYTES",
-    "OCCURRED_AT_ATTRIBUTE",
-    "PAYLOAD_ATTRIBUTE",
     "Outbox",
     "OutboxCancelledError",
     "OutboxConflictError",
@@ -68,24 +68,14 @@ __all__ = [
     "OutboxInputError",
 ]
 
-#: Key prefix that marks outbox items; the fan-out's filter lets only these INSERTs through.
-DEFAULT_KEY_PREFIX = "OUTBOX#"
 #: How long an outbox item stays. It only has to live until the stream has carried its INSERT
 #: (the stream keeps records 24 h); a week leaves room to inspect what was published, then TTL
 #: removes it at no write cost. Its TTL REMOVE is not published (the fan-out filters on INSERT).
 DEFAULT_OUTBOX_TTL = timedelta(days=7)
-#: EventBridge limits detail-type to 128 characters, and the event type becomes the detail-type.
-MAX_EVENT_TYPE_LENGTH = 128
 #: EventBridge accepts entries up to 256 KB; the payload travels as an escaped JSON string inside
 #: the event detail, so its *escaped* size must leave room for the envelope and other fields.
 MAX_PAYLOAD_BYTES = 240 * 1024
-#: DynamoDB's limit on actions in one TransactWriteItems (the outbox item is one of them).
-MAX_TRANSACTION_ACTIONS = 100
 
-EVENT_ID_ATTRIBUTE = "eventId"
-EVENT_TYPE_ATTRIBUTE = "eventType"
-PAYLOAD_ATTRIBUTE = "payload"
-OCCURRED_AT_ATTRIBUTE = "occurredAt"
 
 _WRITE_ACTIONS = ("Put", "Update", "Delete", "ConditionCheck")
 
@@ -128,7 +118,7 @@ class Outbox:
         ttl_attribute: str,
         partition_key: str = "pk",
         sort_key: str | None = None,
-        key_prefix: str = DEFAULT_KEY_PREFIX,
+        key_prefix: str = OUTBOX_KEY_PREFIX,
         ttl: timedelta = DEFAULT_OUTBOX_TTL,
         client: Any = None,
         clock: Callable[[], datetime] | None = None,
@@ -145,8 +135,7 @@ class Outbox:
         ]
         if sort_key is not None and (not isinstance(sort_key, str) or not sort_key):
             problems.append(f"sort_key={sort_key!r}: give the sort key's name, or None")
-        reserved = {EVENT_ID_ATTRIBUTE, EVENT_TYPE_ATTRIBUTE, PAYLOAD_ATTRIBUTE}
-        reserved |= {OCCURRED_AT_ATTRIBUTE}
+        reserved = set(OutboxItem.attributes())
         clashes = sorted(reserved & {ttl_attribute, partition_key, sort_key})
         if clashes:
             problems.append(
@@ -203,10 +192,10 @@ class Outbox:
         problems: list[str] = []
         if not isinstance(event_type, str) or not event_type.strip():
             problems.append(f"event_type={event_type!r}: give a non-empty string")
-        elif len(event_type) > MAX_EVENT_TYPE_LENGTH:
+        elif len(event_type) > MAX_DETAIL_TYPE_LENGTH:
             problems.append(
                 f"event_type is {len(event_type)} characters; EventBridge detail-type allows "
-                f"at most {MAX_EVENT_TYPE_LENGTH}"
+                f"at most {MAX_DETAIL_TYPE_LENGTH}"
             )
         payload_text = self._payload_text(payload, problems)
         if event_id is not None and (not isinstance(event_id, str) or not event_id):
@@ -224,10 +213,7 @@ class Outbox:
         expires_at = ttl_after(self.ttl, now=now)
         item = {
             **key,
-            EVENT_ID_ATTRIBUTE: event_id,
-            EVENT_TYPE_ATTRIBUTE: event_type,
-            PAYLOAD_ATTRIBUTE: payload_text,
-            OCCURRED_AT_ATTRIBUTE: occurred_at,
+            **OutboxItem(event_id, event_type, payload_text, occurred_at).to_dict(),
             self.ttl_attribute: expires_at,
         }
         outbox_put = {

@@ -10,7 +10,7 @@ from typing import Any, Protocol, TypeVar
 
 import boto3
 
-from cdc_consumer import defaults, logs, metrics
+from cdc_consumer import contract, defaults, logs, metrics
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import (
     ConfigurationError,
@@ -63,10 +63,10 @@ class StreamProcessor:
     calls guarded by claims) with the decorators, then call :meth:`handle` from the Lambda
     handler::
 
-        processor = StreamProcessor("order-stats")
+        processor = StreamProcessor("totals")
 
         @processor.projection
-        def order_stats(change: Change) -> list[dict]: ...
+        def totals(change: Change) -> list[dict]: ...
 
         def handler(event, context):
             return processor.handle(event, context)
@@ -212,9 +212,9 @@ class StreamProcessor:
         problems = []
         resolved: dict[str, str] = {}
         for attribute, variable in (
-            ("consumer_name", defaults.CONSUMER_NAME_ENV),
-            ("idempotency_table", defaults.IDEMPOTENCY_TABLE_ENV),
-            ("quarantine_queue_url", defaults.QUARANTINE_QUEUE_ENV),
+            ("consumer_name", contract.CONSUMER_NAME_ENV),
+            ("idempotency_table", contract.IDEMPOTENCY_TABLE_ENV),
+            ("quarantine_queue_url", contract.QUARANTINE_QUEUE_ENV),
         ):
             value: str = getattr(self, attribute) or os.environ.get(variable) or ""
             if not value:
@@ -229,8 +229,8 @@ class StreamProcessor:
             idempotency_table=resolved["idempotency_table"],
             quarantine_queue_url=resolved["quarantine_queue_url"],
             metrics_namespace=self.metrics_namespace
-            or os.environ.get(defaults.METRICS_NAMESPACE_ENV)
-            or defaults.METRICS_NAMESPACE,
+            or os.environ.get(contract.METRICS_NAMESPACE_ENV)
+            or contract.DEFAULT_METRICS_NAMESPACE,
         )
 
     @property

@@ -1,11 +1,6 @@
 """The quarantine queue: where poison records go, whole, with the error that condemned them.
 
-Message body (interfaces §4, read back by redrive)::
-
-    {"version": "1", "consumer": str, "sourceArn": str | None,
-     "error": {"type": str, "message": str},
-     "record": <the stream record exactly as Lambda delivered it>,
-     "quarantinedAt": ISO-8601 UTC}
+Message body: :class:`cdc_consumer.contract.QuarantineMessage` (read back by redrive).
 
 The record keeps its wire form: binary values (``B``, ``BS``) are base64 text, as in Lambda's
 event, so redrive replays it as Lambda would deliver it (a record built in process with
@@ -20,11 +15,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer.contract import ErrorDescription, QuarantineMessage
 from cdc_consumer.exceptions import TransientError
-from cdc_consumer.logs import describe_error
 from cdc_consumer.wire import dumps, to_wire
-
-MESSAGE_VERSION = "1"
 
 
 def quarantine_message(
@@ -32,14 +25,13 @@ def quarantine_message(
 ) -> dict[str, Any]:
     """The message body for ``record`` failing with ``error``."""
     source_arn = record.get("eventSourceARN") if isinstance(record, Mapping) else None
-    return {
-        "version": MESSAGE_VERSION,
-        "consumer": consumer,
-        "sourceArn": source_arn,
-        "error": describe_error(error),
-        "record": to_wire(record),
-        "quarantinedAt": (now or datetime.now(UTC)).isoformat(timespec="milliseconds"),
-    }
+    return QuarantineMessage(
+        consumer=consumer,
+        source_arn=source_arn,
+        error=ErrorDescription.of(error),
+        record=to_wire(record),
+        quarantined_at=(now or datetime.now(UTC)).isoformat(timespec="milliseconds"),
+    ).to_dict()
 
 
 def send_to_quarantine(

@@ -32,11 +32,21 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from cdc_consumer.defaults import (
+from cdc_consumer.contract import (
+    CONSUMER_DIMENSION,
+    CONSUMER_FILTERS_ENV,
+    CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_NAME_ENV,
-    METRICS_NAMESPACE,
+    DEFAULT_METRICS_NAMESPACE,
     METRICS_NAMESPACE_ENV,
+    ON_FAILURE_QUEUE_ENV,
     QUARANTINE_QUEUE_ENV,
+    REDRIVE_FAILED_MESSAGES,
+    REDRIVE_LOST_RECORDS,
+    REDRIVE_METRICS,
+    REDRIVE_RECORDS_REPLAYED,
+    REDRIVE_RESERVE_SECONDS_ENV,
+    STREAM_ARN_ENV,
 )
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
 
@@ -64,9 +74,13 @@ def _filters(text: str) -> list[dict[str, Any]]:
     try:
         filters = json.loads(text)
     except ValueError as error:
-        raise RuntimeError(f"CONSUMER_FILTERS is not JSON ({error}): {text[:120]!r}") from None
+        raise RuntimeError(
+            f"{CONSUMER_FILTERS_ENV} is not JSON ({error}): {text[:120]!r}"
+        ) from None
     if not isinstance(filters, list):
-        raise RuntimeError(f"CONSUMER_FILTERS is {text[:120]!r}; expected a JSON list of patterns")
+        raise RuntimeError(
+            f"{CONSUMER_FILTERS_ENV} is {text[:120]!r}; expected a JSON list of patterns"
+        )
     return filters
 
 
@@ -80,19 +94,15 @@ def emf_line(
             "CloudWatchMetrics": [
                 {
                     "Namespace": namespace,
-                    "Dimensions": [["Consumer"]],
-                    "Metrics": [
-                        {"Name": "RedriveLostRecords", "Unit": "Count"},
-                        {"Name": "RedriveRecordsReplayed", "Unit": "Count"},
-                        {"Name": "RedriveFailedMessages", "Unit": "Count"},
-                    ],
+                    "Dimensions": [[CONSUMER_DIMENSION]],
+                    "Metrics": [{"Name": m.name, "Unit": m.unit} for m in REDRIVE_METRICS],
                 }
             ],
         },
-        "Consumer": consumer,
-        "RedriveLostRecords": sum(r.lost_record_count for r in reports),
-        "RedriveRecordsReplayed": sum(r.records_replayed for r in reports),
-        "RedriveFailedMessages": sum(len(r.failed) for r in reports),
+        CONSUMER_DIMENSION: consumer,
+        REDRIVE_LOST_RECORDS.name: sum(r.lost_record_count for r in reports),
+        REDRIVE_RECORDS_REPLAYED.name: sum(r.records_replayed for r in reports),
+        REDRIVE_FAILED_MESSAGES.name: sum(len(r.failed) for r in reports),
     }
 
 
@@ -106,27 +116,27 @@ def handler(
     """Drain the consumer's queues; ``redrive`` and ``environ`` are injectable for tests."""
     environ = os.environ if environ is None else environ
     event = event or {}
-    consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, "CONSUMER_FUNCTION_NAME")
+    consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, CONSUMER_FUNCTION_NAME_ENV)
     if redrive is None:
-        function_name = _required(environ, "CONSUMER_FUNCTION_NAME")
+        function_name = _required(environ, CONSUMER_FUNCTION_NAME_ENV)
         redrive = Redrive(
             invoker=LambdaInvoker(function_name),
-            stream_arn=_required(environ, "STREAM_ARN"),
+            stream_arn=_required(environ, STREAM_ARN_ENV),
             consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
             function_name=function_name,
             quarantine_queue_url=environ.get(QUARANTINE_QUEUE_ENV) or None,
-            filters=_filters(environ.get("CONSUMER_FILTERS", "")),
+            filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
         )
     wanted = str(event.get("source", "all"))
     queues = {
-        Source.ON_FAILURE: environ.get("ON_FAILURE_QUEUE_URL", ""),
+        Source.ON_FAILURE: environ.get(ON_FAILURE_QUEUE_ENV, ""),
         Source.QUARANTINE: environ.get(QUARANTINE_QUEUE_ENV, ""),
     }
     if wanted not in ("all", *queues):
         raise ValueError(
             f"event source is {wanted!r}; expected 'on-failure', 'quarantine' or 'all'"
         )
-    reserve_ms = 1000 * float(environ.get("REDRIVE_RESERVE_SECONDS", DEFAULT_RESERVE_SECONDS))
+    reserve_ms = 1000 * float(environ.get(REDRIVE_RESERVE_SECONDS_ENV, DEFAULT_RESERVE_SECONDS))
 
     def should_stop() -> bool:
         return context is not None and context.get_remaining_time_in_millis() < reserve_ms
@@ -146,7 +156,7 @@ def handler(
         budget -= report.messages_received + report.messages_deferred
         print(json.dumps(report.to_log(), default=str))
         reports.append(report)
-    namespace = environ.get(METRICS_NAMESPACE_ENV) or METRICS_NAMESPACE
+    namespace = environ.get(METRICS_NAMESPACE_ENV) or DEFAULT_METRICS_NAMESPACE
     print(json.dumps(emf_line(reports, consumer, namespace)))
     return {
         "ok": all(r.ok for r in reports),

@@ -5,8 +5,8 @@ Importing this module needs nothing beyond boto3, so it is safe to ship in the l
 meant for tests, the local pipeline and benchmarks::
 
     stream = TableStream(keys=("pk",), source_arn=ORDERS_STREAM_ARN)
-    first = stream.put({"pk": "ORDER#1", "customerId": "c1", "status": "pending", "amount": 10})
-    second = stream.put({"pk": "ORDER#1", "customerId": "c1", "status": "paid", "amount": 10})
+    first = stream.put({"pk": "ITEM#1", "customerId": "c1", "status": "pending", "amount": 10})
+    second = stream.put({"pk": "ITEM#1", "customerId": "c1", "status": "paid", "amount": 10})
     response = handler(stream_event([first, second]), FakeContext())
     retry = redelivery([first, second], response)   # what Lambda sends next, [] if none
 """

@@ -22,12 +22,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from cdc_consumer.defaults import (
-    EXPIRATION_ATTRIBUTE,
-    ID_ATTRIBUTE,
-    MAX_TRANSACTION_ACTIONS,
-    MAX_TRANSACTION_BYTES,
-)
+from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
+from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE
 from cdc_consumer.exceptions import (
     CdcConsumerError,
     InvalidActionError,
@@ -129,6 +125,8 @@ class RecordWrites:
                 )
             identities.add(identity)
         items = [marker, *(dict(action) for action in actions)]
+        # The JSON of the actions is larger than DynamoDB's item size (type tags, quotes), so
+        # staying under the limit measured this way stays under DynamoDB's.
         size = len(json.dumps(items, default=str))
         if size > MAX_TRANSACTION_BYTES:
             raise InvalidActionError(

@@ -24,7 +24,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from cdc_constructs import CdcConfigurationError, ChangeCaptureTable, defaults, fan_out
+from cdc_constructs import CdcConfigurationError, ChangeCaptureTable
 from cdc_constructs.fan_out import FanOutConfigurationError, StreamFanOut
 
 # One worker runs the whole module under `pytest -n 2 --dist loadgroup`, so the app is
@@ -565,16 +565,6 @@ def test_outbox_uses_the_given_bus_topic_and_queue_and_makes_none(
     assert len(template.find_resources("AWS::Events::EventBus")) == 1
     assert len(template.find_resources("AWS::SNS::Topic")) == 1
     assert len(template.find_resources("AWS::SQS::Queue")) == 1
-
-
-def test_outbox_item_attribute_names_match_the_runtime_helper() -> None:
-    from cdc_consumer import outbox
-
-    assert fan_out.OUTBOX_EVENT_ID_ATTRIBUTE == outbox.EVENT_ID_ATTRIBUTE
-    assert fan_out.OUTBOX_EVENT_TYPE_ATTRIBUTE == outbox.EVENT_TYPE_ATTRIBUTE
-    assert fan_out.OUTBOX_PAYLOAD_ATTRIBUTE == outbox.PAYLOAD_ATTRIBUTE
-    assert fan_out.OUTBOX_OCCURRED_AT_ATTRIBUTE == outbox.OCCURRED_AT_ATTRIBUTE
-    assert outbox.MAX_EVENT_TYPE_LENGTH == defaults.MAX_DETAIL_TYPE_LENGTH
 
 
 # ---- cdk-nag and cfn-lint -------------------------------------------------------------------

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from cdc_consumer.contract import OUTBOX_KEY_PREFIX
 from cdc_consumer.outbox import (
-    DEFAULT_KEY_PREFIX,
     Outbox,
     OutboxCancelledError,
     OutboxConflictError,
@@ -62,7 +62,7 @@ def test_application_item_and_outbox_item_commit_together(ddb: Any, outbox: Outb
     )
 
     items = _items(ddb)
-    assert set(items) == {"ORDER#1", f"{DEFAULT_KEY_PREFIX}{event.event_id}"}
+    assert set(items) == {"ORDER#1", f"{OUTBOX_KEY_PREFIX}{event.event_id}"}
     record = items[f"OUTBOX#{event.event_id}"]
     assert record["eventId"] == {"S": event.event_id}
     assert record["eventType"] == {"S": "OrderPlaced"}

@@ -14,7 +14,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from cdc_consumer.defaults import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
+from cdc_consumer.contract import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.filter_patterns import check_filter_pattern
 from cdc_consumer.redrive.defaults import DEFAULT_MAX_ATTEMPTS, LAMBDA_READ_TIMEOUT_SECONDS
@@ -51,9 +51,7 @@ def _load_handler(spec: str, paths: Sequence[str]) -> Callable[[dict[str, Any], 
     if not sep:
         module_name, _, attribute = spec.rpartition(".")
     if not module_name or not attribute:
-        raise RedriveSetupError(
-            f"--handler {spec!r} is not module:function (e.g. order_stats:handler)"
-        )
+        raise RedriveSetupError(f"--handler {spec!r} is not module:function (e.g. index:handler)")
     try:
         module = importlib.import_module(module_name)
     except Exception as error:  # any import-time failure is the operator's to fix

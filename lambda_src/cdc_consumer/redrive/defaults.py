@@ -35,5 +35,3 @@ LAMBDA_READ_TIMEOUT_SECONDS = 905
 LOST_ERROR_CODES = frozenset(
     {"TrimmedDataAccessException", "ResourceNotFoundException", "ExpiredIteratorException"}
 )
-#: The on-failure message fields redrive needs (interfaces §5).
-REQUIRED_BATCH_FIELDS = ("shardId", "startSequenceNumber", "endSequenceNumber", "streamArn")

@@ -12,8 +12,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_consumer.contract import (
+    OnFailureMessage,
+    OnFailureRequestContext,
+    QuarantineMessage,
+    StreamBatchInfo,
+)
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
-from cdc_consumer.redrive.defaults import REQUIRED_BATCH_FIELDS
 
 __all__ = [
     "OnFailureBatch",
@@ -72,13 +77,14 @@ def function_name_of(name_or_arn: str) -> str:
     return name_or_arn
 
 
-def _check_function(document: dict[str, Any], expected_function: str | None, what: str) -> None:
+def _check_function(
+    request: OnFailureRequestContext | None, expected_function: str | None, what: str
+) -> None:
     """Refuse an invocation record that another function's mapping wrote."""
     if expected_function is None:
         return
-    context = document.get("requestContext")
-    arn = context.get("functionArn") if isinstance(context, dict) else None
-    if not isinstance(arn, str) or not arn:
+    arn = request.function_arn if request is not None else None
+    if not arn:
         return  # Lambda always writes it; a record without it is judged by its stream alone
     if function_name_of(arn) != function_name_of(expected_function):
         raise ForeignMessageError(
@@ -133,40 +139,42 @@ def _batch_of(
     expected_function: str | None,
     what: str,
 ) -> OnFailureBatch:
-    info = document.get("DDBStreamBatchInfo")
+    info = OnFailureMessage.batch_info(document)
     if not isinstance(info, dict):
         raise MalformedMessageError(
             f"{what} has no DDBStreamBatchInfo object (keys:"
             f" {sorted(document)}); expected Lambda's on-failure record for a DynamoDB stream"
         )
-    missing = [name for name in REQUIRED_BATCH_FIELDS if info.get(name) in (None, "")]
+    required = StreamBatchInfo.REQUIRED
+    missing = [name for name in required if info.get(name) in (None, "")]
     if missing:
         raise MalformedMessageError(
             f"{what} lacks DDBStreamBatchInfo.{', DDBStreamBatchInfo.'.join(missing)};"
-            f" expected all of {', '.join(REQUIRED_BATCH_FIELDS)}"
+            f" expected all of {', '.join(required)}"
         )
-    start = _sequence_number(info["startSequenceNumber"], "startSequenceNumber")
-    end = _sequence_number(info["endSequenceNumber"], "endSequenceNumber")
+    message = OnFailureMessage.from_dict(document)  # the contract's reading of the fields
+    batch = message.batch
+    start = _sequence_number(batch.start_sequence_number, StreamBatchInfo.START_SEQUENCE_NUMBER)
+    end = _sequence_number(batch.end_sequence_number, StreamBatchInfo.END_SEQUENCE_NUMBER)
     if int(start) > int(end):
         raise MalformedMessageError(
             f"{what} has startSequenceNumber {start} after endSequenceNumber {end};"
             " expected start <= end"
         )
-    if info["streamArn"] != expected_stream_arn:
+    if batch.stream_arn != expected_stream_arn:
         raise ForeignMessageError(
-            f"{what} is for stream {info['streamArn']!r}, not the configured stream"
+            f"{what} is for stream {batch.stream_arn!r}, not the configured stream"
             f" {expected_stream_arn!r}; redrive it with the consumer of that stream (kept)"
         )
-    _check_function(document, expected_function, what)
-    batch_size = info.get("batchSize")
-    context = document.get("requestContext")
+    request = message.request_context
+    _check_function(request, expected_function, what)
     return OnFailureBatch(
-        shard_id=str(info["shardId"]),
+        shard_id=batch.shard_id,
         start_sequence_number=start,
         end_sequence_number=end,
-        stream_arn=str(info["streamArn"]),
-        batch_size=batch_size if isinstance(batch_size, int) else None,
-        condition=context.get("condition") if isinstance(context, dict) else None,
+        stream_arn=batch.stream_arn,
+        batch_size=batch.batch_size,
+        condition=request.condition or None if request is not None else None,
     )
 
 
@@ -185,7 +193,7 @@ def parse_quarantine_message(
     this consumer's, so it is kept, never replayed on a guess).
     """
     document = _load_json_object(body, "quarantine message")
-    record = document.get("record")
+    record = document.get("record")  # the one field read before the contract's reading
     if not isinstance(record, dict):
         raise MalformedMessageError(
             f"quarantine message has no 'record' object (keys: {sorted(document)}); expected"
@@ -202,7 +210,8 @@ def parse_quarantine_message(
             "quarantine message's record has dynamodb.SequenceNumber"
             f" {dynamodb.get('SequenceNumber')!r}; expected a string of digits"
         )
-    consumer = document.get("consumer")
+    message = QuarantineMessage.from_dict(document)
+    consumer = message.consumer
     if not consumer:
         raise ForeignMessageError(
             "quarantine message names no consumer; redrive replays only messages that name"
@@ -213,7 +222,7 @@ def parse_quarantine_message(
             f"quarantine message is from consumer {consumer!r}, not the configured consumer"
             f" {expected_consumer!r}; redrive it with that consumer (kept)"
         )
-    for source_arn in (document.get("sourceArn"), record.get("eventSourceARN")):
+    for source_arn in (message.source_arn, record.get("eventSourceARN")):
         if not source_arn:
             raise ForeignMessageError(
                 "quarantine message names no stream (sourceArn and the record's"
@@ -225,7 +234,8 @@ def parse_quarantine_message(
                 f"quarantine message is for stream {source_arn!r}, not the configured stream"
                 f" {expected_stream_arn!r}; redrive it with the consumer of that stream (kept)"
             )
-    error = document.get("error")
     return QuarantinedRecord(
-        record=record, consumer=consumer, error=error if isinstance(error, dict) else None
+        record=record,
+        consumer=consumer,
+        error=message.error.to_dict() if message.error is not None else None,
     )

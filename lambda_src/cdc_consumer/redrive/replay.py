@@ -14,6 +14,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from cdc_consumer.batch_response import first_failed_index
+from cdc_consumer.contract import OnFailureMessage
 from cdc_consumer.exceptions import (
     ForeignMessageError,
     InvocationError,
@@ -92,9 +93,9 @@ def _stream_position(message: Mapping[str, Any]) -> tuple[str, int]:
     """Where a message's records are in the stream, for ordering; unreadable bodies first."""
     try:
         document = json.loads(message["Body"])
-        info = document.get("DDBStreamBatchInfo")
-        if isinstance(info, dict):
-            return str(info["shardId"]), int(info["startSequenceNumber"])
+        if OnFailureMessage.batch_info(document) is not None:
+            batch = OnFailureMessage.from_dict(document).batch
+            return batch.shard_id, int(batch.start_sequence_number)
         return "", int(document["record"]["dynamodb"]["SequenceNumber"])
     except (TypeError, ValueError, KeyError, AttributeError):
         return "", -1

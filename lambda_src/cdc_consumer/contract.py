@@ -1,0 +1,515 @@
+"""The contract: every name and message shape the packages share, defined once.
+
+The constructs (``cdc_constructs``) set these environment variables and alarm on these
+metrics; the consumer runtime and redrive (``cdc_consumer``) read the variables, emit the
+metrics and write or read the messages; the local pipeline (``cdc_local``) plays AWS's side of
+them; CdcChecks (``cdc_constructs.nag``) checks against the service limits. Each of them
+imports the names from here, so a renamed variable, metric or field changes in one place.
+
+This module imports the standard library only (neither boto3 nor aws-cdk-lib), so a CDK app
+can import it without the Lambda runtime's dependencies, and the runtime without the CDK.
+It ships in the consumer runtime layer with the rest of ``cdc_consumer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+__all__ = [
+    "BATCH_FAILURES",
+    "CONSUMER_DIMENSION",
+    "CONSUMER_ENVIRONMENT",
+    "CONSUMER_FILTERS_ENV",
+    "CONSUMER_FUNCTION_NAME_ENV",
+    "CONSUMER_METRICS",
+    "CONSUMER_NAME_ENV",
+    "COUNT_METRICS",
+    "DEFAULT_METRICS_NAMESPACE",
+    "DUPLICATES_SKIPPED",
+    "IDEMPOTENCY_TABLE_ENV",
+    "ITERATOR_LAG_MS",
+    "MAX_DETAIL_TYPE_LENGTH",
+    "MAX_TRANSACTION_ACTIONS",
+    "MAX_TRANSACTION_BYTES",
+    "METRICS_NAMESPACE_ENV",
+    "ON_FAILURE_CONDITIONS",
+    "ON_FAILURE_QUEUE_ENV",
+    "OUTBOX_KEY_PREFIX",
+    "QUARANTINE_MESSAGE_VERSION",
+    "QUARANTINE_QUEUE_ENV",
+    "RECORDS_PROCESSED",
+    "RECORDS_QUARANTINED",
+    "RECORD_AGE_EXCEEDED",
+    "REDRIVE_ENVIRONMENT",
+    "REDRIVE_FAILED_MESSAGES",
+    "REDRIVE_LOST_RECORDS",
+    "REDRIVE_METRICS",
+    "REDRIVE_RECORDS_REPLAYED",
+    "REDRIVE_RESERVE_SECONDS_ENV",
+    "RETRY_ATTEMPTS_EXHAUSTED",
+    "STREAM_ARN_ENV",
+    "STREAM_RETENTION_SECONDS",
+    "TTL_EXPIRIES",
+    "ContractError",
+    "ErrorDescription",
+    "Metric",
+    "OnFailureMessage",
+    "OnFailureRequestContext",
+    "OnFailureResponseContext",
+    "OutboxEventDetail",
+    "OutboxItem",
+    "QuarantineMessage",
+    "StreamBatchInfo",
+]
+
+
+class ContractError(ValueError):
+    """A message that does not have the contract's shape (``from_dict`` of any shape here)."""
+
+
+# --- Environment variables -------------------------------------------------------------------
+# Set by StreamConsumer / StreamRedrive, read by the runtime / redrive_handler, resolved to local
+# resources by the local pipeline.
+
+CONSUMER_NAME_ENV: Final = "CDC_CONSUMER_NAME"
+"""The consumer's name: namespaces its idempotency markers (``{name}#{eventID}``) and is the
+``Consumer`` metric dimension. Consumer and redrive functions."""
+
+IDEMPOTENCY_TABLE_ENV: Final = "IDEMPOTENCY_TABLE_NAME"
+"""The idempotency table (partition key ``id`` S, TTL attribute ``expiration`` N)."""
+
+QUARANTINE_QUEUE_ENV: Final = "QUARANTINE_QUEUE_URL"
+"""The queue poison records go to (:class:`QuarantineMessage`). Consumer and redrive functions."""
+
+METRICS_NAMESPACE_ENV: Final = "CDC_METRICS_NAMESPACE"
+"""The CloudWatch namespace of the embedded-metric-format metrics (default
+:data:`DEFAULT_METRICS_NAMESPACE`). Consumer and redrive functions."""
+
+CONSUMER_FUNCTION_NAME_ENV: Final = "CONSUMER_FUNCTION_NAME"
+"""Redrive: the consumer function it invokes synchronously."""
+
+STREAM_ARN_ENV: Final = "STREAM_ARN"
+"""Redrive: the consumer's stream; messages of other streams are refused."""
+
+ON_FAILURE_QUEUE_ENV: Final = "ON_FAILURE_QUEUE_URL"
+"""Redrive: the event source mapping's on-failure queue (:class:`OnFailureMessage`)."""
+
+REDRIVE_RESERVE_SECONDS_ENV: Final = "REDRIVE_RESERVE_SECONDS"
+"""Redrive: no message is started later than this many seconds before its deadline."""
+
+CONSUMER_FILTERS_ENV: Final = "CONSUMER_FILTERS"
+"""Redrive: the mapping's filter patterns, a JSON list (records they drop are not replayed)."""
+
+CONSUMER_ENVIRONMENT: Final = (
+    CONSUMER_NAME_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    QUARANTINE_QUEUE_ENV,
+    METRICS_NAMESPACE_ENV,
+)
+"""Every variable a consumer function gets from StreamConsumer."""
+
+REDRIVE_ENVIRONMENT: Final = (
+    CONSUMER_FUNCTION_NAME_ENV,
+    CONSUMER_NAME_ENV,
+    STREAM_ARN_ENV,
+    ON_FAILURE_QUEUE_ENV,
+    QUARANTINE_QUEUE_ENV,
+    METRICS_NAMESPACE_ENV,
+    REDRIVE_RESERVE_SECONDS_ENV,
+    CONSUMER_FILTERS_ENV,
+)
+"""Every variable a redrive function may get from StreamRedrive (the quarantine queue and the
+filters only when the consumer has them)."""
+
+
+# --- Metrics ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Metric:
+    """An embedded-metric-format metric: its name and CloudWatch unit."""
+
+    name: str
+    unit: str = "Count"
+
+
+DEFAULT_METRICS_NAMESPACE: Final = "CdcConstructs"
+"""The namespace the runtime and redrive write to, and the constructs' alarms read, by default."""
+
+CONSUMER_DIMENSION: Final = "Consumer"
+"""The one dimension of every metric here: the consumer's name."""
+
+RECORDS_PROCESSED: Final = Metric("RecordsProcessed")
+DUPLICATES_SKIPPED: Final = Metric("DuplicatesSkipped")
+RECORDS_QUARANTINED: Final = Metric("RecordsQuarantined")
+TTL_EXPIRIES: Final = Metric("TtlExpiries")
+BATCH_FAILURES: Final = Metric("BatchFailures")
+ITERATOR_LAG_MS: Final = Metric("IteratorLagMs", "Milliseconds")
+"""Age of the newest record of the batch when it was handled (only when a record carried
+its creation time)."""
+
+COUNT_METRICS: Final = (
+    RECORDS_PROCESSED,
+    DUPLICATES_SKIPPED,
+    RECORDS_QUARANTINED,
+    TTL_EXPIRIES,
+    BATCH_FAILURES,
+)
+"""The runtime's per-batch counts, in the order of its EMF line."""
+
+CONSUMER_METRICS: Final = (*COUNT_METRICS, ITERATOR_LAG_MS)
+"""Every metric the consumer runtime emits, one EMF line per batch."""
+
+REDRIVE_LOST_RECORDS: Final = Metric("RedriveLostRecords")
+REDRIVE_RECORDS_REPLAYED: Final = Metric("RedriveRecordsReplayed")
+REDRIVE_FAILED_MESSAGES: Final = Metric("RedriveFailedMessages")
+
+REDRIVE_METRICS: Final = (REDRIVE_LOST_RECORDS, REDRIVE_RECORDS_REPLAYED, REDRIVE_FAILED_MESSAGES)
+"""Every metric the redrive function emits, one EMF line per run."""
+
+
+# --- Service limits --------------------------------------------------------------------------
+
+STREAM_RETENTION_SECONDS: Final = 24 * 3600
+"""DynamoDB Streams keep a record for 24 hours, fixed; then it is trimmed."""
+
+MAX_TRANSACTION_ACTIONS: Final = 100
+"""TransactWriteItems takes at most 100 actions."""
+
+MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
+"""TransactWriteItems takes at most 4 MB of items."""
+
+MAX_DETAIL_TYPE_LENGTH: Final = 128
+"""EventBridge's limit on an event's detail-type (an outbox event's type becomes it)."""
+
+
+# --- Shapes: helpers ---------------------------------------------------------------------------
+
+
+def _object(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ContractError(f"{what} is {type(value).__name__}, not an object")
+    return value
+
+
+def _field(document: Mapping[str, Any], key: str, what: str) -> Any:
+    if key not in document:
+        raise ContractError(f"{what} lacks {key!r} (keys: {sorted(document)})")
+    return document[key]
+
+
+# --- The quarantine message --------------------------------------------------------------------
+
+QUARANTINE_MESSAGE_VERSION: Final = "1"
+
+
+@dataclass(frozen=True)
+class ErrorDescription:
+    """An exception as logs and quarantine messages carry it."""
+
+    type: str
+    message: str
+
+    @classmethod
+    def of(cls, error: BaseException) -> ErrorDescription:
+        return cls(type(error).__name__, str(error))
+
+    def to_dict(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, document: Any) -> ErrorDescription:
+        document = _object(document, "error")
+        return cls(str(document.get("type", "")), str(document.get("message", "")))
+
+
+@dataclass(frozen=True)
+class QuarantineMessage:
+    """The body of a quarantine-queue message: a poison record, whole, with its error.
+
+    The runtime sends it; redrive reads it back and replays ``record`` (the stream record
+    exactly as Lambda delivered it, binary values base64-encoded)."""
+
+    consumer: str | None
+    source_arn: str | None
+    error: ErrorDescription | None
+    record: Any
+    quarantined_at: str
+    """ISO-8601 UTC, milliseconds."""
+    version: str = QUARANTINE_MESSAGE_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "consumer": self.consumer,
+            "sourceArn": self.source_arn,
+            "error": self.error.to_dict() if self.error is not None else None,
+            "record": self.record,
+            "quarantinedAt": self.quarantined_at,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> QuarantineMessage:
+        """Raises :class:`ContractError` when ``record`` is missing or not an object."""
+        what = "quarantine message"
+        document = _object(document, what)
+        record = _object(_field(document, "record", what), f"{what}'s record")
+        error = document.get("error")
+        return cls(
+            consumer=document.get("consumer"),
+            source_arn=document.get("sourceArn"),
+            error=ErrorDescription.from_dict(error) if isinstance(error, Mapping) else None,
+            record=dict(record),
+            quarantined_at=str(document.get("quarantinedAt", "")),
+            version=str(document.get("version", QUARANTINE_MESSAGE_VERSION)),
+        )
+
+
+# --- The on-failure message (AWS's invocation record for a discarded stream batch) ----------
+# AWS Lambda developer guide, "Retain discarded records for a DynamoDB event source": SQS and
+# SNS destinations get this record only; an S3 destination gets it with the batch as
+# ``payload`` (the invocation event, JSON text).
+
+RETRY_ATTEMPTS_EXHAUSTED: Final = "RetryAttemptsExhausted"
+RECORD_AGE_EXCEEDED: Final = "RecordAgeExceeded"
+ON_FAILURE_CONDITIONS: Final = (RETRY_ATTEMPTS_EXHAUSTED, RECORD_AGE_EXCEEDED)
+"""The conditions Lambda writes in ``requestContext.condition`` for stream sources."""
+
+ON_FAILURE_MESSAGE_VERSION: Final = "1.0"
+
+
+@dataclass(frozen=True)
+class StreamBatchInfo:
+    """``DDBStreamBatchInfo``: where the discarded batch lies in the stream."""
+
+    shard_id: str
+    start_sequence_number: str
+    end_sequence_number: str
+    stream_arn: str
+    approximate_arrival_of_first_record: str | None = None
+    approximate_arrival_of_last_record: str | None = None
+    batch_size: int | None = None
+
+    SHARD_ID: ClassVar[str] = "shardId"
+    START_SEQUENCE_NUMBER: ClassVar[str] = "startSequenceNumber"
+    END_SEQUENCE_NUMBER: ClassVar[str] = "endSequenceNumber"
+    STREAM_ARN: ClassVar[str] = "streamArn"
+    REQUIRED: ClassVar[tuple[str, ...]] = (
+        SHARD_ID,
+        START_SEQUENCE_NUMBER,
+        END_SEQUENCE_NUMBER,
+        STREAM_ARN,
+    )
+    """The fields redrive needs to read the batch back."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            self.SHARD_ID: self.shard_id,
+            self.START_SEQUENCE_NUMBER: self.start_sequence_number,
+            self.END_SEQUENCE_NUMBER: self.end_sequence_number,
+            "approximateArrivalOfFirstRecord": self.approximate_arrival_of_first_record,
+            "approximateArrivalOfLastRecord": self.approximate_arrival_of_last_record,
+            "batchSize": self.batch_size,
+            self.STREAM_ARN: self.stream_arn,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> StreamBatchInfo:
+        what = "DDBStreamBatchInfo"
+        document = _object(document, what)
+        batch_size = document.get("batchSize")
+        return cls(
+            shard_id=str(_field(document, cls.SHARD_ID, what)),
+            start_sequence_number=str(_field(document, cls.START_SEQUENCE_NUMBER, what)),
+            end_sequence_number=str(_field(document, cls.END_SEQUENCE_NUMBER, what)),
+            stream_arn=str(_field(document, cls.STREAM_ARN, what)),
+            approximate_arrival_of_first_record=document.get("approximateArrivalOfFirstRecord"),
+            approximate_arrival_of_last_record=document.get("approximateArrivalOfLastRecord"),
+            batch_size=batch_size if isinstance(batch_size, int) else None,
+        )
+
+
+@dataclass(frozen=True)
+class OnFailureRequestContext:
+    request_id: str
+    function_arn: str
+    condition: str
+    approximate_invoke_count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requestId": self.request_id,
+            "functionArn": self.function_arn,
+            "condition": self.condition,
+            "approximateInvokeCount": self.approximate_invoke_count,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> OnFailureRequestContext:
+        document = _object(document, "requestContext")
+        return cls(
+            request_id=str(document.get("requestId", "")),
+            function_arn=str(document.get("functionArn", "")),
+            condition=str(document.get("condition", "")),
+            approximate_invoke_count=int(document.get("approximateInvokeCount") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class OnFailureResponseContext:
+    status_code: int | None
+    executed_version: str | None
+    function_error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "statusCode": self.status_code,
+            "executedVersion": self.executed_version,
+            "functionError": self.function_error,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> OnFailureResponseContext:
+        document = _object(document, "responseContext")
+        return cls(
+            status_code=document.get("statusCode"),
+            executed_version=document.get("executedVersion"),
+            function_error=document.get("functionError"),
+        )
+
+
+@dataclass(frozen=True)
+class OnFailureMessage:
+    """The invocation record Lambda sends to a stream mapping's on-failure destination."""
+
+    batch: StreamBatchInfo
+    request_context: OnFailureRequestContext | None
+    response_context: OnFailureResponseContext | None
+    timestamp: str | None
+    """``2019-11-14T00:38:06.021Z``"""
+    version: str = ON_FAILURE_MESSAGE_VERSION
+    payload: str | None = None
+    """S3 destinations only: the invocation event (the batch itself), JSON text."""
+
+    def to_dict(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "requestContext": self.request_context.to_dict() if self.request_context else None,
+            "responseContext": self.response_context.to_dict() if self.response_context else None,
+            "version": self.version,
+            "timestamp": self.timestamp,
+            "DDBStreamBatchInfo": self.batch.to_dict(),
+        }
+        if self.payload is not None:
+            document["payload"] = self.payload
+        return document
+
+    @classmethod
+    def from_dict(cls, document: Any) -> OnFailureMessage:
+        """Raises :class:`ContractError` when ``DDBStreamBatchInfo`` or one of its required
+        fields (:attr:`StreamBatchInfo.REQUIRED`) is missing."""
+        what = "on-failure message"
+        document = _object(document, what)
+        request = document.get("requestContext")
+        response = document.get("responseContext")
+        payload = document.get("payload")
+        return cls(
+            batch=StreamBatchInfo.from_dict(_field(document, "DDBStreamBatchInfo", what)),
+            request_context=(
+                OnFailureRequestContext.from_dict(request) if isinstance(request, Mapping) else None
+            ),
+            response_context=(
+                OnFailureResponseContext.from_dict(response)
+                if isinstance(response, Mapping)
+                else None
+            ),
+            timestamp=document.get("timestamp"),
+            version=str(document.get("version", ON_FAILURE_MESSAGE_VERSION)),
+            payload=payload if isinstance(payload, str) else None,
+        )
+
+    @staticmethod
+    def batch_info(document: Mapping[str, Any]) -> Any:
+        """The raw ``DDBStreamBatchInfo`` of a message document (None when absent), for readers
+        that validate it field by field."""
+        return document.get("DDBStreamBatchInfo")
+
+
+# --- The outbox item -----------------------------------------------------------------------------
+# Written by cdc_consumer.outbox.Outbox in the application's transaction; read by the fan-out's
+# pipe (StreamFanOut for an outbox), whose filter and input template name these attributes.
+
+OUTBOX_KEY_PREFIX: Final = "OUTBOX#"
+"""Key prefix that marks outbox items; the fan-out's filter lets only these INSERTs through."""
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """An outbox item's event attributes (the key and TTL attributes are the table's own)."""
+
+    event_id: str
+    event_type: str
+    payload: str
+    """JSON text."""
+    occurred_at: str
+    """ISO-8601 UTC."""
+
+    EVENT_ID: ClassVar[str] = "eventId"
+    EVENT_TYPE: ClassVar[str] = "eventType"
+    PAYLOAD: ClassVar[str] = "payload"
+    OCCURRED_AT: ClassVar[str] = "occurredAt"
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            self.EVENT_ID: self.event_id,
+            self.EVENT_TYPE: self.event_type,
+            self.PAYLOAD: self.payload,
+            self.OCCURRED_AT: self.occurred_at,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> OutboxItem:
+        what = "outbox item"
+        document = _object(document, what)
+        return cls(
+            event_id=str(_field(document, cls.EVENT_ID, what)),
+            event_type=str(_field(document, cls.EVENT_TYPE, what)),
+            payload=str(_field(document, cls.PAYLOAD, what)),
+            occurred_at=str(_field(document, cls.OCCURRED_AT, what)),
+        )
+
+    @classmethod
+    def attributes(cls) -> tuple[str, ...]:
+        """The attribute names, in item order."""
+        return (cls.EVENT_ID, cls.EVENT_TYPE, cls.PAYLOAD, cls.OCCURRED_AT)
+
+
+@dataclass(frozen=True)
+class OutboxEventDetail:
+    """The ``detail`` of the event the outbox's pipe publishes for one outbox item: the item's
+    event attributes, plus where the item's INSERT was in the stream."""
+
+    item: OutboxItem
+    stream_event_id: str
+    sequence_number: str
+
+    STREAM_EVENT_ID: ClassVar[str] = "streamEventId"
+    SEQUENCE_NUMBER: ClassVar[str] = "sequenceNumber"
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            **self.item.to_dict(),
+            self.STREAM_EVENT_ID: self.stream_event_id,
+            self.SEQUENCE_NUMBER: self.sequence_number,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> OutboxEventDetail:
+        what = "outbox event detail"
+        document = _object(document, what)
+        return cls(
+            item=OutboxItem.from_dict(document),
+            stream_event_id=str(_field(document, cls.STREAM_EVENT_ID, what)),
+            sequence_number=str(_field(document, cls.SEQUENCE_NUMBER, what)),
+        )

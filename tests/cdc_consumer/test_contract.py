@@ -1,0 +1,147 @@
+"""cdc_consumer.contract: the shared names and shapes, importable without boto3 or the CDK."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import cdc_consumer
+import pytest
+from cdc_consumer import contract
+from cdc_consumer.quarantine import quarantine_message
+
+LAMBDA_SRC = Path(contract.__file__).resolve().parents[1]
+
+
+def test_importing_the_contract_loads_neither_boto3_nor_the_runtime() -> None:
+    probe = (
+        "import json, sys\n"
+        "import cdc_consumer.contract\n"
+        "print(json.dumps(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('boto3', 'botocore', 'aws_cdk', 'cdc_consumer'))))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=LAMBDA_SRC,
+        env={"PYTHONPATH": str(LAMBDA_SRC), "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(loaded.stdout) == ["cdc_consumer", "cdc_consumer.contract"]
+
+
+def test_the_package_exports_its_names_lazily() -> None:
+    assert set(cdc_consumer.__all__) == set(cdc_consumer._EXPORTS)
+    for name in cdc_consumer.__all__:
+        assert getattr(cdc_consumer, name) is not None
+    assert set(cdc_consumer.__all__) <= set(dir(cdc_consumer))
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        cdc_consumer.Nothing  # noqa: B018
+
+
+def test_the_quarantine_message_round_trips() -> None:
+    record = {"eventID": "1", "eventSourceARN": "arn:stream", "dynamodb": {"SequenceNumber": "7"}}
+    body = quarantine_message("totals", record, ValueError("bad amount"))
+    message = contract.QuarantineMessage.from_dict(json.loads(json.dumps(body)))
+    assert message.consumer == "totals"
+    assert message.source_arn == "arn:stream"
+    assert message.error == contract.ErrorDescription("ValueError", "bad amount")
+    assert message.record == record
+    assert message.to_dict() == body
+    assert set(body) == {"version", "consumer", "sourceArn", "error", "record", "quarantinedAt"}
+
+
+def test_a_quarantine_message_without_its_record_is_refused() -> None:
+    with pytest.raises(contract.ContractError, match="lacks 'record'"):
+        contract.QuarantineMessage.from_dict({"consumer": "totals"})
+
+
+def test_the_on_failure_message_has_aws_shape_and_round_trips() -> None:
+    """AWS Lambda developer guide, "Retain discarded records for a DynamoDB event source"."""
+    message = contract.OnFailureMessage(
+        batch=contract.StreamBatchInfo(
+            shard_id="shardId-1",
+            start_sequence_number="100",
+            end_sequence_number="200",
+            stream_arn="arn:stream",
+            approximate_arrival_of_first_record="2019-11-14T00:38:04.835Z",
+            approximate_arrival_of_last_record="2019-11-14T00:38:05.580Z",
+            batch_size=3,
+        ),
+        request_context=contract.OnFailureRequestContext(
+            "c9b8fa9f", "arn:function", contract.RETRY_ATTEMPTS_EXHAUSTED, 1
+        ),
+        response_context=contract.OnFailureResponseContext(200, "$LATEST", "Unhandled"),
+        timestamp="2019-11-14T00:38:06.021Z",
+    )
+    document = message.to_dict()
+    assert set(document) == {
+        "requestContext",
+        "responseContext",
+        "version",
+        "timestamp",
+        "DDBStreamBatchInfo",
+    }
+    assert document["version"] == "1.0"
+    assert set(document["DDBStreamBatchInfo"]) == {
+        "shardId",
+        "startSequenceNumber",
+        "endSequenceNumber",
+        "approximateArrivalOfFirstRecord",
+        "approximateArrivalOfLastRecord",
+        "batchSize",
+        "streamArn",
+    }
+    assert contract.OnFailureMessage.from_dict(json.loads(json.dumps(document))) == message
+    with_payload = contract.OnFailureMessage.from_dict({**document, "payload": "{}"})
+    assert with_payload.to_dict() == {**document, "payload": "{}"}
+
+
+def test_an_on_failure_message_without_its_batch_is_refused() -> None:
+    with pytest.raises(contract.ContractError, match="DDBStreamBatchInfo"):
+        contract.OnFailureMessage.from_dict({"version": "1.0"})
+    with pytest.raises(contract.ContractError, match="lacks 'streamArn'"):
+        batch = {"shardId": "s", "startSequenceNumber": "1", "endSequenceNumber": "2"}
+        contract.OnFailureMessage.from_dict({"DDBStreamBatchInfo": batch})
+
+
+def test_the_outbox_item_and_event_detail_round_trip() -> None:
+    item = contract.OutboxItem("e-1", "OrderPaid", '{"amount": "25.00"}', "2026-11-30T22:00:00Z")
+    assert item.to_dict() == {
+        "eventId": "e-1",
+        "eventType": "OrderPaid",
+        "payload": '{"amount": "25.00"}',
+        "occurredAt": "2026-11-30T22:00:00Z",
+    }
+    assert contract.OutboxItem.from_dict(item.to_dict()) == item
+    detail = contract.OutboxEventDetail(item, "stream-event-1", "300")
+    assert contract.OutboxEventDetail.from_dict(detail.to_dict()) == detail
+    assert contract.OUTBOX_KEY_PREFIX == "OUTBOX#"
+
+
+def test_environment_metrics_and_limits() -> None:
+    assert contract.CONSUMER_ENVIRONMENT == (
+        "CDC_CONSUMER_NAME",
+        "IDEMPOTENCY_TABLE_NAME",
+        "QUARANTINE_QUEUE_URL",
+        "CDC_METRICS_NAMESPACE",
+    )
+    assert set(contract.CONSUMER_ENVIRONMENT) <= set(contract.REDRIVE_ENVIRONMENT) | {
+        "IDEMPOTENCY_TABLE_NAME"
+    }
+    assert [m.name for m in contract.CONSUMER_METRICS] == [
+        "RecordsProcessed",
+        "DuplicatesSkipped",
+        "RecordsQuarantined",
+        "TtlExpiries",
+        "BatchFailures",
+        "IteratorLagMs",
+    ]
+    assert contract.ITERATOR_LAG_MS.unit == "Milliseconds"
+    assert {m.unit for m in contract.COUNT_METRICS + contract.REDRIVE_METRICS} == {"Count"}
+    assert contract.STREAM_RETENTION_SECONDS == 24 * 60 * 60
+    assert contract.MAX_TRANSACTION_ACTIONS == 100
+    assert contract.MAX_TRANSACTION_BYTES == 4 * 1024 * 1024

@@ -1,0 +1,213 @@
+"""The package boundaries: the library is the library, and the contract is defined once.
+
+- ``cdc_constructs`` and ``cdc_consumer`` import nothing from the orders example
+  (``reference_app``), and the example's names appear nowhere in them.
+- Every name and message shape they share with the runtime, redrive, the local pipeline and
+  CdcChecks (``cdc_consumer.contract``) has one literal definition: the contract's. A second
+  literal of a contract value (an environment variable, a metric, a message field, a service
+  limit) anywhere else in the library, the runtime, cdc_local or the nag pack fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cdc_consumer import contract
+
+REPO = Path(__file__).resolve().parents[1]
+LIBRARY = {"cdc_constructs": REPO / "cdc_constructs", "cdc_consumer": REPO / "lambda_src"}
+CONTRACT_USERS = (
+    REPO / "cdc_constructs",  # the nag pack (cdc_constructs/nag) included
+    REPO / "lambda_src" / "cdc_consumer",
+    REPO / "cdc_local",
+)
+CONTRACT_FILE = REPO / "lambda_src" / "cdc_consumer" / "contract.py"
+
+#: Names of the orders example. The one sanctioned mention is the pointer to its handler that
+#: StreamConsumer's error gives as a starting point (EXAMPLE_HANDLER).
+EXAMPLE_NAMES = (
+    "reference_app",
+    "order_stats",
+    "ttl_archive",
+    "orders_schema",
+    "ORDER#",
+    "CUSTOMER#",
+    "VIEW_TABLE_NAME",
+    "ARCHIVE_BUCKET",
+    "expired-orders",
+    "OrderWorkload",
+    "CdcReferenceStack",
+    "paid_amount",
+)
+EXAMPLE_POINTER = "reference_app/handlers/order_stats.py"
+
+
+def _python_files(*roots: Path) -> Iterator[Path]:
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                yield path
+
+
+def _imported_modules(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+
+
+@pytest.mark.parametrize("package", sorted(LIBRARY))
+def test_the_library_imports_nothing_from_the_example(package: str) -> None:
+    found = [
+        f"{path.relative_to(REPO)} imports {module}"
+        for path in _python_files(LIBRARY[package])
+        for module in _imported_modules(ast.parse(path.read_text()))
+        if module.split(".")[0] in ("reference_app", "app", "handlers")
+    ]
+    assert found == []
+
+
+@pytest.mark.parametrize("package", sorted(LIBRARY))
+def test_the_examples_names_appear_nowhere_in_the_library(package: str) -> None:
+    found = []
+    for path in _python_files(LIBRARY[package]):
+        text = path.read_text().replace(EXAMPLE_POINTER, "")
+        found += [f"{path.relative_to(REPO)}: {name!r}" for name in EXAMPLE_NAMES if name in text]
+    assert found == []
+
+
+def test_the_library_points_at_the_example_handler_only_from_its_error() -> None:
+    mentions = [
+        path.relative_to(REPO).as_posix()
+        for path in _python_files(*LIBRARY.values())
+        if EXAMPLE_POINTER in path.read_text()
+    ]
+    assert mentions == ["cdc_constructs/function_options.py"]
+
+
+# --- one definition of the contract ---------------------------------------------------------
+
+
+def _contract_strings() -> dict[str, str]:
+    """Every string value the contract defines -> its name in the contract."""
+    values: dict[str, str] = {}
+    for name in contract.__all__:
+        value = getattr(contract, name)
+        if isinstance(value, str):
+            values[value] = name
+        elif isinstance(value, contract.Metric):
+            values[value.name] = name
+    shapes = (
+        contract.QuarantineMessage(None, "arn", contract.ErrorDescription("E", "m"), {}, "t"),
+        contract.OnFailureMessage(
+            batch=contract.StreamBatchInfo("shard", "1", "2", "arn"),
+            request_context=contract.OnFailureRequestContext("id", "fn", "c", 1),
+            response_context=contract.OnFailureResponseContext(200, "$LATEST", None),
+            timestamp="t",
+            payload="{}",
+        ),
+        contract.OutboxEventDetail(contract.OutboxItem("e", "t", "{}", "o"), "s", "1"),
+    )
+    for shape in shapes:
+        for key in _keys(shape.to_dict()):
+            values.setdefault(key, f"{type(shape).__name__} field")
+    # Too common to be a definition of the contract wherever they appear.
+    # ("sequenceNumber" is also a field of Kinesis records, which the runtime reads.)
+    for generic in (
+        "version",
+        "error",
+        "record",
+        "consumer",
+        "payload",
+        "timestamp",
+        "type",
+        "sequenceNumber",
+    ):
+        values.pop(generic, None)
+    values.pop("message", None)
+    return values
+
+
+def _keys(document: object) -> Iterator[str]:
+    if isinstance(document, dict):
+        for key, value in document.items():
+            yield key
+            yield from _keys(value)
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            for statement in body:
+                if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                    ids.add(id(statement.value))
+    return ids
+
+
+_OPERATORS = {ast.Mult: int.__mul__, ast.Add: int.__add__, ast.Pow: int.__pow__}
+
+
+def _constant_value(node: ast.AST) -> object:
+    """The value of an integer expression of literals (``24 * 3600``), else None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _constant_value(node.left), _constant_value(node.right)
+        small = type(node.op) is not ast.Pow or (isinstance(right, int) and abs(right) < 64)
+        if isinstance(left, int) and isinstance(right, int) and small:
+            return _OPERATORS[type(node.op)](left, right)
+    return None
+
+
+LIMITS = {
+    contract.STREAM_RETENTION_SECONDS: "STREAM_RETENTION_SECONDS",
+    contract.MAX_TRANSACTION_BYTES: "MAX_TRANSACTION_BYTES",
+}
+
+
+def test_the_contract_knows_the_names_this_scan_looks_for() -> None:
+    strings = _contract_strings()
+    for expected in ("CDC_CONSUMER_NAME", "RedriveLostRecords", "DDBStreamBatchInfo", "eventType"):
+        assert expected in strings
+
+
+def test_each_contract_name_and_shape_has_one_literal_definition() -> None:
+    strings = _contract_strings()
+    found = []
+    for path in _python_files(*CONTRACT_USERS):
+        if path == CONTRACT_FILE:
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', '?')}"
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and node.value in strings
+            ):
+                found.append(f"{where} {node.value!r} (contract.{strings[node.value]})")
+            elif isinstance(node, ast.BinOp | ast.Constant) and _constant_value(node) in LIMITS:
+                limit = LIMITS[_constant_value(node)]  # type: ignore[index]
+                found.append(f"{where} {ast.unparse(node)} (contract.{limit})")
+    assert found == [], "import these from cdc_consumer.contract instead:\n" + "\n".join(found)
+
+
+def test_the_scan_catches_a_second_definition(tmp_path: Path) -> None:
+    """The check above on a module that redefines an environment variable and the retention."""
+    module = tmp_path / "copy.py"
+    module.write_text('NAME = "CDC_CONSUMER_NAME"\nRETENTION = 24 * 3600\n"""a docstring"""\n')
+    tree = ast.parse(module.read_text())
+    strings = _contract_strings()
+    literals = [
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in strings
+    ]
+    limits = [_constant_value(n) for n in ast.walk(tree) if isinstance(n, ast.BinOp)]
+    assert literals == ["CDC_CONSUMER_NAME"] and limits == [contract.STREAM_RETENTION_SECONDS]
