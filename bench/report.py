@@ -1,4 +1,4 @@
-"""bench/RESULTS.md from the results dictionary, and the DESIGN.md targets checked against it."""
+"""bench/RESULTS.md from the results dictionary, and the docs/design.md targets checked against it."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 REF = "cdc-constructs"
 PT = "powertools"
 
-#: DESIGN.md §4: "Target ≤ 0.05 requests per record" (projection mode, distinct keys).
+#: docs/design.md §4: "Target ≤ 0.05 requests per record" (projection mode, distinct keys).
 TARGET_REQUESTS_PER_RECORD = 0.05
-#: DESIGN.md §4 / issue 7: handler import < 15 ms over bare boto3.
+#: docs/design.md §4: handler import < 15 ms over bare boto3.
 TARGET_IMPORT_OVER_BOTO3_MS = 15.0
 REFERENCE_IMPORT = "reference handler (order_stats)"
 REFERENCE_WITH_CLIENT = "reference handler + its DynamoDB client (created on first use)"
@@ -49,7 +49,7 @@ def _import_note(modules: dict[str, Any]) -> str | None:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each DESIGN.md target: the figure measured, whether it is met, and by how much if not."""
+    """Each docs/design.md target: the figure measured, whether it is met, and by how much if not."""
     checks: list[dict[str, Any]] = []
     row = _distinct_row(results, 100)
     if row is not None:
@@ -249,7 +249,7 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
     for check in results.get("targets", []):
         verdict = "met" if check["met"] else f"**missed** by {check['by']}"
         rows.append([check["target"], f"{check['measured']} {check['unit']}", verdict])
-    lines = ["## DESIGN.md targets", "", *_table(["target", "measured", "verdict"], rows)]
+    lines = ["## docs/design.md targets", "", *_table(["target", "measured", "verdict"], rows)]
     for check in results.get("targets", []):
         if check.get("note"):
             lines += ["", f"- {check['target']}: {check['note']}"]

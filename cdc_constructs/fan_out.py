@@ -2,7 +2,7 @@
 
 An EventBridge Pipe reads the DynamoDB stream (filtered), turns each record into a domain event
 and puts it on an event bus; rules on the bus fan the events out. The pipe carries the same
-safety settings as a Lambda consumer (DESIGN.md §1): start at TRIM_HORIZON, finite retries and
+safety settings as a Lambda consumer (docs/design.md §1): start at TRIM_HORIZON, finite retries and
 record age, bisect on partial failure, a dead-letter queue for what still fails, and alarms.
 
 With ``outbox_key_prefix`` it is the publishing half of the transactional outbox

@@ -12,8 +12,8 @@ What redrive never does:
 - skip a record silently. Records the stream no longer holds (trimmed after 24 h, shard gone,
   iterator expired, or simply not there) are reported as *lost* with their sequence numbers, and
   the message stays in the queue. A message with any lost record is not replayed at all: replaying
-  around the gap would hide it, so the operator reconciles it by hand (README: "When the DLQ
-  alarm fires").
+  around the gap would hide it, so the operator reconciles it by hand (docs/operations.md:
+  "Redrive").
 - delete a message it could not replay: malformed messages, another stream's messages and
   messages whose replay failed stay in the queue (made visible again at the end of the run) and
   are reported with the reason.
