@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from boto3.dynamodb.types import TypeDeserializer
-
 from cdc_consumer.exceptions import UndecodableRecordError
+from cdc_consumer.wire import deserialize_image
 
 EventName = Literal["INSERT", "MODIFY", "REMOVE"]
 EVENT_NAMES: frozenset[str] = frozenset({"INSERT", "MODIFY", "REMOVE"})
@@ -17,12 +16,14 @@ EVENT_NAMES: frozenset[str] = frozenset({"INSERT", "MODIFY", "REMOVE"})
 #: The identity DynamoDB puts on the REMOVE records of items its TTL process deleted.
 TTL_PRINCIPAL = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
-_deserializer = TypeDeserializer()
-
 
 @dataclass(frozen=True)
 class Change:
-    """A stream record with its attribute values deserialized (numbers become ``Decimal``).
+    """A stream record with its attribute values deserialized: numbers become ``Decimal``,
+    binary values (``B``, base64 text in Lambda's event) ``bytes`` and ``BS`` a set of
+    ``bytes``, at any depth, in ``keys`` and both images (see :mod:`cdc_consumer.wire`).
+    ``raw`` is the record exactly as delivered (binary still base64 text): it is what leaves
+    the runtime, in a quarantine message for instance.
 
     ``new_image`` / ``old_image`` are ``None`` when the record does not carry them (INSERT has
     no old image, REMOVE no new one, and the stream's view type may omit either).
@@ -45,8 +46,8 @@ class Change:
 
         Raises :class:`UndecodableRecordError` naming what is wrong when the record lacks
         ``eventID``, has an ``eventName`` other than INSERT/MODIFY/REMOVE, lacks
-        ``dynamodb.Keys`` or ``dynamodb.SequenceNumber``, or holds an attribute value boto3's
-        ``TypeDeserializer`` rejects.
+        ``dynamodb.Keys`` or ``dynamodb.SequenceNumber``, or holds an attribute value that is
+        not one (an unknown type, a number DynamoDB could not hold, binary that is not base64).
         """
         if not isinstance(record, Mapping):
             raise UndecodableRecordError(
@@ -100,7 +101,7 @@ def _image(stream: Mapping[str, Any], name: str, event_id: str) -> dict[str, Any
             f"got {image!r}"
         )
     try:
-        return {attribute: _deserializer.deserialize(value) for attribute, value in image.items()}
+        return deserialize_image(image)
     # ArithmeticError: boto3's decimal context traps Overflow/Inexact/... for a number
     # DynamoDB could not hold (more than 38 digits, out of range).
     except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as error:
