@@ -37,7 +37,7 @@ class Block:
 
     @property
     def kind(self) -> str | None:
-        """"python" or "shell" for the languages that run, else None."""
+        """ "python" or "shell" for the languages that run, else None."""
         return RUN_LANGUAGES.get(self.language)
 
     @property
