@@ -6,11 +6,14 @@ Message body (interfaces §4, read back by redrive)::
      "error": {"type": str, "message": str},
      "record": <the stream record exactly as Lambda delivered it>,
      "quarantinedAt": ISO-8601 UTC}
+
+The record keeps its wire form: binary values (``B``, ``BS``) are base64 text, as in Lambda's
+event, so redrive replays it as Lambda would deliver it (a record built in process with
+``bytes`` is written with those bytes as base64 too, see :func:`cdc_consumer.wire.to_wire`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer.exceptions import TransientError
 from cdc_consumer.logs import describe_error
+from cdc_consumer.wire import dumps, to_wire
 
 MESSAGE_VERSION = "1"
 
@@ -33,7 +37,7 @@ def quarantine_message(
         "consumer": consumer,
         "sourceArn": source_arn,
         "error": describe_error(error),
-        "record": record,
+        "record": to_wire(record),
         "quarantinedAt": (now or datetime.now(UTC)).isoformat(timespec="milliseconds"),
     }
 
@@ -46,7 +50,7 @@ def send_to_quarantine(
     A failed send raises :class:`TransientError`: the record must then be reported to Lambda
     (and retried), never dropped.
     """
-    body = json.dumps(quarantine_message(consumer, record, error), default=str)
+    body = dumps(quarantine_message(consumer, record, error))
     try:
         response = sqs_client.send_message(QueueUrl=queue_url, MessageBody=body)
     except (ClientError, BotoCoreError) as send_error:

@@ -24,6 +24,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeSerializer
 
 from cdc_consumer.change import TTL_PRINCIPAL
+from cdc_consumer.wire import to_wire
 
 #: The stream ARN records carry unless told otherwise.
 DEFAULT_SOURCE_ARN = (
@@ -36,8 +37,17 @@ _serializer = TypeSerializer()
 
 
 def serialize(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A Python item (numbers as int or Decimal) in DynamoDB JSON, with boto3's TypeSerializer."""
+    """A Python item (numbers as int or Decimal) in DynamoDB JSON, with boto3's TypeSerializer:
+    the shape boto3's *client* takes (binary values as ``bytes``). A stream record carries the
+    wire form instead (base64 text): see :func:`wire_serialize`."""
     return {name: _serializer.serialize(_decimals(value)) for name, value in item.items()}
+
+
+def wire_serialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A Python item in DynamoDB JSON as a Lambda event carries it: binary values (``bytes``
+    in ``item``) as base64 text."""
+    wire: dict[str, Any] = to_wire(serialize(item))
+    return wire
 
 
 def _decimals(value: Any) -> Any:
@@ -65,19 +75,21 @@ def stream_record(
 ) -> dict[str, Any]:
     """One record as Lambda delivers it from a NEW_AND_OLD_IMAGES stream.
 
-    Images are Python values (serialized here). ``ttl_expiry`` adds the ``userIdentity``
-    DynamoDB puts on TTL deletions. ``event_id`` defaults to a random 32-hex id, as AWS's.
+    Images are Python values, serialized here in the wire form (``bytes`` become base64 text,
+    as in Lambda's event; :class:`~cdc_consumer.change.Change` decodes them back to bytes).
+    ``ttl_expiry`` adds the ``userIdentity`` DynamoDB puts on TTL deletions. ``event_id``
+    defaults to a random 32-hex id, as AWS's.
     """
     stream: dict[str, Any] = {
         "ApproximateCreationDateTime": approximate_creation_time or float(int(time.time())),
-        "Keys": serialize(keys),
+        "Keys": wire_serialize(keys),
         "SequenceNumber": str(sequence_number),
         "StreamViewType": "NEW_AND_OLD_IMAGES",
     }
     if new_image is not None:
-        stream["NewImage"] = serialize(new_image)
+        stream["NewImage"] = wire_serialize(new_image)
     if old_image is not None:
-        stream["OldImage"] = serialize(old_image)
+        stream["OldImage"] = wire_serialize(old_image)
     # An estimate: DynamoDB counts the bytes of keys and images.
     stream["SizeBytes"] = sum(len(str(stream.get(part, ""))) for part in ("NewImage", "OldImage"))
     record: dict[str, Any] = {

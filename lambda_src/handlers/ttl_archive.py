@@ -19,7 +19,12 @@ deletion time (the record's ApproximateCreationDateTime). Body (JSON, keys sorte
      "keys": <DynamoDB JSON>, "oldImage": <DynamoDB JSON>}
 
 The images stay in DynamoDB JSON, as DynamoDB's own S3 export writes them: lossless for 38-digit
-numbers, sets and binary, and boto3's TypeDeserializer reads them back.
+numbers and sets. Binary values (``B``, ``BS``, at any depth) are base64 text, exactly as the
+stream record carried them (``{"B": "AQID"}``), which is also how DynamoDB's export writes them;
+a key attribute of type B appears in the object key as that base64 text, percent-encoded.
+boto3's ``TypeDeserializer`` wants bytes for ``B``, so read an archived image back with
+:func:`cdc_consumer.wire.deserialize_image` (binary as ``bytes``; see :func:`archived_item`),
+or base64-decode the binary values before handing them to boto3.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from urllib.parse import quote
 
 import boto3
 from cdc_consumer import Change, PermanentError, StreamProcessor
+from cdc_consumer.wire import deserialize_image, to_wire
 
 ARCHIVE_PREFIX = "expired-orders/"
 
@@ -52,13 +58,13 @@ def _bucket() -> str:
 
 def _scalar(typed: dict[str, Any]) -> str:
     """A key attribute's value as text, exactly as DynamoDB sends it (S, N or base64 B)."""
-    (value,) = typed.values()
+    (value,) = to_wire(typed).values()
     return str(value)
 
 
 def archive_object(record: Mapping[str, Any]) -> tuple[str, bytes]:
     """The S3 key and body for one TTL-deletion stream record; deterministic in the record."""
-    stream = record["dynamodb"]
+    stream = to_wire(record["dynamodb"])  # binary as base64 text even when given as bytes
     old_image = stream.get("OldImage")
     if not old_image:
         raise PermanentError(
@@ -79,6 +85,12 @@ def archive_object(record: Mapping[str, Any]) -> tuple[str, bytes]:
         "oldImage": old_image,
     }
     return key, json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def archived_item(body: bytes | str) -> dict[str, Any]:
+    """The expired item an archive object holds, as Python values (numbers ``Decimal``, binary
+    ``bytes``): the inverse of :func:`archive_object` for its ``oldImage``."""
+    return deserialize_image(json.loads(body)["oldImage"])
 
 
 @processor.side_effect

@@ -93,3 +93,45 @@ DYNAMODB_STREAMS_TUTORIAL_EVENT: dict[str, Any] = {
 #: Lambda Developer Guide, "Implementing partial batch responses" / DynamoDB TTL docs: the
 #: identity on a REMOVE record written by DynamoDB's TTL process.
 TTL_USER_IDENTITY: dict[str, str] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+#: The binary examples of the DynamoDB Streams API Reference, "AttributeValue"
+#: (API_streams_AttributeValue.html): ``"B": "dGhpcyB0ZXh0IGlzIGJhc2U2NC1lbmNvZGVk"`` and
+#: ``"BS": ["U3Vubnk=", "UmFpbnk=", "U25vd3k="]``, placed in the Lambda guide's sample record
+#: above (with-ddb.html) as Lambda delivers them: base64 text, as a key, top-level attributes,
+#: and nested in a map and a list of both images.
+BINARY_TEXT = "dGhpcyB0ZXh0IGlzIGJhc2U2NC1lbmNvZGVk"  # "this text is base64-encoded"
+BINARY_SET = ["U3Vubnk=", "UmFpbnk=", "U25vd3k="]  # "Sunny", "Rainy", "Snowy"
+BINARY_EVENT: dict[str, Any] = {
+    "Records": [
+        {
+            "eventID": "4",
+            "eventVersion": "1.0",
+            "dynamodb": {
+                "Keys": {"Id": {"N": "101"}, "Blob": {"B": BINARY_TEXT}},
+                "OldImage": {
+                    "Id": {"N": "101"},
+                    "Blob": {"B": BINARY_TEXT},
+                    "Weather": {"BS": BINARY_SET[:1]},
+                },
+                "NewImage": {
+                    "Id": {"N": "101"},
+                    "Blob": {"B": BINARY_TEXT},
+                    "Weather": {"BS": BINARY_SET},
+                    "Nested": {
+                        "M": {
+                            "Data": {"B": BINARY_TEXT},
+                            "History": {"L": [{"B": "U3Vubnk="}, {"BS": ["UmFpbnk="]}]},
+                        }
+                    },
+                },
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+                "SequenceNumber": "444",
+                "SizeBytes": 120,
+            },
+            "awsRegion": "us-west-2",
+            "eventName": "MODIFY",
+            "eventSourceARN": "stream-ARN",
+            "eventSource": "aws:dynamodb",
+        }
+    ]
+}
