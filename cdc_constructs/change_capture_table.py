@@ -65,8 +65,7 @@ class ChangeCaptureTable(TableConstruct):
         kinesis: KinesisDestination | None = None,
     ) -> None:
         problems = check_name("time_to_live_attribute", time_to_live_attribute)
-        if kinesis is not None:
-            problems += kinesis.problems()
+        problems += kinesis.problems() if kinesis is not None else []
         if stream is None:
             problems.append(
                 Problem(
@@ -105,6 +104,9 @@ class ChangeCaptureTable(TableConstruct):
             ),
         )
         """The TableV2 (escape hatch)."""
+        self._stream_to_kinesis(kinesis)
+
+    def _stream_to_kinesis(self, kinesis: KinesisDestination | None) -> None:
         self.kinesis_stream: kinesis_.IStream | None = (
             None if kinesis is None else make_kinesis_destination(self, self.table, kinesis)
         )
