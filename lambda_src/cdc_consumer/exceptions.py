@@ -45,6 +45,11 @@ class UndecodableRecordError(PermanentError):
     """A stream record that is not a DynamoDB stream record this runtime can decode."""
 
 
+class MissingVersionError(PermanentError):
+    """A projection read :attr:`Change.version` of a record without
+    ``ApproximateCreationDateTime``: it cannot be ordered, so it is poison."""
+
+
 class InvalidActionError(PermanentError):
     """A projection returned something that is not a valid TransactWriteItems action list.
 

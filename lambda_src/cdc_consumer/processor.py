@@ -20,6 +20,7 @@ from cdc_consumer.exceptions import (
     TransientError,
     UndecodableRecordError,
 )
+from cdc_consumer.kinesis import item_identifier
 from cdc_consumer.quarantine import send_to_quarantine
 from cdc_consumer.side_effects import Claim, SideEffectClaims
 from cdc_consumer.transactions import (
@@ -263,15 +264,15 @@ def _records_of(event: Mapping[str, Any]) -> list[Any]:
         if _sequence_number(record) is None:
             raise MalformedBatchError(
                 f"record {position} (eventID {_event_id(record)!r}) has no "
-                "dynamodb.SequenceNumber, so it cannot be reported alone; failing the batch"
+                "dynamodb.SequenceNumber (kinesis.sequenceNumber for a Kinesis record), so it "
+                "cannot be reported alone; failing the batch"
             )
     return records
 
 
 def _sequence_number(record: Any) -> str | None:
-    stream = record.get("dynamodb") if isinstance(record, Mapping) else None
-    value = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
-    return value if isinstance(value, str) and value else None
+    # A Kinesis record is named by its Kinesis sequence number (docs/design.md §9).
+    return item_identifier(record)
 
 
 def _event_id(record: Any) -> Any:
