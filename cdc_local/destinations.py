@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cdc_consumer.contract import (
+    ON_FAILURE_S3_PREFIX,
     OnFailureMessage,
     OnFailureRequestContext,
     OnFailureResponseContext,
@@ -128,6 +129,6 @@ class OnFailureDestination:
     def s3_key(self, shard_id: str, now: float) -> str:
         moment = datetime.fromtimestamp(now, tz=UTC)
         return (
-            f"aws/lambda/{self.mapping_uuid}/{shard_id}/{moment:%Y/%m/%d}/"
+            f"{ON_FAILURE_S3_PREFIX}{self.mapping_uuid}/{shard_id}/{moment:%Y/%m/%d}/"
             f"{moment:%Y-%m-%dT%H.%M.%S}-{uuid.uuid4()}"
         )

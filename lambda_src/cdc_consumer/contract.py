@@ -30,12 +30,17 @@ __all__ = [
     "DUPLICATES_SKIPPED",
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
+    "MAPPING_UUID_ENV",
+    "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
     "MAX_TRANSACTION_ACTIONS",
     "MAX_TRANSACTION_BYTES",
     "METRICS_NAMESPACE_ENV",
+    "ON_FAILURE_BUCKET_ENV",
     "ON_FAILURE_CONDITIONS",
+    "ON_FAILURE_PREFIX_ENV",
     "ON_FAILURE_QUEUE_ENV",
+    "ON_FAILURE_S3_PREFIX",
     "OUTBOX_KEY_PREFIX",
     "QUARANTINE_MESSAGE_VERSION",
     "QUARANTINE_QUEUE_ENV",
@@ -87,6 +92,10 @@ METRICS_NAMESPACE_ENV: Final = "CDC_METRICS_NAMESPACE"
 """The CloudWatch namespace of the embedded-metric-format metrics (default
 :data:`DEFAULT_METRICS_NAMESPACE`). Consumer and redrive functions."""
 
+MARKER_TTL_ENV: Final = "CDC_MARKER_TTL_SECONDS"
+"""How long idempotency markers are kept, whole seconds (set by KinesisConsumer: longer than its
+stream's retention); unset, the runtime's default (7 days)."""
+
 CONSUMER_FUNCTION_NAME_ENV: Final = "CONSUMER_FUNCTION_NAME"
 """Redrive: the consumer function it invokes synchronously."""
 
@@ -95,6 +104,17 @@ STREAM_ARN_ENV: Final = "STREAM_ARN"
 
 ON_FAILURE_QUEUE_ENV: Final = "ON_FAILURE_QUEUE_URL"
 """Redrive: the event source mapping's on-failure queue (:class:`OnFailureMessage`)."""
+
+ON_FAILURE_BUCKET_ENV: Final = "ON_FAILURE_BUCKET_NAME"
+"""Redrive: the mapping's S3 on-failure destination, instead of a queue (each object holds its
+batch)."""
+
+ON_FAILURE_PREFIX_ENV: Final = "ON_FAILURE_PREFIX"
+"""Redrive: where the bucket's objects are (default :data:`ON_FAILURE_S3_PREFIX` + the
+mapping's UUID)."""
+
+MAPPING_UUID_ENV: Final = "EVENT_SOURCE_MAPPING_UUID"
+"""Redrive: the consumer's event source mapping; objects of other mappings are kept."""
 
 REDRIVE_RESERVE_SECONDS_ENV: Final = "REDRIVE_RESERVE_SECONDS"
 """Redrive: no message is started later than this many seconds before its deadline."""
@@ -115,13 +135,16 @@ REDRIVE_ENVIRONMENT: Final = (
     CONSUMER_NAME_ENV,
     STREAM_ARN_ENV,
     ON_FAILURE_QUEUE_ENV,
+    ON_FAILURE_BUCKET_ENV,
+    ON_FAILURE_PREFIX_ENV,
+    MAPPING_UUID_ENV,
     QUARANTINE_QUEUE_ENV,
     METRICS_NAMESPACE_ENV,
     REDRIVE_RESERVE_SECONDS_ENV,
     CONSUMER_FILTERS_ENV,
 )
-"""Every variable a redrive function may get from StreamRedrive (the quarantine queue and the
-filters only when the consumer has them)."""
+"""Every variable a redrive function may get from StreamRedrive (the on-failure queue or the
+bucket, the quarantine queue and the filters only when the consumer has them)."""
 
 
 # --- Metrics ---------------------------------------------------------------------------------
@@ -278,6 +301,10 @@ ON_FAILURE_CONDITIONS: Final = (RETRY_ATTEMPTS_EXHAUSTED, RECORD_AGE_EXCEEDED)
 """The conditions Lambda writes in ``requestContext.condition`` for stream sources."""
 
 ON_FAILURE_MESSAGE_VERSION: Final = "1.0"
+
+ON_FAILURE_S3_PREFIX: Final = "aws/lambda/"
+"""Where Lambda writes a stream mapping's discarded batches in an S3 on-failure destination:
+``aws/lambda/<mapping UUID>/<shard id>/YYYY/MM/DD/YYYY-MM-DDTHH.MM.SS-<random UUID>``."""
 
 
 @dataclass(frozen=True)

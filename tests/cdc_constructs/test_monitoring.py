@@ -168,7 +168,9 @@ class _Recorded:
 
 def test_monitoring_applies_a_given_alarm_action_strategy_and_makes_no_topic(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    consumer = StreamConsumer(stack, "Consumer", table=table, monitoring=False, redrive=False)
+    consumer = StreamConsumer(
+        stack, "Consumer", **consumer_code(), table=table, monitoring=False, redrive=False
+    )
     strategy = _Recorded()
     monitoring = StreamConsumerMonitoring(stack, "Watch", consumer=consumer, alarm_action=strategy)
     assert strategy.alarms == list(monitoring.alarms.values())
@@ -178,7 +180,7 @@ def test_monitoring_applies_a_given_alarm_action_strategy_and_makes_no_topic(sta
 
 def test_the_redrive_alarm_is_given_the_topic_when_made_and_never_rewired(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    consumer = StreamConsumer(stack, "Consumer", table=table, monitoring=False)
+    consumer = StreamConsumer(stack, "Consumer", **consumer_code(), table=table, monitoring=False)
     # Watching the consumer later adds the redrive's alarm to the list, not an action to it.
     StreamConsumerMonitoring(stack, "Watch", consumer=consumer)
     lost = consumer.redrive.lost_records_alarm.node.default_child

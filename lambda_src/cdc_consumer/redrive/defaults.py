@@ -35,3 +35,6 @@ LAMBDA_READ_TIMEOUT_SECONDS = 905
 LOST_ERROR_CODES = frozenset(
     {"TrimmedDataAccessException", "ResourceNotFoundException", "ExpiredIteratorException"}
 )
+#: Objects read per S3 redrive run unless bounded otherwise: all of them are listed and sorted by
+#: stream position before any is replayed, so a run holds this many batches in memory at most.
+DEFAULT_MAX_OBJECTS = 1000
