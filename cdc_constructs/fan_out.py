@@ -174,6 +174,9 @@ class StreamFanOut(StreamPipe):
         max_record_age: 60 s to under 24 h. Default 1 hour (as StreamConsumer): well below the
             stream's retention, so a dead-lettered batch can still be read back.
         parallelization_factor: concurrent batches per shard, 1-10. Default 1.
+        extra_reader_reason: why this pipe may be the third reader of the table's stream (a
+            table with replicas: the second). Default None: such a pipe is refused (DynamoDB
+            Streams throttles a third reader); the reason also acknowledges CDC-ESM10.
         dead_letter_queue: where failed batches' pointers go (shard, sequence numbers).
             Default: a new queue, SQS-managed encryption, TLS only, 14 days retention (the
             library's dead-letter queue, as StreamConsumer's on-failure queue).
@@ -208,6 +211,7 @@ class StreamFanOut(StreamPipe):
         retry_attempts: int = defaults.RETRY_ATTEMPTS,
         max_record_age: Duration | None = None,
         parallelization_factor: int = defaults.PARALLELIZATION_FACTOR,
+        extra_reader_reason: str | None = None,
         dead_letter_queue: sqs.IQueue | None = None,
         alarm_topic: sns.ITopic | None = None,
         log_level: str = defaults.PIPE_LOG_LEVEL,
@@ -233,6 +237,7 @@ class StreamFanOut(StreamPipe):
                 retry_attempts=retry_attempts,
                 max_record_age=max_record_age,
                 parallelization_factor=parallelization_factor,
+                extra_reader_reason=extra_reader_reason,
                 filters=() if outbox else filters,
             ),
             event_bus=event_bus,

@@ -47,6 +47,10 @@ class StreamMappingOptions:
     :param max_record_age: 60 s to under the 24 h retention. Default 1 h.
     :param bisect_batch_on_error: Default True.
     :param filters: up to 5 filter patterns; a record is delivered when any matches.
+    :param extra_reader_reason: why this reader may be the stream's third (a table with
+        replicas: second). Default None: such a reader is refused, since DynamoDB Streams
+        throttles a third reader of a shard (see :mod:`cdc_constructs.stream_readers`); the
+        reason also acknowledges CdcChecks' CDC-ESM10 on this reader.
     """
 
     starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION
@@ -58,6 +62,7 @@ class StreamMappingOptions:
     max_record_age: Duration | None = None
     bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR
     filters: Sequence[Mapping[str, Any]] | None = ()
+    extra_reader_reason: str | None = None
 
     @property
     def record_age(self) -> Duration:

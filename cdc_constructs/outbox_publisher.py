@@ -127,7 +127,7 @@ class OutboxPublisher(StreamPipe):
         ``cdc_consumer.outbox`` writes it).
 
     Every other prop (``event_bus``, ``batch_size``, ``max_batching_window``,
-    ``retry_attempts``, ``max_record_age``, ``parallelization_factor``,
+    ``retry_attempts``, ``max_record_age``, ``parallelization_factor``, ``extra_reader_reason``,
     ``dead_letter_queue``, ``alarm_topic``, ``log_level``, ``log_retention``) is as on
     :class:`~cdc_constructs.StreamFanOut`, with the same defaults.
     """
@@ -147,6 +147,7 @@ class OutboxPublisher(StreamPipe):
         retry_attempts: int = defaults.RETRY_ATTEMPTS,
         max_record_age: Any = None,
         parallelization_factor: int = defaults.PARALLELIZATION_FACTOR,
+        extra_reader_reason: str | None = None,
         dead_letter_queue: sqs.IQueue | None = None,
         alarm_topic: sns.ITopic | None = None,
         log_level: str = defaults.PIPE_LOG_LEVEL,
@@ -164,6 +165,7 @@ class OutboxPublisher(StreamPipe):
                 retry_attempts=retry_attempts,
                 max_record_age=max_record_age,
                 parallelization_factor=parallelization_factor,
+                extra_reader_reason=extra_reader_reason,
             ),
             event_bus=event_bus,
             dead_letter_queue=dead_letter_queue,

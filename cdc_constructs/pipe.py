@@ -50,6 +50,7 @@ from cdc_constructs.source_table import (
     check_source_table,
     stream_view_type_of,
 )
+from cdc_constructs.stream_readers import StreamReaders
 from cdc_constructs.validation import raise_if_any
 
 __all__ = [
@@ -122,6 +123,9 @@ class StreamPipe(Construct):
         view_type = None if table_problems else stream_view_type_of(table)
         found += mapping.problems(view_type, starting_position=False)
         found += table_problems + pipe_events.problems(view_type)
+        if not table_problems:
+            path, reason = f"{scope.node.path}/{construct_id}", mapping.extra_reader_reason
+            found += StreamReaders.of(scope).problems(as_table(table), path, reason)
         name = f"{type(self).__name__} {construct_id!r}"
         raise_if_any(name, found, FanOutConfigurationError)
 
@@ -137,6 +141,8 @@ class StreamPipe(Construct):
             source_table, source, pipe_events.event_detail_type, mapping, log_level
         )
         self.pipe.node.add_dependency(self.policy)
+        readers = StreamReaders.of(self)
+        readers.add(source_table, self.node.path, self.pipe, mapping.extra_reader_reason)
         self.alarm_topic: sns.ITopic = alarm_topic or AlarmTopic(self, "AlarmTopic").topic
         self.alarms: dict[str, cloudwatch.Alarm] = self._make_alarms()
         """The alarms by name: each of :data:`PIPE_FAILURE_METRICS`, and

@@ -54,6 +54,7 @@ from cdc_constructs.source_table import (
     check_source_table,
     stream_view_type_of,
 )
+from cdc_constructs.stream_readers import StreamReaders
 from cdc_constructs.validation import check_name, raise_if_any, view_type_name
 
 __all__ = ["StreamConsumer"]
@@ -104,7 +105,9 @@ class StreamConsumer(Construct):
 
     Reading the stream: ``starting_position``, ``allow_latest_starting_position``,
     ``batch_size``, ``max_batching_window``, ``parallelization_factor``, ``retry_attempts``,
-    ``max_record_age``, ``bisect_batch_on_error``, ``filters``
+    ``max_record_age``, ``bisect_batch_on_error``, ``filters``, ``extra_reader_reason`` (a
+    third reader of one table's stream is refused without it: see
+    :mod:`~cdc_constructs.stream_readers`)
     (:class:`~cdc_constructs.mapping_options.StreamMappingOptions`, shared with StreamFanOut).
 
     Failure handling: ``on_failure_queue``, ``quarantine_queue``, ``encryption_key``,
@@ -118,7 +121,9 @@ class StreamConsumer(Construct):
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
     :attr:`event_source_mapping`, :attr:`dead_letter_queue` (the on-failure queue),
     :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`redrive`, :attr:`monitoring`,
-    :attr:`alarms`, :attr:`alarm_topic`, :attr:`options` (the props, by concern).
+    :attr:`alarms`, :attr:`alarm_topic`, :attr:`options` (the props, by concern),
+    :attr:`source_table` (the table whose stream is read) and :attr:`stream_arn` (that
+    stream's ARN).
     """
 
     def __init__(
@@ -147,6 +152,7 @@ class StreamConsumer(Construct):
         max_record_age: Duration | None = None,
         bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR,
         filters: Sequence[Mapping[str, Any]] = (),
+        extra_reader_reason: str | None = None,
         on_failure_queue: sqs.IQueue | None = None,
         quarantine_queue: sqs.IQueue | None = None,
         encryption_key: kms.IKey | None = None,
@@ -160,7 +166,7 @@ class StreamConsumer(Construct):
     ) -> None:
         options = ConsumerOptions.from_props(locals())
         consumer_name = construct_id if consumer_name is None else consumer_name
-        _validate(construct_id, table, stream_view_type, consumer_name, options)
+        _validate(scope, construct_id, table, stream_view_type, consumer_name, options)
         super().__init__(scope, construct_id)
         self.options = options
         self.consumer_name = consumer_name
@@ -168,9 +174,7 @@ class StreamConsumer(Construct):
         self.max_record_age = options.mapping.record_age
         self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
-        """The table whose stream is consumed."""
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
-        """The consumed stream's ARN."""
         self._make_failure_handling(options.failure)
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
@@ -275,7 +279,7 @@ def _make_mapping(
     consumer: StreamConsumer, mapping: StreamMappingOptions
 ) -> lambda_.EventSourceMapping:
     window = mapping.batching_window if mapping.batching_window_seconds else None
-    return consumer.function.add_event_source_mapping(
+    made = consumer.function.add_event_source_mapping(
         "StreamMapping",
         event_source_arn=consumer.stream_arn,
         starting_position=mapping.starting_position,
@@ -292,6 +296,11 @@ def _make_mapping(
         filters=[lambda_.FilterCriteria.filter(p) for p in mapping.filter_patterns] or None,
         metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
     )
+    table = getattr(consumer, "source_table", None)  # None: a Kinesis stream
+    if table is not None:
+        reason = mapping.extra_reader_reason
+        StreamReaders.of(consumer).add(table, consumer.node.path, made, reason)
+    return made
 
 
 def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamRedrive | None:
@@ -343,6 +352,7 @@ def _runtime_environment(
 
 
 def _validate(
+    scope: Construct,
     construct_id: str,
     table: Any,
     stream_view_type: Any,
@@ -355,4 +365,8 @@ def _validate(
         None if table_problems else stream_view_type_of(table)
     )
     found = table_problems + check_name("consumer_name", consumer_name, forbidden="#")
+    if not table_problems:
+        path = f"{scope.node.path}/{construct_id}"
+        reason = options.mapping.extra_reader_reason
+        found += StreamReaders.of(scope).problems(as_table(table), path, reason)
     raise_if_any(f"StreamConsumer {construct_id!r}", found + options.problems(view_type))

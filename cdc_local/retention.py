@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-#: DynamoDB Streams' retention: 24 hours.
-STREAM_RETENTION_SECONDS = 24 * 60 * 60
+from cdc_consumer.contract import STREAM_RETENTION_SECONDS
+
 #: The attribute set on moto's StreamShard: the first sequence number not trimmed.
 _HORIZON = "_cdc_local_trim_horizon"
 _MARKER = "_cdc_local_retention"

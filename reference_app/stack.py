@@ -70,6 +70,12 @@ ORDER_PAID_FILTERS = tuple(
 """Orders whose status *becomes* paid: a MODIFY to ``paid`` from another status (or none).
 A MODIFY of an order already paid (e.g. a shipping address change) is not published again."""
 
+ORDERS_THIRD_READER = (
+    "The orders stream has three readers (order-stats, TTL archive, this pipe) until order-stats "
+    "and the TTL archive share one mapping; DynamoDB Streams may throttle the third."
+)
+"""Why the reference stack accepts a third reader of its orders stream, for now (CDC-ESM10)."""
+
 ORDER_PAID_ROUTES = ("Invoicing", "Fulfilment")
 """The two subscribers of OrderPaid in the reference app, a queue each."""
 
@@ -230,6 +236,7 @@ class CdcReferenceStack(Stack):
             key_attributes={"pk": "S"},
             new_image_attributes={"status": "S", "customerId": "S", "amount": "N"},
             alarm_topic=self.alarm_topic.topic,
+            extra_reader_reason=ORDERS_THIRD_READER,
         )
         self.order_paid_queues: dict[str, sqs.Queue] = {}
         route_alarms = []

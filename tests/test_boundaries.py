@@ -165,10 +165,22 @@ def _constant_value(node: ast.AST) -> object:
     return None
 
 
-LIMITS = {
-    contract.STREAM_RETENTION_SECONDS: "STREAM_RETENTION_SECONDS",
-    contract.MAX_TRANSACTION_BYTES: "MAX_TRANSACTION_BYTES",
-}
+LIMITS = {contract.MAX_TRANSACTION_BYTES: "MAX_TRANSACTION_BYTES"}
+"""Limits whose value is distinctive enough to flag wherever it appears."""
+
+#: A day is also Kinesis' minimum retention and a safety margin of the Kinesis route, so the
+#: stream retention is flagged where it is defined as a retention: assigned to a name that
+#: says so.
+RETENTION = contract.STREAM_RETENTION_SECONDS
+
+
+def _retention_definitions(tree: ast.Module) -> Iterator[ast.Assign | ast.AnnAssign]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            named = any("RETENTION" in ast.unparse(t).upper() for t in targets)
+            if named and _constant_value(node.value) == RETENTION:
+                yield node
 
 
 def test_the_contract_knows_the_names_this_scan_looks_for() -> None:
@@ -197,17 +209,26 @@ def test_each_contract_name_and_shape_has_one_literal_definition() -> None:
             elif isinstance(node, ast.BinOp | ast.Constant) and _constant_value(node) in LIMITS:
                 limit = LIMITS[_constant_value(node)]  # type: ignore[index]
                 found.append(f"{where} {ast.unparse(node)} (contract.{limit})")
+        for node in _retention_definitions(tree):
+            where = f"{path.relative_to(REPO)}:{node.lineno}"
+            found.append(f"{where} {ast.unparse(node)} (contract.STREAM_RETENTION_SECONDS)")
     assert found == [], "import these from cdc_consumer.contract instead:\n" + "\n".join(found)
 
 
 def test_the_scan_catches_a_second_definition(tmp_path: Path) -> None:
     """The check above on a module that redefines an environment variable and the retention."""
     module = tmp_path / "copy.py"
-    module.write_text('NAME = "CDC_CONSUMER_NAME"\nRETENTION = 24 * 3600\n"""a docstring"""\n')
+    module.write_text(
+        'NAME = "CDC_CONSUMER_NAME"\nSTREAM_RETENTION = 24 * 3600\nMARGIN = 24 * 3600\n'
+        '"""a docstring: CDC_CONSUMER_NAME"""\nLIMIT = 4 * 1024 * 1024\n'
+    )
     tree = ast.parse(module.read_text())
     strings = _contract_strings()
     literals = [
         n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in strings
     ]
-    limits = [_constant_value(n) for n in ast.walk(tree) if isinstance(n, ast.BinOp)]
-    assert literals == ["CDC_CONSUMER_NAME"] and limits == [contract.STREAM_RETENTION_SECONDS]
+    limits = [_constant_value(n) for n in ast.walk(tree) if _constant_value(n) in LIMITS]
+    retention = [ast.unparse(n) for n in _retention_definitions(tree)]
+    assert literals == ["CDC_CONSUMER_NAME"]  # the docstring's mention is not a definition
+    assert limits == [contract.MAX_TRANSACTION_BYTES]
+    assert retention == ["STREAM_RETENTION = 24 * 3600"]

@@ -15,6 +15,7 @@ Acknowledge a finding on the consumer (or any construct above it) with its reaso
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
 
 import jsii
@@ -22,6 +23,7 @@ from aws_cdk import CfnResource, PolicyValidationPluginReport
 from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 from constructs import IConstruct
 
+from cdc_constructs.nag.readers import AppStreamReaders
 from cdc_constructs.nag.rules import PACK_NAME, RULES, CdcRule
 from cdc_constructs.nag.stream_source import EVENT_SOURCE_MAPPING, PIPE, StreamSource
 from cdc_constructs.nag.template import TemplateCache, logical_id
@@ -48,7 +50,8 @@ class _RuleApplication:
 
     @property
     def info(self) -> str:
-        return self._rule.info
+        detail = self._rule.describe(self._node, self._source) if self._rule.describe else None
+        return f"{detail} {self._rule.info}" if detail else self._rule.info
 
     @property
     def explanation(self) -> str:
@@ -79,6 +82,8 @@ class CdcChecks(NagPack):
     - CDC-ESM7 filters only on images the table's StreamViewType carries
     - CDC-ESM8 an IteratorAge alarm on the consumer function (warning)
     - CDC-ESM9 a Kinesis consumer's idempotency markers outlive the stream's retention
+    - CDC-ESM10 at most two readers (mappings and pipes, across stacks) per DynamoDB stream,
+      one when the table has replicas
 
     It judges the synthesized templates (escape-hatch overrides included), so it runs as a
     validation plugin during synthesis; ``validate_scope`` on an unsynthesized app raises a
@@ -109,6 +114,7 @@ class CdcChecks(NagPack):
         )
         self._pack_name = PACK_NAME
         self._templates = TemplateCache()
+        self._readers: AppStreamReaders | None = None
 
     @property
     def name(self) -> str:
@@ -121,6 +127,7 @@ class CdcChecks(NagPack):
     def validate_scope(self, scope: IConstruct) -> PolicyValidationPluginReport:
         # Each run reads the templates afresh: the app may have been synthesized again.
         self._templates = TemplateCache()
+        self._readers = None
         return super().validate_scope(scope)
 
     def _check_resource(self, node: CfnResource) -> None:
@@ -133,6 +140,9 @@ class CdcChecks(NagPack):
         source = StreamSource.read(node, resource.get("Properties") or {}, resources)
         if source is None:
             return
+        if self._readers is None:
+            self._readers = AppStreamReaders.of(node)
+        source = replace(source, readers=self._readers)
         for rule in RULES:
             # The protocol declares its members settable; cdk-nag only reads them.
             self._apply_rule(cast(IApplyRule, _RuleApplication(rule, node, source)))

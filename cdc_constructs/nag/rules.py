@@ -2,7 +2,7 @@
 
 Every rule judges a ``StreamSource`` (a Lambda event source mapping or an EventBridge Pipe that
 reads a DynamoDB or Kinesis stream) and returns a ``NagRuleCompliance``. Rule ids are
-``CDC-ESM1`` ... ``CDC-ESM9`` for both kinds of consumer: a pipe polls its stream with the same
+``CDC-ESM1`` ... ``CDC-ESM10`` for both kinds of consumer: a pipe polls its stream with the same
 engine and the same settings, so one id names one concern wherever it appears.
 
 Values a rule needs but that are only known at deployment (parameters, imports, conditions)
@@ -52,6 +52,8 @@ class CdcRule:
     explanation: str
     """Why it matters and what to change."""
     check: Check
+    describe: Callable[[CfnResource, StreamSource], str | None] | None = None
+    """What this finding is about, put before ``info`` (counts and names), when it says more."""
 
     @property
     def rule_id(self) -> str:
@@ -233,6 +235,22 @@ def markers_outlive_retention(node: CfnResource, source: StreamSource) -> NagRul
     return COMPLIANT if seconds >= source.retention_seconds(node) else NON_COMPLIANT
 
 
+def at_most_two_readers(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """The DynamoDB stream has at most two readers (mappings and pipes, across the app's
+    stacks), or one when its table has replicas."""
+    if source.kind is StreamKind.KINESIS or source.readers is None:
+        return NOT_APPLICABLE
+    stream = source.readers.stream_of(node)
+    if stream is None:
+        return NOT_APPLICABLE
+    return NON_COMPLIANT if stream.over_limit and not stream.accepted else COMPLIANT
+
+
+def describe_readers(node: CfnResource, source: StreamSource) -> str | None:
+    stream = source.readers.stream_of(node) if source.readers is not None else None
+    return stream.describe() if stream is not None and stream.over_limit else None
+
+
 RULES: tuple[CdcRule, ...] = (
     CdcRule(
         "ESM1",
@@ -336,5 +354,23 @@ RULES: tuple[CdcRule, ...] = (
         "expired applies its non-idempotent effects twice. Set CDC_MARKER_TTL_SECONDS on the "
         "function to at least the retention (KinesisConsumer sets the retention plus a day).",
         markers_outlive_retention,
+    ),
+    CdcRule(
+        "ESM10",
+        NagMessageLevel.ERROR,
+        "More processes read this DynamoDB stream than it serves: at most two per shard, one "
+        "for a table with replicas (a global table).",
+        "DynamoDB Streams throttles a third concurrent reader of a shard "
+        "(LimitExceededException); throttled reads raise the iterator age, and past the "
+        "maximum record age records go to the on-failure destination instead of the consumer. "
+        "AWS's Lambda guide asks for one reader on a global table's stream. Ways out: run "
+        "several consumers behind one mapping (StreamConsumer with consumers=[...], each "
+        "keeping its name, markers, filter and metrics); fan out once through a Pipe to an "
+        "event bus and subscribe the rest there (StreamFanOut); or stream the table into "
+        "Kinesis (KinesisConsumer), which serves more readers. If the throttling is accepted, "
+        "acknowledge this rule with the reason (StreamConsumer/StreamFanOut "
+        "extra_reader_reason does both).",
+        at_most_two_readers,
+        describe_readers,
     ),
 )

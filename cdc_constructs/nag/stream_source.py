@@ -124,6 +124,8 @@ class StreamSource:
     """The mapping's ``FunctionName`` as synthesized; None for a pipe."""
     resources: Resources
     """Every resource of the consumer's template."""
+    readers: Any = None
+    """The app's readers of each DynamoDB stream (``AppStreamReaders``), set by CdcChecks."""
 
     @property
     def is_pipe(self) -> bool:

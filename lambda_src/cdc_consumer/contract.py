@@ -33,6 +33,8 @@ __all__ = [
     "MAPPING_UUID_ENV",
     "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
+    "MAX_STREAM_READERS",
+    "MAX_STREAM_READERS_WITH_REPLICAS",
     "MAX_TRANSACTION_ACTIONS",
     "MAX_TRANSACTION_BYTES",
     "METRICS_NAMESPACE_ENV",
@@ -197,6 +199,13 @@ REDRIVE_METRICS: Final = (REDRIVE_LOST_RECORDS, REDRIVE_RECORDS_REPLAYED, REDRIV
 
 STREAM_RETENTION_SECONDS: Final = 24 * 3600
 """DynamoDB Streams keep a record for 24 hours, fixed; then it is trimmed."""
+
+MAX_STREAM_READERS: Final = 2
+"""Concurrent readers (event source mappings, pipes) a DynamoDB stream's shard serves; a third is
+throttled (``LimitExceededException``)."""
+
+MAX_STREAM_READERS_WITH_REPLICAS: Final = 1
+"""Readers AWS's Lambda guide asks for on the stream of a global table (a table with replicas)."""
 
 MAX_TRANSACTION_ACTIONS: Final = 100
 """TransactWriteItems takes at most 100 actions."""

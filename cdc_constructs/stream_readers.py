@@ -1,0 +1,114 @@
+"""How many readers each table's stream has in the app, so a third (a second, for a table with
+replicas) is refused when it is made, not found throttled in production.
+
+DynamoDB Streams serves two concurrent readers per shard; AWS's Lambda guide asks for one on a
+global table's stream. Every StreamConsumer, StreamFanOut and OutboxPublisher counts as a
+reader of its table's stream. The count is kept per app (a hidden construct at the app's root),
+so readers in different stacks count together. A reader given ``extra_reader_reason`` is
+accepted over the limit, and CdcChecks' CDC-ESM10 is acknowledged on it with that reason.
+
+Readers this library does not make (a plain ``add_event_source_mapping``, a ``CfnPipe``) are not
+counted here; CdcChecks' CDC-ESM10 counts every reader of the synthesized app.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Stack, Token
+from aws_cdk import aws_dynamodb as dynamodb
+from cdc_consumer.contract import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
+from constructs import Construct, IConstruct
+
+from cdc_constructs.acknowledge import acknowledge
+from cdc_constructs.exceptions import Problem
+
+__all__ = ["READERS_RULE", "StreamReaders"]
+
+READERS_RULE = "CDC-ESM10"
+"""The CdcChecks rule a reader's ``extra_reader_reason`` acknowledges."""
+
+_REGISTRY_ID = "CdcStreamReaders"
+
+
+class StreamReaders(Construct):
+    """The app's stream readers made by this library: table key -> the readers' paths."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.readers: dict[str, list[str]] = {}
+
+    @classmethod
+    def of(cls, scope: IConstruct) -> StreamReaders:
+        """The app's registry (made at the app's root on first use)."""
+        root = scope.node.root
+        found = root.node.try_find_child(_REGISTRY_ID)
+        if isinstance(found, StreamReaders):
+            return found
+        return cls(root, _REGISTRY_ID)  # type: ignore[arg-type]
+
+    def problems(
+        self, table: dynamodb.ITable, reader: str, extra_reader_reason: Any
+    ) -> list[Problem]:
+        """A problem when ``reader`` would be one reader too many of ``table``'s stream and no
+        ``extra_reader_reason`` accepts it; also when that reason is not a sentence."""
+        if extra_reader_reason is not None and (
+            not isinstance(extra_reader_reason, str) or not extra_reader_reason.strip()
+        ):
+            return [
+                Problem(
+                    "extra_reader_reason",
+                    extra_reader_reason,
+                    "a sentence saying why this stream may have another reader, or omitted",
+                )
+            ]
+        others = self.readers.get(_table_key(table), [])
+        limit = _limit(table)
+        if len(others) < limit or extra_reader_reason is not None:
+            return []
+        replicas = " for a table with replicas" if limit == 1 else ""
+        return [
+            Problem(
+                "table",
+                table.node.path,
+                f"a table whose stream has room for another reader (at most {limit}{replicas}): "
+                f"{reader} would be reader {len(others) + 1}, after {', '.join(others)}. "
+                "DynamoDB Streams throttles a third reader of a shard. Run these consumers "
+                "behind one mapping (StreamConsumer consumers=[...]), fan out once through a "
+                "StreamFanOut, or give extra_reader_reason to accept the throttling",
+            )
+        ]
+
+    def add(
+        self,
+        table: dynamodb.ITable,
+        reader: str,
+        reader_resource: IConstruct,
+        extra_reader_reason: str | None,
+    ) -> None:
+        """Count ``reader``; with a reason, acknowledge CDC-ESM10 on its mapping or pipe."""
+        self.readers.setdefault(_table_key(table), []).append(reader)
+        if extra_reader_reason:
+            acknowledge(reader_resource, READERS_RULE, extra_reader_reason)
+
+
+def _table_key(table: dynamodb.ITable) -> str:
+    """A table made in this app by its construct path; an imported one by its stream ARN when
+    that is a literal (two imports of one table then count together), else its path."""
+    arn = table.table_stream_arn
+    if arn is not None and not Token.is_unresolved(arn):
+        return arn
+    return table.node.path
+
+
+def _limit(table: dynamodb.ITable) -> int:
+    return MAX_STREAM_READERS_WITH_REPLICAS if _has_replicas(table) else MAX_STREAM_READERS
+
+
+def _has_replicas(table: dynamodb.ITable) -> bool:
+    """A TableV2 (AWS::DynamoDB::GlobalTable) with more than its own region's replica."""
+    child = table.node.default_child
+    if not isinstance(child, dynamodb.CfnGlobalTable):
+        return False
+    replicas = Stack.of(table).resolve(child.replicas)
+    return isinstance(replicas, list) and len(replicas) > 1

@@ -1,0 +1,97 @@
+"""CDC-ESM10: at most two readers per DynamoDB stream (one for a table with replicas), counting
+event source mappings and Pipes in every stack of the app. Each case is an app of its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from aws_cdk import Acknowledgment, App, Environment, Stack, Validations
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from .test_rules import Shared, mapping, pipe
+from .validation_report import Finding, synthesize_with_checks
+
+pytestmark = pytest.mark.xdist_group("nag-rules")
+
+RULE = "CDC-ESM10"
+ENV = Environment(account="123456789012", region="us-east-1")
+
+
+def readers_findings(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.rule_id == RULE]
+
+
+def build(tmp_path: Path, kinds: list[str], *, stacks: int = 1, replicas: bool = False):
+    """An app whose one table is read by a mapping ("m") or pipe ("p") per entry of ``kinds``,
+    the readers spread over ``stacks`` stacks (the table is in the first)."""
+    app = App(outdir=str(tmp_path))
+    owner = Stack(app, "Tables", env=ENV)
+    shared = Shared(owner, "Shared")
+    table = dynamodb.TableV2(
+        owner,
+        "Orders",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        dynamo_stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+        replicas=[dynamodb.ReplicaTableProps(region="eu-west-1")] if replicas else None,
+    )
+    homes = [owner] + [Stack(app, f"Readers{n}", env=ENV) for n in range(1, stacks)]
+    for index, kind in enumerate(kinds):
+        home = homes[index % len(homes)]
+        scope = Construct(home, f"Reader{index}")
+        local = shared if home is owner else Shared(home, f"Shared{index}")
+        if kind == "m":
+            mapping(scope, local, event_source_arn=table.table_stream_arn)
+        else:
+            pipe(scope, local, source=table.table_stream_arn)
+    return app
+
+
+@pytest.mark.parametrize(
+    ("kinds", "stacks"),
+    [(["m", "m", "m"], 1), (["p", "p", "p"], 1), (["m", "p", "m"], 1), (["m", "m", "p"], 3)],
+    ids=["three-mappings", "three-pipes", "mappings-and-a-pipe", "across-stacks"],
+)
+def test_a_third_reader_is_an_error_naming_every_reader(
+    tmp_path: Path, kinds: list[str], stacks: int
+) -> None:
+    findings = readers_findings(synthesize_with_checks(build(tmp_path, kinds, stacks=stacks)))
+    assert len(findings) == 3  # each reader is reported
+    assert {f.severity for f in findings} == {"error"}
+    description = findings[0].description
+    assert "The DynamoDB stream of Tables/Orders" in description
+    assert "has 3 readers (at most 2): " in description
+    for index in range(3):
+        assert f"/Reader{index}/" in description
+    assert "one mapping" in description  # the explanation gives the ways out
+
+
+@pytest.mark.parametrize("kinds", [["m", "m"], ["m", "p"], ["p"]], ids=["2m", "m+p", "1p"])
+def test_two_readers_are_fine(tmp_path: Path, kinds: list[str]) -> None:
+    findings = synthesize_with_checks(build(tmp_path, kinds, stacks=2))
+    assert readers_findings(findings) == []
+
+
+def test_a_table_with_replicas_allows_one_reader(tmp_path: Path) -> None:
+    findings = readers_findings(synthesize_with_checks(build(tmp_path, ["m", "p"], replicas=True)))
+    assert len(findings) == 2
+    assert "has 2 readers (at most 1 for a table with replicas)" in findings[0].description
+    one = synthesize_with_checks(build(tmp_path / "one", ["m"], replicas=True))
+    assert readers_findings(one) == []
+
+
+def test_the_finding_can_be_acknowledged_with_a_reason(tmp_path: Path) -> None:
+    app = build(tmp_path, ["m", "m", "m"])
+    Validations.of(app).acknowledge(
+        Acknowledgment(id=RULE, reason="the third reader is a short-lived migration")
+    )
+    assert readers_findings(synthesize_with_checks(app)) == []
+
+
+def test_acknowledging_one_reader_accepts_the_streams_readers(tmp_path: Path) -> None:
+    """What ``extra_reader_reason`` does: the extra reader says why, the others need not."""
+    app = build(tmp_path, ["m", "m", "p"])
+    (extra,) = [c for c in app.node.find_all() if c.node.path == "Tables/Reader2/Pipe"]
+    Validations.of(extra).acknowledge(Acknowledgment(id=RULE, reason="a migration reader"))
+    assert readers_findings(synthesize_with_checks(app)) == []
