@@ -18,14 +18,10 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from cdc_consumer import redrive_handler
+from cdc_consumer.contract import RETRY_ATTEMPTS_EXHAUSTED
 from cdc_consumer.redrive import main, to_lambda_record
 
-from cdc_local.destinations import (
-    RETRY_ATTEMPTS_EXHAUSTED,
-    FailedInvocation,
-    OnFailureDestination,
-    invocation_record,
-)
+from cdc_local.destinations import FailedInvocation, OnFailureDestination, invocation_record
 from cdc_local.retention import StreamRetention
 from tests.cdc_consumer.redrive_world import (
     OTHER_STREAM_ARN,

@@ -1,0 +1,110 @@
+"""ConsumerGroup: several consumers behind one event source mapping, one reader of the stream.
+
+DynamoDB Streams serves two concurrent readers per shard (one on a global table's stream), so
+a table with more consumers than that runs them behind one mapping. Each member is a
+:class:`~cdc_consumer.StreamProcessor` of its own and keeps its own name (its idempotency
+markers' namespace and its ``Consumer`` metric dimension; its quarantine messages carry it),
+its filter, and its projections and side effects::
+
+    stats = StreamProcessor("order-stats")      # tables and queue from the environment
+    archive = StreamProcessor("ttl-archive")
+    group = ConsumerGroup([
+        GroupMember(stats, filters=[StreamFilters.exclude_ttl_deletions()]),
+        GroupMember(archive, filters=[StreamFilters.ttl_deletions_only()]),
+    ])
+
+    def handler(event, context):
+        return group.handle(event, context)
+
+Dispatch: each member, in the order given, handles the records of the batch its filter matches,
+in stream order (a member with no filter gets every record). What the members share, since they
+share one function and one mapping:
+
+- **A failing member holds the batch for the others.** When a member reports a record failed,
+  the members after it only handle records before that one, and the group reports the earliest
+  record any member failed on; Lambda redelivers from there to every member. A member that had
+  already applied later records skips them as duplicates (its markers), so each member applies
+  each record exactly once.
+- **One deadline** (the function's timeout; each member stops near it and reports where it
+  stopped), **one retry budget and one record age** (the mapping's): when they run out, the
+  batch goes to the on-failure destination for every member, and a redrive replays it through
+  the group.
+- A poison record is quarantined by the member it is poison for, with that member's name;
+  the other members apply it, and the batch goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
+from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.processor import LambdaContext, StreamProcessor
+
+__all__ = ["ConsumerGroup", "GroupMember"]
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One consumer of a group: its processor (with its own ``consumer_name``) and the Lambda
+    filter patterns of the records it consumes (none: every record)."""
+
+    processor: StreamProcessor
+    filters: Sequence[str | Mapping[str, Any]] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.processor.consumer_name)
+
+    def criteria(self) -> FilterCriteria:
+        return FilterCriteria(list(self.filters), where=f"{self.name}.filters")
+
+
+class ConsumerGroup:
+    """Dispatches each batch to its members; see the module docstring for what they share."""
+
+    def __init__(self, members: Sequence[GroupMember]) -> None:
+        names = [member.processor.consumer_name for member in members]
+        if not members or any(not name for name in names) or len(set(names)) != len(names):
+            raise ConfigurationError(
+                f"a consumer group needs members with distinct, explicit consumer names (their "
+                f"markers' namespaces), got {names!r}"
+            )
+        self.members = tuple(members)
+        self._criteria = [member.criteria() for member in self.members]
+
+    @property
+    def names(self) -> list[str]:
+        return [member.name for member in self.members]
+
+    def handle(
+        self, event: Mapping[str, Any], context: LambdaContext | None = None
+    ) -> dict[str, list[dict[str, str]]]:
+        """Handle one batch; return the partial batch response for the whole group."""
+        records = event.get("Records") if isinstance(event, Mapping) else None
+        if not isinstance(records, list):
+            raise MalformedBatchError("the event has no Records list; expected a stream batch")
+        positions = {_sequence_number(record): index for index, record in enumerate(records)}
+        limit = len(records)  # records from here on are held for a member's failure
+        for member, criteria in zip(self.members, self._criteria, strict=True):
+            mine = [record for record in records[:limit] if criteria.matches(record)]
+            if not mine:
+                continue
+            response = member.processor.handle({**event, "Records": mine}, context)
+            for failure in response.get("batchItemFailures") or []:
+                limit = min(limit, positions[str(failure["itemIdentifier"])])
+        if limit == len(records):
+            return {"batchItemFailures": []}
+        return {"batchItemFailures": [{"itemIdentifier": _sequence_number(records[limit])}]}
+
+
+def _sequence_number(record: Any) -> str:
+    stream = record.get("dynamodb") if isinstance(record, Mapping) else None
+    number = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
+    if number is None:
+        raise MalformedBatchError(
+            "a record of the batch has no dynamodb.SequenceNumber; it cannot be reported alone"
+        )
+    return str(number)

@@ -1,0 +1,138 @@
+"""ConsumerGroup: several consumers behind one mapping, each exactly once, each its own poison."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from cdc_consumer import Change, ConfigurationError, PermanentError
+from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
+from cdc_consumer.testing import FakeContext, TableStream, stream_event
+
+from tests.cdc_consumer.fixtures import Resources, deliver
+
+# StreamFilters.ttl_deletions_only() and StreamFilters.exclude_ttl_deletions(), as synthesized.
+TTL_DELETIONS = {
+    "eventName": ["REMOVE"],
+    "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+}
+NOT_TTL_DELETIONS = {"userIdentity": {"type": [{"exists": False}]}}
+
+
+def counter(view_table: str, member: str, poison: str | None = None):
+    """A projection adding 1 to ``<member>#<key>`` per record; PermanentError on ``poison``."""
+
+    def project(change: Change) -> list[dict[str, Any]]:
+        if poison is not None and change.keys["pk"] == poison:
+            raise PermanentError(f"{member} cannot read {poison}")
+        return [
+            {
+                "Update": {
+                    "TableName": view_table,
+                    "Key": {"pk": {"S": f"{member}#{change.keys['pk']}"}},
+                    "UpdateExpression": "ADD #n :one",
+                    "ExpressionAttributeNames": {"#n": "n"},
+                    "ExpressionAttributeValues": {":one": {"N": "1"}},
+                }
+            }
+        ]
+
+    return project
+
+
+def group(resources: Resources, poison: dict[str, str] | None = None) -> ConsumerGroup:
+    """``stats`` counts every change but TTL deletions, ``archive`` only TTL deletions, and
+    ``audit`` every change: three consumers, one mapping."""
+    poison = poison or {}
+    members = []
+    for name, filters in (
+        ("stats", [NOT_TTL_DELETIONS]),
+        ("archive", [TTL_DELETIONS]),
+        ("audit", []),
+    ):
+        processor = resources.processor(name)
+        processor.projection(counter(resources.view_table, name, poison.get(name)))
+        members.append(GroupMember(processor, filters))
+    return ConsumerGroup(members)
+
+
+def changes() -> list[dict[str, Any]]:
+    stream = TableStream(keys=("pk",))
+    for n in range(6):
+        stream.put({"pk": f"o{n}", "status": "new"})
+    stream.update(("o1",), status="paid")
+    stream.delete(("o2",), ttl_expiry=True)
+    stream.delete(("o3",))
+    stream.delete(("o4",), ttl_expiry=True)
+    return stream.records
+
+
+def expected() -> dict[str, dict[str, Any]]:
+    counts: Counter[str] = Counter()
+    for n in range(6):
+        counts[f"stats#o{n}"] += 1
+        counts[f"audit#o{n}"] += 1
+    counts.update({"stats#o1": 1, "audit#o1": 1, "archive#o2": 1, "audit#o2": 1})
+    counts.update({"stats#o3": 1, "audit#o3": 1, "archive#o4": 1, "audit#o4": 1})
+    return {pk: {"n": n} for pk, n in counts.items()}
+
+
+def test_each_member_applies_its_records_once_under_redelivery(resources: Resources) -> None:
+    handler = group(resources).handle
+    records = changes()
+    assert handler(stream_event(records), FakeContext()) == {"batchItemFailures": []}
+    # Lambda delivers the batch again (at least once): nothing is applied twice.
+    assert handler(stream_event(records), FakeContext()) == {"batchItemFailures": []}
+    assert resources.view() == expected()
+    namespaces = Counter(marker["id"].split("#")[0] for marker in resources.markers())
+    assert namespaces == {"stats": 8, "archive": 2, "audit": 10}
+
+
+def test_a_poison_record_is_quarantined_for_its_member_alone(resources: Resources) -> None:
+    handler = group(resources, poison={"stats": "o5"}).handle
+    assert handler(stream_event(changes()), FakeContext()) == {"batchItemFailures": []}
+    (message,) = resources.quarantined()
+    assert message["consumer"] == "stats"
+    assert message["record"]["dynamodb"]["Keys"] == {"pk": {"S": "o5"}}
+    view = resources.view()
+    assert "stats#o5" not in view
+    assert view["audit#o5"] == {"n": 1}  # the others applied it
+    assert {pk: v for pk, v in view.items() if pk != "stats#o5"} == {
+        pk: v for pk, v in expected().items() if pk != "stats#o5"
+    }
+
+
+def test_a_failing_member_holds_the_batch_and_every_member_ends_exactly_once(
+    resources: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``archive`` fails transiently on its first record (o2's TTL deletion); the group reports
+    that record, ``audit`` (after it) stops before it, and the redelivery completes all three."""
+    consumer_group = group(resources)
+    archive = consumer_group.members[1].processor
+    project = archive.projections[0]
+    failures = iter([True])
+
+    def flaky(change: Change) -> list[dict[str, Any]]:
+        if next(failures, False):
+            raise ConnectionError("throttled")
+        return project(change)
+
+    monkeypatch.setattr(archive, "projections", [flaky])
+    records = changes()
+    responses = deliver(consumer_group.handle, records)
+    ttl_deletion = records[7]["dynamodb"]["SequenceNumber"]
+    assert responses[0] == {"batchItemFailures": [{"itemIdentifier": ttl_deletion}]}
+    assert responses[1:] == [{"batchItemFailures": []}]
+    assert resources.view() == expected()
+
+
+def test_members_need_distinct_names() -> None:
+    with pytest.raises(ConfigurationError, match="distinct, explicit consumer names"):
+        ConsumerGroup([GroupMember(_processor("a")), GroupMember(_processor("a"))])
+
+
+def _processor(name: str) -> Any:
+    from cdc_consumer import StreamProcessor
+
+    return StreamProcessor(name)
