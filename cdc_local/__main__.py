@@ -77,6 +77,8 @@ def serve(assembly: str, stack: str, ttl_every: float, console: Console) -> int:
             console.print(f"table {logical_id}: {name}")
         for logical_id, url in pipeline.resources.queue_urls.items():
             console.print(f"queue {logical_id}: {url}")
+        for warning in pipeline.reader_warnings:
+            console.print(f"warning: {warning}", style="yellow", markup=False)
         console.print(f"{len(pipeline.mappings)} stream mapping(s) running; Ctrl-C stops")
         last_sweep = time.monotonic()
         try:

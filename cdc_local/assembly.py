@@ -22,6 +22,7 @@ TOPIC_TYPE = "AWS::SNS::Topic"
 FUNCTION_TYPE = "AWS::Lambda::Function"
 LAYER_TYPE = "AWS::Lambda::LayerVersion"
 MAPPING_TYPE = "AWS::Lambda::EventSourceMapping"
+PIPE_TYPE = "AWS::Pipes::Pipe"
 
 #: Lambda's defaults for a function, used when the template leaves the property out
 #: (CloudFormation does the same): 3 s timeout, 128 MB memory.
@@ -147,6 +148,29 @@ class StackTemplate:
                     )
                 )
         return mappings
+
+    def stream_readers(self) -> dict[str, list[str]]:
+        """Each table of this stack with a stream -> the event source mappings and Pipes that
+        read it (logical ids): the readers DynamoDB Streams counts per shard."""
+        readers: dict[str, list[str]] = {}
+        for resource_type, source_property in (
+            (MAPPING_TYPE, "EventSourceArn"),
+            (PIPE_TYPE, "Source"),
+        ):
+            for r in self.of_type(resource_type):
+                source = r.properties.get(source_property)
+                if isinstance(source, Mapping) and "Fn::GetAtt" in source:
+                    target, attribute = _getatt_parts(source["Fn::GetAtt"])
+                    table = self.resources.get(target, {})
+                    if attribute == "StreamArn" and table.get("Type") in TABLE_TYPES:
+                        readers.setdefault(target, []).append(r.logical_id)
+        return readers
+
+    def has_replicas(self, table_logical_id: str) -> bool:
+        """Whether the table (a TableV2: AWS::DynamoDB::GlobalTable) has replicas."""
+        properties = self.resources.get(table_logical_id, {}).get("Properties") or {}
+        replicas = properties.get("Replicas")
+        return isinstance(replicas, list) and len(replicas) > 1
 
     def asset_dir(self, logical_id: str, code: Mapping[str, Any]) -> Path:
         """The directory of a function's or layer's code asset.

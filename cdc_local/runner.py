@@ -18,7 +18,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from cdc_consumer.contract import CONSUMER_DIMENSION
+from cdc_consumer.contract import (
+    CONSUMER_DIMENSION,
+    MAX_STREAM_READERS,
+    MAX_STREAM_READERS_WITH_REPLICAS,
+)
 
 from cdc_local.assembly import CloudAssembly, StackTemplate
 from cdc_local.destinations import OnFailureDestination
@@ -152,6 +156,28 @@ class LocalPipeline:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def reader_warnings(self) -> list[str]:
+        """One line per table whose stream has more readers (mappings and Pipes of this stack)
+        than DynamoDB Streams serves: two per shard, one for a table with replicas. The local
+        pipeline runs every mapping all the same; it cannot throttle like AWS, so it says so."""
+        warnings = []
+        for table, readers in sorted(self.stack.stream_readers().items()):
+            limit = (
+                MAX_STREAM_READERS_WITH_REPLICAS
+                if self.stack.has_replicas(table)
+                else MAX_STREAM_READERS
+            )
+            if len(readers) > limit:
+                warnings.append(
+                    f"the stream of table {table} has {len(readers)} readers "
+                    f"({', '.join(readers)}); DynamoDB Streams serves {limit} per shard and "
+                    "throttles the others. The local pipeline cannot throttle like AWS: it runs "
+                    "them all, so this works here and may lag or lose records to the "
+                    "on-failure destination on AWS"
+                )
+        return warnings
 
     # -- running -------------------------------------------------------------------------------
 

@@ -53,6 +53,8 @@ class DemoSummary:
     lost: int
     view_reconciled: bool
     seconds: float
+    warnings: tuple[str, ...] = ()
+    """The local pipeline's warnings (e.g. a stream with more readers than AWS serves)."""
 
     @property
     def ok(self) -> bool:
@@ -121,6 +123,7 @@ def run_demo(
             lost=len(accounting.lost),
             view_reconciled=view_reconciled(pipeline, wiring),
             seconds=round(time.monotonic() - started, 1),
+            warnings=tuple(pipeline.reader_warnings),
         )
     print_summary(summary, console)
     return summary
@@ -144,6 +147,7 @@ def print_summary(summary: DemoSummary, console: Console) -> None:
         ("view reconciled", "yes" if summary.view_reconciled else "NO"),
         ("seconds", summary.seconds),
     ]
+    rows += [("warning", warning) for warning in summary.warnings]
     for name, value in rows:
         table.add_row(name, str(value))
     console.print(table)
