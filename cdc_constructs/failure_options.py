@@ -14,7 +14,7 @@ from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.redrive import reserve_seconds
-from cdc_constructs.validation import check_function_timeout
+from cdc_constructs.validation import check_flag, check_function_timeout
 
 __all__ = ["FailureHandlingOptions"]
 
@@ -47,6 +47,8 @@ class FailureHandlingOptions:
     def problems(self, consumer_timeout: Duration | None) -> list[Problem]:
         """The redrive must outlast one consumer invocation (``consumer_timeout``) plus its
         margin. An invalid or unknown timeout is reported by the function's checks alone."""
+        if not isinstance(self.redrive, bool):
+            return check_flag("redrive", self.redrive)
         if (
             not self.redrive
             or consumer_timeout is None

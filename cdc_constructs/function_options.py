@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,12 @@ from cdc_constructs import defaults
 from cdc_constructs.assets import ASSET_EXCLUDES, handlers_dir
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.redrive import consumer_timeout_of
-from cdc_constructs.validation import check_function_timeout, check_name, check_range
+from cdc_constructs.validation import (
+    check_function_timeout,
+    check_instance,
+    check_name,
+    check_whole_number,
+)
 
 __all__ = ["REFERENCE_HANDLER", "FunctionOptions"]
 
@@ -97,8 +103,23 @@ class FunctionOptions:
 
     def problems(self) -> list[Problem]:
         found = self._code_problems()
-        found += check_range("memory_size", self.memory_mb, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB")
+        found += check_whole_number(
+            "memory_size", self.memory_mb, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB"
+        )
         found += check_function_timeout("timeout", self.function_timeout)
+        found += check_instance(
+            "log_retention", self.log_retention, logs.RetentionDays, "a logs.RetentionDays"
+        )
+        found += check_instance("tracing", self.tracing, lambda_.Tracing, "a lambda_.Tracing")
+        found += _check_environment(self.environment)
+        if self.reserved_concurrent_executions is not None:
+            found += check_whole_number(
+                "reserved_concurrent_executions",
+                self.reserved_concurrent_executions,
+                0,
+                math.inf,
+                "0 stops the consumer; None (the default) reserves nothing",
+            )
         return found
 
     def _code_problems(self) -> list[Problem]:
@@ -126,6 +147,7 @@ class FunctionOptions:
                     "a lambda_.Function made in this app (its environment and layers are set)",
                 )
             )
+        found += _check_layer_runtime(self.function)
         given = {
             name: getattr(self, name)
             for name in _MADE_FUNCTION_PROPS
@@ -140,3 +162,32 @@ class FunctionOptions:
                 )
             )
         return found
+
+
+def _check_environment(environment: Any) -> list[Problem]:
+    if environment is None:
+        return []
+    allowed = "a dict of environment variable names to string values"
+    if not isinstance(environment, Mapping):
+        return [Problem("environment", environment, allowed)]
+    return [
+        Problem(f"environment[{name!r}]", value, allowed)
+        for name, value in environment.items()
+        if not isinstance(name, str) or not name or not isinstance(value, str)
+    ]
+
+
+def _check_layer_runtime(function: Any) -> list[Problem]:
+    """An existing function's runtime must be one the consumer runtime layer declares:
+    aws-cdk-lib refuses to add the layer otherwise (reported here with the other problems)."""
+    runtime = getattr(function, "runtime", None) if isinstance(function, lambda_.Function) else None
+    if runtime is None or any(runtime.runtime_equals(r) for r in defaults.LAYER_RUNTIMES):
+        return []
+    names = ", ".join(r.name for r in defaults.LAYER_RUNTIMES)
+    return [
+        Problem(
+            "function",
+            f"{function.node.path} on runtime {runtime.name}",
+            f"a function on a runtime the consumer runtime layer supports ({names})",
+        )
+    ]

@@ -16,9 +16,10 @@ from aws_cdk import aws_lambda as lambda_
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.filter_checks import as_pattern, check_filters
 from cdc_constructs.validation import (
     check_batch_size,
-    check_filters,
+    check_flag,
     check_max_batching_window,
     check_max_record_age,
     check_parallelization_factor,
@@ -46,7 +47,10 @@ class StreamMappingOptions:
     :param retry_attempts: 0..10000, never infinite (-1). Default 5.
     :param max_record_age: 60 s to under the 24 h retention. Default 1 h.
     :param bisect_batch_on_error: Default True.
-    :param filters: up to 5 filter patterns; a record is delivered when any matches.
+    :param filters: up to 5 filter patterns (dicts, as :class:`StreamFilters` builds them, or
+        ``lambda_.FilterCriteria.filter({...})`` output); a record is delivered when any
+        matches. Default none (every record). Checked in the runtime matcher's grammar
+        (``$or`` included), so the redrive replays exactly what the mapping delivers.
     """
 
     starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION
@@ -79,20 +83,25 @@ class StreamMappingOptions:
 
     @property
     def filter_patterns(self) -> list[dict[str, Any]]:
-        """The filters as plain dicts (call after :meth:`problems` found none)."""
-        return [dict(pattern) for pattern in self.filters or ()]
+        """The filters as plain dicts, ``FilterCriteria.filter(...)`` output unwrapped (call
+        after :meth:`problems` found none)."""
+        return [dict(as_pattern(pattern)) for pattern in self.filters or ()]
 
     def problems(
-        self, stream_view_type: str | None, *, starting_position: bool = True
+        self, stream_view_type: str | None, *, lambda_settings: bool = True
     ) -> list[Problem]:
         """Every invalid setting. ``stream_view_type`` (None: unknown) is what filters on
-        images are checked against; ``starting_position=False`` skips that check for readers
-        whose starting position is fixed."""
+        images are checked against; ``lambda_settings=False`` skips the settings only a Lambda
+        event source mapping takes (starting position, bisect), for pipes, which fix them."""
         found: list[Problem] = []
-        if starting_position:
+        if lambda_settings:
             found += check_starting_position(
                 self.starting_position, self.allow_latest_starting_position
             )
+            found += check_flag(
+                "allow_latest_starting_position", self.allow_latest_starting_position
+            )
+            found += check_flag("bisect_batch_on_error", self.bisect_batch_on_error)
         found += check_batch_size(self.batch_size)
         found += check_max_batching_window(self.batching_window)
         found += check_parallelization_factor(self.parallelization_factor)
