@@ -23,13 +23,13 @@ from cdc_constructs import environment as env
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.filter_checks import check_filters
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.permissions import allow, grant_key
 from cdc_constructs.stream_consumer import StreamConsumer, _make_mapping, _make_monitoring
 from cdc_constructs.validation import (
     check_batch_size,
     check_duration,
-    check_filters,
     check_max_batching_window,
     check_name,
     check_parallelization_factor,
@@ -90,7 +90,7 @@ class KinesisMappingOptions(StreamMappingOptions):
     retention: Duration | None = None
 
     def problems(
-        self, stream_view_type: str | None, *, starting_position: bool = True
+        self, stream_view_type: str | None, *, lambda_settings: bool = True
     ) -> list[Problem]:
         found = check_starting_position(self.starting_position, self.allow_latest_starting_position)
         found += check_batch_size(self.batch_size)
