@@ -23,6 +23,7 @@ from cdc_constructs.validation import (
     check_max_batching_window,
     check_max_record_age,
     check_parallelization_factor,
+    check_reads_images,
     check_retry_attempts,
     check_starting_position,
     seconds,
@@ -51,6 +52,10 @@ class StreamMappingOptions:
         ``lambda_.FilterCriteria.filter({...})`` output); a record is delivered when any
         matches. Default none (every record). Checked in the runtime matcher's grammar
         (``$or`` included), so the redrive replays exactly what the mapping delivers.
+    :param reads_images: the images the handler reads, ``"NewImage"`` and/or ``"OldImage"``
+        (the runtime's ``reads=`` declarations). Default: not declared (not checked). A stream
+        whose view type lacks a declared image is refused: the handler would see no image and,
+        with an older runtime, count the record as processed without its effect.
     """
 
     starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION
@@ -62,6 +67,7 @@ class StreamMappingOptions:
     max_record_age: Duration | None = None
     bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR
     filters: Sequence[Mapping[str, Any]] | None = ()
+    reads_images: Sequence[str] | None = None
 
     @property
     def record_age(self) -> Duration:
@@ -108,4 +114,5 @@ class StreamMappingOptions:
         found += check_retry_attempts(self.retry_attempts)
         found += check_max_record_age(self.record_age)
         found += check_filters(self.filters or (), stream_view_type)
+        found += check_reads_images(self.reads_images, stream_view_type)
         return found

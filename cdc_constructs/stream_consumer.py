@@ -19,6 +19,7 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs import environment as env  # `environment` is a prop here
+from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.failure_options import FailureHandlingOptions
 from cdc_constructs.function import make_function
@@ -47,7 +48,7 @@ from cdc_constructs.source_table import (
     check_source_table,
     stream_view_type_of,
 )
-from cdc_constructs.validation import check_name, raise_if_any, view_type_name
+from cdc_constructs.validation import raise_if_any, view_type_name
 
 __all__ = ["REFERENCE_HANDLER", "StreamConsumer"]
 
@@ -97,7 +98,7 @@ class StreamConsumer(Construct):
 
     Reading the stream: ``starting_position``, ``allow_latest_starting_position``,
     ``batch_size``, ``max_batching_window``, ``parallelization_factor``, ``retry_attempts``,
-    ``max_record_age``, ``bisect_batch_on_error``, ``filters``
+    ``max_record_age``, ``bisect_batch_on_error``, ``filters``, ``reads_images``
     (:class:`~cdc_constructs.mapping_options.StreamMappingOptions`, shared with StreamFanOut).
 
     Failure handling: ``on_failure_queue``, ``quarantine_queue``, ``encryption_key``,
@@ -110,8 +111,12 @@ class StreamConsumer(Construct):
 
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
     :attr:`event_source_mapping`, :attr:`dead_letter_queue` (the on-failure queue),
-    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`redrive`, :attr:`monitoring`,
-    :attr:`alarms`, :attr:`alarm_topic`, :attr:`options` (the props, by concern).
+    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`source_table` and
+    :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
+    :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic`
+    (the topic every alarm notifies; None without monitoring and without ``alarm_topic``),
+    :attr:`consumer_name` (a lazy string when defaulted, see
+    :mod:`~cdc_constructs.consumer_names`), :attr:`options` (the props, by concern).
     """
 
     def __init__(
@@ -140,6 +145,7 @@ class StreamConsumer(Construct):
         max_record_age: Duration | None = None,
         bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR,
         filters: Sequence[Mapping[str, Any]] = (),
+        reads_images: Sequence[str] | None = None,
         on_failure_queue: sqs.IQueue | None = None,
         quarantine_queue: sqs.IQueue | None = None,
         encryption_key: kms.IKey | None = None,
@@ -152,28 +158,23 @@ class StreamConsumer(Construct):
         redrive: bool = defaults.REDRIVE,
     ) -> None:
         options = ConsumerOptions.from_props(locals())
-        consumer_name = construct_id if consumer_name is None else consumer_name
-        _validate(construct_id, table, stream_view_type, consumer_name, options)
+        _validate(scope, construct_id, table, stream_view_type, consumer_name, options)
         super().__init__(scope, construct_id)
         self.options = options
-        self.consumer_name = consumer_name
+        self.consumer_name = ConsumerNames.of(self).register(
+            self, consumer_name, options.failure.idempotency_table
+        )
         self.metrics_namespace = options.monitoring.metrics_namespace
         self.max_record_age = options.mapping.record_age
         self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
-        """The table whose stream is consumed."""
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
-        """The consumed stream's ARN."""
         self._make_failure_handling(options.failure)
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
-        """The topic every alarm of this consumer notifies (None without monitoring and
-        without ``alarm_topic``)."""
         self.redrive = _make_redrive(self, options)
-        """The redrive function (escape hatch), or None with ``redrive=False``."""
         self.monitoring = _make_monitoring(self, options.monitoring)
-        """Alarms and dashboard, or None with ``monitoring=False``."""
 
     @property
     def alarms(self) -> dict[str, cloudwatch.Alarm]:
@@ -337,6 +338,7 @@ def _runtime_environment(
 
 
 def _validate(
+    scope: Construct,
     construct_id: str,
     table: Any,
     stream_view_type: Any,
@@ -348,5 +350,7 @@ def _validate(
     view_type = view_type_name(stream_view_type) or (
         None if table_problems else stream_view_type_of(table)
     )
-    found = table_problems + check_name("consumer_name", consumer_name, forbidden="#")
+    found = table_problems + check_consumer_name(
+        scope, construct_id, consumer_name, options.failure.idempotency_table
+    )
     raise_if_any(f"StreamConsumer {construct_id!r}", found + options.problems(view_type))

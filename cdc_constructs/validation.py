@@ -8,8 +8,8 @@ fine); the constructs collect the problems of all their props and raise one
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
@@ -171,6 +171,44 @@ def check_starting_position(value: lambda_.StartingPosition, allow_latest: bool)
             )
         ]
     return [Problem("starting_position", value, "TRIM_HORIZON (or LATEST with opt-in)")]
+
+
+IMAGES: Final = ("NewImage", "OldImage")
+"""The images a stream record can carry (the names Lambda's event uses)."""
+
+
+def check_reads_images(reads_images: Any, stream_view_type: str | None) -> list[Problem]:
+    """The images a handler declares it reads: known names, each carried by the stream's view
+    type (when it is known)."""
+    if reads_images is None:
+        return []
+    if isinstance(reads_images, str) or not isinstance(reads_images, Sequence):
+        return [
+            Problem("reads_images", reads_images, f"a list of image names ({', '.join(IMAGES)})")
+        ]
+    unknown = [image for image in reads_images if image not in IMAGES]
+    if unknown:
+        return [
+            Problem("reads_images", list(reads_images), f"image names among {', '.join(IMAGES)}")
+        ]
+    carried = IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
+    missing = [
+        image
+        for image in IMAGES
+        if image in reads_images and carried is not None and image not in carried
+    ]
+    if not missing:
+        return []
+    return [
+        Problem(
+            "reads_images",
+            list(reads_images),
+            f"images the stream carries: its view type {stream_view_type} has no "
+            f"{' and no '.join(missing)}, which the handler reads; use a table whose stream "
+            "view type carries them (NEW_AND_OLD_IMAGES carries both; the view type of a "
+            "stream cannot change without re-creating it)",
+        )
+    ]
 
 
 def check_name(prop: str, value: Any, forbidden: str = "") -> list[Problem]:

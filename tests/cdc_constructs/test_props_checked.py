@@ -209,3 +209,43 @@ def test_filter_criteria_filter_output_is_checked_like_a_dict(stack):
         stack, table=_table(stack, dynamodb.StreamViewType.KEYS_ONLY), filters=[bad]
     )
     assert "view type KEYS_ONLY carries no NewImage" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("view", "reads", "missing"),
+    [
+        ("KEYS_ONLY", ["NewImage"], "has no NewImage"),
+        ("NEW_IMAGE", ["NewImage", "OldImage"], "has no OldImage"),
+        ("OLD_IMAGE", ["NewImage", "OldImage"], "has no NewImage"),
+        ("KEYS_ONLY", ["NewImage", "OldImage"], "has no NewImage and no OldImage"),
+    ],
+)
+def test_a_stream_without_the_images_the_handler_reads_is_refused(stack, view, reads, missing):
+    table = _table(stack, dynamodb.StreamViewType[view])
+    error = _consumer_error(stack, table=table, reads_images=reads)
+    assert f"reads_images={reads!r}: images the stream carries: its view type {view} " in str(error)
+    assert missing + ", which the handler reads" in str(error)
+
+
+def test_declared_images_the_stream_carries_pass(stack):
+    table = _table(stack, dynamodb.StreamViewType.NEW_IMAGE)
+    StreamConsumer(stack, "Consumer", table=table, reads_images=["NewImage"])
+
+
+@pytest.mark.parametrize(
+    ("reads", "expected"),
+    [
+        ("NewImage", "reads_images='NewImage': a list of image names (NewImage, OldImage)"),
+        (["newimage"], "reads_images=['newimage']: image names among NewImage, OldImage"),
+    ],
+)
+def test_reads_images_are_image_names(stack, reads, expected):
+    assert expected in str(_consumer_error(stack, reads_images=reads))
+
+
+def test_the_reference_app_declares_the_images_its_handlers_read():
+    from cdc_constructs.reference_stack import CdcReferenceStack
+
+    stack = CdcReferenceStack(cdk.App(), "Ref")
+    assert stack.order_stats.options.mapping.reads_images == ["NewImage", "OldImage"]
+    assert stack.ttl_archive.options.mapping.reads_images == ["OldImage"]
