@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Duration
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
@@ -36,6 +37,7 @@ _MADE_FUNCTION_PROPS = (
     "timeout",
     "tracing",
     "reserved_concurrent_executions",
+    "log_group",
 )
 
 
@@ -61,6 +63,14 @@ class FunctionOptions:
     :param environment: extra environment variables. Default none.
     :param reserved_concurrent_executions: Default none (a stream consumer's concurrency is
         bounded by shards times parallelization factor anyway).
+    :param log_group: an existing log group for the function, as on aws-cdk-lib's
+        ``Function``. Default: a new one with ``log_retention`` (and ``log_encryption_key``).
+        The redrive keeps its own log group.
+    :param log_encryption_key: a customer-managed KMS key for the log groups made here (the
+        function's and the redrive's): log lines can carry item values, as error messages
+        quote them. Default: CloudWatch Logs' own encryption. A key made in this app gets the
+        key-policy statement CloudWatch Logs needs; an imported key's policy must allow
+        ``logs.<region>.amazonaws.com`` already.
     """
 
     code: lambda_.Code | None = None
@@ -72,6 +82,8 @@ class FunctionOptions:
     tracing: lambda_.Tracing | None = None
     environment: Mapping[str, str] | None = None
     reserved_concurrent_executions: Any = None
+    log_group: logs.ILogGroup | None = None
+    log_encryption_key: kms.IKey | None = None
 
     @property
     def memory_mb(self) -> Any:
@@ -112,6 +124,14 @@ class FunctionOptions:
         )
         found += check_instance("tracing", self.tracing, lambda_.Tracing, "a lambda_.Tracing")
         found += _check_environment(self.environment)
+        if self.log_group is not None and self.log_encryption_key is not None:
+            found.append(
+                Problem(
+                    "log_group/log_encryption_key",
+                    "both given",
+                    "one of them: a given log group keeps its own encryption",
+                )
+            )
         if self.reserved_concurrent_executions is not None:
             found += check_whole_number(
                 "reserved_concurrent_executions",

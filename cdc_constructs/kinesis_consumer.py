@@ -27,7 +27,12 @@ from cdc_constructs.exceptions import Problem
 from cdc_constructs.filter_checks import check_filters
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.permissions import allow, grant_key
-from cdc_constructs.stream_consumer import StreamConsumer, _make_mapping, _make_monitoring
+from cdc_constructs.stream_consumer import (
+    StreamConsumer,
+    _failure_resources,
+    _make_mapping,
+    _make_monitoring,
+)
 from cdc_constructs.validation import (
     check_batch_size,
     check_duration,
@@ -179,7 +184,9 @@ class KinesisConsumer(StreamConsumer):
             if self.fan_out_consumer
             else source.stream_arn
         )
-        self._make_failure_handling(options.failure)
+        self.dead_letter_queue, self.quarantine_queue, self.idempotency_table = _failure_resources(
+            self, options.failure
+        )
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         if self.fan_out_consumer is not None:

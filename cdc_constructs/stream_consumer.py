@@ -89,11 +89,16 @@ class StreamConsumer(Construct):
         read from the table when it is defined in this app; unknown for an imported table
         (image filters are then not checked).
     :param consumer_name: the consumer's stable name: namespaces its idempotency markers
-        and is the ``Consumer`` metric dimension. Default: the construct id. Changing it
-        forgets which records were applied.
+        and is the ``Consumer`` metric dimension. Changing it forgets which records were
+        applied. Default: the construct id, unique in the app: when another consumer of the
+        app has the same id or name, the construct path with ``-`` for ``/`` instead
+        (:mod:`~cdc_constructs.consumer_names`). A name another consumer of the app (any stack)
+        already writes markers under into the same idempotency table is refused: each would
+        take the other's records for duplicates.
 
     The function: ``code``, ``handler``, ``function``, ``memory_size``, ``timeout``,
-    ``log_retention``, ``tracing``, ``environment``, ``reserved_concurrent_executions``
+    ``log_retention``, ``tracing``, ``environment``, ``reserved_concurrent_executions``,
+    ``log_group``, ``log_encryption_key``
     (:class:`~cdc_constructs.function_options.FunctionOptions`).
 
     Reading the stream: ``starting_position``, ``allow_latest_starting_position``,
@@ -136,6 +141,8 @@ class StreamConsumer(Construct):
         tracing: lambda_.Tracing | None = None,
         environment: Mapping[str, str] | None = None,
         reserved_concurrent_executions: int | None = None,
+        log_group: logs.ILogGroup | None = None,
+        log_encryption_key: kms.IKey | None = None,
         starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION,
         allow_latest_starting_position: bool = False,
         batch_size: int = defaults.BATCH_SIZE,
@@ -169,7 +176,9 @@ class StreamConsumer(Construct):
         self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
-        self._make_failure_handling(options.failure)
+        self.dead_letter_queue, self.quarantine_queue, self.idempotency_table = _failure_resources(
+            self, options.failure
+        )
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
@@ -207,33 +216,10 @@ class StreamConsumer(Construct):
         self.function.add_to_role_policy(allow(actions, [table.table_arn]))
         grant_key(self.function, table.encryption_key, TABLE_KEY_ACTIONS)
 
-    def _make_failure_handling(self, failure: FailureHandlingOptions) -> None:
-        self.dead_letter_queue: sqs.IQueue = failure.on_failure_queue or dead_letter_queue(
-            self,
-            "OnFailureQueue",
-            purpose="on-failure destination of the stream mapping: pointers to failed batches",
-            encryption_key=failure.encryption_key,
-            retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
-        )
-        """The mapping's on-failure destination: metadata of batches that ran out of retries
-        or record age (AWS's message shape; the records must be read back from the stream)."""
-        self.quarantine_queue: sqs.IQueue = failure.quarantine_queue or dead_letter_queue(
-            self,
-            "QuarantineQueue",
-            purpose="poison records quarantined by the consumer runtime, with their payload",
-            encryption_key=failure.encryption_key,
-            retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
-        )
-        """Where the runtime sends poison records, whole, with the error."""
-        self.idempotency_table: dynamodb.ITable = as_table(
-            failure.idempotency_table or IdempotencyTable(self, "IdempotencyTable")
-        )
-        """The idempotency table (pk ``id``, TTL ``expiration``)."""
-
     def _make_function(self, options: FunctionOptions) -> None:
         variables = _runtime_environment(self, options.environment)
         self.role: iam.IRole | None
-        self.log_group: logs.LogGroup | None
+        self.log_group: logs.ILogGroup | None
         self.function: lambda_.Function
         if options.function is not None:
             self.function, self.role, self.log_group = options.function, options.function.role, None
@@ -255,6 +241,8 @@ class StreamConsumer(Construct):
                 "to the mapping's on-failure queue)",
                 tracing=options.tracing,
                 reserved_concurrent_executions=options.reserved_concurrent_executions,
+                log_group=options.log_group,
+                log_encryption_key=options.log_encryption_key,
             )
         self._grant_source()
         self._grant_table(self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
@@ -264,6 +252,30 @@ class StreamConsumer(Construct):
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
         self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
         grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
+
+
+def _failure_resources(
+    consumer: StreamConsumer, failure: FailureHandlingOptions
+) -> tuple[sqs.IQueue, sqs.IQueue, dynamodb.ITable]:
+    """The on-failure queue (pointers to batches that ran out of retries or record age, in
+    AWS's message shape), the quarantine queue (poison records, whole, with the error) and the
+    idempotency table (pk ``id``, TTL ``expiration``): given, or made here."""
+    on_failure = failure.on_failure_queue or dead_letter_queue(
+        consumer,
+        "OnFailureQueue",
+        purpose="on-failure destination of the stream mapping: pointers to failed batches",
+        encryption_key=failure.encryption_key,
+        retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
+    )
+    quarantine = failure.quarantine_queue or dead_letter_queue(
+        consumer,
+        "QuarantineQueue",
+        purpose="poison records quarantined by the consumer runtime, with their payload",
+        encryption_key=failure.encryption_key,
+        retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
+    )
+    table = as_table(failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable"))
+    return on_failure, quarantine, table
 
 
 def _make_mapping(
@@ -304,6 +316,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,
         log_retention=options.function.log_retention,
+        log_encryption_key=options.function.log_encryption_key,
         metrics_namespace=consumer.metrics_namespace,
         alarm_topic=consumer.alarm_topic,  # given once: its alarm is never re-wired
     )
