@@ -65,6 +65,14 @@ def test_a_poison_order_lands_in_the_quarantine_queue(deployed: tuple[Summary, P
     assert summary.poison_quarantined
 
 
+def test_the_consumer_logs_json_and_metrics_to_its_log_group(
+    deployed: tuple[Summary, Path],
+) -> None:
+    summary, _ = deployed
+    assert summary.log_json_lines > 0
+    assert summary.log_emf_lines > 0
+
+
 def test_cdk_diff_shows_the_change_to_the_app_against_the_deployed_stack(
     deployed: tuple[Summary, Path],
 ) -> None:
