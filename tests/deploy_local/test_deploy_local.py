@@ -18,7 +18,8 @@ from deploy_local import EmulatorVenv, Options, Summary, run
 from deploy_local.checks import NOT_DEPLOYED_TYPES, template_resources
 from tests.deploy_local.conftest import processes_mentioning
 
-pytestmark = pytest.mark.slow
+# One worker runs them all (make test: pytest -n 2 --dist loadgroup), so the flow runs once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy_local")]
 
 
 @pytest.fixture(scope="module")
