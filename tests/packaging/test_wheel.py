@@ -22,7 +22,6 @@ import email
 import email.message
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -313,19 +312,21 @@ def synthesized(installed: Installed) -> SynthesizedApp:
     the user's stack and handler, CdcChecks in app.py, then `npx cdk synth`."""
     app_dir = outside_repository(installed.work / "shop")
     app_dir.mkdir()
-    # The CLI as the user's project has it: in its node_modules (npx --no-install finds it).
-    (app_dir / "node_modules").symlink_to(REPO_ROOT / "node_modules", target_is_directory=True)
     env = installed.environment(
         JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION="1", CDK_DISABLE_VERSION_CHECK="1"
     )
     started = time.monotonic()
+    cdk_cli = REPO_ROOT / "node_modules" / ".bin" / "cdk"
     run(
-        ["npx", "--no-install", "cdk", "init", "app", "--language", "python", "--generate-only"],
+        [cdk_cli, "init", "app", "--language", "python", "--generate-only"],
         "cdk init app --language python --generate-only",
         timeout=300,
         cwd=app_dir,
         env=env,
     )
+    # The CLI as the user's project has it after `npm install aws-cdk`: in its node_modules,
+    # where npx --no-install finds it. (cdk init refuses a directory that is not empty.)
+    (app_dir / "node_modules").symlink_to(REPO_ROOT / "node_modules", target_is_directory=True)
     (app_dir / "shop" / "shop_stack.py").write_text(STACK_PY)
     (app_dir / "handlers").mkdir()
     (app_dir / "handlers" / "orders.py").write_text(ORDERS_PY)
