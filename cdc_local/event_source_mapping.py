@@ -141,6 +141,21 @@ class MappingCounters:
     bisections: int = 0
     duplicate_deliveries: int = 0
     on_failure_messages: int = 0
+    on_failure_records: int = 0
+
+    def event_counts(self) -> dict[str, int]:
+        """The counts Lambda publishes as the mapping's event-count metrics (``MetricsConfig``
+        ``EventCount``; namespace AWS/Lambda, dimension EventSourceMappingUUID), where this
+        emulation counts the same thing: ``DroppedEventCount`` is the records given up on
+        (retries exhausted or record age exceeded), ``OnFailureDestinationDeliveredEventCount``
+        those of them sent to the on-failure destination."""
+        return {
+            "PolledEventCount": self.records_read,
+            "FilteredOutEventCount": self.records_filtered_out,
+            "InvokedEventCount": self.records_delivered,
+            "DroppedEventCount": self.records_discarded + self.records_expired,
+            "OnFailureDestinationDeliveredEventCount": self.on_failure_records,
+        }
 
 
 @dataclass
@@ -430,6 +445,7 @@ class EventSourceMapping:
         )
         self.destination.send(message, {"Records": records}, now)
         self.counters.on_failure_messages += 1
+        self.counters.on_failure_records += count
 
 
 def _take(pending: deque[dict[str, Any]], size: int) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from cdc_local.exceptions import LocalPipelineError
 from cdc_local.faults import FaultPlan, Faults
 from cdc_local.functions import LocalFunction
 from cdc_local.resources import LocalResources, create_resources
+from cdc_local.retention import STREAM_RETENTION_SECONDS, StreamRetention
 from cdc_local.ttl import TtlLedger, TtlSweeper
 
 #: How many lines of handler output the pipeline keeps for inspection (``recent_output``).
@@ -48,6 +49,7 @@ class PipelineCounters:
     bisections: int
     duplicate_deliveries: int
     on_failure_messages: int
+    on_failure_records: int
     ttl_deletions: int
 
     def as_dict(self) -> dict[str, int]:
@@ -72,6 +74,8 @@ class LocalPipeline:
         track_records: keep the sequence numbers each mapping's function acknowledged
             (``EventSourceMapping.acknowledged``), for accounting; default False (memory grows
             with the stream).
+        stream_retention_seconds: how long the streams keep a record, on ``clock``
+            (:meth:`trim_streams` trims them); default DynamoDB's 24 hours.
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class LocalPipeline:
         capture_output: bool = True,
         flush_windows: bool = False,
         track_records: bool = False,
+        stream_retention_seconds: float = STREAM_RETENTION_SECONDS,
     ) -> None:
         self.stack: StackTemplate = CloudAssembly(assembly_dir).stack(stack_name)
         self.endpoint = endpoint
@@ -105,6 +110,7 @@ class LocalPipeline:
         self.functions: dict[str, LocalFunction] = {}
         self.mappings: dict[str, EventSourceMapping] = {}
         self.sweeper: TtlSweeper | None = None
+        self.retention = StreamRetention(stream_retention_seconds, clock)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -173,6 +179,11 @@ class LocalPipeline:
         """Delete the items whose TTL has passed, as DynamoDB's sweeper does; return how many."""
         assert self.sweeper is not None, "start() the pipeline first"
         return self.sweeper.sweep()
+
+    def trim_streams(self) -> int:
+        """Trim the records older than the stream retention on the pipeline's clock, as
+        DynamoDB Streams does after 24 hours; return how many (see :mod:`cdc_local.retention`)."""
+        return self.retention.trim()
 
     def run(self) -> PipelineCounters:
         """Drain, sweep TTL, drain again (the TTL deletions' REMOVE records); return the totals."""
