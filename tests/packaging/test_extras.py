@@ -13,8 +13,8 @@ from cdc_constructs.nag.requirement import INSTALL_HINT, require_cdk_nag_3
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-# Run in a fresh interpreter (from the checkout): importlib.metadata answers as if cdk-nag were absent (None) or
-# at the given version, before anything of the library is imported.
+# Run in a fresh interpreter (from the checkout): importlib.metadata answers as if cdk-nag
+# were absent ("none") or at the given version, before anything of the library is imported.
 PROBE = textwrap.dedent(
     """
     import sys
