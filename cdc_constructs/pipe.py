@@ -51,7 +51,7 @@ from cdc_constructs.source_table import (
     stream_view_type_of,
 )
 from cdc_constructs.stream_readers import StreamReaders
-from cdc_constructs.validation import raise_if_any
+from cdc_constructs.validation import check_instance, raise_if_any
 
 __all__ = [
     "PIPES_METRIC_NAMESPACE",
@@ -119,9 +119,12 @@ class StreamPipe(Construct):
         problems: Sequence[Problem] = (),
     ) -> None:
         found = [*problems, *_check_source(source), *_check_log_level(log_level)]
+        found += check_instance(
+            "log_retention", log_retention, logs.RetentionDays, "a logs.RetentionDays"
+        )
         table_problems = check_source_table(table)
         view_type = None if table_problems else stream_view_type_of(table)
-        found += mapping.problems(view_type, starting_position=False)
+        found += mapping.problems(view_type, lambda_settings=False)
         found += table_problems + pipe_events.problems(view_type)
         if not table_problems:
             path, reason = f"{scope.node.path}/{construct_id}", mapping.extra_reader_reason

@@ -85,6 +85,12 @@ def invocation_record(
     ).to_dict()
 
 
+def batch_info(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The batch description of an invocation record: ``DDBStreamBatchInfo`` (DynamoDB stream)
+    or ``KinesisBatchInfo`` (Kinesis stream)."""
+    return OnFailureMessage.batch_info(record) or record["KinesisBatchInfo"]
+
+
 class OnFailureDestination:
     """Sends invocation records to the destination ARN (an SQS queue, SNS topic or S3 bucket)."""
 
@@ -118,10 +124,8 @@ class OnFailureDestination:
         else:
             self.client.put_object(
                 Bucket=self.arn.split(":::", 1)[1],
-                Key=self.s3_key(OnFailureMessage.from_dict(record).batch.shard_id, now),
-                Body=json.dumps(
-                    OnFailureMessage.from_dict({**record, "payload": json.dumps(event)}).to_dict()
-                ).encode(),
+                Key=self.s3_key(batch_info(record)[StreamBatchInfo.SHARD_ID], now),
+                Body=json.dumps({**record, "payload": json.dumps(event)}).encode(),
                 ContentType="application/json",
             )
         self.sent += 1
