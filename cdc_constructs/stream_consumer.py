@@ -179,9 +179,8 @@ class StreamConsumer(Construct):
         _validate(scope, construct_id, table, stream_view_type, consumer_name, options)
         super().__init__(scope, construct_id)
         self.options = options
-        self.consumer_name = ConsumerNames.of(self).register(
-            self, consumer_name, options.failure.idempotency_table
-        )
+        names = ConsumerNames.of(self)
+        self.consumer_name = names.register(self, consumer_name, options.failure.idempotency_table)
         self.metrics_namespace = options.monitoring.metrics_namespace
         self.max_record_age = options.mapping.record_age
         self.retry_attempts = options.mapping.retry_attempts
