@@ -74,7 +74,7 @@ class StreamReaders(Construct):
                 f"a table whose stream has room for another reader (at most {limit}{replicas}): "
                 f"{reader} would be reader {len(others) + 1}, after {', '.join(others)}. "
                 "DynamoDB Streams throttles a third reader of a shard. Run these consumers "
-                "behind one mapping (StreamConsumer consumers=[...]), fan out once through a "
+                "behind one mapping (cdc_consumer's ConsumerGroup), fan out once through a "
                 "StreamFanOut, or give extra_reader_reason to accept the throttling",
             )
         ]

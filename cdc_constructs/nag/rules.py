@@ -364,7 +364,7 @@ RULES: tuple[CdcRule, ...] = (
         "(LimitExceededException); throttled reads raise the iterator age, and past the "
         "maximum record age records go to the on-failure destination instead of the consumer. "
         "AWS's Lambda guide asks for one reader on a global table's stream. Ways out: run "
-        "several consumers behind one mapping (StreamConsumer with consumers=[...], each "
+        "several consumers behind one mapping (cdc_consumer.consumer_group.ConsumerGroup, each "
         "keeping its name, markers, filter and metrics); fan out once through a Pipe to an "
         "event bus and subscribe the rest there (StreamFanOut); or stream the table into "
         "Kinesis (KinesisConsumer), which serves more readers. If the throttling is accepted, "
