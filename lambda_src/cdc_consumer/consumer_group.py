@@ -9,9 +9,9 @@ its filter, and its projections and side effects::
     stats = StreamProcessor("order-stats")      # tables and queue from the environment
     archive = StreamProcessor("ttl-archive")
     group = ConsumerGroup([
-        GroupMember(stats, filters=[StreamFilters.exclude_ttl_deletions()]),
-        GroupMember(archive, filters=[StreamFilters.ttl_deletions_only()]),
-    ])
+        GroupMember(stats, filters=[EVERY_CHANGE_BUT_TTL_DELETIONS]),
+        GroupMember(archive, filters=[TTL_DELETIONS]),
+    ])                                          # the patterns StreamFilters builds
 
     def handler(event, context):
         return group.handle(event, context)
