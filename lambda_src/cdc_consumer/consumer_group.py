@@ -6,10 +6,10 @@ a table with more consumers than that runs them behind one mapping. Each member 
 markers' namespace and its ``Consumer`` metric dimension; its quarantine messages carry it),
 its filter, and its projections and side effects::
 
-    stats = StreamProcessor("order-stats")      # tables and queue from the environment
-    archive = StreamProcessor("ttl-archive")
+    totals = StreamProcessor("totals")          # tables and queue from the environment
+    archive = StreamProcessor("archive")
     group = ConsumerGroup([
-        GroupMember(stats, filters=[EVERY_CHANGE_BUT_TTL_DELETIONS]),
+        GroupMember(totals, filters=[EVERY_CHANGE_BUT_TTL_DELETIONS]),
         GroupMember(archive, filters=[TTL_DELETIONS]),
     ])                                          # the patterns StreamFilters builds
 
