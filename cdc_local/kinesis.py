@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_consumer.contract import OnFailureMessage
 from cdc_consumer.redrive.stream_reader import to_lambda_record
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
 
@@ -384,7 +385,7 @@ class KinesisEventSourceMapping(EventSourceMapping):
             failure=failure,
             now=now,
         )
-        message["KinesisBatchInfo"] = message.pop("DDBStreamBatchInfo")
+        message["KinesisBatchInfo"] = message.pop(OnFailureMessage.BATCH_INFO)
         return message
 
 

@@ -126,6 +126,8 @@ def _contract_strings() -> dict[str, str]:
         "timestamp",
         "type",
         "sequenceNumber",
+        contract.QUARANTINE_MESSAGE_VERSION,  # "1": a version, too short to be a definition
+        contract.ON_FAILURE_MESSAGE_VERSION,
     ):
         values.pop(generic, None)
     values.pop("message", None)

@@ -40,6 +40,7 @@ __all__ = [
     "METRICS_NAMESPACE_ENV",
     "ON_FAILURE_BUCKET_ENV",
     "ON_FAILURE_CONDITIONS",
+    "ON_FAILURE_MESSAGE_VERSION",
     "ON_FAILURE_PREFIX_ENV",
     "ON_FAILURE_QUEUE_ENV",
     "ON_FAILURE_S3_PREFIX",
@@ -429,13 +430,16 @@ class OnFailureMessage:
     payload: str | None = None
     """S3 destinations only: the invocation event (the batch itself), JSON text."""
 
+    BATCH_INFO: ClassVar[str] = "DDBStreamBatchInfo"
+    """Where a DynamoDB stream's batch is described (a Kinesis stream's: KinesisBatchInfo)."""
+
     def to_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {
             "requestContext": self.request_context.to_dict() if self.request_context else None,
             "responseContext": self.response_context.to_dict() if self.response_context else None,
             "version": self.version,
             "timestamp": self.timestamp,
-            "DDBStreamBatchInfo": self.batch.to_dict(),
+            self.BATCH_INFO: self.batch.to_dict(),
         }
         if self.payload is not None:
             document["payload"] = self.payload
@@ -451,7 +455,7 @@ class OnFailureMessage:
         response = document.get("responseContext")
         payload = document.get("payload")
         return cls(
-            batch=StreamBatchInfo.from_dict(_field(document, "DDBStreamBatchInfo", what)),
+            batch=StreamBatchInfo.from_dict(_field(document, cls.BATCH_INFO, what)),
             request_context=(
                 OnFailureRequestContext.from_dict(request) if isinstance(request, Mapping) else None
             ),
@@ -469,7 +473,7 @@ class OnFailureMessage:
     def batch_info(document: Mapping[str, Any]) -> Any:
         """The raw ``DDBStreamBatchInfo`` of a message document (None when absent), for readers
         that validate it field by field."""
-        return document.get("DDBStreamBatchInfo")
+        return document.get(OnFailureMessage.BATCH_INFO)
 
 
 # --- The outbox item -----------------------------------------------------------------------------
