@@ -139,6 +139,7 @@ class DeliveryCounters:
     records_put: int = 0
     reordered: int = 0
     duplicated: int = 0
+    poison: int = 0
 
 
 @dataclass
@@ -157,11 +158,14 @@ class KinesisDelivery:
     ttl_ledger: TtlLedger | None = None
     reorder_probability: float = 0.0
     duplicate_probability: float = 0.0
+    poison_probability: float = 0.0
     seed: int = 0
     clock: Callable[[], float] = time.time
     counters: DeliveryCounters = field(default_factory=DeliveryCounters)
     #: ``stream/shard:sequence`` -> the pipeline clock when it was put (record age counts from it).
     arrivals: dict[str, float] = field(default_factory=dict)
+    #: The eventID of every change read from the table (what the consumers must account for).
+    event_ids: set[str] = field(default_factory=set)
     _held: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     _iterators: dict[str, str | None] = field(default_factory=dict)
     _last_time: int = 0
@@ -177,6 +181,10 @@ class KinesisDelivery:
         due: list[dict[str, Any]] = []
         for change in changes:
             self.counters.changes_read += 1
+            self.event_ids.add(change["eventID"])
+            if self._random.random() < self.poison_probability:
+                self.counters.poison += 1
+                due.append({"poison": f"not a DynamoDB change {self.counters.poison}"})
             if self._random.random() < self.reorder_probability:
                 self.counters.reordered += 1
                 self._hold(change)
@@ -203,7 +211,7 @@ class KinesisDelivery:
                 self._put_one(late)
 
     def _put_one(self, data: Mapping[str, Any]) -> None:
-        keys = json.dumps(data["dynamodb"]["Keys"], sort_keys=True)
+        keys = json.dumps(data.get("dynamodb", {}).get("Keys"), sort_keys=True)
         response = self.kinesis.put_record(
             StreamName=self.kinesis_stream_name,
             Data=json.dumps(data, separators=(",", ":")).encode(),
@@ -279,6 +287,8 @@ class KinesisEventSourceMapping(EventSourceMapping):
     def __init__(self, *, arrivals: Mapping[str, float] | None = None, **options: Any) -> None:
         super().__init__(**options)
         self.arrivals = arrivals if arrivals is not None else {}
+        #: With ``track_records``: the DynamoDB eventIDs of the changes the function acknowledged.
+        self.acknowledged_changes: set[str] = set()
         self._kinesis_arn = kinesis_stream_arn(self.stream_arn)
         self._name = stream_name(self.stream_arn)
 
@@ -348,6 +358,15 @@ class KinesisEventSourceMapping(EventSourceMapping):
 
     def _sequence_number(self, record: Mapping[str, Any]) -> str:
         return str(record["kinesis"]["sequenceNumber"])
+
+    def _succeeded(self, lane: Any, records: Sequence[Mapping[str, Any]]) -> None:
+        super()._succeeded(lane, records)
+        if self.acknowledged is not None:
+            # Sequence numbers repeat across shards: the changes are what to account for.
+            for record in records:
+                event_id = filter_view(record).get("data")
+                if isinstance(event_id, Mapping) and "eventID" in event_id:
+                    self.acknowledged_changes.add(str(event_id["eventID"]))
 
     def _created_at(self, record: Mapping[str, Any]) -> float:
         return float(record["kinesis"]["approximateArrivalTimestamp"])
