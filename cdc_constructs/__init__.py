@@ -26,7 +26,6 @@ from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.nag import CdcChecks, CdcChecksError
 from cdc_constructs.outbox_publisher import OutboxPublisher
 from cdc_constructs.redrive import StreamRedrive
-from cdc_constructs.reference_stack import CdcReferenceStack
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
 
@@ -37,7 +36,6 @@ __all__ = [
     "CdcChecksError",
     "CdcConfigurationError",
     "CdcError",
-    "CdcReferenceStack",
     "ChangeCaptureTable",
     "ConsumerRuntimeLayer",
     "FanOutConfigurationError",
