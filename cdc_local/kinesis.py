@@ -40,6 +40,7 @@ from cdc_local.assembly import MAPPING_TYPE, StackTemplate
 from cdc_local.destinations import FailedInvocation, invocation_record
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping
+from cdc_local.exceptions import LocalPipelineError
 from cdc_local.resources import LocalResources, physical_name
 from cdc_local.ttl import TtlLedger
 
@@ -203,24 +204,35 @@ class KinesisDelivery:
         self._held.append((self._puts + self._random.randint(1, MAX_DELAY_CHANGES), data))
 
     def _put(self, records: list[dict[str, Any]]) -> None:
+        """Put ``records`` in order, each held change right after the put that makes it due."""
+        ordered: list[Mapping[str, Any]] = []
         for data in records:
-            self._put_one(data)
+            ordered.append(data)
+            self._puts += 1
             released = [d for when, d in self._held if when <= self._puts]
             self._held = [(when, d) for when, d in self._held if when > self._puts]
-            for late in released:
-                self._put_one(late)
+            ordered += released
+        for start in range(0, len(ordered), PUT_RECORDS_LIMIT):
+            self._put_batch(ordered[start : start + PUT_RECORDS_LIMIT])
 
-    def _put_one(self, data: Mapping[str, Any]) -> None:
-        keys = json.dumps(data.get("dynamodb", {}).get("Keys"), sort_keys=True)
-        response = self.kinesis.put_record(
-            StreamName=self.kinesis_stream_name,
-            Data=json.dumps(data, separators=(",", ":")).encode(),
-            PartitionKey=hashlib.md5(keys.encode()).hexdigest().upper(),
-        )
-        where = f"{self.kinesis_stream_name}/{response['ShardId']}:{response['SequenceNumber']}"
-        self.arrivals[where] = self.clock()
-        self._puts += 1
-        self.counters.records_put += 1
+    def _put_batch(self, batch: Sequence[Mapping[str, Any]]) -> None:
+        entries = [
+            {
+                "Data": json.dumps(data, separators=(",", ":")).encode(),
+                "PartitionKey": hashlib.md5(
+                    json.dumps(data.get("dynamodb", {}).get("Keys"), sort_keys=True).encode()
+                ).hexdigest(),
+            }
+            for data in batch
+        ]
+        response = self.kinesis.put_records(StreamName=self.kinesis_stream_name, Records=entries)
+        if response.get("FailedRecordCount"):
+            raise LocalPipelineError(f"PutRecords failed locally: {response['Records'][:3]}")
+        now = self.clock()
+        for result in response["Records"]:
+            where = f"{self.kinesis_stream_name}/{result['ShardId']}:{result['SequenceNumber']}"
+            self.arrivals[where] = now
+        self.counters.records_put += len(batch)
 
     def _read(self) -> list[dict[str, Any]]:
         if not self._iterators:
