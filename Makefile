@@ -50,7 +50,7 @@ $(CLI_DEPS): package.json package-lock.json $(APP_DEPS)
 	fi
 	touch $@
 
-$(MINISTACK_DEPS): requirements-ministack.txt $(DEV_DEPS)
+$(MINISTACK_DEPS): requirements-ministack.txt $(DEV_DEPS) $(EDITABLE)
 	$(BIN)/python -m deploy_local --install-emulator
 	touch $@
 
@@ -75,7 +75,7 @@ local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS)
 ## deploy-local: deploy the reference stack with the real CDK CLI to MiniStack (a local AWS
 ## emulator, in its own virtualenv, on 127.0.0.1) and exercise it; prints a summary
 ## (docs/deploy-local.md)
-deploy-local: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
+deploy-local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m deploy_local
 
 ## bench: the benchmarks in bench/ (about 5 minutes on 2 cores); writes bench/RESULTS.md and

@@ -146,6 +146,7 @@ class CdcReferenceStack(Stack):
             consumer_name=ORDER_STATS_CONSUMER,
             code=handlers_code(),
             handler=ORDER_STATS_HANDLER,
+            reads_images=["NewImage", "OldImage"],  # order_stats.py takes old, adds new
             idempotency_table=self.idempotency,
             alarm_topic=self.alarm_topic.topic,
             dashboard=self.dashboard,
@@ -201,6 +202,7 @@ class CdcReferenceStack(Stack):
             code=handlers_code(),
             handler=TTL_ARCHIVE_HANDLER,
             filters=[StreamFilters.ttl_deletions_only()],
+            reads_images=["OldImage"],  # ttl_archive.py archives the expired item's old image
             environment={ARCHIVE_BUCKET_ENV: self.archive_bucket.bucket_name},
             idempotency_table=self.idempotency,
             alarm_topic=self.alarm_topic.topic,
