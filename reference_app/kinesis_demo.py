@@ -56,8 +56,10 @@ VERSION = "cdc_version"
 @dataclass(frozen=True)
 class KinesisDemoSummary:
     changes_written: int
+    changes_streamed: int
     kinesis_records: int
     reordered: int
+    out_of_order_per_item: int
     duplicated: int
     poison_records: int
     records_delivered: int
@@ -193,8 +195,10 @@ def run_kinesis_demo(
         injected = pipeline.faults.counters if pipeline.faults is not None else None
         summary = KinesisDemoSummary(
             changes_written=workload.changes,
+            changes_streamed=sum(c.changes_read for c in delivered),
             kinesis_records=sum(c.records_put for c in delivered),
             reordered=sum(c.reordered for c in delivered),
+            out_of_order_per_item=sum(c.out_of_order for c in delivered),
             duplicated=sum(c.duplicated for c in delivered),
             poison_records=sum(c.poison for c in delivered),
             records_delivered=pipeline.counters.records_delivered,

@@ -86,6 +86,7 @@ class CdcKinesisReferenceStack(Stack):
             "OrdersReplicaConsumer",
             consumer_name=ORDERS_REPLICA_CONSUMER,
             handler=ORDERS_REPLICA_HANDLER,
+            reads_images=["NewImage"],  # orders_replica.py writes the new image
             **shared,
         )
         self.orders_replica.grant_view_table(self.replica, env_var=REPLICA_TABLE_ENV)
@@ -94,6 +95,7 @@ class CdcKinesisReferenceStack(Stack):
             "OrderStats",
             consumer_name=ORDER_STATS_CONSUMER,
             handler=ORDER_STATS_HANDLER,
+            reads_images=["NewImage", "OldImage"],  # order_stats.py takes old, adds new
             **shared,
         )
         self.order_stats.grant_view_table(self.order_stats_view, env_var=VIEW_TABLE_ENV)
