@@ -23,7 +23,7 @@ from cdc_constructs import (
     StreamFilters,
 )
 from cdc_constructs.exceptions import CdcConfigurationError
-from tests.cdc_constructs.support import cfn_lint, consumer_code, only, resources
+from tests.cdc_constructs.support import cfn_lint, consumer_code, only, resources, with_code
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -204,7 +204,7 @@ def test_consumer_record_age_must_stay_below_the_kinesis_retention(stack: Any) -
 def test_consumer_refuses_unsafe_settings(stack: Any, props: dict[str, Any], expected: str) -> None:
     table = kinesis_table(stack, retention=Duration.days(30))
     with pytest.raises(CdcConfigurationError, match=expected.replace("(", r"\(")):
-        KinesisConsumer(stack, "Consumer", **consumer_code(), table=table, **props)
+        KinesisConsumer(stack, "Consumer", table=table, **with_code(props))
 
 
 def test_consumer_needs_a_kinesis_source(stack: Any) -> None:
