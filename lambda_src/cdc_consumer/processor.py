@@ -419,7 +419,7 @@ class _Batch:
         return marker_action(
             self.settings.idempotency_table,
             f"{self.settings.consumer}#{change.event_id}",
-            int(self.processor.clock()) + defaults.IDEMPOTENCY_TTL_SECONDS,
+            int(self.processor.clock()) + defaults.marker_ttl_seconds(),
         )
 
     def run_side_effects(self, position: int, change: Change) -> _Step:

@@ -29,11 +29,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cdc_consumer.defaults import (
     EXPIRATION_ATTRIBUTE,
     ID_ATTRIBUTE,
-    IDEMPOTENCY_TTL_SECONDS,
     IN_PROGRESS_EXPIRATION_ATTRIBUTE,
     STATUS_ATTRIBUTE,
     STATUS_COMPLETED,
     STATUS_IN_PROGRESS,
+    marker_ttl_seconds,
 )
 from cdc_consumer.exceptions import SideEffectInProgressError, TransientError
 
@@ -87,7 +87,7 @@ class SideEffectClaims:
         window_ms = DEFAULT_IN_PROGRESS_MS if remaining_ms is None else remaining_ms
         item = {
             ID_ATTRIBUTE: {"S": claim_id},
-            EXPIRATION_ATTRIBUTE: {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
+            EXPIRATION_ATTRIBUTE: {"N": str(int(now) + marker_ttl_seconds())},
             STATUS_ATTRIBUTE: {"S": STATUS_IN_PROGRESS},
             IN_PROGRESS_EXPIRATION_ATTRIBUTE: {"N": str(now_ms + window_ms)},
         }
@@ -128,7 +128,7 @@ class SideEffectClaims:
             },
             ExpressionAttributeValues={
                 ":completed": {"S": STATUS_COMPLETED},
-                ":expiration": {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
+                ":expiration": {"N": str(int(now) + marker_ttl_seconds())},
             },
         )
 
