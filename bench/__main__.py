@@ -18,9 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from bench import cold_start, cost, cpu, machine, report, synth
-from bench.consumers import CONSUMER_NAME, Consumer, load_baseline, load_reference, load_seed
+from bench.consumers import (
+    CONSUMER_NAME,
+    Consumer,
+    load_baseline,
+    load_latest_image,
+    load_reference,
+    load_seed,
+)
 from bench.faults import run_fault
-from bench.local_aws import create_resources, install_instrumentation, moto_transactions_patch
+from bench.local_aws import (
+    REPLICA_TABLE,
+    create_resources,
+    install_instrumentation,
+    moto_transactions_patch,
+)
 from bench.projection import RunOptions, run
 from bench.workload import order_workload, same_item_workload
 from cdc_local.endpoint import LocalEndpoint, patched_environ
@@ -81,6 +93,9 @@ def run_projection_benchmarks(quick: bool, endpoint_url: str | None) -> dict[str
             # The seed design is measured for cost beside the two; the fault runs compare the
             # two designs of idempotency (marker in the transaction vs Powertools' records).
             costed = [*consumers, load_seed()]
+            # Writes that need no marker: LatestImage's version-guarded puts, on the same
+            # changes (its view is a replica of the orders table, checked against it).
+            latest = load_latest_image(REPLICA_TABLE)
             _log(f"projection: {len(main.records)} changes on {main.orders} orders")
             results["workload"] = {
                 "changes": len(main.records),
@@ -90,7 +105,7 @@ def run_projection_benchmarks(quick: bool, endpoint_url: str | None) -> dict[str
                 "event_names": main.counts,
             }
             results["projection"] = _both(
-                costed, lambda c: run(c, endpoint, main, RunOptions(batch_size=100))
+                [*costed, latest], lambda c: run(c, endpoint, main, RunOptions(batch_size=100))
             )
             _log(f"faults in the middle of a batch ({len(faulty.records)} changes): {fault_kinds}")
             results["faults"] = {
@@ -109,7 +124,9 @@ def run_projection_benchmarks(quick: bool, endpoint_url: str | None) -> dict[str
                 # Powertools and the seed design make the same requests per record whatever
                 # the batch size (3 or 2 per record; one transaction per record): measured at
                 # the default size only, which keeps the run short on a shared machine.
-                chosen = costed if size == SAME_ITEM_BATCH_SIZE or quick else consumers[:1]
+                chosen = (
+                    [*costed, latest] if size == SAME_ITEM_BATCH_SIZE or quick else consumers[:1]
+                )
                 curve["batch_size"].append(
                     _both(chosen, lambda c, s=size: run(c, endpoint, distinct, RunOptions(s)))
                 )

@@ -94,6 +94,12 @@ class RecordWrites:
     #: The record's :class:`~cdc_consumer.aggregates.Aggregate` actions by item: these may
     #: share the item with other records' aggregates (merged into one action).
     aggregates: dict[ItemIdentity, Aggregate] = field(default_factory=dict)
+    #: Whether ``items`` starts with the record's processed-marker. A record whose every
+    #: action is version-guarded (:func:`cdc_consumer.versions.guard`, e.g. LatestImage's)
+    #: has none: such a write is idempotent by itself (a redelivery is not newer than what the
+    #: view holds, so its guard fails and it is dropped as stale), and the marker would only
+    #: double its write units.
+    marker: bool = True
 
     @classmethod
     def build(
@@ -135,13 +141,17 @@ class RecordWrites:
                     "action per item in a transaction: combine them into one"
                 )
             identities.add(identity)
-        items = [marker, *(a if isinstance(a, Aggregate) else dict(a) for a in actions)]
+        copies = [a if isinstance(a, Aggregate) else dict(a) for a in actions]
+        needs_marker = quarantined or not all(is_guarded(action) for action in copies)
+        items = [marker, *copies] if needs_marker else copies
         size = len(json.dumps(items, default=str))
         if size > MAX_TRANSACTION_BYTES:
             raise InvalidActionError(
                 f"a projection's actions for one record take {size} bytes; a transaction "
                 f"holds at most {MAX_TRANSACTION_BYTES}"
             )
+        if not needs_marker:
+            return cls(position, items, frozenset(identities), size, marker=False)
         marker_identity = _identity(marker, -1, idempotency_table)
         assert marker_identity is not None
         identities.add(marker_identity)
@@ -390,13 +400,15 @@ def _read_reasons(
         record = writing[r]
         if record in duplicates:
             continue
-        if index == 0 and code == CONDITION_FAILED:
+        is_marker = index == 0 and record.marker
+        if is_marker and code == CONDITION_FAILED:
             duplicates.append(record)
             continue
-        if code == CONDITION_FAILED and index > 0 and is_guarded(record.items[index]):
+        if code == CONDITION_FAILED and not is_marker and is_guarded(record.items[index]):
             stale.setdefault(record, set()).add(index)
             continue
-        what = "its processed-marker" if index == 0 else f"its action {index - 1}"
+        action = index - 1 if record.marker else index
+        what = "its processed-marker" if is_marker else f"its action {action}"
         if len(carried) > 1:
             what += f" (merged with {len(carried) - 1} later record(s)' updates of that item)"
         detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
