@@ -48,7 +48,7 @@ $(CLI_DEPS): package.json package-lock.json $(APP_DEPS)
 	fi
 	touch $@
 
-$(MINISTACK_DEPS): requirements-ministack.txt $(DEV_DEPS)
+$(MINISTACK_DEPS): requirements-ministack.txt $(DEV_DEPS) $(EDITABLE)
 	$(BIN)/python -m deploy_local --install-emulator
 	touch $@
 
@@ -73,7 +73,7 @@ local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS)
 ## deploy-local: deploy the reference stack with the real CDK CLI to MiniStack (a local AWS
 ## emulator, in its own virtualenv, on 127.0.0.1) and exercise it; prints a summary
 ## (docs/deploy-local.md)
-deploy-local: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
+deploy-local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m deploy_local
 
 ## bench: the benchmarks in bench/ (about 5 minutes on 2 cores); writes bench/RESULTS.md and
@@ -87,7 +87,7 @@ deploy: $(APP_DEPS) $(EDITABLE) $(CLI_DEPS)
 
 ## docs: build the documentation site into site/ (MkDocs, strict: a broken link fails)
 docs: $(DEV_DEPS)
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(DEV_DEPS)
 	$(BIN)/ruff check .

@@ -43,6 +43,7 @@ class DeployedFunction:
     architectures: tuple[str, ...]
     layers: tuple[str, ...]
     environment: Mapping[str, str]
+    log_group: str = ""
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,8 @@ def _function(config: Mapping[str, Any]) -> DeployedFunction:
         architectures=tuple(config.get("Architectures", ())),
         layers=tuple(layer["Arn"] for layer in config.get("Layers", ())),
         environment=dict(config.get("Environment", {}).get("Variables", {})),
+        log_group=config.get("LoggingConfig", {}).get("LogGroup")
+        or f"/aws/lambda/{config['FunctionName']}",
     )
 
 

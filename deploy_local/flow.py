@@ -7,7 +7,7 @@ exercised through boto3. The steps, in order:
 4. read back what was deployed and check it (:mod:`deploy_local.checks`): every resource
    created, the consumers' environments resolve, each consumer loads its layer;
 5. write orders, wait (bounded) for the view, check the markers, quarantine a poison order
-   (:mod:`deploy_local.orders`);
+   (:mod:`deploy_local.orders`), count the consumer's log lines (:mod:`deploy_local.logs`);
 6. change the app (``-c alarmEmail=...``) and ``cdk diff`` it against the deployed stack;
 7. stop the emulator - always, also on a failure or Ctrl-C.
 
@@ -32,6 +32,7 @@ from deploy_local.deployed_stack import DeployedStack, OrderStatsWiring
 from deploy_local.emulator import READY_TIMEOUT_SECONDS, Emulator
 from deploy_local.emulator_venv import EmulatorVenv
 from deploy_local.exceptions import StepFailed
+from deploy_local.logs import count_log_lines
 from deploy_local.paths import DEFAULT_WORKDIR
 from deploy_local.summary import Summary
 
@@ -158,6 +159,10 @@ def _deploy_and_exercise(
         summary.poison_quarantined, _ = orders.wait_until(
             lambda: orders.quarantined(sqs, wiring, pk), options.wait_seconds
         )
+    with steps.step("read logs"):
+        counts = count_log_lines(client("logs"), wiring.function.log_group)
+        summary.log_group = counts.group
+        summary.log_json_lines, summary.log_emf_lines = counts.json_lines, counts.emf_lines
     with steps.step("cdk diff"):
         report = cli.diff(options.stack, options.diff_context, workdir / "cdk.out.changed")
         summary.diff_changes = [line for line in report.splitlines() if _DIFF_LINE.match(line)]

@@ -26,6 +26,9 @@ class Summary:
     markers: int = 0
     markers_missing: int = 0
     poison_quarantined: bool = False
+    log_group: str = ""
+    log_json_lines: int = 0
+    log_emf_lines: int = 0
     diff_changes: list[str] = field(default_factory=list)
     """The ``cdk diff`` lines of the changed app against the deployed stack ([+], [-], [~])."""
     step_seconds: dict[str, float] = field(default_factory=dict)
@@ -59,6 +62,11 @@ class Summary:
                 f"{self.markers_missing} missing",
             ),
             ("poison order quarantined", "yes" if self.poison_quarantined else "no"),
+            (
+                "consumer's CloudWatch Logs",
+                f"{self.log_json_lines} JSON lines, {self.log_emf_lines} EMF lines in "
+                f"{self.log_group}",
+            ),
             ("cdk diff after the change", f"{len(self.diff_changes)} resource change(s)"),
             ("seconds", f"{self.seconds:.1f}"),
         ]

@@ -18,7 +18,8 @@ from deploy_local import EmulatorVenv, Options, Summary, run
 from deploy_local.checks import NOT_DEPLOYED_TYPES, template_resources
 from tests.deploy_local.conftest import processes_mentioning
 
-pytestmark = pytest.mark.slow
+# One worker runs them all (make test: pytest -n 2 --dist loadgroup), so the flow runs once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploy_local")]
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,14 @@ def test_the_deployed_consumer_reconciles_the_view_and_writes_its_markers(
 def test_a_poison_order_lands_in_the_quarantine_queue(deployed: tuple[Summary, Path]) -> None:
     summary, _ = deployed
     assert summary.poison_quarantined
+
+
+def test_the_consumer_logs_json_and_metrics_to_its_log_group(
+    deployed: tuple[Summary, Path],
+) -> None:
+    summary, _ = deployed
+    assert summary.log_json_lines > 0
+    assert summary.log_emf_lines > 0
 
 
 def test_cdk_diff_shows_the_change_to_the_app_against_the_deployed_stack(
