@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     results["summary"] = report.summary(results)
     results["targets"] = report.targets(results)
     results["seconds"] = round(time.perf_counter() - started, 1)
+    results["machine"]["load_average_at_end"] = machine.describe()["load_average"]
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")

@@ -821,6 +821,22 @@ def _synth(results: dict[str, Any]) -> list[str]:
     ]
 
 
+def _load_line(m: dict[str, Any]) -> list[str]:
+    start, end = m.get("load_average"), m.get("load_average_at_end")
+    if not start:
+        return []
+    busy = max(start[0], (end or start)[0]) > (m.get("cpus") or 1)
+    return [
+        f"- load average (1, 5, 15 min) at the start {start}, at the end {end}"
+        + (
+            f": **the machine was shared** (load above its {m.get('cpus')} CPUs), so every "
+            "time and CPU figure here is noisy and inflated; counts, units and exactness are not"
+            if busy
+            else ""
+        )
+    ]
+
+
 def _machine(results: dict[str, Any]) -> list[str]:
     m = results["machine"]
     versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items())
@@ -830,6 +846,7 @@ def _machine(results: dict[str, Any]) -> list[str]:
         f"- date: {m['date']}; commit {m.get('git_commit') or '-'}; "
         f"whole run {results.get('seconds')} s",
         f"- {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB memory, {m['os']}",
+        *_load_line(m),
         f"- Python {m['python']}, Node {m['node']}",
         f"- {versions}",
     ]
