@@ -31,7 +31,7 @@ QUARANTINE_QUEUE = "quarantine"
 #: The latest-image replica of the orders table (cdc_consumer.LatestImage), keyed like it.
 REPLICA_TABLE = "orders-replica"
 
-#: Key of the orders and order-stats view tables (lambda_src/handlers/order_stats.py): the view
+#: Key of the orders and order-stats view tables (reference_app/handlers/order_stats.py): the view
 #: has one item per customer, "CUSTOMER#<customerId>".
 VIEW_KEY = "pk"
 

@@ -494,6 +494,7 @@ def _cost_section(results: dict[str, Any]) -> list[str]:
 
 
 def _hot_key_sentence(results: dict[str, Any]) -> str:
+    """What every record on one item costs, from the measured cost-curve row (none: nothing)."""
     hot = _hot_key_row(results)
     if hot is None or REF not in hot or PT not in hot:
         return ""
