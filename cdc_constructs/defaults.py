@@ -200,3 +200,8 @@ MAX_DETAIL_TYPE_LENGTH: Final = 128
 
 MAX_SOURCE_LENGTH: Final = 256
 """EventBridge's limit on an event's source."""
+
+FAILED_BATCH_RETENTION_DAYS: Final = 14
+"""How long the default on-failure bucket keeps a failed batch (and a redriven one, as a
+noncurrent version): at least the on-failure queue's 14 days, the time to notice the alarm and
+redrive. ``failed_batch_retention`` sets more; less is refused."""

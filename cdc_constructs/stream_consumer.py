@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jsii
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
@@ -13,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -27,6 +27,7 @@ from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.monitoring_options import MonitoringOptions
+from cdc_constructs.on_failure import FailedBatchBucket, LeastPrivilegeDestination, OnFailureTarget
 from cdc_constructs.permissions import (
     IDEMPOTENCY_TABLE_ACTIONS,
     STREAM_KEY_ACTIONS,
@@ -52,27 +53,10 @@ from cdc_constructs.validation import check_name, raise_if_any, view_type_name
 __all__ = ["REFERENCE_HANDLER", "StreamConsumer"]
 
 
-@jsii.implements(lambda_.IEventSourceDlq)
-class _OnFailureQueue:
-    """The mapping's on-failure destination, granting only ``sqs:SendMessage``.
-
-    Written instead of aws-cdk-lib's ``SqsDlq`` because that grants GetQueueAttributes and
-    GetQueueUrl too and, for a queue with a customer key, wildcard KMS actions.
-    """
-
-    def __init__(self, queue: sqs.IQueue) -> None:
-        self._queue = queue
-
-    def bind(
-        self, _target: lambda_.IEventSourceMapping, target_handler: lambda_.IFunction
-    ) -> lambda_.DlqDestinationConfig:
-        grant_send(target_handler, self._queue)
-        return lambda_.DlqDestinationConfig(destination=self._queue.queue_arn)
-
-
 class StreamConsumer(Construct):
     """A Lambda function fed by a DynamoDB stream, set up so records are neither lost nor
-    stuck: in order, finite retries, bisect, an on-failure queue, alarms.
+    stuck: in order, finite retries, bisect, an on-failure destination that keeps failed
+    batches whole (S3), alarms.
 
     The function runs the bundled reference handler, or ``code`` + ``handler``, or an
     existing ``function``; in every case the consumer runtime layer (``cdc_consumer``) is
@@ -100,8 +84,9 @@ class StreamConsumer(Construct):
     ``max_record_age``, ``bisect_batch_on_error``, ``filters``
     (:class:`~cdc_constructs.mapping_options.StreamMappingOptions`, shared with StreamFanOut).
 
-    Failure handling: ``on_failure_queue``, ``quarantine_queue``, ``encryption_key``,
-    ``idempotency_table``, ``redrive``
+    Failure handling: ``on_failure`` (default: an S3 bucket that keeps each failed batch
+    whole), ``on_failure_queue``, ``failed_batch_retention``, ``quarantine_queue``,
+    ``encryption_key``, ``idempotency_table``, ``redrive``
     (:class:`~cdc_constructs.failure_options.FailureHandlingOptions`).
 
     Monitoring: ``monitoring``, ``alarm_topic``, ``dashboard``,
@@ -109,7 +94,9 @@ class StreamConsumer(Construct):
     (:class:`~cdc_constructs.monitoring_options.MonitoringOptions`).
 
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
-    :attr:`event_source_mapping`, :attr:`dead_letter_queue` (the on-failure queue),
+    :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
+    queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
+    unless the destination is SQS),
     :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`redrive`, :attr:`monitoring`,
     :attr:`alarms`, :attr:`alarm_topic`, :attr:`options` (the props, by concern).
     """
@@ -140,7 +127,9 @@ class StreamConsumer(Construct):
         max_record_age: Duration | None = None,
         bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR,
         filters: Sequence[Mapping[str, Any]] = (),
+        on_failure: lambda_.IEventSourceDlq | None = None,
         on_failure_queue: sqs.IQueue | None = None,
+        failed_batch_retention: Duration | None = None,
         quarantine_queue: sqs.IQueue | None = None,
         encryption_key: kms.IKey | None = None,
         idempotency_table: IdempotencyTable | dynamodb.ITable | None = None,
@@ -168,12 +157,10 @@ class StreamConsumer(Construct):
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
-        """The topic every alarm of this consumer notifies (None without monitoring and
-        without ``alarm_topic``)."""
+        """The topic every alarm notifies (None without monitoring and ``alarm_topic``)."""
         self.redrive = _make_redrive(self, options)
         """The redrive function (escape hatch), or None with ``redrive=False``."""
-        self.monitoring = _make_monitoring(self, options.monitoring)
-        """Alarms and dashboard, or None with ``monitoring=False``."""
+        self.monitoring = _make_monitoring(self, options.monitoring)  # None: monitoring=False
 
     @property
     def alarms(self) -> dict[str, cloudwatch.Alarm]:
@@ -207,15 +194,16 @@ class StreamConsumer(Construct):
         grant_key(self.function, table.encryption_key, TABLE_KEY_ACTIONS)
 
     def _make_failure_handling(self, failure: FailureHandlingOptions) -> None:
-        self.dead_letter_queue: sqs.IQueue = failure.on_failure_queue or dead_letter_queue(
-            self,
-            "OnFailureQueue",
-            purpose="on-failure destination of the stream mapping: pointers to failed batches",
-            encryption_key=failure.encryption_key,
-            retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
-        )
-        """The mapping's on-failure destination: metadata of batches that ran out of retries
-        or record age (AWS's message shape; the records must be read back from the stream)."""
+        target = _on_failure_target(self, failure)
+        self.on_failure: OnFailureTarget = target
+        """The mapping's on-failure destination: its kind (s3, sqs, sns), ARN, key, and the
+        bucket or queue. An S3 destination receives each failed batch whole (the invocation
+        record with its payload); SQS and SNS only its shard and sequence numbers."""
+        self.on_failure_bucket: s3.IBucket | None = target.bucket
+        """The on-failure bucket (the default), or None for an SQS or SNS destination."""
+        self.dead_letter_queue: sqs.IQueue | None = target.queue
+        """The on-failure queue when the destination is SQS (the records must then be read back
+        from the stream within 24 h), else None."""
         self.quarantine_queue: sqs.IQueue = failure.quarantine_queue or dead_letter_queue(
             self,
             "QuarantineQueue",
@@ -265,6 +253,24 @@ class StreamConsumer(Construct):
         grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
 
 
+def _on_failure_target(
+    consumer: StreamConsumer, failure: FailureHandlingOptions
+) -> OnFailureTarget:
+    """The destination given (``on_failure``, or the older ``on_failure_queue``), else the
+    default: a :class:`FailedBatchBucket`, which keeps each failed batch whole."""
+    if failure.on_failure is not None:
+        return OnFailureTarget.of_destination(consumer, failure.on_failure)
+    if failure.on_failure_queue is not None:
+        return OnFailureTarget.of_queue(failure.on_failure_queue)
+    bucket = FailedBatchBucket(
+        consumer,
+        "FailedBatches",
+        retention=failure.failed_batch_retention,
+        encryption_key=failure.encryption_key,
+    )
+    return OnFailureTarget.of_bucket(bucket.bucket)
+
+
 def _make_mapping(
     consumer: StreamConsumer, mapping: StreamMappingOptions
 ) -> lambda_.EventSourceMapping:
@@ -280,7 +286,7 @@ def _make_mapping(
         max_record_age=mapping.record_age,
         bisect_batch_on_error=mapping.bisect_batch_on_error,
         report_batch_item_failures=defaults.REPORT_BATCH_ITEM_FAILURES,
-        on_failure=_OnFailureQueue(consumer.dead_letter_queue),
+        on_failure=LeastPrivilegeDestination(consumer.on_failure),
         # A raw dict here would synthesize as `{}`: each pattern goes through
         # FilterCriteria.filter, which renders it as {"Pattern": "<json>"}.
         filters=[lambda_.FilterCriteria.filter(p) for p in mapping.filter_patterns] or None,
@@ -298,6 +304,8 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         consumer_name=consumer.consumer_name,
         stream_arn=consumer.stream_arn,
         on_failure_queue=consumer.dead_letter_queue,
+        on_failure_bucket=consumer.on_failure_bucket,
+        event_source_mapping_id=consumer.event_source_mapping.event_source_mapping_id,
         quarantine_queue=consumer.quarantine_queue,
         layer=ConsumerRuntimeLayer.of(consumer),
         consumer_timeout=options.function.consumer_timeout,

@@ -1,6 +1,6 @@
 """The constructs set the variables under the names the runtime reads (docs/interfaces.md §2)."""
 
-from cdc_consumer import defaults
+from cdc_consumer import defaults, redrive_handler
 
 from cdc_constructs import environment
 
@@ -11,3 +11,6 @@ def test_the_constructs_and_the_runtime_agree_on_the_variable_names() -> None:
     assert environment.QUARANTINE_QUEUE_URL == defaults.QUARANTINE_QUEUE_ENV
     assert environment.METRICS_NAMESPACE == defaults.METRICS_NAMESPACE_ENV
     assert environment.MARKER_TTL_SECONDS == defaults.MARKER_TTL_ENV
+    assert environment.ON_FAILURE_QUEUE_URL == redrive_handler.ON_FAILURE_QUEUE_ENV
+    assert environment.ON_FAILURE_BUCKET_NAME == redrive_handler.ON_FAILURE_BUCKET_ENV
+    assert environment.EVENT_SOURCE_MAPPING_UUID == redrive_handler.MAPPING_UUID_ENV
