@@ -241,7 +241,7 @@ class FailedBatchBucket(Construct):
                 else s3.BucketEncryption.S3_MANAGED
             ),
             encryption_key=encryption_key,
-            bucket_key_enabled=encryption_key is not None,
+            bucket_key_enabled=True if encryption_key is not None else None,
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,

@@ -24,7 +24,6 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.aws_lambda_event_sources import (
     DynamoEventSource,
     S3OnFailureDestination,
-    SnsDlq,
     SqsDlq,
 )
 from constructs import Construct
@@ -539,7 +538,9 @@ def test_every_rule_has_a_failing_fragment() -> None:
     assert failing == {rule.rule_id for rule in RULES}
 
 
-def test_start_position_alarm_and_pointer_destination_are_warnings_the_rest_errors(findings: list[Finding]) -> None:
+def test_start_position_alarm_and_pointer_destination_are_warnings_the_rest_errors(
+    findings: list[Finding],
+) -> None:
     severities = {f.rule_id: f.severity for f in findings}
     warnings = {"CDC-ESM6", "CDC-ESM8", "CDC-ESM9"}
     assert {r for r, s in severities.items() if s == "warning"} == warnings
