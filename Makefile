@@ -14,8 +14,13 @@ DEV_DEPS := $(VENV)/.dev-deps
 # (cdc-redrive, cdc-local) on .venv/bin, as the docs show them after the quick start.
 EDITABLE := $(VENV)/.editable
 CLI_DEPS := node_modules/.cli-deps
+# MiniStack's own virtualenv (make deploy-local, make test); deploy_local/emulator_venv.py
+# makes it from requirements-ministack.txt.
+MINISTACK_VENV ?= .venv-ministack
+export MINISTACK_VENV
+MINISTACK_DEPS := $(MINISTACK_VENV)/.requirements-sha256
 
-.PHONY: synth test snapshots local bench deploy docs lint clean
+.PHONY: synth test snapshots local deploy-local bench deploy docs lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,12 +48,16 @@ $(CLI_DEPS): package.json package-lock.json $(APP_DEPS)
 	fi
 	touch $@
 
+$(MINISTACK_DEPS): requirements-ministack.txt $(DEV_DEPS) $(EDITABLE)
+	$(BIN)/python -m deploy_local --install-emulator
+	touch $@
+
 ## synth: install, synthesize CdcReferenceStack into cdk.out/, run cdk-nag
 synth: $(APP_DEPS) $(EDITABLE) $(CLI_DEPS)
 	cdk synth --quiet
 
 ## test: install, run the whole test suite
-test: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS)
+test: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
@@ -60,6 +69,12 @@ snapshots: $(DEV_DEPS) $(CLI_DEPS)
 local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS)
 	cdk synth --quiet
 	$(BIN)/python -m cdc_local --assembly cdk.out --stack CdcReferenceStack --demo
+
+## deploy-local: deploy the reference stack with the real CDK CLI to MiniStack (a local AWS
+## emulator, in its own virtualenv, on 127.0.0.1) and exercise it; prints a summary
+## (docs/deploy-local.md)
+deploy-local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
+	$(BIN)/python -m deploy_local
 
 ## bench: the benchmarks in bench/ (about 5 minutes on 2 cores); writes bench/RESULTS.md and
 ## bench/results.json

@@ -362,6 +362,28 @@ def _(scope: Construct, shared: Shared) -> None:
     )
 
 
+def _kinesis_consumer(scope: Construct, retention_days: int, **props: Any) -> None:
+    from cdc_constructs import ChangeCaptureTable, KinesisConsumer, KinesisDestination
+
+    table = ChangeCaptureTable(
+        scope,
+        "Table",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        kinesis=KinesisDestination(retention=Duration.days(retention_days)),
+    )
+    KinesisConsumer(scope, "Consumer", table=table, **props)
+
+
+@fragment("compliant-kinesis-consumer-with-long-retention")
+def _(scope: Construct, shared: Shared) -> None:
+    _kinesis_consumer(scope, 30, max_record_age=Duration.days(2))
+
+
+@fragment("kinesis-markers-expire-before-retention", "CDC-ESM9")
+def _(scope: Construct, shared: Shared) -> None:
+    _kinesis_consumer(scope, 30, environment={"CDC_MARKER_TTL_SECONDS": str(7 * 24 * 3600)})
+
+
 @fragment("pipe-record-age-unset", "CDC-ESM2")
 def _(scope: Construct, shared: Shared) -> None:
     pipe(scope, shared, maximum_record_age_in_seconds=None)
@@ -452,7 +474,7 @@ def _(scope: Construct, shared: Shared) -> None:
     mapping(scope, shared, fn=fn)
 
 
-@fragment("sqs-destination-keeps-only-a-pointer", "CDC-ESM9")
+@fragment("sqs-destination-keeps-only-a-pointer", "CDC-ESM10")
 def _(scope: Construct, shared: Shared) -> None:
     fn = function(scope, "Function")
     iterator_age_alarm(scope, "Alarm", fn)
@@ -469,12 +491,12 @@ def _(scope: Construct, shared: Shared) -> None:
     )
 
 
-@fragment("sns-destination-keeps-only-a-pointer", "CDC-ESM9")
+@fragment("sns-destination-keeps-only-a-pointer", "CDC-ESM10")
 def _(scope: Construct, shared: Shared) -> None:
     mapping(scope, shared, destination_config=destination(shared.topic.topic_arn))
 
 
-@fragment("sqs-destination-as-literal-arn", "CDC-ESM9")
+@fragment("sqs-destination-as-literal-arn", "CDC-ESM10")
 def _(scope: Construct, shared: Shared) -> None:
     arn = "arn:aws:sqs:us-east-1:123456789012:failed-batches"
     mapping(scope, shared, destination_config=destination(arn))
@@ -542,7 +564,7 @@ def test_start_position_alarm_and_pointer_destination_are_warnings_the_rest_erro
     findings: list[Finding],
 ) -> None:
     severities = {f.rule_id: f.severity for f in findings}
-    warnings = {"CDC-ESM6", "CDC-ESM8", "CDC-ESM9"}
+    warnings = {"CDC-ESM6", "CDC-ESM8", "CDC-ESM10"}
     assert {r for r, s in severities.items() if s == "warning"} == warnings
     assert {r for r, s in severities.items() if s == "error"} == {
         r.rule_id for r in RULES

@@ -59,5 +59,5 @@ def test_exactly_these_and_the_missing_iterator_age_alarm(findings: list[Finding
         "CDC-ESM2",
         "CDC-ESM5",
         "CDC-ESM8",
-        "CDC-ESM9",
+        "CDC-ESM10",
     }
