@@ -46,6 +46,7 @@ class DemoSummary:
     quarantined: int
     on_failure_messages: int
     redriven_records: int
+    on_failure_destination: str
     ttl_deletions: int
     faults_injected: int
     lost: int
@@ -114,6 +115,7 @@ def run_demo(
             quarantined=len({m["record"]["eventID"] for m in accounting.quarantine_messages}),
             on_failure_messages=counters.on_failure_messages,
             redriven_records=redriven,
+            on_failure_destination=destination_of(wiring),
             ttl_deletions=counters.ttl_deletions,
             faults_injected=sum(asdict(injected).values()) if injected is not None else 0,
             lost=len(accounting.lost),
@@ -122,6 +124,15 @@ def run_demo(
         )
     print_summary(summary, console)
     return summary
+
+
+def destination_of(wiring: ConsumerWiring) -> str:
+    """Where the consumer's failed batches go, for the summary."""
+    if wiring.on_failure_bucket:
+        return f"S3 s3://{wiring.on_failure_bucket}/{wiring.on_failure_prefix} (whole batches)"
+    if wiring.on_failure_queue_url:
+        return f"SQS {wiring.on_failure_queue_url} (pointers into the stream)"
+    return "none"
 
 
 def print_summary(summary: DemoSummary, console: Console) -> None:
@@ -134,7 +145,8 @@ def print_summary(summary: DemoSummary, console: Console) -> None:
         ("processed (distinct records)", summary.processed),
         ("duplicates suppressed (runtime metric)", summary.duplicates_suppressed),
         ("quarantined (poison)", summary.quarantined),
-        ("on-failure messages", summary.on_failure_messages),
+        ("on-failure destination", summary.on_failure_destination),
+        ("on-failure batches (objects or messages)", summary.on_failure_messages),
         ("records redriven", summary.redriven_records),
         ("expired by TTL", summary.ttl_deletions),
         ("faults injected", summary.faults_injected),

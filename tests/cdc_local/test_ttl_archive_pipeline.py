@@ -30,6 +30,7 @@ from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
 from cdc_local.reference import (
     ConsumerWiring,
+    on_failure_batches,
     peek_messages,
     redrive_on_failure,
     scan,
@@ -185,8 +186,8 @@ def test_expired_orders_are_archived_once_each_and_manual_deletes_never(
         # ("not a TTL deletion") and nothing is waiting on the on-failure queue.
         sqs = pipeline.client("sqs")
         assert peek_messages(sqs, wiring.quarantine_queue_url) == []
-        assert wiring.on_failure_queue_url is not None
-        assert peek_messages(sqs, wiring.on_failure_queue_url) == []
+        assert wiring.on_failure_bucket is not None  # the default: S3 keeps batches whole
+        assert on_failure_batches(pipeline, wiring) == []
         counters = wiring.mapping.counters
         assert counters.records_filtered_out == counters.records_read - len(expected.expired)
 
@@ -242,7 +243,7 @@ def test_crashes_hold_expiries_on_the_on_failure_queue_then_redrive_archives_eac
     with reference_pipeline(aws, reference_assembly, faults) as pipeline:
         run_workload(pipeline, workload)
         wiring = ConsumerWiring.of(pipeline, TTL_HANDLER)
-        assert wiring.on_failure_queue_url is not None
+        assert wiring.on_failure_bucket is not None
         expected = planned(workload)
         archive = expected_archive(pipeline, wiring, expected)
         by_pk = removes(pipeline, wiring.source_table)
@@ -252,7 +253,7 @@ def test_crashes_hold_expiries_on_the_on_failure_queue_then_redrive_archives_eac
         # After the run: whatever is archived is right (same bytes, even if a crash between
         # PutObject and the claim's completion made a retry write them again) ...
         sqs = pipeline.client("sqs")
-        held = held_sequence_ranges(peek_messages(sqs, wiring.on_failure_queue_url))
+        held = held_sequence_ranges(on_failure_batches(pipeline, wiring))
         assert held, "the seed must make some TTL-archive batch run out of retries"
         versions = archive_versions(pipeline)
         for key, bodies in versions.items():
@@ -270,7 +271,7 @@ def test_crashes_hold_expiries_on_the_on_failure_queue_then_redrive_archives_eac
         report = redrive_on_failure(pipeline, wiring)
         assert report.ok, report.summary()
         assert report.records_replayed > 0 and report.messages_deleted == len(held)
-        assert peek_messages(sqs, wiring.on_failure_queue_url) == []
+        assert on_failure_batches(pipeline, wiring) == []
 
         versions = archive_versions(pipeline)
         assert {key: bodies[-1] for key, bodies in versions.items()} == archive
@@ -294,7 +295,7 @@ def test_cdc_local_redrive_on_failure_replays_held_ttl_deletions(
     mapping saw them, so the TTL-only filter keeps them and the held expiries are archived."""
     with reference_pipeline(aws, reference_assembly, FaultPlan(crash_probability=1.0)) as pipeline:
         wiring = ConsumerWiring.of(pipeline, TTL_HANDLER)
-        assert wiring.on_failure_queue_url is not None
+        assert wiring.on_failure_bucket is not None
         ddb = pipeline.client("dynamodb")
         past = str(int(datetime.now(UTC).timestamp()) - 600)
         for n in range(3):
@@ -303,7 +304,7 @@ def test_cdc_local_redrive_on_failure_replays_held_ttl_deletions(
             ddb.put_item(TableName=wiring.source_table, Item=item)
         pipeline.run()
         assert pipeline.counters.ttl_deletions == 3
-        assert peek_messages(pipeline.client("sqs"), wiring.on_failure_queue_url)
+        assert on_failure_batches(pipeline, wiring)
         assert pipeline.faults is not None
         pipeline.faults.plan = FaultPlan()
 
