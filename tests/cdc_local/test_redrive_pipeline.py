@@ -227,7 +227,7 @@ def test_cli_replays_an_s3_object_whose_records_the_stream_no_longer_holds(
         )
 
         assert result.returncode == 0, result.stderr
-        report = json.loads(result.stdout)
+        report = json.loads(result.stdout.splitlines()[-1])  # after the handler's log lines
         assert report["ok"] and report["messages_deleted"] == len(held)
         assert report["records_replayed"] == sum(b["DDBStreamBatchInfo"]["batchSize"] for b in held)
         assert on_failure_batches(pipeline, wiring) == []
