@@ -87,7 +87,7 @@ deploy: $(APP_DEPS) $(EDITABLE) $(CLI_DEPS)
 
 ## docs: build the documentation site into site/ (MkDocs, strict: a broken link fails)
 docs: $(DEV_DEPS)
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(DEV_DEPS)
 	$(BIN)/ruff check .

@@ -28,6 +28,11 @@ from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.reference_stack import CdcReferenceStack
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
+from cdc_constructs.synth_errors import install_synth_error_hook
+
+# Under `cdk synth`, a CdcConfigurationError prints its message first, without a traceback
+# wall (cdc_constructs/synth_errors.py says how; CDC_TRACEBACK=1 turns it off).
+install_synth_error_hook()
 
 __all__ = [
     "AlarmTopic",

@@ -16,7 +16,7 @@ from cdc_constructs.exceptions import Problem
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.on_failure import check_failed_batch_retention, check_on_failure
 from cdc_constructs.redrive import reserve_seconds
-from cdc_constructs.validation import check_function_timeout
+from cdc_constructs.validation import check_flag, check_function_timeout
 
 __all__ = ["FailureHandlingOptions"]
 
@@ -60,6 +60,8 @@ class FailureHandlingOptions:
     def problems(self, consumer_timeout: Duration | None) -> list[Problem]:
         """The redrive must outlast one consumer invocation (``consumer_timeout``) plus its
         margin. An invalid or unknown timeout is reported by the function's checks alone."""
+        if not isinstance(self.redrive, bool):
+            return check_flag("redrive", self.redrive)
         found = check_on_failure(self.on_failure, self.on_failure_queue)
         found += check_failed_batch_retention(self.failed_batch_retention)
         return found + self._redrive_problems(consumer_timeout)

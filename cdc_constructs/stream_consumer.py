@@ -19,6 +19,7 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs import environment as env  # `environment` is a prop here
+from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.failure_options import FailureHandlingOptions
 from cdc_constructs.function import make_function
@@ -48,15 +49,14 @@ from cdc_constructs.source_table import (
     check_source_table,
     stream_view_type_of,
 )
-from cdc_constructs.validation import check_name, raise_if_any, view_type_name
+from cdc_constructs.validation import raise_if_any, view_type_name
 
 __all__ = ["REFERENCE_HANDLER", "StreamConsumer"]
 
 
 class StreamConsumer(Construct):
     """A Lambda function fed by a DynamoDB stream, set up so records are neither lost nor
-    stuck: in order, finite retries, bisect, an on-failure destination that keeps failed
-    batches whole (S3), alarms.
+    stuck: in order, finite retries, bisect, an on-failure queue, alarms.
 
     The function runs the bundled reference handler, or ``code`` + ``handler``, or an
     existing ``function``; in every case the consumer runtime layer (``cdc_consumer``) is
@@ -72,16 +72,21 @@ class StreamConsumer(Construct):
         read from the table when it is defined in this app; unknown for an imported table
         (image filters are then not checked).
     :param consumer_name: the consumer's stable name: namespaces its idempotency markers
-        and is the ``Consumer`` metric dimension. Default: the construct id. Changing it
-        forgets which records were applied.
+        and is the ``Consumer`` metric dimension. Changing it forgets which records were
+        applied. Default: the construct id, unique in the app: when another consumer of the
+        app has the same id or name, the construct path with ``-`` for ``/`` instead
+        (:mod:`~cdc_constructs.consumer_names`). A name another consumer of the app (any stack)
+        already writes markers under into the same idempotency table is refused: each would
+        take the other's records for duplicates.
 
     The function: ``code``, ``handler``, ``function``, ``memory_size``, ``timeout``,
-    ``log_retention``, ``tracing``, ``environment``, ``reserved_concurrent_executions``
+    ``log_retention``, ``tracing``, ``environment``, ``reserved_concurrent_executions``,
+    ``log_group``, ``log_encryption_key``
     (:class:`~cdc_constructs.function_options.FunctionOptions`).
 
     Reading the stream: ``starting_position``, ``allow_latest_starting_position``,
     ``batch_size``, ``max_batching_window``, ``parallelization_factor``, ``retry_attempts``,
-    ``max_record_age``, ``bisect_batch_on_error``, ``filters``
+    ``max_record_age``, ``bisect_batch_on_error``, ``filters``, ``reads_images``
     (:class:`~cdc_constructs.mapping_options.StreamMappingOptions`, shared with StreamFanOut).
 
     Failure handling: ``on_failure`` (default: an S3 bucket that keeps each failed batch
@@ -97,8 +102,12 @@ class StreamConsumer(Construct):
     :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
     queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
     unless the destination is SQS),
-    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`redrive`, :attr:`monitoring`,
-    :attr:`alarms`, :attr:`alarm_topic`, :attr:`options` (the props, by concern).
+    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`source_table` and
+    :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
+    :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic`
+    (the topic every alarm notifies; None without monitoring and without ``alarm_topic``),
+    :attr:`consumer_name` (a lazy string when defaulted, see
+    :mod:`~cdc_constructs.consumer_names`), :attr:`options` (the props, by concern).
     """
 
     def __init__(
@@ -118,6 +127,8 @@ class StreamConsumer(Construct):
         tracing: lambda_.Tracing | None = None,
         environment: Mapping[str, str] | None = None,
         reserved_concurrent_executions: int | None = None,
+        log_group: logs.ILogGroup | None = None,
+        log_encryption_key: kms.IKey | None = None,
         starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION,
         allow_latest_starting_position: bool = False,
         batch_size: int = defaults.BATCH_SIZE,
@@ -127,6 +138,7 @@ class StreamConsumer(Construct):
         max_record_age: Duration | None = None,
         bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR,
         filters: Sequence[Mapping[str, Any]] = (),
+        reads_images: Sequence[str] | None = None,
         on_failure: lambda_.IEventSourceDlq | None = None,
         on_failure_queue: sqs.IQueue | None = None,
         failed_batch_retention: Duration | None = None,
@@ -141,26 +153,23 @@ class StreamConsumer(Construct):
         redrive: bool = defaults.REDRIVE,
     ) -> None:
         options = ConsumerOptions.from_props(locals())
-        consumer_name = construct_id if consumer_name is None else consumer_name
-        _validate(construct_id, table, stream_view_type, consumer_name, options)
+        _validate(scope, construct_id, table, stream_view_type, consumer_name, options)
         super().__init__(scope, construct_id)
         self.options = options
-        self.consumer_name = consumer_name
+        self.consumer_name = ConsumerNames.of(self).register(
+            self, consumer_name, options.failure.idempotency_table
+        )
         self.metrics_namespace = options.monitoring.metrics_namespace
         self.max_record_age = options.mapping.record_age
         self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
-        """The table whose stream is consumed."""
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
-        """The consumed stream's ARN."""
-        self._make_failure_handling(options.failure)
+        self._set_failure_resources(options.failure)
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
-        """The topic every alarm notifies (None without monitoring and ``alarm_topic``)."""
         self.redrive = _make_redrive(self, options)
-        """The redrive function (escape hatch), or None with ``redrive=False``."""
-        self.monitoring = _make_monitoring(self, options.monitoring)  # None: monitoring=False
+        self.monitoring = _make_monitoring(self, options.monitoring)
 
     @property
     def alarms(self) -> dict[str, cloudwatch.Alarm]:
@@ -193,34 +202,10 @@ class StreamConsumer(Construct):
         self.function.add_to_role_policy(allow(actions, [table.table_arn]))
         grant_key(self.function, table.encryption_key, TABLE_KEY_ACTIONS)
 
-    def _make_failure_handling(self, failure: FailureHandlingOptions) -> None:
-        target = _on_failure_target(self, failure)
-        self.on_failure: OnFailureTarget = target
-        """The mapping's on-failure destination: its kind (s3, sqs, sns), ARN, key, and the
-        bucket or queue. An S3 destination receives each failed batch whole (the invocation
-        record with its payload); SQS and SNS only its shard and sequence numbers."""
-        self.on_failure_bucket: s3.IBucket | None = target.bucket
-        """The on-failure bucket (the default), or None for an SQS or SNS destination."""
-        self.dead_letter_queue: sqs.IQueue | None = target.queue
-        """The on-failure queue when the destination is SQS (the records must then be read back
-        from the stream within 24 h), else None."""
-        self.quarantine_queue: sqs.IQueue = failure.quarantine_queue or dead_letter_queue(
-            self,
-            "QuarantineQueue",
-            purpose="poison records quarantined by the consumer runtime, with their payload",
-            encryption_key=failure.encryption_key,
-            retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
-        )
-        """Where the runtime sends poison records, whole, with the error."""
-        self.idempotency_table: dynamodb.ITable = as_table(
-            failure.idempotency_table or IdempotencyTable(self, "IdempotencyTable")
-        )
-        """The idempotency table (pk ``id``, TTL ``expiration``)."""
-
     def _make_function(self, options: FunctionOptions) -> None:
         variables = _runtime_environment(self, options.environment)
         self.role: iam.IRole | None
-        self.log_group: logs.LogGroup | None
+        self.log_group: logs.ILogGroup | None
         self.function: lambda_.Function
         if options.function is not None:
             self.function, self.role, self.log_group = options.function, options.function.role, None
@@ -242,10 +227,18 @@ class StreamConsumer(Construct):
                 "to the mapping's on-failure queue)",
                 tracing=options.tracing,
                 reserved_concurrent_executions=options.reserved_concurrent_executions,
+                log_group=options.log_group,
+                log_encryption_key=options.log_encryption_key,
             )
         self._grant_source()
         self._grant_table(self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
         grant_send(self.function, self.quarantine_queue)
+
+    def _set_failure_resources(self, failure: FailureHandlingOptions) -> None:
+        target, self.quarantine_queue, self.idempotency_table = _failure_resources(self, failure)
+        self.on_failure: OnFailureTarget = target
+        self.on_failure_bucket: s3.IBucket | None = target.bucket
+        self.dead_letter_queue: sqs.IQueue | None = target.queue
 
     def _grant_source(self) -> None:
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
@@ -253,22 +246,34 @@ class StreamConsumer(Construct):
         grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
 
 
-def _on_failure_target(
+def _failure_resources(
     consumer: StreamConsumer, failure: FailureHandlingOptions
-) -> OnFailureTarget:
-    """The destination given (``on_failure``, or the older ``on_failure_queue``), else the
-    default: a :class:`FailedBatchBucket`, which keeps each failed batch whole."""
+) -> tuple[OnFailureTarget, sqs.IQueue, dynamodb.ITable]:
+    """The on-failure destination (``on_failure``, the older ``on_failure_queue``, else a
+    :class:`FailedBatchBucket`, which keeps each failed batch whole), the quarantine queue
+    (poison records, whole, with the error) and the idempotency table (pk ``id``, TTL
+    ``expiration``): given, or made here."""
     if failure.on_failure is not None:
-        return OnFailureTarget.of_destination(consumer, failure.on_failure)
-    if failure.on_failure_queue is not None:
-        return OnFailureTarget.of_queue(failure.on_failure_queue)
-    bucket = FailedBatchBucket(
+        on_failure = OnFailureTarget.of_destination(consumer, failure.on_failure)
+    elif failure.on_failure_queue is not None:
+        on_failure = OnFailureTarget.of_queue(failure.on_failure_queue)
+    else:
+        bucket = FailedBatchBucket(
+            consumer,
+            "FailedBatches",
+            retention=failure.failed_batch_retention,
+            encryption_key=failure.encryption_key,
+        )
+        on_failure = OnFailureTarget.of_bucket(bucket.bucket)
+    quarantine = failure.quarantine_queue or dead_letter_queue(
         consumer,
-        "FailedBatches",
-        retention=failure.failed_batch_retention,
+        "QuarantineQueue",
+        purpose="poison records quarantined by the consumer runtime, with their payload",
         encryption_key=failure.encryption_key,
+        retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
     )
-    return OnFailureTarget.of_bucket(bucket.bucket)
+    table = as_table(failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable"))
+    return on_failure, quarantine, table
 
 
 def _make_mapping(
@@ -311,6 +316,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,
         log_retention=options.function.log_retention,
+        log_encryption_key=options.function.log_encryption_key,
         metrics_namespace=consumer.metrics_namespace,
         alarm_topic=consumer.alarm_topic,  # given once: its alarm is never re-wired
     )
@@ -345,6 +351,7 @@ def _runtime_environment(
 
 
 def _validate(
+    scope: Construct,
     construct_id: str,
     table: Any,
     stream_view_type: Any,
@@ -356,5 +363,7 @@ def _validate(
     view_type = view_type_name(stream_view_type) or (
         None if table_problems else stream_view_type_of(table)
     )
-    found = table_problems + check_name("consumer_name", consumer_name, forbidden="#")
+    found = table_problems + check_consumer_name(
+        scope, construct_id, consumer_name, options.failure.idempotency_table
+    )
     raise_if_any(f"StreamConsumer {construct_id!r}", found + options.problems(view_type))
