@@ -1,6 +1,6 @@
 """The two consumers under test, loaded the way Lambda loads them.
 
-* ``cdc-constructs``: the reference handler ``lambda_src/handlers/order_stats.py`` with the
+* ``cdc-constructs``: the reference handler ``reference_app/handlers/order_stats.py`` with the
   consumer runtime on the path (the layer), handler string ``order_stats.handler``.
 * ``powertools``: bench/baseline/powertools_order_stats.py.
 * ``seed``: bench/baseline/seed_order_stats.py, the seed design (one TransactWriteItems per
@@ -21,7 +21,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 LAMBDA_SRC = REPO / "lambda_src"
-HANDLERS = LAMBDA_SRC / "handlers"
+HANDLERS = REPO / "reference_app" / "handlers"
 BASELINE_DIR = Path(__file__).resolve().parent / "baseline"
 
 #: The reference handler's consumer name: its markers are "{CONSUMER_NAME}#{eventID}".

@@ -29,7 +29,7 @@ VIEW_TABLE = "order-stats"
 IDEMPOTENCY_TABLE = "idempotency"
 QUARANTINE_QUEUE = "quarantine"
 
-#: Key of the orders and order-stats view tables (lambda_src/handlers/order_stats.py): the view
+#: Key of the orders and order-stats view tables (reference_app/handlers/order_stats.py): the view
 #: has one item per customer, "CUSTOMER#<customerId>".
 VIEW_KEY = "pk"
 

@@ -2,8 +2,8 @@
 
 The view's definition (per customer, ``count_<status>`` of its orders and ``paid_amount``, the
 total of its paid orders) and its recomputation from the orders table are
-:mod:`cdc_local.reference`'s, which the end-to-end tests use too; the reference handler
-(lambda_src/handlers/order_stats.py) and the Powertools baseline
+:mod:`reference_app.oracle`'s, which the end-to-end tests use too; the reference handler
+(reference_app/handlers/order_stats.py) and the Powertools baseline
 (bench/baseline/powertools_order_stats.py) both write that view. This module only says how a
 view differs from the expected one, for the report.
 """
@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 #: ``CUSTOMER#<customerId>`` -> {view attribute: value}, zero entries left out (as
-#: cdc_local.reference.expected_view and actual_view return it).
+#: reference_app.oracle.expected_view and actual_view return it).
 View = Mapping[str, Mapping[str, Decimal]]
 
 

@@ -25,7 +25,8 @@ from bench.local_aws import (
 )
 from bench.order_view import compare
 from bench.workload import Workload, clone_records, serialize
-from cdc_local.reference import actual_view, expected_view, scan
+from cdc_local.accounting import scan
+from reference_app.oracle import actual_view, expected_view
 
 
 def _write_orders(endpoint: Any, table: str, orders: dict[str, dict[str, Any]]) -> None:

@@ -20,17 +20,13 @@ from typing import Any
 
 import pytest
 
+from cdc_local.accounting import ConsumerWiring, on_failure_batches, redrive_on_failure
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
-from cdc_local.reference import (
-    ConsumerWiring,
-    on_failure_batches,
-    redrive_on_failure,
-    view_reconciled,
-)
 from cdc_local.retention import STREAM_RETENTION_SECONDS
 from cdc_local.runner import LocalPipeline
-from cdc_local.workload import OrderWorkload, apply
+from reference_app.oracle import order_stats_wiring, view_reconciled
+from reference_app.workload import OrderWorkload, apply
 
 STACK = "CdcReferenceStack"
 
@@ -53,7 +49,7 @@ def sqs_reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import aws_cdk as cdk
     from aws_cdk import aws_sqs as sqs
 
-    from cdc_constructs import reference_stack
+    from reference_app import stack as reference_stack
 
     outdir = tmp_path_factory.mktemp("reference-sqs.out")
     app = cdk.App(outdir=str(outdir))
@@ -85,7 +81,7 @@ def failed_pipeline(
             track_records=True,
         ).start()
         started.append(pipeline)
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         ddb = pipeline.client("dynamodb")
         for change in OrderWorkload(changes=24, orders=6, poison=0, seed=7).plan():
             apply(ddb, wiring.source_table, change)

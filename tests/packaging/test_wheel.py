@@ -422,6 +422,9 @@ def test_wheel_carries_the_library_the_runtime_and_its_lambda_code(installed: In
     )
     missing = sorted(expected - names)
     assert not missing, f"the wheel lacks these source files (pyproject packages?): {missing}"
+    # The orders example (reference_app/, its handlers included) is not the library.
+    example = sorted(n for n in names if "reference_app" in n or "order_stats" in n)
+    assert not example, f"the wheel ships the example: {example}"
 
 
 def test_installed_packages_import_from_the_venv_not_the_checkout(installed: Installed):

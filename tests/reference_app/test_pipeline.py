@@ -1,8 +1,7 @@
 """End to end through the reference stack (CdcReferenceStack and its order-stats consumer).
 
-These run once the reference stack (cdc_constructs.reference_stack) and its handler
-(lambda_src/handlers/order_stats.py, with the cdc_consumer runtime) are in the checkout; they
-are skipped otherwise.
+The stack is reference_app/stack.py, its handler reference_app/handlers/order_stats.py (with
+the cdc_consumer runtime as its layer).
 """
 
 from __future__ import annotations
@@ -11,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from cdc_local.accounting import account, redrive_on_failure
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
-from cdc_local.reference import ConsumerWiring, account, redrive_on_failure, view_reconciled
 from cdc_local.runner import LocalPipeline
-from cdc_local.workload import OrderWorkload, apply, write_while_running
+from reference_app.oracle import order_stats_wiring, view_reconciled
+from reference_app.workload import OrderWorkload, apply, write_while_running
+
+pytestmark = pytest.mark.xdist_group("cdc_local")  # with the other users of the assembly
 
 ON_FAILURE_KEYS = {
     "requestContext",
@@ -37,7 +39,7 @@ BATCH_INFO_KEYS = {
 
 def run_workload(pipeline: LocalPipeline, workload: OrderWorkload, writes_per_turn: int) -> None:
     write_while_running(
-        pipeline, ConsumerWiring.of(pipeline).source_table, workload, writes_per_turn
+        pipeline, order_stats_wiring(pipeline).source_table, workload, writes_per_turn
     )
     pipeline.run()
 
@@ -62,7 +64,7 @@ def test_reference_stack_keeps_the_view_exactly(
         reference_assembly, "CdcReferenceStack", endpoint=aws, track_records=True
     ) as pipeline:
         run_workload(pipeline, OrderWorkload(changes=400, orders=40, poison=1, seed=3), 100)
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         accounting = account(pipeline, wiring)
         assert accounting.lost == []
         assert accounting.records == 400 + pipeline.counters.ttl_deletions
@@ -92,7 +94,7 @@ def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice
         reference_assembly, "CdcReferenceStack", endpoint=aws, faults=faults, track_records=True
     ) as pipeline:
         run_workload(pipeline, OrderWorkload(changes=5000, orders=200, poison=3, seed=5), 250)
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         injected = pipeline.faults.counters if pipeline.faults else None
         assert injected is not None
         assert injected.crashes and injected.transient_errors and injected.duplicate_deliveries
@@ -128,7 +130,7 @@ def test_batches_whose_retries_ran_out_are_held_then_redriven(
         faults=FaultPlan(crash_probability=1.0),
         track_records=True,
     ) as pipeline:
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         ddb = pipeline.client("dynamodb")
         for change in OrderWorkload(changes=60, orders=10, poison=1, seed=2).plan():
             apply(ddb, wiring.source_table, change)

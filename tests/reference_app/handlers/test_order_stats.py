@@ -11,7 +11,11 @@ import pytest
 from cdc_consumer.testing import FakeContext, stream_event
 
 from tests.cdc_consumer.fixtures import Resources, deliver, error_response
-from tests.handlers.orders import new_orders_stream, order_stats_environment, recompute
+from tests.reference_app.handlers.orders import (
+    new_orders_stream,
+    order_stats_environment,
+    recompute,
+)
 
 OK: dict[str, Any] = {"batchItemFailures": []}
 

@@ -39,20 +39,19 @@ from urllib.parse import quote
 import boto3
 from cdc_consumer import Change, PermanentError, StreamProcessor
 from cdc_consumer.wire import deserialize_image, to_wire
+from orders_schema import ARCHIVE_BUCKET_ENV, ARCHIVE_PREFIX, TTL_ARCHIVE_CONSUMER
 
-ARCHIVE_PREFIX = "expired-orders/"
-
-processor = StreamProcessor("ttl-archive")
+processor = StreamProcessor(TTL_ARCHIVE_CONSUMER)
 _s3 = boto3.client("s3")  # created once per container; AWS_ENDPOINT_URL works locally
 
 
 def _bucket() -> str:
     try:
-        return os.environ["ARCHIVE_BUCKET_NAME"]
+        return os.environ[ARCHIVE_BUCKET_ENV]
     except KeyError:
         # Configuration, not a bad record: fail the batch (retried, then the on-failure queue).
         raise RuntimeError(
-            "ARCHIVE_BUCKET_NAME is not set; the TTL archive needs its bucket"
+            f"{ARCHIVE_BUCKET_ENV} is not set; the TTL archive needs its bucket"
         ) from None
 
 
