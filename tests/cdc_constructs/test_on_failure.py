@@ -21,14 +21,14 @@ from aws_cdk.aws_lambda_event_sources import S3OnFailureDestination, SnsDlq, Sqs
 
 from cdc_constructs import CdcConfigurationError, ChangeCaptureTable, StreamConsumer
 from cdc_constructs.redrive import REDRIVE_HANDLER
-from tests.cdc_constructs.support import grants, logical_id, only, resources
+from tests.cdc_constructs.support import grants, logical_id, only, resources, with_code
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
 
 def _consumer(stack: cdk.Stack, **props: Any) -> StreamConsumer:
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    return StreamConsumer(stack, "Consumer", table=table, **props)
+    return StreamConsumer(stack, "Consumer", table=table, **with_code(props))
 
 
 def _role(template: dict[str, Any], prefix: str) -> str:
