@@ -230,98 +230,112 @@ class CommitOutcome:
     failed: RecordWrites | None = None
     error: CdcConsumerError | None = None
 
-    def absorb(self, other: CommitOutcome) -> CommitOutcome:
-        self.committed += other.committed
-        self.duplicates += other.duplicates
-        self.failed, self.error = other.failed, other.error
-        return self
+
+@dataclass
+class _Attempt:
+    """What one TransactWriteItems call said about the records it carried.
+
+    ``duplicates``: records whose marker already existed. ``failed`` / ``error``: the first
+    record DynamoDB named as failing (None: the call committed, or only duplicates failed).
+    ``one_at_a_time``: DynamoDB (or botocore) refused the request without naming a record.
+    """
+
+    committed: bool = False
+    duplicates: list[RecordWrites] = field(default_factory=list)
+    failed: RecordWrites | None = None
+    error: CdcConsumerError | None = None
+    one_at_a_time: bool = False
 
 
 def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
     """Commit ``records`` (in order) in as few TransactWriteItems calls as DynamoDB allows.
 
     Never writes anything of a record after the first failing one. Records without items
-    count as committed once every record before them is.
+    count as committed once every record before them is. Each call either commits what it
+    carries, or shrinks what is left: duplicates are dropped, a failing record and everything
+    after it are cut off (the records before it are tried again, and an earlier failure found
+    then replaces it), a refusal that names no record sends the records one at a time.
     """
     outcome = CommitOutcome()
-    candidates = list(records)
-    while True:
-        writing = [record for record in candidates if record.items]
-        if not writing:
-            outcome.committed += candidates
-            return outcome
-        try:
-            client.transact_write_items(
-                TransactItems=[item for record in writing for item in record.items]
-            )
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code")
-            if code == "TransactionCanceledException":
-                reasons = error.response.get("CancellationReasons")
-                duplicates, failed, reason_error = _read_reasons(writing, reasons, error)
-                if failed is None and not duplicates:
-                    return outcome.absorb(
-                        _fail_first(candidates, TransientError(_unattributed(error)))
-                    )
-                if failed is None:
-                    outcome.duplicates += duplicates
-                    candidates = [record for record in candidates if record not in duplicates]
-                    continue
-                before = [
-                    record
-                    for record in candidates
-                    if record.position < failed.position and record not in duplicates
-                ]
-                prefix = commit(client, before)
-                prefix.duplicates += [d for d in duplicates if d.position < failed.position]
-                if prefix.failed is None:
-                    prefix.failed, prefix.error = failed, reason_error
-                return outcome.absorb(prefix)
-            if code == "ValidationException" and len(writing) > 1:
-                # DynamoDB does not say which record it rejects (for instance two Puts on one
-                # item of a table whose key we cannot see): commit them one at a time.
-                return outcome.absorb(_commit_one_by_one(client, candidates))
-            if code == "ValidationException":
-                refusal: CdcConsumerError = RejectedByDynamoDBError(
-                    f"DynamoDB rejected the record's transaction: {_message(error)}"
-                )
-            else:
-                refusal = TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
-            return outcome.absorb(_fail_first(candidates, refusal))
-        except ParamValidationError as error:
-            # botocore refused the request before sending it (e.g. a value in boto3's resource
-            # shape instead of the client shape): as deterministic as a ValidationException,
-            # and it does not say which record either.
-            if len(writing) > 1:
-                return outcome.absorb(_commit_one_by_one(client, candidates))
-            return outcome.absorb(
-                _fail_first(
-                    candidates,
-                    RejectedByDynamoDBError(f"botocore refused the record's actions: {error}"),
-                )
-            )
-        except BotoCoreError as error:
-            return outcome.absorb(
-                _fail_first(candidates, TransientError(f"TransactWriteItems failed: {error}"))
-            )
-        outcome.committed += candidates
-        return outcome
-
-
-def _commit_one_by_one(client: Any, records: list[RecordWrites]) -> CommitOutcome:
-    outcome = CommitOutcome()
-    for record in records:
-        outcome.absorb(commit(client, [record]))
-        if outcome.failed is not None:
-            return outcome
+    todo = list(records)
+    one_at_a_time = False
+    while todo:
+        chunk = todo[:1] if one_at_a_time else todo
+        if not any(record.items for record in chunk):
+            outcome.committed += chunk
+            todo = todo[len(chunk) :]
+            continue
+        attempt = _attempt(client, chunk)
+        if attempt.one_at_a_time:
+            one_at_a_time = True
+            continue
+        if attempt.committed:
+            outcome.committed += chunk
+            todo = todo[len(chunk) :]
+            continue
+        if attempt.failed is None:  # only duplicates: commit the rest without them
+            outcome.duplicates += attempt.duplicates
+            todo = [record for record in todo if record not in attempt.duplicates]
+            continue
+        cut = attempt.failed.position
+        outcome.duplicates += [d for d in attempt.duplicates if d.position < cut]
+        outcome.failed, outcome.error = attempt.failed, attempt.error
+        todo = [r for r in chunk if r.position < cut and r not in attempt.duplicates]
     return outcome
 
 
-def _fail_first(candidates: list[RecordWrites], error: CdcConsumerError) -> CommitOutcome:
-    """Everything before the first record with items is committed (it had nothing to write);
-    that record fails as a whole."""
-    first = next(index for index, record in enumerate(candidates) if record.items)
-    return CommitOutcome(committed=candidates[:first], failed=candidates[first], error=error)
+def _attempt(client: Any, chunk: list[RecordWrites]) -> _Attempt:
+    """One TransactWriteItems call carrying ``chunk``'s items, read into an :class:`_Attempt`."""
+    writing = [record for record in chunk if record.items]
+    try:
+        client.transact_write_items(
+            TransactItems=[item for record in writing for item in record.items]
+        )
+    except ClientError as error:
+        return _refused(chunk, writing, error)
+    except ParamValidationError as error:
+        # botocore refused the request before sending it (e.g. a value in boto3's resource
+        # shape instead of the client shape): as deterministic as a ValidationException,
+        # and it does not say which record either.
+        if len(writing) > 1:
+            return _Attempt(one_at_a_time=True)
+        return _fail_first(
+            chunk, RejectedByDynamoDBError(f"botocore refused the record's actions: {error}")
+        )
+    except BotoCoreError as error:
+        return _fail_first(chunk, TransientError(f"TransactWriteItems failed: {error}"))
+    return _Attempt(committed=True)
+
+
+def _refused(
+    chunk: list[RecordWrites], writing: list[RecordWrites], error: ClientError
+) -> _Attempt:
+    code = error.response.get("Error", {}).get("Code")
+    if code == "TransactionCanceledException":
+        reasons = error.response.get("CancellationReasons")
+        duplicates, failed, reason_error = _read_reasons(writing, reasons, error)
+        if failed is None and not duplicates:
+            return _fail_first(chunk, TransientError(_unattributed(error)))
+        return _Attempt(duplicates=duplicates, failed=failed, error=reason_error)
+    if code == "ValidationException" and len(writing) > 1:
+        # DynamoDB does not say which record it rejects (for instance two Puts on one item of
+        # a table whose key we cannot see): commit them one at a time.
+        return _Attempt(one_at_a_time=True)
+    if code == "ValidationException":
+        return _fail_first(
+            chunk,
+            RejectedByDynamoDBError(
+                f"DynamoDB rejected the record's transaction: {_message(error)}"
+            ),
+        )
+    return _fail_first(
+        chunk, TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
+    )
+
+
+def _fail_first(chunk: list[RecordWrites], error: CdcConsumerError) -> _Attempt:
+    """The first record with items fails as a whole (those before it had nothing to write)."""
+    return _Attempt(failed=next(record for record in chunk if record.items), error=error)
 
 
 def _read_reasons(
