@@ -21,8 +21,10 @@ from cdc_consumer.decision import (
     Compensate,
     Decider,
     Decision,
+    Misconfigured,
     Poison,
     Projection,
+    Reads,
     Transient,
 )
 from cdc_consumer.ledger import Ledger
@@ -44,6 +46,7 @@ class Registry(Protocol):
 
     projections: list[Projection]
     side_effects: list[tuple[str, SideEffect]]
+    reads: list[Reads]
     safety_margin_ms: int
     clock: Callable[[], float]
 
@@ -116,7 +119,7 @@ class BatchRun:
             )
         return cls(
             records=records,
-            decider=Decider(registry.projections, writes_for),
+            decider=Decider(registry.projections, writes_for, registry.reads),
             ledger=ledger,
             outcomes=outcomes,
             deadline=Deadline(remaining_ms, registry.safety_margin_ms),
@@ -156,6 +159,8 @@ class BatchRun:
             return self.after_pending(lambda: self.outcomes.fail(position, decision.error))
         if isinstance(decision, Compensate):
             return self.after_pending(lambda: self.compensate(position, decision))
+        if isinstance(decision, Misconfigured):
+            return self.after_pending(lambda: _raise(decision.error))
         return self.apply(position, decision)
 
     def apply(self, position: int, decision: Apply) -> Step:
@@ -199,3 +204,7 @@ class BatchRun:
             if step is not None:
                 return step
         return then()
+
+
+def _raise(error: Exception) -> Step:
+    raise error

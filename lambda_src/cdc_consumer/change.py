@@ -39,6 +39,9 @@ class Change:
     is_ttl_expiry: bool
     source_arn: str | None
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    #: ``dynamodb.StreamViewType`` (KEYS_ONLY, NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES), or
+    #: None when the record does not say.
+    view_type: str | None = None
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Change:
@@ -88,6 +91,7 @@ class Change:
             is_ttl_expiry=event_name == "REMOVE" and _is_ttl_identity(record.get("userIdentity")),
             source_arn=record.get("eventSourceARN"),
             raw=record,
+            view_type=stream.get("StreamViewType"),
         )
 
 

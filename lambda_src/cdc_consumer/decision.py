@@ -7,7 +7,9 @@ record into one :data:`Decision`, which the batch loop carries out in order:
 - :class:`Compensate`: poison whose projection asked for compensating writes (quarantine it,
   then commit them exactly once);
 - :class:`Poison`: quarantine the record whole;
-- :class:`Transient`: stop at the record and report it.
+- :class:`Transient`: stop at the record and report it;
+- :class:`Misconfigured`: the consumer cannot apply any such record (its stream lacks an image
+  a projection reads): fail the invocation.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_consumer.change import Change
-from cdc_consumer.exceptions import InvalidActionError, PermanentError, UndecodableRecordError
+from cdc_consumer.defaults import IMAGES_OF_VIEW_TYPE
+from cdc_consumer.exceptions import (
+    InvalidActionError,
+    MissingImageError,
+    PermanentError,
+    UndecodableRecordError,
+)
 from cdc_consumer.transactions import RecordWrites, action_list
 
 Projection = Callable[[Change], Sequence[Mapping[str, Any]]]
@@ -59,7 +67,18 @@ class Transient:
     change: Change | None = None
 
 
-Decision = Apply | Compensate | Poison | Transient
+@dataclass(frozen=True)
+class Misconfigured:
+    """Fail the invocation: no record like this one can be applied by this consumer."""
+
+    error: MissingImageError
+    change: Change
+
+
+Decision = Apply | Compensate | Poison | Transient | Misconfigured
+
+Reads = tuple[str, frozenset[str]]
+"""A reader's name (projection or side effect) and the images it declared it reads."""
 
 
 @dataclass(frozen=True)
@@ -68,16 +87,21 @@ class Decider:
 
     ``writes_for(position, change, actions, quarantined)`` pairs a record's actions with its
     processed-marker (see :meth:`RecordWrites.build`); it raises :class:`InvalidActionError`.
+    ``reads``: the images each projection and side effect declared it reads.
     """
 
     projections: Sequence[Projection]
     writes_for: Callable[[int, Change, Any, bool], RecordWrites]
+    reads: Sequence[Reads] = ()
 
     def decide(self, position: int, record: Any) -> Decision:
         try:
             change = Change.from_record(record)
         except UndecodableRecordError as error:
             return Poison(error)
+        missing = self.missing_image(change)
+        if missing is not None:
+            return Misconfigured(missing, change)
         if not self.projections:
             return Apply(change, None)
         try:
@@ -102,3 +126,20 @@ class Decider:
                 change,
             )
         return Compensate(change, writes, error)
+
+    def missing_image(self, change: Change) -> MissingImageError | None:
+        """The error for the first reader whose declared images the record's view type lacks.
+
+        Judged by the view type, not by the images present: an INSERT has no old image on any
+        stream (legitimately None), but a NEW_IMAGE stream never has one, so a reader of old
+        images cannot work there at all. A record that states no view type is not judged.
+        """
+        carried = IMAGES_OF_VIEW_TYPE.get(change.view_type or "")
+        if carried is None:
+            return None
+        for reader, images in self.reads:
+            lacking = sorted(images - carried)
+            if lacking:
+                assert change.view_type is not None
+                return MissingImageError(change.sequence_number, change.view_type, lacking, reader)
+        return None

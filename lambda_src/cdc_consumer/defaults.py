@@ -35,6 +35,22 @@ IN_PROGRESS_EXPIRATION_ATTRIBUTE = "in_progress_expiration"
 STATUS_IN_PROGRESS = "INPROGRESS"
 STATUS_COMPLETED = "COMPLETED"
 
+# --- Stream view types ---
+
+#: The names of a record's images, as ``dynamodb.NewImage`` / ``dynamodb.OldImage`` call them; a
+#: projection or side effect declares the ones it reads (``reads=``).
+NEW_IMAGE = "NewImage"
+OLD_IMAGE = "OldImage"
+#: The images each ``StreamViewType`` carries (DynamoDB's StreamSpecification). Even a view
+#: type that carries an image omits it where the change has none: INSERT has no old image,
+#: REMOVE no new one.
+IMAGES_OF_VIEW_TYPE: dict[str, frozenset[str]] = {
+    "KEYS_ONLY": frozenset(),
+    "NEW_IMAGE": frozenset({NEW_IMAGE}),
+    "OLD_IMAGE": frozenset({OLD_IMAGE}),
+    "NEW_AND_OLD_IMAGES": frozenset({NEW_IMAGE, OLD_IMAGE}),
+}
+
 # --- Deadline ---
 
 #: Stop taking new records when less than this much invocation time is left (milliseconds):

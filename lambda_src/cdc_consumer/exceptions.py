@@ -72,6 +72,33 @@ class ConfigurationError(CdcConsumerError):
     """The processor cannot run: a table, queue or name is missing. Raised out of ``handle``."""
 
 
+class MissingImageError(ConfigurationError):
+    """A record's stream view type lacks an image a registered projection or side effect reads.
+
+    A misconfiguration, not a bad record: every record of that stream lacks the image, so
+    quarantining them one by one would empty the stream into the queue while the view never
+    changes. ``handle`` commits what came before the record, then raises this error: a
+    function error, which the Errors alarm reports and Lambda retries (then sends to the
+    on-failure destination), so no record is counted as processed without its effect. Fix it
+    by giving the table the stream view type the consumer needs (a new stream), or by not
+    reading the image. ``sequence_number``, ``view_type``, ``missing`` (image names) and
+    ``reader`` (the projection or side effect) say which.
+    """
+
+    def __init__(
+        self, sequence_number: str, view_type: str, missing: Sequence[str], reader: str
+    ) -> None:
+        super().__init__(
+            f"record {sequence_number}: the stream's view type is {view_type}, which carries "
+            f"no {' and no '.join(missing)}, but {reader} reads it; give the table a stream "
+            f"whose view type carries {' and '.join(missing)} (NEW_AND_OLD_IMAGES carries both)"
+        )
+        self.sequence_number = sequence_number
+        self.view_type = view_type
+        self.missing = list(missing)
+        self.reader = reader
+
+
 class MalformedBatchError(CdcConsumerError):
     """The event cannot be processed record by record (no ``Records``, or a record without a
     sequence number, which cannot be reported alone). Raised out of ``handle`` so Lambda fails

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import boto3
 
 from cdc_consumer import defaults, logs, metrics
 from cdc_consumer.batch import BatchRun, LambdaContext
-from cdc_consumer.decision import Projection
+from cdc_consumer.decision import Projection, Reads
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
 from cdc_consumer.ledger import Ledger
 from cdc_consumer.modes import SideEffect
@@ -82,12 +82,15 @@ class StreamProcessor:
         self._sqs = sqs_client
         self.projections: list[Projection] = []
         self.side_effects: list[tuple[str, SideEffect]] = []
+        #: The images each projection and side effect declared it reads (``reads=``).
+        self.reads: list[Reads] = []
 
     # --- registration -------------------------------------------------------------------
 
-    def projection(self, function: P) -> P:
+    def projection(self, function: P | None = None, *, reads: Iterable[str] = ()) -> Any:
         """Register a projection: ``change -> list of TransactWriteItems actions``.
 
+        Usable as ``@processor.projection`` or ``@processor.projection(reads=["NewImage"])``.
         Its actions commit in one transaction with the record's processed-marker, so each
         takes effect exactly once. Projections run in registration order; their actions are
         concatenated. Return ``[]`` for a change that does not concern the projection.
@@ -96,28 +99,40 @@ class StreamProcessor:
         (exactly once, after its quarantine message is sent; see
         :meth:`cdc_consumer.batch.BatchRun.compensate`).
         When one projection raises, the record's other projections' actions are not applied.
-        """
-        self.projections.append(function)
-        return function
 
-    def side_effect(self, function: S | None = None, *, name: str | None = None) -> Any:
+        ``reads``: the images the projection reads, ``"NewImage"`` and/or ``"OldImage"``
+        (default: none declared, nothing checked). A record whose stream view type lacks a
+        declared image fails the invocation with :class:`MissingImageError` (see there why it
+        is not quarantined); an image the change simply has not (INSERT's old image) is None.
+        """
+
+        def add(function: Projection) -> str:
+            self.projections.append(function)
+            return f"projection {getattr(function, '__name__', repr(function))!r}"
+
+        return _registration(function, reads, add, self.reads)
+
+    def side_effect(
+        self, function: S | None = None, *, name: str | None = None, reads: Iterable[str] = ()
+    ) -> Any:
         """Register a side effect: ``change -> None``, an external call made once per record.
 
         Usable as ``@processor.side_effect`` or ``@processor.side_effect(name="notify")``.
         ``name`` (default: the function's ``__name__``) is part of the claim id
-        ``{consumer}#{eventID}#{name}``; keep it stable across deployments.
+        ``{consumer}#{eventID}#{name}``; keep it stable across deployments. ``reads``: as
+        for :meth:`projection`.
         """
 
-        def register(function: S) -> S:
+        def add(function: S) -> str:
             claim_name = name or function.__name__
             if any(existing == claim_name for existing, _ in self.side_effects):
                 raise ConfigurationError(
                     f"a side effect named {claim_name!r} is already registered; pass name="
                 )
             self.side_effects.append((claim_name, function))
-            return function
+            return f"side effect {claim_name!r}"
 
-        return register if function is None else register(function)
+        return _registration(function, reads, add, self.reads)
 
     # --- processing ---------------------------------------------------------------------
 
@@ -130,9 +145,11 @@ class StreamProcessor:
         duplicate or quarantined, else ``{"batchItemFailures": [{"itemIdentifier": seq}]}``
         with the sequence number of the first record not applied; nothing after it was
         applied. A bad record never raises. Raises :class:`ConfigurationError` when a name
-        is missing, and :class:`MalformedBatchError` when the event has no ``Records`` list or
-        a record has no sequence number: such a record cannot be reported alone, so the whole
-        batch fails (a function error, which Lambda retries and bisects, and which alarms).
+        is missing, :class:`MissingImageError` (after committing the records before it) when a
+        record's stream view type lacks an image a registered function reads, and
+        :class:`MalformedBatchError` when the event has no ``Records`` list or a record has no
+        sequence number: such a record cannot be reported alone, so the whole batch fails (a
+        function error, which Lambda retries and bisects, and which alarms).
         """
         if not self.projections and not self.side_effects:
             raise ConfigurationError(
@@ -144,17 +161,18 @@ class StreamProcessor:
         ledger = Ledger(settle_at_commit=not self.side_effects)
         try:
             records = _records_of(event)
-        except MalformedBatchError as error:
+            failed = BatchRun.assemble(self, settings, context, records, ledger).run()
+        except (MalformedBatchError, ConfigurationError) as error:
+            # The invocation cannot go on: a function error (alarmed, retried by Lambda).
             ledger.metrics.batch_failures = 1
             logs.log(
                 "ERROR",
-                "batch rejected",
+                "batch rejected" if isinstance(error, MalformedBatchError) else "batch failed",
                 consumer=settings.consumer,
                 error=logs.describe_error(error),
             )
             self._emit(settings, ledger)
             raise
-        failed = BatchRun.assemble(self, settings, context, records, ledger).run()
         ledger.metrics.batch_failures = int(failed is not None)
         logs.log(
             "INFO",
@@ -198,6 +216,27 @@ class StreamProcessor:
         if self._sqs is None:
             self._sqs = boto3.client("sqs", config=defaults.CLIENT_CONFIG)
         return self._sqs
+
+
+def _registration(
+    function: Any, reads: Iterable[str], add: Callable[[Any], str], declared: list[Reads]
+) -> Any:
+    """Register ``function`` with ``add`` (now, or as a decorator when it is None) and its
+    declared images in ``declared``; :class:`ConfigurationError` for an unknown image name."""
+    images = frozenset([reads] if isinstance(reads, str) else reads)
+    unknown = sorted(images - {defaults.NEW_IMAGE, defaults.OLD_IMAGE})
+    if unknown:
+        raise ConfigurationError(
+            f"reads= takes {defaults.NEW_IMAGE!r} and/or {defaults.OLD_IMAGE!r}, got {unknown}"
+        )
+
+    def register(function: Any) -> Any:
+        reader = add(function)
+        if images:
+            declared.append((reader, images))
+        return function
+
+    return register if function is None else register(function)
 
 
 def _records_of(event: Mapping[str, Any]) -> list[Any]:

@@ -93,7 +93,7 @@ def archived_item(body: bytes | str) -> dict[str, Any]:
     return deserialize_image(json.loads(body)["oldImage"])
 
 
-@processor.side_effect
+@processor.side_effect(reads=["OldImage"])  # the expired item is the REMOVE's old image
 def archive_expired_order(change: Change) -> None:
     if not change.is_ttl_expiry:
         # The filter should admit TTL deletions only; quarantine anything else rather than
