@@ -3,6 +3,8 @@
 * ``cdc-constructs``: the reference handler ``lambda_src/handlers/order_stats.py`` with the
   consumer runtime on the path (the layer), handler string ``order_stats.handler``.
 * ``powertools``: bench/baseline/powertools_order_stats.py.
+* ``seed``: bench/baseline/seed_order_stats.py, the seed design (one TransactWriteItems per
+  record: marker + effect) computing the reference handler's own actions.
 
 Both modules create their boto3 clients at import time from the environment, so they are imported
 after the environment points at the local endpoint and the instrumentation is installed.
@@ -27,6 +29,7 @@ CONSUMER_NAME = "order-stats"
 #: Module names as Lambda imports them (handler directory and layer on sys.path).
 REFERENCE_MODULE = "order_stats"
 BASELINE_MODULE = "powertools_order_stats"
+SEED_MODULE = "seed_order_stats"
 
 
 @dataclass
@@ -55,3 +58,9 @@ def load_baseline() -> Consumer:
     """The Powertools baseline."""
     module = _import(BASELINE_MODULE, BASELINE_DIR)
     return Consumer("powertools", module.handler, module)
+
+
+def load_seed() -> Consumer:
+    """The seed design: one transaction per record, with the reference handler's actions."""
+    module = _import(SEED_MODULE, BASELINE_DIR, HANDLERS, LAMBDA_SRC)
+    return Consumer("seed", module.handler, module)

@@ -1,7 +1,7 @@
 """Delivering records to a consumer the way Lambda's event source mapping does.
 
 Batches of ``batch_size`` in stream order. With ReportBatchItemFailures the mapping checkpoints
-at the *lowest* reported sequence number and re-sends everything from there (DESIGN.md §1;
+at the *lowest* reported sequence number and re-sends everything from there (docs/design.md §1;
 ``cdc_consumer.testing.redelivery`` computes it); a function error (here:
 :class:`cdc_local.faults.SimulatedCrash`) re-sends the whole batch. Only the parts of the mapping
 the benchmark needs: no bisect, no filters, no record age. (cdc_local's EventSourceMapping has

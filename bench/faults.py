@@ -1,7 +1,7 @@
 """Faults injected into the projection run, the same for both consumers.
 
 The target is one record in the middle of a batch whose order has a newer change later in the
-same batch — the situation DESIGN.md §4 warns about. Two faults hit its write:
+same batch — the situation docs/design.md §4 warns about. Two faults hit its write:
 
 * ``transient``: the write is throttled once (ProvisionedThroughputExceededException). The
   consumer reports the record; the mapping re-sends from the lowest reported sequence number.

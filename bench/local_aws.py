@@ -20,6 +20,7 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
+from bench.cost import CostMeter
 from cdc_local.endpoint import LOCAL_CREDENTIALS, LocalEndpoint
 from cdc_local.faults import SimulatedCrash
 
@@ -64,6 +65,8 @@ class Instrumentation:
     #: Marker ids ("{consumer}#{eventID}") of successful TransactWriteItems, in commit order.
     committed_markers: list[str] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
+    #: Request units and modelled latency of every request (bench/cost.py).
+    cost: CostMeter = field(default_factory=CostMeter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
@@ -72,6 +75,7 @@ class Instrumentation:
             self.faults.clear()
             self.committed_markers.clear()
             self.request_seconds = 0.0
+        self.cost.reset()
 
     @property
     def dynamodb_requests(self) -> int:
@@ -112,6 +116,12 @@ class Instrumentation:
         }
         return AWSResponse("http://bench-fault", 400, {}, None), error
 
+    def _meter(
+        self, event_name: str, model: Any, parsed: Any, context: dict[str, Any], **_: Any
+    ) -> None:
+        service = event_name.split(".")[1]
+        self.cost.record(service, model.name, context.get("bench_params", {}), parsed)
+
     def _after_call(
         self, model: Any, http_response: Any, context: dict[str, Any], **_: Any
     ) -> None:
@@ -128,7 +138,10 @@ class Instrumentation:
         events = session.events
         events.register("before-send.dynamodb", self._count)
         events.register("before-send.sqs", self._count)
-        events.register("before-parameter-build.dynamodb", self._remember_params)
+        events.register("before-send.s3", self._count)
+        for service in ("dynamodb", "sqs", "s3"):
+            events.register(f"before-parameter-build.{service}", self._remember_params)
+            events.register(f"after-call.{service}", self._meter)
         events.register("before-call.dynamodb", self._before_call)
         events.register("after-call.dynamodb", self._after_call)
 

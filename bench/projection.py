@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench import cost
 from bench.consumers import CONSUMER_NAME, Consumer
 from bench.esm import deliver
 from bench.local_aws import (
@@ -95,6 +96,7 @@ def run(
     # The consumers' log lines and EMF metrics (stdout in Lambda) are written, to /dev/null.
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         started = time.perf_counter()
+        cpu_started = time.thread_time()  # this thread only: moto's server runs in others
         delivery = deliver(
             consumer.handler,
             records,
@@ -103,11 +105,13 @@ def run(
             after_crash=options.after_crash,
         )
         wall = time.perf_counter() - started
+        cpu_seconds = time.thread_time() - cpu_started
     requests = dict(sorted(INSTRUMENTATION.requests.items()))
     dynamodb_requests = INSTRUMENTATION.dynamodb_requests
     request_seconds = INSTRUMENTATION.request_seconds
     applied = _applied_event_ids(consumer)
     faults_hit = sum(f.hits for f in INSTRUMENTATION.faults)
+    meter = INSTRUMENTATION.cost.snapshot()
     INSTRUMENTATION.reset()
     if dynamodb_requests == 0:
         raise RuntimeError(
@@ -115,10 +119,11 @@ def run(
             "come from boto3's default session, so the counts would be wrong"
         )
     admin = admin_client(endpoint, "dynamodb")
+    view_items = scan(admin, resources.view_table)
     comparison = compare(
-        actual_view(scan(admin, resources.view_table)),
-        expected_view(scan(admin, resources.orders_table)),
+        actual_view(view_items), expected_view(scan(admin, resources.orders_table))
     )
+    written = [*view_items, *scan(admin, resources.idempotency_table)]
     n = len(workload.records)
     in_requests = min(request_seconds, wall)
     return {
@@ -137,6 +142,14 @@ def run(
         "wall_ms_per_record": round(wall * 1000 / n, 4),
         "in_requests_ms_per_record": round(in_requests * 1000 / n, 4),
         "outside_requests_ms_per_record": round((wall - in_requests) * 1000 / n, 4),
+        "cpu_seconds": round(cpu_seconds, 4),
+        "cost": cost.summarise(
+            meter,
+            records=n,
+            invocations=delivery.invocations,
+            cpu_seconds=cpu_seconds,
+            largest_item_stored=max((cost.item_size(item) for item in written), default=0),
+        ),
         "view": comparison.as_dict(),
         "ordering": ordering_report(workload, applied),
     }

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 HANDLERS = REPO / "lambda_src" / "handlers"
 
 
-#: Event source mapping settings shown side by side (the ones DESIGN.md §1 is about).
+#: Event source mapping settings shown side by side (the ones docs/design.md §1 is about).
 _ESM_SETTINGS = (
     "StartingPosition",
     "BatchSize",

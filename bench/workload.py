@@ -6,7 +6,7 @@ Streams' per-item guarantee); orders are interleaved at random across the stream
 items). Everything is derived from one seed, so two runs see the same records.
 
 The records are built here rather than read from moto's stream because moto's stream differs
-from DynamoDB's (DESIGN.md §6), and because the Lambda event shape (eventSourceARN, awsRegion,
+from DynamoDB's (docs/design.md §6), and because the Lambda event shape (eventSourceARN, awsRegion,
 userIdentity of TTL deletions) is what both consumers under test receive. Not
 cdc_local.workload: it writes changes to a table for the local pipeline to stream. Not
 cdc_consumer.testing.TableStream: its eventIDs are random, and here they must repeat run to run.
@@ -209,8 +209,9 @@ def same_item_workload(records: int, same_fraction: float, seed: int = DEFAULT_S
     """``records`` INSERTs of distinct orders; ``same_fraction`` of them for one customer.
 
     The other records each belong to a customer of their own, so they touch distinct view items.
-    ``same_fraction=0`` is the distinct-keys case DESIGN.md's ≤ 0.05 requests/record target is
-    stated for. The hot customer's records are spread evenly through the stream.
+    ``same_fraction=0`` is the distinct-keys case the ≤ 0.05 requests/record target of
+    docs/design.md §4 is stated for. The hot customer's records are spread evenly through the
+    stream.
     """
     if not 0.0 <= same_fraction <= 1.0:
         raise ValueError(f"same_fraction={same_fraction} is outside [0, 1]; give a fraction")

@@ -19,8 +19,10 @@ from cdc_constructs.exceptions import (
 from cdc_constructs.fan_out import StreamFanOut
 from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
+from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.nag import CdcChecks, CdcChecksError
+from cdc_constructs.outbox_publisher import OutboxPublisher
 from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.reference_stack import CdcReferenceStack
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
@@ -38,11 +40,13 @@ __all__ = [
     "ConsumerRuntimeLayer",
     "FanOutConfigurationError",
     "IdempotencyTable",
+    "OutboxPublisher",
     "Problem",
     "RedriveConfigurationError",
     "StreamConsumer",
     "StreamConsumerMonitoring",
     "StreamFanOut",
     "StreamFilters",
+    "StreamMappingOptions",
     "StreamRedrive",
 ]

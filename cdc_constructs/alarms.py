@@ -1,6 +1,12 @@
-"""Alarms that fire on the first occurrence of something that must not happen silently."""
+"""Alarms that fire on the first occurrence of something that must not happen silently, and
+the strategies that decide what an alarm notifies (as cdk-monitoring-constructs'
+``IAlarmActionStrategy``): a construct is given one strategy and applies it to each alarm it
+makes, so no alarm is re-wired after it was made."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -10,8 +16,50 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 
+__all__ = [
+    "CONSUMER_DIMENSION",
+    "AlarmActionStrategy",
+    "NoAlarmAction",
+    "SnsAlarmAction",
+    "alarm_action_for",
+    "alarm_on_any",
+    "consumer_metric",
+    "notify",
+]
+
 CONSUMER_DIMENSION = "Consumer"
 """The one dimension of the runtime's and the redrive's metrics: the consumer's name."""
+
+
+class AlarmActionStrategy(Protocol):
+    """What an alarm does when it changes state."""
+
+    def add_alarm_actions(self, alarm: cloudwatch.Alarm) -> None:
+        """Add this strategy's actions to ``alarm``."""
+
+
+@dataclass(frozen=True)
+class SnsAlarmAction:
+    """Notify ``topic`` when the alarm fires and when it clears."""
+
+    topic: sns.ITopic
+
+    def add_alarm_actions(self, alarm: cloudwatch.Alarm) -> None:
+        action = cloudwatch_actions.SnsAction(self.topic)
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+
+
+class NoAlarmAction:
+    """No action: the alarm is only seen in the console and on dashboards."""
+
+    def add_alarm_actions(self, alarm: cloudwatch.Alarm) -> None:
+        return None
+
+
+def alarm_action_for(topic: sns.ITopic | None) -> AlarmActionStrategy:
+    """:class:`SnsAlarmAction` on ``topic``, or :class:`NoAlarmAction` without one."""
+    return SnsAlarmAction(topic) if topic is not None else NoAlarmAction()
 
 
 def consumer_metric(
@@ -30,9 +78,7 @@ def consumer_metric(
 
 def notify(alarm: cloudwatch.Alarm, topic: sns.ITopic) -> None:
     """Notify ``topic`` when ``alarm`` fires and when it clears."""
-    action = cloudwatch_actions.SnsAction(topic)
-    alarm.add_alarm_action(action)
-    alarm.add_ok_action(action)
+    SnsAlarmAction(topic).add_alarm_actions(alarm)
 
 
 def alarm_on_any(
@@ -42,10 +88,11 @@ def alarm_on_any(
     *,
     description: str,
     topic: sns.ITopic | None = None,
+    action: AlarmActionStrategy | None = None,
 ) -> cloudwatch.Alarm:
     """An alarm on ``metric`` >= 1 in one period (a DLQ message, a lost record, a failed
-    execution), notifying ``topic`` if given. Missing data is not breaching: nothing
-    happening is healthy."""
+    execution), with ``action`` applied (or notifying ``topic`` if given). Missing data is not
+    breaching: nothing happening is healthy."""
     alarm = cloudwatch.Alarm(
         scope,
         construct_id,
@@ -56,6 +103,5 @@ def alarm_on_any(
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
     )
-    if topic is not None:
-        notify(alarm, topic)
+    (action or alarm_action_for(topic)).add_alarm_actions(alarm)
     return alarm

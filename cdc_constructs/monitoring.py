@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
-from cdc_constructs.alarms import alarm_on_any, consumer_metric, notify
+from cdc_constructs.alarms import AlarmActionStrategy, SnsAlarmAction, alarm_on_any, consumer_metric
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.validation import raise_if_any, seconds
 
-if TYPE_CHECKING:
-    from cdc_constructs.stream_consumer import StreamConsumer
+__all__ = [
+    "MAPPING_COUNT_METRICS",
+    "RUNTIME_COUNT_METRICS",
+    "RUNTIME_LAG_METRIC",
+    "MonitoredConsumer",
+    "StreamConsumerMonitoring",
+    "check_iterator_age_threshold",
+]
 
 # The runtime's embedded-metric-format metrics (interfaces §3), all with dimension Consumer.
 RUNTIME_COUNT_METRICS = (
@@ -38,10 +46,47 @@ MAPPING_COUNT_METRICS = (
 )
 
 
-class StreamConsumerMonitoring(Construct):
-    """Alarms and a dashboard for one :class:`StreamConsumer`.
+class MonitoredConsumer(Protocol):
+    """What :class:`StreamConsumerMonitoring` reads of a consumer, and nothing more.
 
-    Alarms (each notifies ``alarm_topic`` on ALARM and OK):
+    :class:`~cdc_constructs.StreamConsumer` is one; any object with these attributes is too.
+    """
+
+    @property
+    def consumer_name(self) -> str:
+        """The ``Consumer`` dimension of the runtime's metrics."""
+
+    @property
+    def metrics_namespace(self) -> str: ...
+
+    @property
+    def max_record_age(self) -> Duration:
+        """The mapping's max record age: the lag alarm's default threshold derives from it."""
+
+    @property
+    def function(self) -> lambda_.IFunction: ...
+
+    @property
+    def event_source_mapping(self) -> lambda_.IEventSourceMapping: ...
+
+    @property
+    def dead_letter_queue(self) -> sqs.IQueue:
+        """The mapping's on-failure queue."""
+
+    @property
+    def quarantine_queue(self) -> sqs.IQueue: ...
+
+    @property
+    def related_alarms(self) -> Mapping[str, cloudwatch.Alarm]:
+        """Alarms the consumer's other parts made (the redrive's lost records), with their
+        actions already set: listed in :attr:`StreamConsumerMonitoring.alarms` and on the
+        dashboard, never re-wired."""
+
+
+class StreamConsumerMonitoring(Construct):
+    """Alarms and a dashboard for one stream consumer (:class:`MonitoredConsumer`).
+
+    Alarms (each given ``alarm_action``, by default: notify ``alarm_topic`` on ALARM and OK):
 
     - ``IteratorAge``: the function's IteratorAge (Maximum, 1 min) above the threshold for
       3 minutes. Default threshold: a quarter of the consumer's max record age (15 min of
@@ -53,13 +98,19 @@ class StreamConsumerMonitoring(Construct):
     - ``FunctionErrors``: function errors (Sum) ≥ 1: crashes and timeouts, which the
       runtime's own failure reporting never causes.
     - ``FunctionThrottles``: throttles (Sum) ≥ 1: the shard waits.
-    - ``RedriveLostRecords``: the consumer's :class:`StreamRedrive` (when it has one) found
-      records the stream no longer holds (StreamRedrive's own alarm, given this topic).
+    - the consumer's ``related_alarms`` (StreamConsumer: ``RedriveLostRecords``, the
+      redrive's alarm on records the stream no longer holds), listed and shown, their actions
+      set by whoever made them (StreamConsumer gives its redrive the same topic).
 
     Missing data is "not breaching": an idle consumer is healthy.
 
-    :param consumer: the StreamConsumer to watch.
-    :param alarm_topic: Default: a new :class:`AlarmTopic` (encrypted, TLS-only).
+    :param consumer: the consumer to watch (a StreamConsumer, or anything with the
+        attributes of :class:`MonitoredConsumer`).
+    :param alarm_action: what each alarm does (an :class:`~cdc_constructs.alarms.
+        AlarmActionStrategy`, as in cdk-monitoring-constructs). Default: notify
+        ``alarm_topic``.
+    :param alarm_topic: Default: a new :class:`AlarmTopic` (encrypted, TLS-only); not made when
+        ``alarm_action`` is given.
     :param dashboard: add this consumer's widgets to an existing dashboard. Default: a new one.
     :param iterator_age_threshold: Default a quarter of ``max_record_age``.
 
@@ -71,7 +122,8 @@ class StreamConsumerMonitoring(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        consumer: StreamConsumer,
+        consumer: MonitoredConsumer,
+        alarm_action: AlarmActionStrategy | None = None,
         alarm_topic: sns.ITopic | None = None,
         dashboard: cloudwatch.Dashboard | None = None,
         iterator_age_threshold: Duration | None = None,
@@ -83,41 +135,54 @@ class StreamConsumerMonitoring(Construct):
             ),
         )
         super().__init__(scope, construct_id)
-        period = Duration.seconds(defaults.ALARM_PERIOD_SECONDS)
-        age_seconds = consumer.max_record_age.to_seconds(integral=False)
-        threshold_seconds = (
+        self._consumer = consumer
+        self._period = Duration.seconds(defaults.ALARM_PERIOD_SECONDS)
+        self._age_seconds = consumer.max_record_age.to_seconds(integral=False)
+        self._threshold_seconds = (
             iterator_age_threshold.to_seconds(integral=False)
             if iterator_age_threshold is not None
-            else age_seconds * defaults.ITERATOR_AGE_ALARM_FRACTION
+            else self._age_seconds * defaults.ITERATOR_AGE_ALARM_FRACTION
         )
-        self.iterator_age_threshold_ms = int(threshold_seconds * 1000)
+        self.iterator_age_threshold_ms = int(self._threshold_seconds * 1000)
         """The lag alarm's threshold, in milliseconds (IteratorAge's unit)."""
-        self.alarm_topic: sns.ITopic = alarm_topic or AlarmTopic(self, "AlarmTopic").topic
-        name = consumer.consumer_name
-        function = consumer.function
+        if alarm_action is None:
+            alarm_topic = alarm_topic or AlarmTopic(self, "AlarmTopic").topic
+            alarm_action = SnsAlarmAction(alarm_topic)
+        self.alarm_topic: sns.ITopic | None = alarm_topic
+        """The topic the alarms notify (None when only an ``alarm_action`` was given)."""
+        self.alarm_action: AlarmActionStrategy = alarm_action
+        """What each alarm made here does."""
+        self._metrics = self._alarm_metrics()
+        self.alarms: dict[str, cloudwatch.Alarm] = self._make_alarms()
+        """The alarms by name."""
+        self.alarms.update(consumer.related_alarms)
+        self.dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard")
+        """The dashboard the widgets were added to."""
+        self.dashboard.add_widgets(*self._widgets())
 
-        on_failure_queue = consumer.dead_letter_queue
-        quarantine_queue = consumer.quarantine_queue
-        metrics = {
-            "IteratorAge": function.metric(
-                "IteratorAge", statistic=cloudwatch.Stats.MAXIMUM, period=period
+    def _alarm_metrics(self) -> dict[str, cloudwatch.IMetric]:
+        function, period = self._consumer.function, self._period
+        maximum, total = cloudwatch.Stats.MAXIMUM, cloudwatch.Stats.SUM
+        on_failure, quarantine = self._consumer.dead_letter_queue, self._consumer.quarantine_queue
+        return {
+            "IteratorAge": function.metric("IteratorAge", statistic=maximum, period=period),
+            "OnFailureQueueDepth": on_failure.metric_approximate_number_of_messages_visible(
+                statistic=maximum, period=period
             ),
-            "OnFailureQueueDepth": on_failure_queue.metric_approximate_number_of_messages_visible(
-                statistic=cloudwatch.Stats.MAXIMUM, period=period
+            "QuarantineQueueDepth": quarantine.metric_approximate_number_of_messages_visible(
+                statistic=maximum, period=period
             ),
-            "QuarantineQueueDepth": quarantine_queue.metric_approximate_number_of_messages_visible(
-                statistic=cloudwatch.Stats.MAXIMUM, period=period
-            ),
-            "RecordsQuarantined": _runtime_metric(consumer, "RecordsQuarantined"),
-            "FunctionErrors": function.metric_errors(statistic=cloudwatch.Stats.SUM, period=period),
-            "FunctionThrottles": function.metric_throttles(
-                statistic=cloudwatch.Stats.SUM, period=period
-            ),
+            "RecordsQuarantined": _runtime_metric(self._consumer, "RecordsQuarantined"),
+            "FunctionErrors": function.metric_errors(statistic=total, period=period),
+            "FunctionThrottles": function.metric_throttles(statistic=total, period=period),
         }
-        descriptions = {
+
+    def _descriptions(self) -> dict[str, str]:
+        name = self._consumer.consumer_name
+        return {
             "IteratorAge": (
-                f"{name}: the oldest record waits more than {threshold_seconds:g} s; at "
-                f"{age_seconds:g} s records go to the on-failure queue"
+                f"{name}: the oldest record waits more than {self._threshold_seconds:g} s; at "
+                f"{self._age_seconds:g} s records go to the on-failure queue"
             ),
             "OnFailureQueueDepth": (
                 f"{name}: a batch ran out of retries or record age; redrive it before the "
@@ -128,57 +193,36 @@ class StreamConsumerMonitoring(Construct):
             "FunctionErrors": f"{name}: the consumer function crashed or timed out",
             "FunctionThrottles": f"{name}: the consumer function was throttled",
         }
-        self.alarms: dict[str, cloudwatch.Alarm] = {}
-        """The alarms by name."""
+
+    def _make_alarms(self) -> dict[str, cloudwatch.Alarm]:
+        descriptions = self._descriptions()
         lag = cloudwatch.Alarm(
             self,
             "IteratorAge",
-            metric=metrics["IteratorAge"],
+            metric=self._metrics["IteratorAge"],
             alarm_description=descriptions["IteratorAge"],
             threshold=self.iterator_age_threshold_ms,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=defaults.ITERATOR_AGE_EVALUATION_PERIODS,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        notify(lag, self.alarm_topic)
-        self.alarms["IteratorAge"] = lag
-        for alarm_name, metric in metrics.items():
+        self.alarm_action.add_alarm_actions(lag)
+        alarms = {"IteratorAge": lag}
+        for alarm_name, metric in self._metrics.items():
             if alarm_name != "IteratorAge":
-                self.alarms[alarm_name] = alarm_on_any(
+                alarms[alarm_name] = alarm_on_any(
                     self,
                     alarm_name,
                     metric,
                     description=descriptions[alarm_name],
-                    topic=self.alarm_topic,
+                    action=self.alarm_action,
                 )
-        if consumer.redrive is not None:
-            # The redrive's own alarm (lost records), notifying the same topic.
-            notify(consumer.redrive.lost_records_alarm, self.alarm_topic)
-            self.alarms["RedriveLostRecords"] = consumer.redrive.lost_records_alarm
+        return alarms
 
-        self.dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard")
-        """The dashboard the widgets were added to."""
-        self.dashboard.add_widgets(*self._widgets(consumer, metrics, period))
-
-    def _widgets(
-        self,
-        consumer: StreamConsumer,
-        metrics: Mapping[str, cloudwatch.IMetric],
-        period: Duration,
-    ) -> list[cloudwatch.IWidget]:
+    def _widgets(self) -> list[cloudwatch.IWidget]:
+        consumer, metrics, period = self._consumer, self._metrics, self._period
         function = consumer.function
-        mapping_id = consumer.event_source_mapping.event_source_mapping_id
         lag_ms = _runtime_metric(consumer, RUNTIME_LAG_METRIC, cloudwatch.Stats.MAXIMUM)
-        mapping_counts = [
-            cloudwatch.Metric(
-                namespace="AWS/Lambda",
-                metric_name=metric_name,
-                dimensions_map={"EventSourceMappingUUID": mapping_id},
-                statistic=cloudwatch.Stats.SUM,
-                period=period,
-            )
-            for metric_name in MAPPING_COUNT_METRICS
-        ]
         return [
             cloudwatch.TextWidget(
                 markdown=f"## Stream consumer `{consumer.consumer_name}`", width=24, height=1
@@ -217,8 +261,21 @@ class StreamConsumerMonitoring(Construct):
                 width=12,
             ),
             cloudwatch.GraphWidget(
-                title="Event source mapping (records)", left=mapping_counts, width=12
+                title="Event source mapping (records)", left=self._mapping_metrics(), width=12
             ),
+        ]
+
+    def _mapping_metrics(self) -> list[cloudwatch.IMetric]:
+        mapping_id = self._consumer.event_source_mapping.event_source_mapping_id
+        return [
+            cloudwatch.Metric(
+                namespace="AWS/Lambda",
+                metric_name=metric_name,
+                dimensions_map={"EventSourceMappingUUID": mapping_id},
+                statistic=cloudwatch.Stats.SUM,
+                period=self._period,
+            )
+            for metric_name in MAPPING_COUNT_METRICS
         ]
 
 
@@ -242,7 +299,7 @@ def check_iterator_age_threshold(
 
 
 def _runtime_metric(
-    consumer: StreamConsumer, metric_name: str, statistic: str = cloudwatch.Stats.SUM
+    consumer: MonitoredConsumer, metric_name: str, statistic: str = cloudwatch.Stats.SUM
 ) -> cloudwatch.Metric:
     return consumer_metric(
         consumer.metrics_namespace, consumer.consumer_name, metric_name, statistic

@@ -267,7 +267,7 @@ class CdcReferenceStack(Stack):
             ),
             cloudwatch.AlarmStatusWidget(
                 title="Alarms",
-                alarms=[*self.order_paid.alarms, *route_alarms],
+                alarms=[*self.order_paid.alarms.values(), *route_alarms],
                 width=24,
                 height=3,
             ),

@@ -175,51 +175,63 @@ def check_filters(
                 "(AWS limit)",
             )
         )
-    images = IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
     for index, pattern in enumerate(filters):
-        prop = f"filters[{index}]"
-        if not isinstance(pattern, Mapping) or not pattern:
-            problems.append(Problem(prop, pattern, "a non-empty dict (a filter pattern)"))
-            continue
-        try:
-            text = json.dumps(pattern)
-        except (TypeError, ValueError):
-            problems.append(Problem(prop, pattern, "JSON-serializable values only"))
-            continue
-        if len(text) > defaults.MAX_FILTER_PATTERN_LENGTH:
-            problems.append(
-                Problem(
-                    prop,
-                    f"{len(text)} characters as JSON",
-                    f"at most {defaults.MAX_FILTER_PATTERN_LENGTH} characters (AWS limit)",
-                )
-            )
-        unknown = sorted(set(pattern) - set(STREAM_RECORD_FIELDS))
-        if unknown:
-            problems.append(
-                Problem(
-                    prop,
-                    pattern,
-                    f"fields of a stream record ({', '.join(STREAM_RECORD_FIELDS)}); "
-                    f"{', '.join(unknown)} never matches",
-                )
-            )
-        body = pattern.get("dynamodb")
-        if images is not None and isinstance(body, Mapping):
-            missing = sorted(
-                image for image in ("NewImage", "OldImage") if image in body and image not in images
-            )
-            if missing:
-                problems.append(
-                    Problem(
-                        prop,
-                        pattern,
-                        f"a stream with view type {stream_view_type} carries no "
-                        f"{' or '.join(missing)}, so this pattern never matches; filter on "
-                        f"{_describe_images(images)} or use a stream view type with the image",
-                    )
-                )
+        problems += check_filter_pattern(f"filters[{index}]", pattern, stream_view_type)
     return problems
+
+
+def check_filter_pattern(prop: str, pattern: Any, stream_view_type: str | None) -> list[Problem]:
+    """One filter pattern: a non-empty JSON object on real record fields, within AWS's
+    length, and on images the stream carries."""
+    if not isinstance(pattern, Mapping) or not pattern:
+        return [Problem(prop, pattern, "a non-empty dict (a filter pattern)")]
+    try:
+        text = json.dumps(pattern)
+    except (TypeError, ValueError):
+        return [Problem(prop, pattern, "JSON-serializable values only")]
+    problems = []
+    if len(text) > defaults.MAX_FILTER_PATTERN_LENGTH:
+        problems.append(
+            Problem(
+                prop,
+                f"{len(text)} characters as JSON",
+                f"at most {defaults.MAX_FILTER_PATTERN_LENGTH} characters (AWS limit)",
+            )
+        )
+    unknown = sorted(set(pattern) - set(STREAM_RECORD_FIELDS))
+    if unknown:
+        problems.append(
+            Problem(
+                prop,
+                pattern,
+                f"fields of a stream record ({', '.join(STREAM_RECORD_FIELDS)}); "
+                f"{', '.join(unknown)} never matches",
+            )
+        )
+    return problems + _check_filter_images(prop, pattern, stream_view_type)
+
+
+def _check_filter_images(
+    prop: str, pattern: Mapping[str, Any], stream_view_type: str | None
+) -> list[Problem]:
+    images = IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
+    body = pattern.get("dynamodb")
+    if images is None or not isinstance(body, Mapping):
+        return []
+    missing = sorted(
+        image for image in ("NewImage", "OldImage") if image in body and image not in images
+    )
+    if not missing:
+        return []
+    return [
+        Problem(
+            prop,
+            pattern,
+            f"a stream with view type {stream_view_type} carries no "
+            f"{' or '.join(missing)}, so this pattern never matches; filter on "
+            f"{_describe_images(images)} or use a stream view type with the image",
+        )
+    ]
 
 
 def check_name(prop: str, value: Any, forbidden: str = "") -> list[Problem]:

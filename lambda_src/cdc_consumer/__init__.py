@@ -1,5 +1,8 @@
 """Consumer runtime for DynamoDB Streams: ordered, exactly-once projections, safe side effects.
 
+It also reads a table's changes delivered through a Kinesis data stream (out of order, repeated:
+:attr:`Change.version` and the version-guarded :class:`LatestImage`, docs/design.md §9).
+
 boto3 is the only dependency. See :class:`StreamProcessor`. Also here: the transactional
 :class:`Outbox`, TTL values in epoch seconds (:func:`ttl_after`, :func:`validate_ttl`), and
 every error the runtime raises. Redrive is the subpackage :mod:`cdc_consumer.redrive`; test
@@ -16,6 +19,7 @@ from cdc_consumer.exceptions import (
     MalformedBatchError,
     MalformedMessageError,
     MissingImageError,
+    MissingVersionError,
     OutboxCancelledError,
     OutboxConflictError,
     OutboxError,
@@ -29,6 +33,7 @@ from cdc_consumer.exceptions import (
     TtlValueError,
     UndecodableRecordError,
 )
+from cdc_consumer.latest_image import LatestImage
 from cdc_consumer.outbox import Outbox, OutboxEvent
 from cdc_consumer.processor import LambdaContext, Projection, SideEffect, StreamProcessor
 from cdc_consumer.quarantine import quarantine_message
@@ -42,9 +47,11 @@ __all__ = [
     "InvalidActionError",
     "InvocationError",
     "LambdaContext",
+    "LatestImage",
     "MalformedBatchError",
     "MalformedMessageError",
     "MissingImageError",
+    "MissingVersionError",
     "Outbox",
     "OutboxCancelledError",
     "OutboxConflictError",

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from cdc_consumer.exceptions import UndecodableRecordError
+from cdc_consumer.exceptions import MissingVersionError, UndecodableRecordError
+from cdc_consumer.kinesis import decode_data, is_kinesis_record, kinesis_sequence_number
+from cdc_consumer.versions import format_version, kinesis_time_to_us, seconds_to_us
 from cdc_consumer.wire import deserialize_image
 
 EventName = Literal["INSERT", "MODIFY", "REMOVE"]
@@ -39,47 +41,94 @@ class Change:
     is_ttl_expiry: bool
     source_arn: str | None
     raw: Mapping[str, Any] = field(repr=False, compare=False)
-    #: ``dynamodb.StreamViewType`` (KEYS_ONLY, NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES), or
-    #: None when the record does not say.
+
+    creation_time_us: int | None = field(default=None, repr=False, compare=False)
+    """``ApproximateCreationDateTime`` in epoch microseconds (None when the record has none)."""
+
     view_type: str | None = None
+    """``dynamodb.StreamViewType`` (KEYS_ONLY, NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES), or None
+    when the record does not say."""
+
+    @property
+    def version(self) -> str:
+        """The change's version: its creation time, then its sequence number as the tie-break
+        (see :mod:`cdc_consumer.versions` for the format and why); compare versions as strings.
+
+        Raises :class:`MissingVersionError` (poison) when the record has no
+        ``ApproximateCreationDateTime``: a projection that orders by version cannot place it.
+        """
+        if self.creation_time_us is None:
+            raise MissingVersionError(
+                f"record {self.sequence_number} (eventID {self.event_id}) has no "
+                "dynamodb.ApproximateCreationDateTime, so it has no version: a version-guarded "
+                "projection cannot order it"
+            )
+        return format_version(self.creation_time_us, self.sequence_number)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Change:
-        """Decode a record as Lambda delivers it (``event["Records"][i]``).
+        """Decode a record as Lambda delivers it (``event["Records"][i]``): a DynamoDB stream
+        record, or a Kinesis record whose data is a DynamoDB change (:mod:`cdc_consumer.kinesis`;
+        its sequence number is then the Kinesis one).
 
         Raises :class:`UndecodableRecordError` naming what is wrong when the record lacks
         ``eventID``, has an ``eventName`` other than INSERT/MODIFY/REMOVE, lacks
-        ``dynamodb.Keys`` or ``dynamodb.SequenceNumber``, or holds an attribute value that is
-        not one (an unknown type, a number DynamoDB could not hold, binary that is not base64).
+        ``dynamodb.Keys`` or ``dynamodb.SequenceNumber`` (a Kinesis record: ``sequenceNumber``,
+        or data that is not a DynamoDB change), or holds an attribute value that is not one (an
+        unknown type, a number DynamoDB could not hold, binary that is not base64).
         """
         if not isinstance(record, Mapping):
             raise UndecodableRecordError(
                 f"a stream record must be a JSON object, got {type(record).__name__}"
             )
-        event_id = record.get("eventID")
+        if is_kinesis_record(record):
+            sequence_number = kinesis_sequence_number(record)
+            if sequence_number is None:
+                raise UndecodableRecordError(
+                    f"Kinesis record: kinesis.sequenceNumber must be a non-empty string, "
+                    f"got {record.get('kinesis', {}).get('sequenceNumber')!r}"
+                )
+            return cls._decode(decode_data(record), record, sequence_number, _kinesis_time_us)
+        stream = record.get("dynamodb")
+        sequence_number = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
+        if not isinstance(sequence_number, str) or not sequence_number:
+            sequence_number = None
+        return cls._decode(record, record, sequence_number, _stream_time_us)
+
+    @classmethod
+    def _decode(
+        cls,
+        document: Mapping[str, Any],
+        raw: Mapping[str, Any],
+        sequence_number: str | None,
+        time_us: Any,
+    ) -> Change:
+        """The Change of a DynamoDB change ``document`` (the record itself, or a Kinesis
+        record's data); ``raw`` is the record as delivered."""
+        event_id = document.get("eventID")
         if not isinstance(event_id, str) or not event_id:
             raise UndecodableRecordError(f"eventID must be a non-empty string, got {event_id!r}")
-        event_name = record.get("eventName")
+        event_name = document.get("eventName")
         if event_name not in EVENT_NAMES:
             raise UndecodableRecordError(
                 f"eventName must be one of {sorted(EVENT_NAMES)}, got {event_name!r}"
             )
-        stream = record.get("dynamodb")
+        stream = document.get("dynamodb")
         if not isinstance(stream, Mapping):
             raise UndecodableRecordError(
                 f"record {event_id}: 'dynamodb' must be an object, got {stream!r}"
             )
-        sequence_number = stream.get("SequenceNumber")
-        if not isinstance(sequence_number, str) or not sequence_number:
+        if sequence_number is None:
             raise UndecodableRecordError(
                 f"record {event_id}: dynamodb.SequenceNumber must be a non-empty string, "
-                f"got {sequence_number!r}"
+                f"got {stream.get('SequenceNumber')!r}"
             )
         if not isinstance(stream.get("Keys"), Mapping) or not stream["Keys"]:
             raise UndecodableRecordError(
                 f"record {event_id}: dynamodb.Keys must be a non-empty object, "
                 f"got {stream.get('Keys')!r}"
             )
+        creation_time_us = time_us(stream, event_id)
         return cls(
             event_id=event_id,
             event_name=event_name,
@@ -87,10 +136,13 @@ class Change:
             new_image=_image(stream, "NewImage", event_id),
             old_image=_image(stream, "OldImage", event_id),
             sequence_number=sequence_number,
-            approximate_creation_time=_creation_time(stream, event_id),
-            is_ttl_expiry=event_name == "REMOVE" and _is_ttl_identity(record.get("userIdentity")),
-            source_arn=record.get("eventSourceARN"),
-            raw=record,
+            approximate_creation_time=None
+            if creation_time_us is None
+            else datetime.fromtimestamp(creation_time_us / 1_000_000, tz=UTC),
+            is_ttl_expiry=event_name == "REMOVE" and _is_ttl_identity(document.get("userIdentity")),
+            source_arn=raw.get("eventSourceARN"),
+            raw=raw,
+            creation_time_us=creation_time_us,
             view_type=stream.get("StreamViewType"),
         )
 
@@ -115,17 +167,36 @@ def _image(stream: Mapping[str, Any], name: str, event_id: str) -> dict[str, Any
         ) from error
 
 
-def _creation_time(stream: Mapping[str, Any], event_id: str) -> datetime | None:
+def _stream_time_us(stream: Mapping[str, Any], event_id: str) -> int | None:
+    """A DynamoDB stream record's ApproximateCreationDateTime (epoch seconds) in microseconds."""
     value = stream.get("ApproximateCreationDateTime")
     if value is None:
         return None
     try:
-        return datetime.fromtimestamp(float(value), tz=UTC)
-    except (TypeError, ValueError, OverflowError) as error:
+        time_us = seconds_to_us(value)
+        datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
+    except (TypeError, ValueError, ArithmeticError, OverflowError, OSError) as error:
         raise UndecodableRecordError(
             f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch seconds, "
             f"got {value!r}"
         ) from error
+    return time_us
+
+
+def _kinesis_time_us(stream: Mapping[str, Any], event_id: str) -> int | None:
+    """A Kinesis record's ApproximateCreationDateTime (milli- or microseconds) in microseconds."""
+    value = stream.get("ApproximateCreationDateTime")
+    if value is None:
+        return None
+    try:
+        time_us = kinesis_time_to_us(value)
+        datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
+    except (ValueError, ArithmeticError, OverflowError, OSError) as error:
+        raise UndecodableRecordError(
+            f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch milli- or "
+            f"microseconds, got {value!r} ({error})"
+        ) from error
+    return time_us
 
 
 def _is_ttl_identity(identity: Any) -> bool:

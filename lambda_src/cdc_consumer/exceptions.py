@@ -45,6 +45,11 @@ class UndecodableRecordError(PermanentError):
     """A stream record that is not a DynamoDB stream record this runtime can decode."""
 
 
+class MissingVersionError(PermanentError):
+    """A projection read :attr:`Change.version` of a record without
+    ``ApproximateCreationDateTime``: it cannot be ordered, so it is poison."""
+
+
 class InvalidActionError(PermanentError):
     """A projection returned something that is not a valid TransactWriteItems action list.
 
@@ -117,7 +122,19 @@ class RedriveError(CdcConsumerError):
 
 
 class MalformedMessageError(RedriveError):
-    """A queue message redrive cannot use: not JSON, fields missing, or another stream's."""
+    """A queue message or S3 object redrive cannot use: not JSON, not AWS's shape, fields
+    missing. Redrive keeps it and reports the reason."""
+
+
+class ForeignMessageError(MalformedMessageError):
+    """A message or object that belongs to another consumer or another stream, or names
+    neither: redrive never replays or deletes it (it keeps it and reports the reason)."""
+
+
+class RedriveSetupError(RedriveError):
+    """An operator mistake that stops a redrive before it starts: a missing queue or bucket, no
+    credentials, a stream ARN that is not one, unreadable arguments. The message says what to
+    fix; the command line prints it as one line and exits 2."""
 
 
 class RecordsLostError(RedriveError):

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from cdc_consumer import logs
 from cdc_consumer.exceptions import TransientError
+from cdc_consumer.kinesis import item_identifier
 from cdc_consumer.ledger import Ledger
 from cdc_consumer.quarantine import send_to_quarantine
 
@@ -42,10 +43,10 @@ Step = Next | Stop | Done
 
 
 def sequence_number(record: Any) -> str | None:
-    """``dynamodb.SequenceNumber`` of a record, or None when it has none."""
-    stream = record.get("dynamodb") if isinstance(record, Mapping) else None
-    value = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
-    return value if isinstance(value, str) and value else None
+    """The sequence number that names a record in ``batchItemFailures``:
+    ``dynamodb.SequenceNumber``, or a Kinesis record's ``kinesis.sequenceNumber``
+    (docs/design.md §9); None when it has none."""
+    return item_identifier(record)
 
 
 def event_id(record: Any) -> Any:

@@ -257,6 +257,7 @@ def _records_of(event: Mapping[str, Any]) -> list[Any]:
         if sequence_number(record) is None:
             raise MalformedBatchError(
                 f"record {position} (eventID {event_id(record)!r}) has no "
-                "dynamodb.SequenceNumber, so it cannot be reported alone; failing the batch"
+                "dynamodb.SequenceNumber (kinesis.sequenceNumber for a Kinesis record), so it "
+                "cannot be reported alone; failing the batch"
             )
     return records

@@ -108,10 +108,13 @@ def handler(
     event = event or {}
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, "CONSUMER_FUNCTION_NAME")
     if redrive is None:
+        function_name = _required(environ, "CONSUMER_FUNCTION_NAME")
         redrive = Redrive(
-            invoker=LambdaInvoker(_required(environ, "CONSUMER_FUNCTION_NAME")),
+            invoker=LambdaInvoker(function_name),
             stream_arn=_required(environ, "STREAM_ARN"),
             consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
+            function_name=function_name,
+            quarantine_queue_url=environ.get(QUARANTINE_QUEUE_ENV) or None,
             filters=_filters(environ.get("CONSUMER_FILTERS", "")),
         )
     wanted = str(event.get("source", "all"))
@@ -148,5 +151,7 @@ def handler(
     return {
         "ok": all(r.ok for r in reports),
         "lostRecords": sum(r.lost_record_count for r in reports),
+        "keptMessages": sum(len(r.kept) for r in reports),
+        "requarantinedRecords": sum(len(r.requarantined) for r in reports),
         "reports": [r.to_log() for r in reports],
     }

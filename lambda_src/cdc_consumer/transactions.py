@@ -34,6 +34,7 @@ from cdc_consumer.exceptions import (
     RejectedByDynamoDBError,
     TransientError,
 )
+from cdc_consumer.versions import is_guarded
 
 #: TransactWriteItems action types and the attribute each needs to name its item.
 ACTION_TYPES: dict[str, str] = {
@@ -138,6 +139,12 @@ class RecordWrites:
         assert marker_identity is not None
         identities.add(marker_identity)
         return cls(position, items, frozenset(identities), size, quarantined)
+
+    def drop_stale(self, indexes: set[int]) -> None:
+        """Remove the version-guarded items at ``indexes`` whose guard did not hold: the view
+        holds that version or a newer one, and versions only grow, so they stay no-ops."""
+        self.items = [item for index, item in enumerate(self.items) if index not in indexes]
+        self.size = len(json.dumps(self.items, default=str))
 
 
 def action_list(actions: Any) -> list[Any]:
@@ -313,8 +320,10 @@ def _refused(
     code = error.response.get("Error", {}).get("Code")
     if code == "TransactionCanceledException":
         reasons = error.response.get("CancellationReasons")
-        duplicates, failed, reason_error = _read_reasons(writing, reasons, error)
-        if failed is None and not duplicates:
+        duplicates, failed, reason_error, stale = _read_reasons(writing, reasons, error)
+        for record, indexes in stale.items():
+            record.drop_stale(indexes)  # no-ops now: the next attempt goes without them
+        if failed is None and not duplicates and not stale:
             return _fail_first(chunk, TransientError(_unattributed(error)))
         return _Attempt(duplicates=duplicates, failed=failed, error=reason_error)
     if code == "ValidationException" and len(writing) > 1:
@@ -340,11 +349,20 @@ def _fail_first(chunk: list[RecordWrites], error: CdcConsumerError) -> _Attempt:
 
 def _read_reasons(
     writing: list[RecordWrites], reasons: Any, error: ClientError
-) -> tuple[list[RecordWrites], RecordWrites | None, CdcConsumerError | None]:
-    """(duplicates, first failing record, its error) from a cancellation's reasons."""
+) -> tuple[
+    list[RecordWrites],
+    RecordWrites | None,
+    CdcConsumerError | None,
+    dict[RecordWrites, set[int]],
+]:
+    """(duplicates, first failing record, its error, stale version-guarded items by record)
+    from a cancellation's reasons. A failed condition on a version-guarded action
+    (:func:`cdc_consumer.versions.is_guarded`) is not a failure: the change is older than or
+    equal to what the view holds, so that action is a no-op (docs/design.md §9)."""
     total = sum(len(record.items) for record in writing)
+    stale: dict[RecordWrites, set[int]] = {}
     if not isinstance(reasons, list) or len(reasons) != total:
-        return [], None, None
+        return [], None, None, stale
     duplicates: list[RecordWrites] = []
     offset = 0
     for record in writing:
@@ -356,14 +374,17 @@ def _read_reasons(
         for index, code in enumerate(codes):
             if code in (None, "None"):
                 continue
+            if code == CONDITION_FAILED and index > 0 and is_guarded(record.items[index]):
+                stale.setdefault(record, set()).add(index)
+                continue
             what = "its processed-marker" if index == 0 else f"its action {index - 1}"
             reason = reasons[offset - len(record.items) + index]
             detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
             message = f"DynamoDB cancelled the transaction at {what}: {detail}"
             if code in PERMANENT_REASONS:
-                return duplicates, record, RejectedByDynamoDBError(message)
-            return duplicates, record, TransientError(message)
-    return duplicates, None, None
+                return duplicates, record, RejectedByDynamoDBError(message), stale
+            return duplicates, record, TransientError(message), stale
+    return duplicates, None, None, stale
 
 
 def _code(reason: Any) -> str | None:

@@ -17,8 +17,10 @@ View table (``VIEW_TABLE_NAME``; partition key ``pk`` S), one item per customer:
 Each change adds the difference between the order's contribution in its NEW image and in its
 OLD image (INSERT: new only; REMOVE, TTL expiry included: old only; MODIFY: both, so a status
 or amount change moves counts and totals, and a change of customer moves the order). The
-difference is written with UpdateItem ``ADD``, which commutes, so several records' updates can
-share one transaction with their processed-markers and each is applied exactly once.
+difference is written with UpdateItem ``ADD``, built by ``cdc_consumer.aggregates.increment``:
+ADD commutes, so several records' updates share one transaction with their processed-markers
+and each is applied exactly once, and the runtime may merge consecutive records' increments of
+one customer into one action (a hot aggregate) instead of cutting the transaction there.
 
 The view equals the recomputation from the orders table over the orders whose current image
 this handler can read. An image it cannot read has no customerId, no status or a non-numeric
@@ -43,16 +45,14 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeSerializer
 from cdc_consumer import Change, PermanentError, StreamProcessor
+from cdc_consumer.aggregates import increment
 
 ORDER_PREFIX = "ORDER#"
 CUSTOMER_PREFIX = "CUSTOMER#"
 PAID = "paid"
 PAID_AMOUNT = "paid_amount"
 VIEW_TABLE_ENV = "VIEW_TABLE_NAME"
-
-_serializer = TypeSerializer()
 
 # Consumer name, tables and queue come from the environment the StreamConsumer construct sets
 # (CDC_CONSUMER_NAME, IDEMPOTENCY_TABLE_NAME, QUARANTINE_QUEUE_URL).
@@ -157,31 +157,18 @@ def order_stats(change: Change) -> list[dict[str, Any]]:
 
 
 def _updates(deltas: dict[str, dict[str, Decimal]]) -> list[dict[str, Any]]:
+    """One :func:`~cdc_consumer.aggregates.increment` per customer: consecutive records'
+    increments of one customer merge into one action inside the transaction."""
     if not deltas:
         return []
     table = os.environ.get(VIEW_TABLE_ENV)
     if not table:
         # Not the record's fault: a transient error, so the batch stops instead of quarantining.
         raise RuntimeError(f"{VIEW_TABLE_ENV} is not set: the order-stats view table name")
-    actions = []
-    for customer, values in sorted(deltas.items()):
-        names = {f"#a{index}": name for index, name in enumerate(sorted(values))}
-        actions.append(
-            {
-                "Update": {
-                    "TableName": table,
-                    "Key": {"pk": {"S": CUSTOMER_PREFIX + customer}},
-                    "UpdateExpression": "ADD "
-                    + ", ".join(f"{alias} :v{alias[2:]}" for alias in names),
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": {
-                        f":v{alias[2:]}": _serializer.serialize(values[name])
-                        for alias, name in names.items()
-                    },
-                }
-            }
-        )
-    return actions
+    return [
+        increment(table, {"pk": CUSTOMER_PREFIX + customer}, values)
+        for customer, values in sorted(deltas.items())
+    ]
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

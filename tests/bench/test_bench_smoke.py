@@ -32,7 +32,7 @@ def test_quick_run_writes_both_reports_with_exact_views(aws: LocalEndpoint, tmp_
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -52,6 +52,22 @@ def test_quick_run_writes_both_reports_with_exact_views(aws: LocalEndpoint, tmp_
     assert transient["view"]["exact"]
     assert transient["ordering"]["out_of_order"] == 0
 
+    summary = results["summary"]
+    for name in ("cdc", "powertools"):
+        for key in (
+            "requests_per_record",
+            "wru_per_record",
+            "usd_per_million_changes",
+            "cpu_us_per_record",
+            "hot_key_requests_per_record",
+            "hot_key_wru_per_record",
+        ):
+            assert isinstance(summary[name][key], (int, float)), (name, key)
+    assert projection["seed"]["view"]["exact"]
+    assert results["prices"]["usd_per_million_wru"] > 0
+
     report = (tmp_path / "RESULTS.md").read_text()
     assert "## Headline" in report
     assert "DynamoDB requests per record" in report
+    assert "DynamoDB write request units per record" in report
+    assert "## What a change costs" in report

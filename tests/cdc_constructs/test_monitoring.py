@@ -149,3 +149,32 @@ def test_without_monitoring_dashboard_and_threshold_are_refused(stack, props, na
     assert f"{named}='given with monitoring=False': omitted, or monitoring=True" in str(
         caught.value
     )
+
+
+class _Recorded:
+    """An alarm-action strategy that records the alarms it was applied to."""
+
+    def __init__(self) -> None:
+        self.alarms: list[cloudwatch.Alarm] = []
+
+    def add_alarm_actions(self, alarm: cloudwatch.Alarm) -> None:
+        self.alarms.append(alarm)
+
+
+def test_monitoring_applies_a_given_alarm_action_strategy_and_makes_no_topic(stack):
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    consumer = StreamConsumer(stack, "Consumer", table=table, monitoring=False, redrive=False)
+    strategy = _Recorded()
+    monitoring = StreamConsumerMonitoring(stack, "Watch", consumer=consumer, alarm_action=strategy)
+    assert strategy.alarms == list(monitoring.alarms.values())
+    assert monitoring.alarm_topic is None
+    assert resources(Template.from_stack(stack).to_json(), "AWS::SNS::Topic") == {}
+
+
+def test_the_redrive_alarm_is_given_the_topic_when_made_and_never_rewired(stack):
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    consumer = StreamConsumer(stack, "Consumer", table=table, monitoring=False)
+    # Watching the consumer later adds the redrive's alarm to the list, not an action to it.
+    StreamConsumerMonitoring(stack, "Watch", consumer=consumer)
+    lost = consumer.redrive.lost_records_alarm.node.default_child
+    assert stack.resolve(lost.alarm_actions) is None

@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from botocore.awsrequest import AWSResponse
 from cdc_consumer import redrive_handler
 from cdc_consumer.redrive import (
     CallableInvoker,
@@ -36,187 +32,19 @@ from cdc_consumer.redrive import (
     to_lambda_record,
 )
 
-from cdc_local.endpoint import LocalEndpoint
-from tests.cdc_consumer.fixtures import create_table
-
-OTHER_STREAM_ARN = (
-    "arn:aws:dynamodb:us-east-1:123456789012:table/other/stream/2024-01-01T00:00:00.000"
+from tests.cdc_consumer.redrive_world import (
+    OTHER_STREAM_ARN,
+    Consumer,
+    Stream,
+    inject_stream_error,
+    make_redrive,
+    on_failure_message,
+    quarantine_message,
+    queue_bodies,
+    send_on_failure,
+    session_for,
+    write_handler_module,
 )
-
-
-# --- The world: a table with a stream, queues, a consumer ------------------------------------
-
-
-@dataclass
-class Stream:
-    aws: LocalEndpoint
-    arn: str
-    shard_id: str
-    ddb: Any
-    streams: Any
-
-    def write(self, count: int) -> list[str]:
-        """Write ``count`` items; return the sequence numbers of all records in the stream."""
-        for number in range(count):
-            self.ddb.put_item(
-                TableName="orders",
-                Item={"pk": {"S": f"order-{number}"}, "total": {"N": str(10 * number)}},
-            )
-        return [r["dynamodb"]["SequenceNumber"] for r in self.records()]
-
-    def records(self) -> list[dict[str, Any]]:
-        iterator = self.streams.get_shard_iterator(
-            StreamArn=self.arn, ShardId=self.shard_id, ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        return self.streams.get_records(ShardIterator=iterator)["Records"]
-
-
-@pytest.fixture
-def stream(aws: LocalEndpoint) -> Stream:
-    ddb = aws.client("dynamodb")
-    create_table(ddb, "orders", stream=True)
-    arn = ddb.describe_table(TableName="orders")["Table"]["LatestStreamArn"]
-    streams = aws.client("dynamodbstreams")
-    shards = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
-    return Stream(aws, arn, shards[0]["ShardId"], ddb, streams)
-
-
-@pytest.fixture
-def sqs(aws: LocalEndpoint) -> Any:
-    return aws.client("sqs")
-
-
-@pytest.fixture
-def queue_url(sqs: Any) -> str:
-    return sqs.create_queue(QueueName="orders-on-failure")["QueueUrl"]
-
-
-def on_failure_message(
-    stream: Stream, start: str, end: str, batch_size: int = 1, **overrides: Any
-) -> str:
-    """An on-failure record in AWS's shape (interfaces §5)."""
-    info = {
-        "shardId": stream.shard_id,
-        "startSequenceNumber": start,
-        "endSequenceNumber": end,
-        "approximateArrivalOfFirstRecord": "2024-01-01T00:00:00Z",
-        "approximateArrivalOfLastRecord": "2024-01-01T00:00:01Z",
-        "batchSize": batch_size,
-        "streamArn": stream.arn,
-    }
-    info.update(overrides)
-    return json.dumps(
-        {
-            "requestContext": {
-                "requestId": "316aa6d0-8154-xmpl-9af7-85d5f4a6bc81",
-                "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:orders-consumer",
-                "condition": "RetryAttemptsExhausted",
-                "approximateInvokeCount": 6,
-            },
-            "responseContext": {
-                "statusCode": 200,
-                "executedVersion": "$LATEST",
-                "functionError": "Unhandled",
-            },
-            "version": "1.0",
-            "timestamp": "2024-01-01T00:05:00.000Z",
-            "DDBStreamBatchInfo": info,
-        }
-    )
-
-
-def send_on_failure(sqs: Any, queue_url: str, stream: Stream, *args: Any, **overrides: Any) -> str:
-    """Send :func:`on_failure_message` to ``queue_url``; return the body sent."""
-    body = on_failure_message(stream, *args, **overrides)
-    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
-    return body
-
-
-def quarantine_message(record: dict[str, Any], consumer: str = "orders") -> str:
-    """A quarantine message (interfaces §4)."""
-    return json.dumps(
-        {
-            "version": "1",
-            "consumer": consumer,
-            "sourceArn": record["eventSourceARN"],
-            "error": {"type": "PermanentError", "message": "total must not be negative"},
-            "record": record,
-            "quarantinedAt": "2024-01-01T00:00:00Z",
-        }
-    )
-
-
-def queue_bodies(sqs: Any, queue_url: str) -> list[str]:
-    """Bodies of the messages visible now (without keeping them invisible afterwards)."""
-    messages = sqs.receive_message(
-        QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0
-    ).get("Messages", [])
-    return [m["Body"] for m in messages]
-
-
-@dataclass
-class Consumer:
-    """A consumer idempotent by eventID that stops at its first failure (interfaces §9).
-
-    ``fail`` maps a sequence number to how many more times its record fails; ``raises`` makes
-    every call raise (a function error).
-    """
-
-    fail: dict[str, int] = field(default_factory=dict)
-    raises: bool = False
-    applied: list[str] = field(default_factory=list)  # sequence numbers, in order applied
-    seen_event_ids: set[str] = field(default_factory=set)
-    duplicates: int = 0
-    calls: int = 0
-
-    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        self.calls += 1
-        assert context.get_remaining_time_in_millis() > 0
-        if self.raises:
-            raise ValueError("total must not be negative")
-        for record in event["Records"]:
-            sequence_number = record["dynamodb"]["SequenceNumber"]
-            if self.fail.get(sequence_number, 0) > 0:
-                self.fail[sequence_number] -= 1
-                return {"batchItemFailures": [{"itemIdentifier": sequence_number}]}
-            if record["eventID"] in self.seen_event_ids:
-                self.duplicates += 1
-                continue
-            self.seen_event_ids.add(record["eventID"])
-            self.applied.append(sequence_number)
-        return {"batchItemFailures": []}
-
-
-def make_redrive(stream: Stream, consumer: Callable[..., Any], **options: Any) -> Redrive:
-    return Redrive(
-        invoker=CallableInvoker(consumer),
-        stream_arn=stream.arn,
-        sqs_client=stream.aws.client("sqs"),
-        streams_client=stream.streams,
-        consumer_name="orders",
-        receive_wait_seconds=0,
-        **options,
-    )
-
-
-def inject_stream_error(
-    client_or_session: Any, operation: str, code: str, when: Callable[[dict[str, Any]], bool]
-) -> None:
-    """Make DynamoDB Streams ``operation`` fail with ``code`` when ``when(request params)``."""
-
-    def hook(params: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-        request = json.loads(params["body"])
-        if not when(request):
-            return None
-        message = f"injected by the test: {code}"
-        return AWSResponse("https://streams.dynamodb", 400, {}, None), {
-            "Error": {"Code": code, "Message": message},
-            "ResponseMetadata": {"HTTPStatusCode": 400},
-        }
-
-    events = getattr(client_or_session, "events", None) or client_or_session.meta.events
-    events.register(f"before-call.dynamodb-streams.{operation}", hook)
-
 
 # --- On-failure messages -----------------------------------------------------------------------
 
@@ -501,12 +329,15 @@ def test_malformed_and_foreign_messages_are_left_in_the_queue_with_a_clear_error
     report = make_redrive(stream, consumer).run(queue_url)
 
     reasons = " | ".join(f.reason for f in report.failed)
-    assert len(report.failed) == 4
+    assert len(report.failed) == 3
     assert "on-failure message body is not JSON" in reasons
     assert "lacks DDBStreamBatchInfo.startSequenceNumber" in reasons
+    (kept,) = report.kept  # another stream's: kept, not "failed"
     assert (
-        f"is for stream {OTHER_STREAM_ARN!r}, not the configured stream {stream.arn!r}" in reasons
+        f"is for stream {OTHER_STREAM_ARN!r}, not the configured stream {stream.arn!r}"
+        in kept.reason
     )
+    assert not report.ok
     assert f"startSequenceNumber {sequence_numbers[1]} after endSequenceNumber" in reasons
     assert consumer.calls == 0
     assert report.messages_deleted == 0
@@ -553,9 +384,11 @@ def test_quarantine_messages_of_another_consumer_or_without_a_record_are_kept(
 
     report = make_redrive(stream, Consumer()).run(quarantine_url, Source.QUARANTINE)
 
-    reasons = " | ".join(f.reason for f in report.failed)
-    assert "is from consumer 'billing', not the configured consumer 'orders'" in reasons
-    assert "has no 'record' object" in reasons
+    assert "is from consumer 'billing', not the configured consumer 'orders'" in (
+        report.kept[0].reason
+    )
+    assert "has no 'record' object" in report.failed[0].reason
+    assert not report.ok
     assert sorted(queue_bodies(sqs, quarantine_url)) == sorted(bodies)
 
 
@@ -578,6 +411,10 @@ def test_records_quarantined_again_during_a_run_are_left_for_the_next_run(
     assert (report.messages_received, report.messages_deleted) == (1, 1)
     assert report.messages_deferred == 1
     assert len(queue_bodies(sqs, quarantine_url)) == 1
+    (again,) = report.requarantined  # still poison: reported, and the run is not ok
+    assert again.sequence_number == record["dynamodb"]["SequenceNumber"]
+    assert not report.ok
+    assert f"REQUARANTINED record {again.sequence_number}" in report.summary()
 
 
 # --- Dry run -----------------------------------------------------------------------------------
@@ -608,26 +445,6 @@ def test_dry_run_lists_what_would_be_replayed_without_invoking_or_deleting(
 
 
 # --- Command line ------------------------------------------------------------------------------
-
-
-def write_handler_module(directory: Path, name: str) -> None:
-    (directory / f"{name}.py").write_text(
-        textwrap.dedent(
-            """
-            applied = []
-
-            def handler(event, context):
-                applied.extend(r["dynamodb"]["SequenceNumber"] for r in event["Records"])
-                return {"batchItemFailures": []}
-            """
-        )
-    )
-
-
-def session_for(aws: LocalEndpoint) -> boto3.session.Session:
-    return boto3.session.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=aws.region
-    )
 
 
 def test_cli_replays_through_an_in_process_handler_and_exits_zero(
@@ -701,6 +518,7 @@ def test_cli_quarantine_flag_and_malformed_message_exit_non_zero(
     sqs.send_message(QueueUrl=quarantine_url, MessageBody="not json")
     write_handler_module(tmp_path, "cli_consumer_q")
     argv = ["--queue-url", quarantine_url, "--stream-arn", stream.arn, "--quarantine"]
+    argv += ["--consumer-name", "orders"]
     argv += ["--handler", "cli_consumer_q:handler", "--path", str(tmp_path)]
 
     status = main(argv, session=session_for(stream.aws))

@@ -14,9 +14,16 @@ What redrive never does:
   the message stays in the queue. A message with any lost record is not replayed at all: replaying
   around the gap would hide it, so the operator reconciles it by hand (README: "When the DLQ
   alarm fires").
-- delete a message it could not replay: malformed messages, another stream's messages and
-  messages whose replay failed stay in the queue (made visible again at the end of the run) and
-  are reported with the reason.
+- replay or delete another consumer's or another stream's message, or one that names neither:
+  it is *kept* and reported with the reason, and the run is not ok.
+- delete a message it could not replay: malformed messages and messages whose replay failed stay
+  in the queue (made visible again at the end of the run) and are reported with the reason.
+- report success when a replayed record was quarantined again (still poison): it is reported as
+  *re-quarantined* by sequence number and the run is not ok.
+
+Operator mistakes (a missing queue, no credentials, a stream ARN that is not one, unreadable
+arguments) raise :class:`~cdc_consumer.exceptions.RedriveSetupError` before any message is
+touched; the command line prints it as one line and exits 2.
 
 Replaying twice changes nothing: the consumer runtime's processed-markers make replays of
 already-applied records no-ops, and deleted messages are gone.
@@ -34,10 +41,12 @@ The errors are in :mod:`cdc_consumer.exceptions`.
 """
 
 from cdc_consumer.exceptions import (
+    ForeignMessageError,
     InvocationError,
     MalformedMessageError,
     RecordsLostError,
     RedriveError,
+    RedriveSetupError,
 )
 from cdc_consumer.filter_patterns import check_filter_pattern, matches_filter_pattern
 from cdc_consumer.redrive.cli import main
@@ -59,7 +68,13 @@ from cdc_consumer.redrive.messages import (
     parse_quarantine_message,
 )
 from cdc_consumer.redrive.replay import Redrive
-from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
+from cdc_consumer.redrive.report import (
+    FailedMessage,
+    LostRange,
+    PlannedMessage,
+    RedriveReport,
+    RequarantinedRecord,
+)
 from cdc_consumer.redrive.stream_reader import StreamRangeReader, to_lambda_record
 
 __all__ = [
@@ -72,6 +87,7 @@ __all__ = [
     "DEFAULT_WINDOW",
     "CallableInvoker",
     "FailedMessage",
+    "ForeignMessageError",
     "InvocationError",
     "Invoker",
     "LambdaInvoker",
@@ -85,6 +101,8 @@ __all__ = [
     "Redrive",
     "RedriveError",
     "RedriveReport",
+    "RedriveSetupError",
+    "RequarantinedRecord",
     "Source",
     "StreamRangeReader",
     "check_filter_pattern",

@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from cdc_consumer.defaults import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
+from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.filter_patterns import check_filter_pattern
 from cdc_consumer.redrive.defaults import DEFAULT_MAX_ATTEMPTS, LAMBDA_READ_TIMEOUT_SECONDS
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
@@ -20,7 +23,23 @@ from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
+
+#: Exit status: everything replayed (or nothing to do).
+EXIT_OK = 0
+#: Exit status: the run finished, but something was lost, failed, kept (another consumer's or
+#: stream's) or quarantined again; the report says which, by message and sequence number.
+EXIT_NOT_OK = 1
+#: Exit status: an operator mistake stopped the run before it touched anything.
+EXIT_SETUP = 2
+PROG = "python -m cdc_consumer.redrive"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but an unreadable command line is one line (what to fix) and exit 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise RedriveSetupError(f"{message} (see --help)")
 
 
 def _load_handler(spec: str, paths: Sequence[str]) -> Callable[[dict[str, Any], Any], Any]:
@@ -32,10 +51,19 @@ def _load_handler(spec: str, paths: Sequence[str]) -> Callable[[dict[str, Any], 
     if not sep:
         module_name, _, attribute = spec.rpartition(".")
     if not module_name or not attribute:
-        raise SystemExit(f"--handler {spec!r} is not module:function (e.g. order_stats:handler)")
-    handler = getattr(importlib.import_module(module_name), attribute, None)
+        raise RedriveSetupError(
+            f"--handler {spec!r} is not module:function (e.g. order_stats:handler)"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # any import-time failure is the operator's to fix
+        raise RedriveSetupError(
+            f"--handler {spec!r}: cannot import {module_name} ({type(error).__name__}: {error});"
+            " add its directory with --path DIR and the runtime layer to PYTHONPATH"
+        ) from None
+    handler = getattr(module, attribute, None)
     if not callable(handler):
-        raise SystemExit(f"--handler {spec!r}: {module_name} has no callable {attribute!r}")
+        raise RedriveSetupError(f"--handler {spec!r}: {module_name} has no callable {attribute!r}")
     return handler
 
 
@@ -78,13 +106,16 @@ def _json_pattern(text: str) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m cdc_consumer.redrive",
+    parser = _Parser(
+        prog=PROG,
         description=(
             "Replay what a DynamoDB stream consumer failed on: the batches its on-failure queue"
             " points at (read back from the stream) or the records in its quarantine queue."
-            " Deletes a message only after all its records succeeded; reports records the stream"
-            " no longer holds as lost. Exit status 1 when anything was lost or failed."
+            " Deletes a message only after all its records succeeded; never replays or deletes"
+            " another consumer's or stream's message (kept, reported); reports records the"
+            " stream no longer holds as lost. Exit status 0: all replayed; 1: something was"
+            " lost, failed, kept or quarantined again (see the report); 2: an operator mistake"
+            " (one line says what to fix), nothing touched."
         ),
     )
     parser.add_argument("--queue-url", required=True, help="the on-failure or quarantine queue")
@@ -115,7 +146,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory to import --handler from (repeatable)",
     )
-    parser.add_argument("--consumer-name", help="refuse quarantine messages of other consumers")
+    parser.add_argument(
+        "--consumer-name",
+        help="the consumer's name: only its quarantine messages are replayed (default:"
+        f" ${CONSUMER_NAME_ENV}, else the --function-name's environment)",
+    )
+    parser.add_argument(
+        "--quarantine-queue-url",
+        help="the consumer's quarantine queue, where an on-failure run looks for records it"
+        f" replayed that were quarantined again (default: ${QUARANTINE_QUEUE_ENV})",
+    )
     parser.add_argument(
         "--filter",
         dest="filters",
@@ -143,9 +183,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
-    """The command line. ``session`` (a boto3 Session) is for tests and embedding."""
+def _consumer_name(args: argparse.Namespace, session: Any) -> str | None:
+    """--consumer-name, else the consumer's environment (this process's, or the function's)."""
+    if args.consumer_name:
+        return str(args.consumer_name)
+    if os.environ.get(CONSUMER_NAME_ENV):
+        return os.environ[CONSUMER_NAME_ENV]
+    if args.function_name:
+        try:
+            configuration = session.client("lambda").get_function_configuration(
+                FunctionName=args.function_name
+            )
+        except (ClientError, BotoCoreError):
+            return None  # only a default: the run says what is missing if it needs it
+        variables = (configuration.get("Environment") or {}).get("Variables") or {}
+        return variables.get(CONSUMER_NAME_ENV) or None
+    return None
+
+
+def _run(argv: Sequence[str] | None, session: Any) -> int:
     args = build_parser().parse_args(argv)
+    if args.max_messages is not None and args.max_messages < 1:
+        raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
+    if args.max_attempts < 1:
+        raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
     session = session or boto3.session.Session()
     if args.handler:
         invoker: Invoker = CallableInvoker(_load_handler(args.handler, args.path))
@@ -162,10 +223,13 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
         streams_client=session.client(
             "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
         ),
-        consumer_name=args.consumer_name,
+        consumer_name=_consumer_name(args, session),
+        function_name=args.function_name,
+        quarantine_queue_url=args.quarantine_queue_url or os.environ.get(QUARANTINE_QUEUE_ENV),
         max_attempts=args.max_attempts,
         filters=args.filters,
     )
+    redrive.check(args.queue_url, args.source)
     total = _queue_depth(sqs_client, args.queue_url)
     if args.max_messages is not None and total is not None:
         total = min(total, args.max_messages)
@@ -180,4 +244,25 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
     sys.stderr.write(report.summary() + "\n")
     if args.json:
         sys.stdout.write(json.dumps(report.to_log(), default=str) + "\n")
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_NOT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
+    """The command line. ``session`` (a boto3 Session) is for tests and embedding.
+
+    Returns :data:`EXIT_OK`, :data:`EXIT_NOT_OK` or :data:`EXIT_SETUP`; an operator mistake is
+    printed as one line on stderr, never as a traceback.
+    """
+    try:
+        return _run(argv, session)
+    except RedriveSetupError as error:
+        message = str(error)
+    except NoCredentialsError:
+        message = (
+            "no AWS credentials: set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
+            " (or run where a role is attached)"
+        )
+    except BotoCoreError as error:  # no region, endpoint unreachable, ...
+        message = f"{error}: check AWS_REGION / AWS_DEFAULT_REGION and the endpoint"
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+    return EXIT_SETUP

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer.exceptions import MalformedMessageError
+from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.redrive.defaults import REQUIRED_BATCH_FIELDS
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "QuarantinedRecord",
     "Source",
     "clip",
+    "function_name_of",
     "parse_on_failure_message",
     "parse_quarantine_message",
 ]
@@ -63,6 +64,30 @@ class QuarantinedRecord:
         return str(self.record["dynamodb"]["SequenceNumber"])
 
 
+def function_name_of(name_or_arn: str) -> str:
+    """A Lambda function's name from its name or ARN (``arn:aws:lambda:r:a:function:NAME[:q]``)."""
+    parts = name_or_arn.split(":")
+    if len(parts) >= 7 and parts[0] == "arn" and parts[5] == "function":
+        return parts[6]
+    return name_or_arn
+
+
+def _check_function(document: dict[str, Any], expected_function: str | None, what: str) -> None:
+    """Refuse an invocation record that another function's mapping wrote."""
+    if expected_function is None:
+        return
+    context = document.get("requestContext")
+    arn = context.get("functionArn") if isinstance(context, dict) else None
+    if not isinstance(arn, str) or not arn:
+        return  # Lambda always writes it; a record without it is judged by its stream alone
+    if function_name_of(arn) != function_name_of(expected_function):
+        raise ForeignMessageError(
+            f"{what} is from function {function_name_of(arn)!r}'s event source mapping, not"
+            f" the consumer {function_name_of(expected_function)!r}'s; redrive it with that"
+            " consumer (kept)"
+        )
+
+
 def _load_json_object(body: str, what: str) -> dict[str, Any]:
     try:
         document = json.loads(body)
@@ -87,38 +112,52 @@ def _sequence_number(value: Any, name: str) -> str:
     return text
 
 
-def parse_on_failure_message(body: str, expected_stream_arn: str) -> OnFailureBatch:
+def parse_on_failure_message(
+    body: str, expected_stream_arn: str, expected_function: str | None = None
+) -> OnFailureBatch:
     """Validate an on-failure message body and return the batch it points at.
 
     Raises :class:`MalformedMessageError` naming what was wrong when the body is not JSON, lacks
-    one of ``DDBStreamBatchInfo.{shardId, startSequenceNumber, endSequenceNumber, streamArn}``,
-    has a start after its end, or points at another stream than ``expected_stream_arn``.
+    one of ``DDBStreamBatchInfo.{shardId, startSequenceNumber, endSequenceNumber, streamArn}``
+    or has a start after its end; :class:`ForeignMessageError` when it points at another stream
+    than ``expected_stream_arn`` or (when ``expected_function`` is given) was written by another
+    function's mapping.
     """
     document = _load_json_object(body, "on-failure message")
+    return _batch_of(document, expected_stream_arn, expected_function, "on-failure message")
+
+
+def _batch_of(
+    document: dict[str, Any],
+    expected_stream_arn: str,
+    expected_function: str | None,
+    what: str,
+) -> OnFailureBatch:
     info = document.get("DDBStreamBatchInfo")
     if not isinstance(info, dict):
         raise MalformedMessageError(
-            "on-failure message has no DDBStreamBatchInfo object (keys:"
+            f"{what} has no DDBStreamBatchInfo object (keys:"
             f" {sorted(document)}); expected Lambda's on-failure record for a DynamoDB stream"
         )
     missing = [name for name in REQUIRED_BATCH_FIELDS if info.get(name) in (None, "")]
     if missing:
         raise MalformedMessageError(
-            f"on-failure message lacks DDBStreamBatchInfo.{', DDBStreamBatchInfo.'.join(missing)};"
+            f"{what} lacks DDBStreamBatchInfo.{', DDBStreamBatchInfo.'.join(missing)};"
             f" expected all of {', '.join(REQUIRED_BATCH_FIELDS)}"
         )
     start = _sequence_number(info["startSequenceNumber"], "startSequenceNumber")
     end = _sequence_number(info["endSequenceNumber"], "endSequenceNumber")
     if int(start) > int(end):
         raise MalformedMessageError(
-            f"on-failure message has startSequenceNumber {start} after endSequenceNumber {end};"
+            f"{what} has startSequenceNumber {start} after endSequenceNumber {end};"
             " expected start <= end"
         )
     if info["streamArn"] != expected_stream_arn:
-        raise MalformedMessageError(
-            f"on-failure message is for stream {info['streamArn']!r}, not the configured stream"
-            f" {expected_stream_arn!r}; redrive it with the consumer of that stream"
+        raise ForeignMessageError(
+            f"{what} is for stream {info['streamArn']!r}, not the configured stream"
+            f" {expected_stream_arn!r}; redrive it with the consumer of that stream (kept)"
         )
+    _check_function(document, expected_function, what)
     batch_size = info.get("batchSize")
     context = document.get("requestContext")
     return OnFailureBatch(
@@ -134,14 +173,16 @@ def parse_on_failure_message(body: str, expected_stream_arn: str) -> OnFailureBa
 def parse_quarantine_message(
     body: str,
     *,
-    expected_stream_arn: str | None = None,
-    expected_consumer: str | None = None,
+    expected_stream_arn: str,
+    expected_consumer: str,
 ) -> QuarantinedRecord:
     """Validate a quarantine message body (interfaces §4) and return its record.
 
-    Raises :class:`MalformedMessageError` when the body is not JSON, has no ``record`` object with
-    ``eventID`` and ``dynamodb.SequenceNumber``, or names another consumer or stream than the
-    configured ones (each check only when the expected value is given).
+    Raises :class:`MalformedMessageError` when the body is not JSON or has no ``record`` object
+    with ``eventID`` and ``dynamodb.SequenceNumber``; :class:`ForeignMessageError` when it names
+    another consumer or stream than the configured ones, or does not name both (the runtime
+    always writes ``consumer`` and ``sourceArn``: a message without them cannot be shown to be
+    this consumer's, so it is kept, never replayed on a guess).
     """
     document = _load_json_object(body, "quarantine message")
     record = document.get("record")
@@ -162,17 +203,28 @@ def parse_quarantine_message(
             f" {dynamodb.get('SequenceNumber')!r}; expected a string of digits"
         )
     consumer = document.get("consumer")
-    if expected_consumer is not None and consumer not in (None, expected_consumer):
-        raise MalformedMessageError(
+    if not consumer:
+        raise ForeignMessageError(
+            "quarantine message names no consumer; redrive replays only messages that name"
+            f" its consumer {expected_consumer!r} (kept)"
+        )
+    if consumer != expected_consumer:
+        raise ForeignMessageError(
             f"quarantine message is from consumer {consumer!r}, not the configured consumer"
-            f" {expected_consumer!r}; redrive it with that consumer"
+            f" {expected_consumer!r}; redrive it with that consumer (kept)"
         )
-    source_arn = document.get("sourceArn") or record.get("eventSourceARN")
-    if expected_stream_arn is not None and source_arn not in (None, expected_stream_arn):
-        raise MalformedMessageError(
-            f"quarantine message is for stream {source_arn!r}, not the configured stream"
-            f" {expected_stream_arn!r}; redrive it with the consumer of that stream"
-        )
+    for source_arn in (document.get("sourceArn"), record.get("eventSourceARN")):
+        if not source_arn:
+            raise ForeignMessageError(
+                "quarantine message names no stream (sourceArn and the record's"
+                f" eventSourceARN); redrive replays only records of {expected_stream_arn!r}"
+                " (kept)"
+            )
+        if source_arn != expected_stream_arn:
+            raise ForeignMessageError(
+                f"quarantine message is for stream {source_arn!r}, not the configured stream"
+                f" {expected_stream_arn!r}; redrive it with the consumer of that stream (kept)"
+            )
     error = document.get("error")
     return QuarantinedRecord(
         record=record, consumer=consumer, error=error if isinstance(error, dict) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -10,10 +11,16 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from cdc_consumer.batch_response import first_failed_index
-from cdc_consumer.exceptions import InvocationError, MalformedMessageError, RecordsLostError
+from cdc_consumer.exceptions import (
+    ForeignMessageError,
+    InvocationError,
+    MalformedMessageError,
+    RecordsLostError,
+    RedriveSetupError,
+)
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
@@ -26,10 +33,45 @@ from cdc_consumer.redrive.defaults import (
 )
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.messages import Source, parse_on_failure_message, parse_quarantine_message
-from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
+from cdc_consumer.redrive.report import (
+    FailedMessage,
+    LostRange,
+    PlannedMessage,
+    RedriveReport,
+    RequarantinedRecord,
+)
 from cdc_consumer.redrive.stream_reader import StreamRangeReader
 
-__all__ = ["Redrive"]
+__all__ = ["Redrive", "check_stream_arn"]
+
+#: A DynamoDB stream ARN: ``arn:<partition>:dynamodb:<region>:<account>:table/<t>/stream/<label>``.
+STREAM_ARN = re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[^/]+/stream/[^/]+$")
+#: SQS error codes for a queue that does not exist (query and JSON protocols).
+MISSING_QUEUE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
+
+
+def check_stream_arn(stream_arn: str) -> None:
+    """Raise :class:`RedriveSetupError` unless ``stream_arn`` is a DynamoDB stream ARN."""
+    if not STREAM_ARN.match(stream_arn or ""):
+        raise RedriveSetupError(
+            f"stream ARN {stream_arn!r} is not a DynamoDB stream ARN"
+            " (arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/stream/LABEL): pass the consumer's"
+            " stream, e.g. the table's LatestStreamArn"
+        )
+
+
+def setup_error(error: Exception, what: str, fix: str) -> RedriveSetupError:
+    """The one-line operator error for an AWS call that could not even start."""
+    if isinstance(error, NoCredentialsError):
+        return RedriveSetupError(
+            f"no AWS credentials to {what}: set AWS_PROFILE or AWS_ACCESS_KEY_ID/"
+            "AWS_SECRET_ACCESS_KEY (or run where a role is attached)"
+        )
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        message = error.response.get("Error", {}).get("Message", "")
+        return RedriveSetupError(f"cannot {what} ({code}: {message}): {fix}")
+    return RedriveSetupError(f"cannot {what} ({error}): {fix}")
 
 
 def _chunk_stop(
@@ -67,7 +109,13 @@ class Redrive:
         stream_arn: the consumer's stream; messages for another stream are refused.
         sqs_client, streams_client: boto3 clients (default: plain ``boto3.client(...)``, so
             ``AWS_ENDPOINT_URL`` works locally).
-        consumer_name: when given, quarantine messages from another consumer are refused.
+        consumer_name: the consumer's name. Quarantine messages that name another consumer (or
+            none) are kept, never replayed; a quarantine run without it cannot start.
+        function_name: the consumer function's name or ARN, when known: on-failure records that
+            another function's mapping wrote are kept, never replayed.
+        quarantine_queue_url: the consumer's quarantine queue, when known: an on-failure run
+            looks there at the end for records it replayed that the consumer quarantined again
+            (a quarantine run sees them in the queue it reads).
         max_attempts: invocations without progress before a message is given up (default
             :data:`DEFAULT_MAX_ATTEMPTS`).
         invoke_max_records, invoke_max_bytes: the size of one replay invocation (defaults
@@ -87,6 +135,8 @@ class Redrive:
     sqs_client: Any = None
     streams_client: Any = None
     consumer_name: str | None = None
+    function_name: str | None = None
+    quarantine_queue_url: str | None = None
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     invoke_max_records: int = DEFAULT_INVOKE_MAX_RECORDS
     invoke_max_bytes: int = DEFAULT_INVOKE_MAX_BYTES
@@ -107,6 +157,30 @@ class Redrive:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts is {self.max_attempts}; expected 1 or more")
         self._criteria = FilterCriteria(self.filters, where="filters")
+        self._replayed: set[str] = set()
+
+    def check(self, queue_url: str, source: Source | str = Source.ON_FAILURE) -> None:
+        """Raise :class:`RedriveSetupError` for an operator mistake: a stream ARN that is not
+        one, a quarantine run without the consumer's name, a queue that does not exist or cannot
+        be read, no credentials. (A well-formed stream that no longer exists is not a mistake:
+        its records are reported lost, message by message.)"""
+        check_stream_arn(self.stream_arn)
+        if Source(source) is Source.QUARANTINE and not self.consumer_name:
+            raise RedriveSetupError(
+                "a quarantine redrive needs the consumer's name (--consumer-name, or"
+                " CDC_CONSUMER_NAME in the consumer's environment): it replays only that"
+                " consumer's messages"
+            )
+        try:
+            self.sqs_client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+        except (ClientError, BotoCoreError) as error:
+            code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+            fix = (
+                "check --queue-url (the queue does not exist in this account and region)"
+                if code in MISSING_QUEUE_CODES
+                else "check --queue-url and that these credentials may read it"
+            )
+            raise setup_error(error, f"read queue {queue_url}", fix) from None
 
     # The run loop ---------------------------------------------------------------------------
 
@@ -126,8 +200,12 @@ class Redrive:
         ``should_stop`` is asked before each message (e.g. near a Lambda deadline).
         ``progress(messages_done, report)`` is called after each message. Messages redrive keeps
         are made visible again at the end, so the next run (or a person) sees them at once.
+
+        Raises :class:`RedriveSetupError` (see :meth:`check`) before touching any message.
         """
         source = Source(source)
+        self.check(queue_url, source)
+        self._replayed = set()
         report = RedriveReport(source=source.value, queue_url=queue_url, dry_run=dry_run)
         started_ms = int(time.time() * 1000)
         seen: set[str] = set()
@@ -149,6 +227,8 @@ class Redrive:
                     if sent > started_ms:
                         report.messages_deferred += 1
                         keep[message["MessageId"]] = message["ReceiptHandle"]
+                        if source is Source.QUARANTINE:
+                            self._note_requarantined(message, report)
                         continue
                     report.messages_received += 1
                     if self._handle(source, message, report, dry_run):
@@ -161,11 +241,67 @@ class Redrive:
                     if progress is not None:
                         progress(report.messages_received, report)
         finally:
-            for receipt_handle in keep.values():
-                self.sqs_client.change_message_visibility(
-                    QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=0
-                )
+            self._release(queue_url, keep.values())
+        if source is Source.ON_FAILURE and self.quarantine_queue_url and self._replayed:
+            self._scan_requarantined(self.quarantine_queue_url, started_ms, report)
         return report
+
+    def _release(self, queue_url: str, receipt_handles: Any) -> None:
+        for receipt_handle in receipt_handles:
+            self.sqs_client.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=0
+            )
+
+    def _note_requarantined(self, message: Mapping[str, Any], report: RedriveReport) -> None:
+        """Report ``message`` when it quarantines again a record this run replayed."""
+        try:
+            quarantined = parse_quarantine_message(
+                message["Body"],
+                expected_stream_arn=self.stream_arn,
+                expected_consumer=str(self.consumer_name),
+            )
+        except MalformedMessageError:
+            return  # not ours, or unreadable: the next run reports it
+        if quarantined.sequence_number not in self._replayed:
+            return
+        error = quarantined.error or {}
+        report.requarantined.append(
+            RequarantinedRecord(
+                message["MessageId"],
+                quarantined.sequence_number,
+                f"{error.get('type', 'error')}: {error.get('message', '')}".strip(),
+            )
+        )
+
+    def _scan_requarantined(self, queue_url: str, started_ms: int, report: RedriveReport) -> None:
+        """Look through the quarantine queue for messages sent during this run that quarantine
+        a record it replayed; every message looked at is made visible again at once."""
+        seen: dict[str, str] = {}
+        try:
+            while True:
+                messages = self.sqs_client.receive_message(
+                    QueueUrl=queue_url,
+                    MaxNumberOfMessages=10,
+                    WaitTimeSeconds=0,
+                    VisibilityTimeout=self.visibility_timeout_seconds,
+                    MessageSystemAttributeNames=["SentTimestamp"],
+                ).get("Messages", [])
+                fresh = [m for m in messages if m["MessageId"] not in seen]
+                if not fresh:
+                    break
+                for message in fresh:
+                    seen[message["MessageId"]] = message["ReceiptHandle"]
+                    if int(message.get("Attributes", {}).get("SentTimestamp", 0)) > started_ms:
+                        self._note_requarantined(message, report)
+        except (ClientError, BotoCoreError) as error:
+            report.failed.append(
+                FailedMessage(
+                    "-",
+                    f"could not look for re-quarantined records in {queue_url}: {error}",
+                )
+            )
+        finally:
+            self._release(queue_url, seen.values())
 
     def _receive_window(self, queue_url: str, limit: int, seen: set[str]) -> list[dict[str, Any]]:
         """Up to ``limit`` messages not seen before, oldest records first.
@@ -202,7 +338,9 @@ class Redrive:
         message_id = message["MessageId"]
         try:
             if source is Source.ON_FAILURE:
-                batch = parse_on_failure_message(message["Body"], self.stream_arn)
+                batch = parse_on_failure_message(
+                    message["Body"], self.stream_arn, self.function_name
+                )
                 shard_id: str | None = batch.shard_id
                 first, last = batch.start_sequence_number, batch.end_sequence_number
                 try:
@@ -228,11 +366,14 @@ class Redrive:
                 quarantined = parse_quarantine_message(
                     message["Body"],
                     expected_stream_arn=self.stream_arn,
-                    expected_consumer=self.consumer_name,
+                    expected_consumer=str(self.consumer_name),
                 )
                 records = [quarantined.record]
                 shard_id = None
                 first = last = quarantined.sequence_number
+        except ForeignMessageError as error:
+            report.kept.append(FailedMessage(message_id, str(error)))
+            return False
         except MalformedMessageError as error:
             report.failed.append(FailedMessage(message_id, str(error)))
             return False
@@ -266,11 +407,14 @@ class Redrive:
             except (ClientError, BotoCoreError) as error:
                 failed_index, reason = 0, f"invoking the consumer failed: {error}"
             if failed_index is None:
+                self._replayed.update(str(r["dynamodb"]["SequenceNumber"]) for r in chunk)
                 report.records_replayed += len(chunk)
                 position += len(chunk)
                 attempts = 0
                 continue
             report.records_replayed += failed_index
+            done = chunk[:failed_index]
+            self._replayed.update(str(r["dynamodb"]["SequenceNumber"]) for r in done)
             if failed_index > 0:
                 position += failed_index
                 attempts = 1

@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["FailedMessage", "LostRange", "PlannedMessage", "RedriveReport"]
+__all__ = [
+    "FailedMessage",
+    "LostRange",
+    "PlannedMessage",
+    "RedriveReport",
+    "RequarantinedRecord",
+]
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,18 @@ class FailedMessage:
     """A message redrive left in the queue, and why."""
 
     message_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RequarantinedRecord:
+    """A replayed record the consumer quarantined again: still poison, its fix is not in yet.
+
+    ``message_id`` is the new quarantine message (it stays in the queue for the next run).
+    """
+
+    message_id: str
+    sequence_number: str
     reason: str
 
 
@@ -57,6 +75,10 @@ class RedriveReport:
     invocations: int = 0
     lost: list[LostRange] = field(default_factory=list)
     failed: list[FailedMessage] = field(default_factory=list)
+    #: Messages (objects) of another consumer or stream, or naming neither: never replayed or
+    #: deleted by this run, which therefore is not ok (someone must redrive them elsewhere).
+    kept: list[FailedMessage] = field(default_factory=list)
+    requarantined: list[RequarantinedRecord] = field(default_factory=list)
     planned: list[PlannedMessage] = field(default_factory=list)
 
     @property
@@ -66,8 +88,8 @@ class RedriveReport:
 
     @property
     def ok(self) -> bool:
-        """True when nothing was lost and nothing failed."""
-        return not self.lost and not self.failed
+        """True when nothing was lost, failed, kept as another's, or quarantined again."""
+        return not (self.lost or self.failed or self.kept or self.requarantined)
 
     def to_log(self) -> dict[str, Any]:
         """The report as one structured log record."""
@@ -84,7 +106,10 @@ class RedriveReport:
             f" {verb} {count} record(s) in {self.invocations} invocation(s),"
             f" filtered out {self.records_filtered},"
             f" deleted {self.messages_deleted}, deferred {self.messages_deferred},"
-            f" lost {self.lost_record_count} record(s), failed {len(self.failed)} message(s)"
+            f" lost {self.lost_record_count} record(s), failed {len(self.failed)} message(s),"
+            f" kept {len(self.kept)} not this consumer's,"
+            f" re-quarantined {len(self.requarantined)} record(s)"
+            f" -> {'ok' if self.ok else 'NOT OK'}"
         ]
         lines += [
             f"  planned {p.message_id}: shard {p.shard_id or '-'} sequence numbers"
@@ -97,4 +122,9 @@ class RedriveReport:
             for x in self.lost
         ]
         lines += [f"  FAILED {f.message_id}: {f.reason}" for f in self.failed]
+        lines += [f"  KEPT {k.message_id}: {k.reason}" for k in self.kept]
+        lines += [
+            f"  REQUARANTINED record {r.sequence_number} (message {r.message_id}): {r.reason}"
+            for r in self.requarantined
+        ]
         return "\n".join(lines)

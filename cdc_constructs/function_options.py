@@ -1,0 +1,142 @@
+"""The consumer's Lambda function: given code, or an existing function, and its settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+
+from cdc_constructs import defaults
+from cdc_constructs.assets import ASSET_EXCLUDES, handlers_dir
+from cdc_constructs.exceptions import Problem
+from cdc_constructs.redrive import consumer_timeout_of
+from cdc_constructs.validation import check_function_timeout, check_name, check_range
+
+__all__ = ["REFERENCE_HANDLER", "FunctionOptions"]
+
+REFERENCE_HANDLER = "order_stats.handler"
+"""The bundled reference handler (lambda_src/handlers/order_stats.py), used when neither
+``code`` nor ``handler`` is given."""
+
+# Props that configure a function this library makes; refused with an existing ``function``.
+_MADE_FUNCTION_PROPS = (
+    "code",
+    "handler",
+    "memory_size",
+    "timeout",
+    "tracing",
+    "reserved_concurrent_executions",
+)
+
+
+@dataclass(frozen=True)
+class FunctionOptions:
+    """The consumer function's props.
+
+    :param code: the function code. Default: the bundled handlers (lambda_src/handlers).
+    :param handler: the handler string. Default ``order_stats.handler`` when ``code`` is
+        omitted; required when ``code`` is given.
+    :param function: an existing ``lambda_.Function`` instead: the layer and environment are
+        added to it, its role gets the grants. ``code``, ``handler``, ``memory_size``,
+        ``timeout``, ``tracing`` and ``reserved_concurrent_executions`` are then refused (set
+        them on the function); the redrive reads the function's own timeout.
+    :param memory_size: Default 256 MB (explicit, so cdk-nag's default-memory rule passes;
+        enough for boto3 and a batch of 100).
+    :param timeout: Default 60 s: a batch of 100 takes a few transactions, and the runtime
+        stops and reports near the deadline instead of timing out.
+    :param log_retention: Default one month (the function's and the redrive's log groups):
+        long enough to investigate an alarm, short enough to bound cost.
+    :param tracing: Default none (the runtime does not use the X-Ray SDK; lag and loss are
+        measured by metrics and alarms).
+    :param environment: extra environment variables. Default none.
+    :param reserved_concurrent_executions: Default none (a stream consumer's concurrency is
+        bounded by shards times parallelization factor anyway).
+    """
+
+    code: lambda_.Code | None = None
+    handler: str | None = None
+    function: lambda_.Function | None = None
+    memory_size: Any = None
+    timeout: Duration | None = None
+    log_retention: logs.RetentionDays = defaults.LOG_RETENTION
+    tracing: lambda_.Tracing | None = None
+    environment: Mapping[str, str] | None = None
+    reserved_concurrent_executions: Any = None
+
+    @property
+    def memory_mb(self) -> Any:
+        """``memory_size``, or the default (256 MB)."""
+        return defaults.MEMORY_SIZE_MB if self.memory_size is None else self.memory_size
+
+    @property
+    def function_timeout(self) -> Duration:
+        """``timeout``, or the default (60 s), for a function made here."""
+        return self.timeout or Duration.seconds(defaults.TIMEOUT_SECONDS)
+
+    @property
+    def consumer_timeout(self) -> Duration | None:
+        """The timeout the consumer runs with: an existing function's own, or ours."""
+        if self.function is not None:
+            return consumer_timeout_of(self.function)
+        return self.function_timeout
+
+    @property
+    def function_code(self) -> lambda_.Code:
+        """``code``, or the bundled reference handlers."""
+        return self.code or lambda_.Code.from_asset(
+            str(handlers_dir()), exclude=list(ASSET_EXCLUDES)
+        )
+
+    @property
+    def function_handler(self) -> str:
+        return self.handler or REFERENCE_HANDLER
+
+    def problems(self) -> list[Problem]:
+        found = self._code_problems()
+        found += check_range("memory_size", self.memory_mb, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB")
+        found += check_function_timeout("timeout", self.function_timeout)
+        return found
+
+    def _code_problems(self) -> list[Problem]:
+        if self.function is not None:
+            return self._existing_function_problems()
+        if self.code is not None and not self.handler:
+            return [
+                Problem(
+                    "handler",
+                    self.handler,
+                    "the handler string (module.function) for the given code",
+                )
+            ]
+        if self.handler is not None:
+            return check_name("handler", self.handler)
+        return []
+
+    def _existing_function_problems(self) -> list[Problem]:
+        found = []
+        if not isinstance(self.function, lambda_.Function):
+            found.append(
+                Problem(
+                    "function",
+                    self.function,
+                    "a lambda_.Function made in this app (its environment and layers are set)",
+                )
+            )
+        given = {
+            name: getattr(self, name)
+            for name in _MADE_FUNCTION_PROPS
+            if getattr(self, name) is not None
+        }
+        if given:
+            found.append(
+                Problem(
+                    "/".join(given),
+                    tuple(given.values()),
+                    "omitted when an existing function is given: set them on that function",
+                )
+            )
+        return found

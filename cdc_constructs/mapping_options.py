@@ -1,0 +1,102 @@
+"""How a stream is read: the settings a Lambda event source mapping and an EventBridge Pipe share.
+
+:class:`StreamMappingOptions` groups them and checks them in one place, so StreamConsumer,
+StreamFanOut and OutboxPublisher (and any other reader of a stream) refuse the same values with
+the same words. The defaults and AWS's ranges are in :mod:`cdc_constructs.defaults`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+
+from cdc_constructs import defaults
+from cdc_constructs.exceptions import Problem
+from cdc_constructs.validation import (
+    check_batch_size,
+    check_filters,
+    check_max_batching_window,
+    check_max_record_age,
+    check_parallelization_factor,
+    check_retry_attempts,
+    check_starting_position,
+    seconds,
+)
+
+__all__ = ["StreamMappingOptions"]
+
+
+@dataclass(frozen=True)
+class StreamMappingOptions:
+    """The settings of one stream reader (event source mapping or pipe), with their checks.
+
+    Every field is a construct prop of the same name; see :mod:`cdc_constructs.defaults` for
+    why each default is what it is.
+
+    :param starting_position: Default TRIM_HORIZON; LATEST also needs
+        ``allow_latest_starting_position=True`` (it skips records written while the mapping is
+        created or updated).
+    :param batch_size: records per batch, 1..10000. Default 100.
+    :param max_batching_window: wait up to this long to fill a batch, 0..300 s. Default 0.
+    :param parallelization_factor: concurrent batches per shard, 1..10. Default 1.
+    :param retry_attempts: 0..10000, never infinite (-1). Default 5.
+    :param max_record_age: 60 s to under the 24 h retention. Default 1 h.
+    :param bisect_batch_on_error: Default True.
+    :param filters: up to 5 filter patterns; a record is delivered when any matches.
+    """
+
+    starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION
+    allow_latest_starting_position: bool = False
+    batch_size: Any = defaults.BATCH_SIZE
+    max_batching_window: Duration | None = None
+    parallelization_factor: Any = defaults.PARALLELIZATION_FACTOR
+    retry_attempts: Any = defaults.RETRY_ATTEMPTS
+    max_record_age: Duration | None = None
+    bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR
+    filters: Sequence[Mapping[str, Any]] | None = ()
+
+    @property
+    def record_age(self) -> Duration:
+        """``max_record_age``, or the default (1 h)."""
+        return self.max_record_age or Duration.seconds(defaults.MAX_RECORD_AGE_SECONDS)
+
+    @property
+    def batching_window(self) -> Duration:
+        """``max_batching_window``, or the default (0 s)."""
+        return self.max_batching_window or Duration.seconds(defaults.MAX_BATCHING_WINDOW_SECONDS)
+
+    @property
+    def batching_window_seconds(self) -> int:
+        return int(seconds(self.batching_window) or 0)
+
+    @property
+    def record_age_seconds(self) -> int:
+        return int(seconds(self.record_age) or 0)
+
+    @property
+    def filter_patterns(self) -> list[dict[str, Any]]:
+        """The filters as plain dicts (call after :meth:`problems` found none)."""
+        return [dict(pattern) for pattern in self.filters or ()]
+
+    def problems(
+        self, stream_view_type: str | None, *, starting_position: bool = True
+    ) -> list[Problem]:
+        """Every invalid setting. ``stream_view_type`` (None: unknown) is what filters on
+        images are checked against; ``starting_position=False`` skips that check for readers
+        whose starting position is fixed."""
+        found: list[Problem] = []
+        if starting_position:
+            found += check_starting_position(
+                self.starting_position, self.allow_latest_starting_position
+            )
+        found += check_batch_size(self.batch_size)
+        found += check_max_batching_window(self.batching_window)
+        found += check_parallelization_factor(self.parallelization_factor)
+        found += check_retry_attempts(self.retry_attempts)
+        found += check_max_record_age(self.record_age)
+        found += check_filters(self.filters or (), stream_view_type)
+        return found

@@ -1,0 +1,80 @@
+"""StreamFanOut and OutboxPublisher share one pipe base (StreamPipe)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk.assertions import Template
+
+from cdc_constructs import (
+    ChangeCaptureTable,
+    FanOutConfigurationError,
+    OutboxPublisher,
+    StreamFanOut,
+)
+from cdc_constructs.pipe import StreamPipe
+
+SOURCE = "com.example.orders"
+
+
+def _table(stack: Stack, view=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES) -> ChangeCaptureTable:
+    pk = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+    return ChangeCaptureTable(stack, "Orders", partition_key=pk, stream=view)
+
+
+def test_outbox_publisher_makes_the_pipe_the_fan_out_made_for_the_outbox():
+    publisher_stack, fan_out_stack = Stack(App(), "S"), Stack(App(), "S")
+    publisher = OutboxPublisher(
+        publisher_stack, "Outbox", table=_table(publisher_stack), source=SOURCE, key_prefix="O#"
+    )
+    fan_out = StreamFanOut(
+        fan_out_stack, "Outbox", table=_table(fan_out_stack), source=SOURCE, outbox_key_prefix="O#"
+    )
+    assert isinstance(publisher, StreamPipe) and isinstance(fan_out, StreamPipe)
+    assert (
+        Template.from_stack(publisher_stack).to_json()
+        == Template.from_stack(fan_out_stack).to_json()
+    )
+
+
+def test_pipe_alarms_are_a_dict_by_stable_name_as_the_consumers():
+    stack = Stack(App(), "S")
+    fan = StreamFanOut(stack, "F", table=_table(stack), source=SOURCE)
+    assert list(fan.alarms) == [
+        "ExecutionFailed",
+        "ExecutionPartiallyFailed",
+        "ExecutionTimeout",
+        "DeadLetterQueue",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        ({"key_prefix": ""}, "outbox_key_prefix='': the outbox items' key prefix"),
+        ({"key_attribute": "p k"}, "outbox_key_attribute='p k'"),
+        ({"batch_size": 0}, "batch_size=0: a number in 1..10000"),
+    ],
+)
+def test_outbox_publisher_refuses_bad_props_in_one_error(props, expected):
+    stack = Stack(App(), "S")
+    arguments = {"key_prefix": "O#"} | props
+    with pytest.raises(FanOutConfigurationError, match=re.escape(expected)) as caught:
+        OutboxPublisher(stack, "Outbox", table=_table(stack), source=SOURCE, **arguments)
+    assert str(caught.value).startswith("OutboxPublisher 'Outbox': 1 invalid prop")
+    assert stack.node.try_find_child("Outbox") is None
+
+
+def test_outbox_publisher_needs_a_stream_with_new_images():
+    stack = Stack(App(), "S")
+    with pytest.raises(FanOutConfigurationError, match="carries NewImage, where outbox events"):
+        OutboxPublisher(
+            stack,
+            "Outbox",
+            table=_table(stack, dynamodb.StreamViewType.KEYS_ONLY),
+            source=SOURCE,
+            key_prefix="O#",
+        )
