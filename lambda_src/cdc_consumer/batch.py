@@ -27,6 +27,7 @@ from cdc_consumer.decision import (
     Reads,
     Transient,
 )
+from cdc_consumer.exceptions import DeadlineError
 from cdc_consumer.ledger import Ledger
 from cdc_consumer.modes import ProjectionMode, SideEffect, SideEffectMode
 from cdc_consumer.outcomes import DONE, Next, Outcomes, Step, Stop, sequence_number
@@ -47,7 +48,7 @@ class Registry(Protocol):
     projections: list[Projection]
     side_effects: list[tuple[str, SideEffect]]
     reads: list[Reads]
-    safety_margin_ms: int
+    safety_margin_ms: int | None
     clock: Callable[[], float]
 
     @property
@@ -59,15 +60,41 @@ class Registry(Protocol):
 
 @dataclass
 class Deadline:
-    """The invocation's remaining time against the safety margin."""
+    """The invocation's remaining time against the safety margin.
+
+    Unless ``fixed_margin_ms`` is given, the margin follows the function's timeout
+    (:func:`cdc_consumer.defaults.safety_margin_ms`), read as the time remaining at the first
+    check, which comes first thing in ``handle``: Lambda does not tell a function its
+    configured timeout, and at that point the remaining time is that timeout less the
+    handler's own preamble (milliseconds).
+    """
 
     remaining: Callable[[], int | None]
-    margin_ms: int
+    fixed_margin_ms: int | None = None
+    margin_ms: int | None = None
 
     def near(self) -> tuple[bool, int | None]:
         """Whether less than the margin is left, and the remaining milliseconds."""
         remaining = self.remaining()
-        return remaining is not None and remaining < self.margin_ms, remaining
+        if remaining is None:
+            return False, None
+        if self.margin_ms is None:
+            self.margin_ms = (
+                defaults.safety_margin_ms(remaining)
+                if self.fixed_margin_ms is None
+                else self.fixed_margin_ms
+            )
+        return remaining < self.margin_ms, remaining
+
+    def error(self, remaining: int | None) -> DeadlineError:
+        return DeadlineError(
+            f"the invocation had {remaining} ms left at its first record, less than the safety "
+            f"margin of {self.margin_ms} ms, so it could take no record. The margin is a fifth "
+            f"of the function's timeout, between {defaults.MIN_SAFETY_MARGIN_MS} and "
+            f"{defaults.MAX_SAFETY_MARGIN_MS} ms, and {defaults.MIN_RECORD_TIME_MS} ms must "
+            "remain for records after it: give the function a timeout of at least "
+            f"{defaults.MIN_FUNCTION_TIMEOUT_SECONDS} s (Lambda's default is 3 s)"
+        )
 
 
 @dataclass
@@ -104,6 +131,7 @@ class BatchRun:
                 settings.idempotency_table,
                 f"{settings.consumer}#{change.event_id}",
                 int(registry.clock()) + defaults.IDEMPOTENCY_TTL_SECONDS,
+                change.source_arn,
             )
             return RecordWrites.build(
                 position, marker, actions, settings.idempotency_table, quarantined=quarantined
@@ -138,6 +166,8 @@ class BatchRun:
         if position >= len(self.records):
             return self.after_pending(lambda: DONE)
         near, remaining = self.deadline.near()
+        if near and position == 0:  # no record taken: a function error, not a partial failure
+            raise self.deadline.error(remaining)
         if near:
             return self.after_pending(
                 lambda: self.outcomes.fail(

@@ -32,6 +32,10 @@ ID_ATTRIBUTE = "id"
 EXPIRATION_ATTRIBUTE = "expiration"
 STATUS_ATTRIBUTE = "status"
 IN_PROGRESS_EXPIRATION_ATTRIBUTE = "in_progress_expiration"
+#: The stream a processed-marker or claim was written for (its record's ``eventSourceARN``): a
+#: "duplicate" whose marker names another stream is two consumers sharing one name in one
+#: idempotency table, never a redelivery. Not a Powertools attribute (Powertools ignores it).
+STREAM_ATTRIBUTE = "stream"
 STATUS_IN_PROGRESS = "INPROGRESS"
 STATUS_COMPLETED = "COMPLETED"
 
@@ -52,12 +56,37 @@ IMAGES_OF_VIEW_TYPE: dict[str, frozenset[str]] = {
 }
 
 # --- Deadline ---
+# One rule, used by the runtime (how long before the deadline it stops taking records) and by
+# the StreamConsumer construct (which refuses a timeout too short for one record).
 
-#: Stop taking new records when less than this much invocation time is left (milliseconds):
-#: 5 s. Enough to commit the pending transaction and send one quarantine message with the
-#: standard retry mode's backoff (at most ~3 s over 3 attempts) at typical latencies (tens of
-#: ms); the record reported instead is simply redelivered. Raise it for slow side effects.
-SAFETY_MARGIN_MS = 5_000
+#: The safety margin is a fifth of the function's timeout, at least 0.5 s and at most 5 s. It
+#: must leave time to commit the pending transaction and send one quarantine message: tens of
+#: milliseconds usually, up to a few seconds when the standard retry mode backs off under
+#: throttling. 5 s covers that for long timeouts; a fifth keeps short timeouts mostly for
+#: records (Lambda's default 3 s keeps 2.4 s), and 0.5 s still covers a commit and a send with
+#: a retry at typical latencies.
+SAFETY_MARGIN_DIVISOR = 5
+MIN_SAFETY_MARGIN_MS = 500
+MAX_SAFETY_MARGIN_MS = 5_000
+#: The least time that must remain for records once the margin is kept: one record's
+#: projection, its transaction and, in side-effect mode, one external call.
+MIN_RECORD_TIME_MS = 1_000
+
+
+def safety_margin_ms(timeout_ms: int) -> int:
+    """The safety margin for a function whose timeout is ``timeout_ms``: stop taking records
+    when less than this is left."""
+    return max(MIN_SAFETY_MARGIN_MS, min(MAX_SAFETY_MARGIN_MS, timeout_ms // SAFETY_MARGIN_DIVISOR))
+
+
+def fits_one_record(timeout_ms: int) -> bool:
+    """Whether a function timeout leaves :data:`MIN_RECORD_TIME_MS` after its safety margin."""
+    return timeout_ms - safety_margin_ms(timeout_ms) >= MIN_RECORD_TIME_MS
+
+
+#: The shortest whole-second function timeout that fits one record (2 s: 0.5 s margin, 1.5 s
+#: for records); Lambda's 1 s minimum does not.
+MIN_FUNCTION_TIMEOUT_SECONDS = next(s for s in range(1, 901) if fits_one_record(s * 1000))
 
 # --- DynamoDB TransactWriteItems limits ---
 # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html

@@ -69,6 +69,14 @@ class TransientError(CdcConsumerError):
     """A failure worth retrying (the runtime's own wrapper for DynamoDB/SQS failures)."""
 
 
+class ForeignMarkerError(CdcConsumerError):
+    """The record's processed-marker (or side-effect claim) exists, but was written for another
+    stream: another consumer writes markers under this consumer's name into this idempotency
+    table, so treating the record as a duplicate would drop it. The record is reported failed
+    (never skipped) and the ``ForeignMarkers`` metric counts it; rename one consumer (the
+    StreamConsumer construct refuses such a pair at synthesis)."""
+
+
 class SideEffectInProgressError(TransientError):
     """Another invocation holds an unexpired claim on this side effect; retry later."""
 
@@ -102,6 +110,15 @@ class MissingImageError(ConfigurationError):
         self.view_type = view_type
         self.missing = list(missing)
         self.reader = reader
+
+
+class DeadlineError(CdcConsumerError):
+    """The invocation could take no record: less than the safety margin was left at its first.
+
+    Raised out of ``handle`` (a function error, which the Errors alarm reports) instead of
+    reporting the first record as failed, which would look like one bad record while every
+    invocation of this function fails the same way: its timeout is too short for the margin.
+    """
 
 
 class MalformedBatchError(CdcConsumerError):

@@ -6,7 +6,9 @@ Every record of a batch ends in exactly one of these states, and only the ledger
   made by this invocation: its projection's transaction committed, or a side effect ran;
 - **duplicate** (``DuplicatesSkipped``): every effect was already made by an earlier delivery;
 - **quarantined** (``RecordsQuarantined``): poison, sent whole to the quarantine queue;
-- **failed**: reported to Lambda (or raised); not counted here, it is delivered again.
+- **failed**: reported to Lambda (or raised); not counted here, it is delivered again. A
+  record failed because its marker was written for another stream also counts in
+  ``ForeignMarkers``.
 
 A record with a projection *and* side effects is settled after its side effects, so the
 ledger holds the projection's part until then (:meth:`Ledger.projected`).
@@ -62,6 +64,10 @@ class Ledger:
 
     def quarantined(self) -> None:
         self.metrics.records_quarantined += 1
+
+    def foreign_marker(self) -> None:
+        """A record's marker was written for another stream (it is then reported failed)."""
+        self.metrics.foreign_markers += 1
 
     def committed_transaction(self) -> None:
         self.transactions += 1

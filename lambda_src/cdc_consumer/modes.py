@@ -18,7 +18,7 @@ from typing import Any
 
 from cdc_consumer import logs
 from cdc_consumer.change import Change
-from cdc_consumer.exceptions import PermanentError, TransientError
+from cdc_consumer.exceptions import ForeignMarkerError, PermanentError, TransientError
 from cdc_consumer.ledger import Ledger
 from cdc_consumer.outcomes import Next, Outcomes, Step
 from cdc_consumer.side_effects import Claim, SideEffectClaims
@@ -65,6 +65,8 @@ class ProjectionMode:
         position = outcome.failed.position
         if isinstance(outcome.error, PermanentError):
             return self.outcomes.quarantine(position, outcome.error) or Next(position + 1)
+        if isinstance(outcome.error, ForeignMarkerError):
+            return self.outcomes.foreign_marker(position, outcome.error)
         return self.outcomes.fail(position, outcome.error)
 
 
@@ -84,13 +86,16 @@ class SideEffectMode:
         for name, side_effect in self.side_effects:
             claim_id = f"{self.consumer}#{change.event_id}#{name}"
             try:
-                if self.claims.claim(claim_id, self.remaining_ms()) is Claim.ALREADY_COMPLETED:
+                claim = self.claims.claim(claim_id, self.remaining_ms(), change.source_arn)
+                if claim is Claim.ALREADY_COMPLETED:
                     continue
                 self._call(claim_id, side_effect, change)
                 ran = True
                 self.claims.complete(claim_id)
             except PermanentError as error:
                 return self.outcomes.quarantine(position, error) or Next(position + 1)
+            except ForeignMarkerError as error:
+                return self.outcomes.foreign_marker(position, error)
             except Exception as error:
                 return self.outcomes.fail(position, error)
         self.ledger.side_effects_done(position, ran=ran)

@@ -85,6 +85,12 @@ class Outcomes:
         )
         return None
 
+    def foreign_marker(self, position: int, error: Exception) -> Stop:
+        """Stop at a record whose marker another stream's consumer wrote: counted
+        (``ForeignMarkers``, alarmed) and reported, never skipped as a duplicate."""
+        self.ledger.foreign_marker()
+        return self.fail(position, error, reason="foreign marker")
+
     def fail(
         self, position: int, error: Exception | None, reason: str = "transient", **fields: Any
     ) -> Stop:

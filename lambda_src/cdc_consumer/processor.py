@@ -11,7 +11,7 @@ import boto3
 from cdc_consumer import defaults, logs, metrics
 from cdc_consumer.batch import BatchRun, LambdaContext
 from cdc_consumer.decision import Projection, Reads
-from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
+from cdc_consumer.exceptions import ConfigurationError, DeadlineError, MalformedBatchError
 from cdc_consumer.ledger import Ledger
 from cdc_consumer.modes import SideEffect
 from cdc_consumer.outcomes import event_id, sequence_number
@@ -49,7 +49,9 @@ class StreamProcessor:
     - ``metrics_namespace``: default env ``CDC_METRICS_NAMESPACE``, else ``"CdcConstructs"``,
       where the Monitoring construct's alarms look.
     - ``safety_margin_ms``: stop taking records when less invocation time is left; default
-      :data:`cdc_consumer.defaults.SAFETY_MARGIN_MS` (5 s, see there for why).
+      ``None``: it follows the function's timeout (a fifth of it, between 0.5 and 5 s; see
+      :func:`cdc_consumer.defaults.safety_margin_ms` for why). An invocation that cannot take
+      even its first record raises :class:`DeadlineError` (a function error).
     - ``clock``: epoch seconds; default ``time.time`` (tests pass their own).
 
     Names are resolved at each :meth:`handle` call, so a processor can be built at import
@@ -65,10 +67,10 @@ class StreamProcessor:
         dynamodb_client: Any = None,
         sqs_client: Any = None,
         metrics_namespace: str | None = None,
-        safety_margin_ms: int = defaults.SAFETY_MARGIN_MS,
+        safety_margin_ms: int | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if safety_margin_ms < 0:
+        if safety_margin_ms is not None and safety_margin_ms < 0:
             raise ConfigurationError(
                 f"safety_margin_ms must be >= 0 milliseconds, got {safety_margin_ms}"
             )
@@ -162,7 +164,7 @@ class StreamProcessor:
         try:
             records = _records_of(event)
             failed = BatchRun.assemble(self, settings, context, records, ledger).run()
-        except (MalformedBatchError, ConfigurationError) as error:
+        except (MalformedBatchError, ConfigurationError, DeadlineError) as error:
             # The invocation cannot go on: a function error (alarmed, retried by Lambda).
             ledger.metrics.batch_failures = 1
             logs.log(

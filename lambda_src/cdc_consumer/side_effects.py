@@ -34,8 +34,14 @@ from cdc_consumer.defaults import (
     STATUS_ATTRIBUTE,
     STATUS_COMPLETED,
     STATUS_IN_PROGRESS,
+    STREAM_ATTRIBUTE,
 )
-from cdc_consumer.exceptions import SideEffectInProgressError, TransientError
+from cdc_consumer.exceptions import (
+    ForeignMarkerError,
+    SideEffectInProgressError,
+    TransientError,
+)
+from cdc_consumer.transactions import foreign_stream
 
 #: Claim window when there is no Lambda context to give the invocation's deadline: 15 min,
 #: Lambda's longest timeout, so no invocation can still be running when it ends.
@@ -74,7 +80,7 @@ class SideEffectClaims:
         self.table = table
         self.clock = clock
 
-    def claim(self, claim_id: str, remaining_ms: int | None) -> Claim:
+    def claim(self, claim_id: str, remaining_ms: int | None, stream: str | None = None) -> Claim:
         """Take the claim, or say the side effect already completed.
 
         ``remaining_ms`` is the invocation's remaining time: the claim counts as in progress
@@ -91,6 +97,8 @@ class SideEffectClaims:
             STATUS_ATTRIBUTE: {"S": STATUS_IN_PROGRESS},
             IN_PROGRESS_EXPIRATION_ATTRIBUTE: {"N": str(now_ms + window_ms)},
         }
+        if stream:
+            item[STREAM_ATTRIBUTE] = {"S": stream}
         try:
             self.client.put_item(
                 TableName=self.table,
@@ -108,7 +116,7 @@ class SideEffectClaims:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise TransientError(f"could not claim side effect {claim_id}: {error}") from error
             existing = error.response.get("Item") or self._read(claim_id)
-            return self._existing(claim_id, existing)
+            return self._existing(claim_id, existing, item)
         except BotoCoreError as error:
             raise TransientError(f"could not claim side effect {claim_id}: {error}") from error
         return Claim.CLAIMED
@@ -154,8 +162,15 @@ class SideEffectClaims:
         item: dict[str, Any] | None = response.get("Item")
         return item
 
-    def _existing(self, claim_id: str, item: dict[str, Any] | None) -> Claim:
+    def _existing(self, claim_id: str, item: dict[str, Any] | None, ours: dict[str, Any]) -> Claim:
         status = (item or {}).get(STATUS_ATTRIBUTE, {}).get("S")
+        other = foreign_stream(ours, item)
+        if status == STATUS_COMPLETED and other is not None:
+            raise ForeignMarkerError(
+                f"side effect {claim_id} was completed for another stream ({other}): two "
+                "consumers write claims under one name into this idempotency table, so this is "
+                "not a duplicate; the record is not skipped. Give the consumers different names"
+            )
         if status == STATUS_COMPLETED:
             return Claim.ALREADY_COMPLETED
         if item is None:

@@ -27,9 +27,11 @@ from cdc_consumer.defaults import (
     ID_ATTRIBUTE,
     MAX_TRANSACTION_ACTIONS,
     MAX_TRANSACTION_BYTES,
+    STREAM_ATTRIBUTE,
 )
 from cdc_consumer.exceptions import (
     CdcConsumerError,
+    ForeignMarkerError,
     InvalidActionError,
     RejectedByDynamoDBError,
     TransientError,
@@ -58,19 +60,42 @@ PERMANENT_REASONS = frozenset({CONDITION_FAILED, "ValidationError"})
 ItemIdentity = tuple[str, str]
 
 
-def marker_action(table: str, marker_id: str, expiration: int) -> dict[str, Any]:
-    """The processed-marker Put: fails its condition when the record was already applied."""
+def marker_action(
+    table: str, marker_id: str, expiration: int, stream: str | None = None
+) -> dict[str, Any]:
+    """The processed-marker Put: fails its condition when the record was already applied.
+
+    ``stream`` (the record's ``eventSourceARN``) is kept on the marker, and a failed condition
+    returns the existing marker (``ReturnValuesOnConditionCheckFailure``, no extra request),
+    so a marker written for another stream is told from a duplicate (:func:`commit`).
+    """
+    item = {ID_ATTRIBUTE: {"S": marker_id}, EXPIRATION_ATTRIBUTE: {"N": str(expiration)}}
+    if stream:
+        item[STREAM_ATTRIBUTE] = {"S": stream}
     return {
         "Put": {
             "TableName": table,
-            "Item": {
-                ID_ATTRIBUTE: {"S": marker_id},
-                EXPIRATION_ATTRIBUTE: {"N": str(expiration)},
-            },
+            "Item": item,
             "ConditionExpression": "attribute_not_exists(#id)",
             "ExpressionAttributeNames": {"#id": ID_ATTRIBUTE},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
     }
+
+
+def foreign_stream(written: Any, existing: Any) -> str | None:
+    """The stream ``existing`` (an idempotency item) was written for, when it is not the stream
+    of ``written`` (the item we tried to write); None when they agree or either does not say
+    (markers written before streams were recorded count as this stream's)."""
+    theirs = _stream_of(existing)
+    ours = _stream_of(written)
+    return theirs if theirs and ours and theirs != ours else None
+
+
+def _stream_of(item: Any) -> str | None:
+    value = item.get(STREAM_ATTRIBUTE) if isinstance(item, Mapping) else None
+    stream = value.get("S") if isinstance(value, Mapping) else None
+    return stream if isinstance(stream, str) else None
 
 
 @dataclass(eq=False)
@@ -369,8 +394,13 @@ def _read_reasons(
         codes = [_code(reason) for reason in reasons[offset : offset + len(record.items)]]
         offset += len(record.items)
         if codes[0] == CONDITION_FAILED:
-            duplicates.append(record)
-            continue
+            marker = reasons[offset - len(record.items)]
+            existing = marker.get("Item") if isinstance(marker, Mapping) else None
+            other = foreign_stream(record.items[0]["Put"]["Item"], existing)
+            if other is None:
+                duplicates.append(record)
+                continue
+            return duplicates, record, ForeignMarkerError(_foreign(record, other)), stale
         for index, code in enumerate(codes):
             if code in (None, "None"):
                 continue
@@ -385,6 +415,15 @@ def _read_reasons(
                 return duplicates, record, RejectedByDynamoDBError(message), stale
             return duplicates, record, TransientError(message), stale
     return duplicates, None, None, stale
+
+
+def _foreign(record: RecordWrites, other: str) -> str:
+    marker_id = record.items[0]["Put"]["Item"][ID_ATTRIBUTE]["S"]
+    return (
+        f"processed-marker {marker_id} exists but was written for another stream ({other}): "
+        "two consumers write markers under one name into this idempotency table, so this is "
+        "not a duplicate; the record is not skipped. Give the consumers different names"
+    )
 
 
 def _code(reason: Any) -> str | None:

@@ -64,6 +64,7 @@ def test_a_completed_side_effect_leaves_a_powertools_shaped_record_and_is_not_re
         "status": "COMPLETED",
         "expiration": int(T0) + 7 * 24 * 3600,
         "in_progress_expiration": int(T0 * 1000) + 30_000,
+        "stream": records[0]["eventSourceARN"],  # the stream it was claimed for
     }
     assert [
         (m["RecordsProcessed"], m["DuplicatesSkipped"]) for m in emf(capsys.readouterr().out)
