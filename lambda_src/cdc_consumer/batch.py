@@ -49,7 +49,9 @@ class Registry(Protocol):
     side_effects: list[tuple[str, SideEffect]]
     reads: list[Reads]
     safety_margin_ms: int | None
+    side_effect_timeout_ms: int | None
     clock: Callable[[], float]
+    sleep: Callable[[float], None]
 
     @property
     def dynamodb(self) -> Any: ...
@@ -72,6 +74,8 @@ class Deadline:
     remaining: Callable[[], int | None]
     fixed_margin_ms: int | None = None
     margin_ms: int | None = None
+    #: The remaining time at the first check: the function's timeout, as far as we can tell.
+    timeout_ms: int | None = None
 
     def near(self) -> tuple[bool, int | None]:
         """Whether less than the margin is left, and the remaining milliseconds."""
@@ -79,12 +83,18 @@ class Deadline:
         if remaining is None:
             return False, None
         if self.margin_ms is None:
+            self.timeout_ms = remaining
             self.margin_ms = (
                 defaults.safety_margin_ms(remaining)
                 if self.fixed_margin_ms is None
                 else self.fixed_margin_ms
             )
         return remaining < self.margin_ms, remaining
+
+    def time_left_ms(self) -> int | None:
+        """The remaining time less the margin (None without a Lambda context)."""
+        _, remaining = self.near()
+        return None if remaining is None else remaining - (self.margin_ms or 0)
 
     def error(self, remaining: int | None) -> DeadlineError:
         return DeadlineError(
@@ -137,20 +147,35 @@ class BatchRun:
                 position, marker, actions, settings.idempotency_table, quarantined=quarantined
             )
 
+        deadline = Deadline(remaining_ms, registry.safety_margin_ms)
+
+        def side_effect_timeout_ms() -> int:
+            if registry.side_effect_timeout_ms is not None:
+                return registry.side_effect_timeout_ms
+            return defaults.side_effect_timeout_ms(deadline.timeout_ms)
+
         projection = side_effects = None
         if registry.projections:
             projection = ProjectionMode(lambda: registry.dynamodb, ledger, outcomes)
         if registry.side_effects:
-            claims = SideEffectClaims(registry.dynamodb, settings.idempotency_table, registry.clock)
             side_effects = SideEffectMode(
-                registry.side_effects, claims, settings.consumer, ledger, outcomes, remaining_ms
+                registry.side_effects,
+                SideEffectClaims(registry.dynamodb, settings.idempotency_table, registry.clock),
+                settings.consumer,
+                ledger,
+                outcomes,
+                timeout_ms=side_effect_timeout_ms,
+                remaining_ms=remaining_ms,
+                time_left_ms=deadline.time_left_ms,
+                clock=registry.clock,
+                sleep=registry.sleep,
             )
         return cls(
             records=records,
             decider=Decider(registry.projections, writes_for, registry.reads),
             ledger=ledger,
             outcomes=outcomes,
-            deadline=Deadline(remaining_ms, registry.safety_margin_ms),
+            deadline=deadline,
             projection=projection,
             side_effects=side_effects,
         )

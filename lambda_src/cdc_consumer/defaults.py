@@ -88,6 +88,29 @@ def fits_one_record(timeout_ms: int) -> bool:
 #: for records); Lambda's 1 s minimum does not.
 MIN_FUNCTION_TIMEOUT_SECONDS = next(s for s in range(1, 901) if fits_one_record(s * 1000))
 
+# --- Side effects ---
+
+#: The longest a side effect's claim stays in progress: 10 s, or a quarter of the function's
+#: timeout when that is shorter. It bounds how long one crash (between the claim and its
+#: completion) blocks the record: the mapping retries at once, and the retry waits for the
+#: claim to expire (when its invocation has the time) and takes it over, instead of failing
+#: again until the batch runs out of retries. A side effect must finish within it: one that
+#: outlives its claim may be run again by a retry (the runtime logs a warning when a call
+#: overran). Set ``StreamProcessor(side_effect_timeout_ms=...)`` or the environment variable.
+DEFAULT_SIDE_EFFECT_TIMEOUT_MS = 10_000
+SIDE_EFFECT_TIMEOUT_ENV = "CDC_SIDE_EFFECT_TIMEOUT_MS"
+#: Waited past a claim's expiry before taking it over, for clock differences between hosts.
+CLAIM_TAKEOVER_SLACK_MS = 100
+
+
+def side_effect_timeout_ms(timeout_ms: int | None) -> int:
+    """The default side-effect timeout for a function whose timeout is ``timeout_ms`` (None:
+    unknown, no Lambda context)."""
+    if timeout_ms is None:
+        return DEFAULT_SIDE_EFFECT_TIMEOUT_MS
+    return max(1, min(DEFAULT_SIDE_EFFECT_TIMEOUT_MS, timeout_ms // 4))
+
+
 # --- DynamoDB TransactWriteItems limits ---
 # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html
 

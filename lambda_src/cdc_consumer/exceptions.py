@@ -78,7 +78,14 @@ class ForeignMarkerError(CdcConsumerError):
 
 
 class SideEffectInProgressError(TransientError):
-    """Another invocation holds an unexpired claim on this side effect; retry later."""
+    """Another invocation holds an unexpired claim on this side effect; retry later.
+
+    ``until_ms``: when the claim expires (epoch milliseconds), when the claim says.
+    """
+
+    def __init__(self, message: str, until_ms: int | None = None) -> None:
+        super().__init__(message)
+        self.until_ms = until_ms
 
 
 class ConfigurationError(CdcConsumerError):

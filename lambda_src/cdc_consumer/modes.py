@@ -18,7 +18,13 @@ from typing import Any
 
 from cdc_consumer import logs
 from cdc_consumer.change import Change
-from cdc_consumer.exceptions import ForeignMarkerError, PermanentError, TransientError
+from cdc_consumer.defaults import CLAIM_TAKEOVER_SLACK_MS
+from cdc_consumer.exceptions import (
+    ForeignMarkerError,
+    PermanentError,
+    SideEffectInProgressError,
+    TransientError,
+)
 from cdc_consumer.ledger import Ledger
 from cdc_consumer.outcomes import Next, Outcomes, Step
 from cdc_consumer.side_effects import Claim, SideEffectClaims
@@ -72,22 +78,30 @@ class ProjectionMode:
 
 @dataclass
 class SideEffectMode:
-    """Runs a record's side effects, each once, guarded by its claim."""
+    """Runs a record's side effects, each once, guarded by its claim.
+
+    ``timeout_ms``: the side-effect timeout, how long a claim stays in progress (see
+    :mod:`cdc_consumer.side_effects` for the rule and its cost). ``time_left_ms()``: the
+    invocation's remaining time less the safety margin (None without a Lambda context).
+    """
 
     side_effects: Sequence[tuple[str, SideEffect]]
     claims: SideEffectClaims
     consumer: str
     ledger: Ledger
     outcomes: Outcomes
+    timeout_ms: Callable[[], int]
     remaining_ms: Callable[[], int | None]
+    time_left_ms: Callable[[], int | None]
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
 
     def run(self, position: int, change: Change) -> Step:
         ran = False
         for name, side_effect in self.side_effects:
             claim_id = f"{self.consumer}#{change.event_id}#{name}"
             try:
-                claim = self.claims.claim(claim_id, self.remaining_ms(), change.source_arn)
-                if claim is Claim.ALREADY_COMPLETED:
+                if self._claim(claim_id, change) is Claim.ALREADY_COMPLETED:
                     continue
                 self._call(claim_id, side_effect, change)
                 ran = True
@@ -101,9 +115,51 @@ class SideEffectMode:
         self.ledger.side_effects_done(position, ran=ran)
         return Next(position + 1)
 
+    def window_ms(self) -> int:
+        """How long a claim taken now stays in progress: the side-effect timeout, or the
+        invocation's remaining time when that is shorter."""
+        remaining = self.remaining_ms()
+        timeout = self.timeout_ms()
+        return timeout if remaining is None else max(0, min(timeout, remaining))
+
+    def _claim(self, claim_id: str, change: Change) -> Claim:
+        """Claim; on a claim in progress elsewhere, wait for it to expire and take it over when
+        this invocation can afford the wait, else raise :class:`SideEffectInProgressError`."""
+        try:
+            return self.claims.claim(claim_id, self.window_ms(), change.source_arn)
+        except SideEffectInProgressError as busy:
+            wait_ms = self._affordable_wait(busy.until_ms)
+            if wait_ms is None:
+                raise
+            logs.log(
+                "INFO",
+                "waiting for a side effect claim to expire",
+                consumer=self.consumer,
+                claimId=claim_id,
+                waitMs=wait_ms,
+            )
+            self.sleep(wait_ms / 1000)
+            return self.claims.claim(claim_id, self.window_ms(), change.source_arn)
+
+    def _affordable_wait(self, until_ms: int | None) -> int | None:
+        """Milliseconds to wait for a claim expiring at ``until_ms``, or None when waiting does
+        not fit: a claim longer than our timeout (another configuration's), or not enough time
+        left to wait and then run the side effect within its timeout before the margin."""
+        if until_ms is None:
+            return None
+        timeout = self.timeout_ms()
+        wait = max(0, until_ms - int(self.clock() * 1000)) + CLAIM_TAKEOVER_SLACK_MS
+        left = self.time_left_ms()
+        if wait > timeout + CLAIM_TAKEOVER_SLACK_MS or (left is not None and left - wait < timeout):
+            return None
+        return wait
+
     def _call(self, claim_id: str, side_effect: SideEffect, change: Change) -> None:
         """Call the side effect; on any error release its claim (so a retry may run it
-        again) and raise the error."""
+        again) and raise the error. A call that outlived its claim is logged: a retry may
+        have taken the claim over and run it again."""
+        window = self.window_ms()
+        started = self.clock()
         try:
             side_effect(change)
         except Exception:
@@ -118,3 +174,13 @@ class SideEffectMode:
                     error=logs.describe_error(release_error),
                 )
             raise
+        took_ms = round((self.clock() - started) * 1000)
+        if took_ms > window:
+            logs.log(
+                "WARNING",
+                "side effect overran its timeout",
+                consumer=self.consumer,
+                claimId=claim_id,
+                tookMs=took_ms,
+                timeoutMs=window,
+            )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -52,7 +53,13 @@ class StreamProcessor:
       ``None``: it follows the function's timeout (a fifth of it, between 0.5 and 5 s; see
       :func:`cdc_consumer.defaults.safety_margin_ms` for why). An invocation that cannot take
       even its first record raises :class:`DeadlineError` (a function error).
-    - ``clock``: epoch seconds; default ``time.time`` (tests pass their own).
+    - ``side_effect_timeout_ms``: how long a side effect's claim stays in progress; default
+      env ``CDC_SIDE_EFFECT_TIMEOUT_MS``, else 10 s or a quarter of the function's timeout
+      if shorter. A retry that meets a crashed invocation's claim waits for it to expire and
+      takes it over when its invocation has the time (billed duration, at most one timeout);
+      a side effect must finish within it (see :mod:`cdc_consumer.side_effects`).
+    - ``clock``: epoch seconds; default ``time.time``; ``sleep``: default ``time.sleep``
+      (tests pass their own).
 
     Names are resolved at each :meth:`handle` call, so a processor can be built at import
     time; a missing one raises :class:`ConfigurationError` naming the variable.
@@ -68,17 +75,17 @@ class StreamProcessor:
         sqs_client: Any = None,
         metrics_namespace: str | None = None,
         safety_margin_ms: int | None = None,
+        side_effect_timeout_ms: int | None = None,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if safety_margin_ms is not None and safety_margin_ms < 0:
-            raise ConfigurationError(
-                f"safety_margin_ms must be >= 0 milliseconds, got {safety_margin_ms}"
-            )
         self.consumer_name = consumer_name
         self.idempotency_table = idempotency_table
         self.quarantine_queue_url = quarantine_queue_url
         self.metrics_namespace = metrics_namespace
-        self.safety_margin_ms = safety_margin_ms
+        self.safety_margin_ms = _margin(safety_margin_ms)
+        self.side_effect_timeout_ms = _side_effect_timeout(side_effect_timeout_ms)
+        self.sleep = sleep
         self.clock = clock
         self._dynamodb = dynamodb_client
         self._sqs = sqs_client
@@ -173,7 +180,9 @@ class StreamProcessor:
                 consumer=settings.consumer,
                 error=logs.describe_error(error),
             )
-            self._emit(settings, ledger)
+            metrics.emit(
+                settings.metrics_namespace, settings.consumer, ledger.metrics, self.clock()
+            )
             raise
         ledger.metrics.batch_failures = int(failed is not None)
         logs.log(
@@ -190,13 +199,8 @@ class StreamProcessor:
             lastSequenceNumber=sequence_number(records[-1]) if records else None,
             durationMs=round((self.clock() - started) * 1000),
         )
-        self._emit(settings, ledger)
+        metrics.emit(settings.metrics_namespace, settings.consumer, ledger.metrics, self.clock())
         return {"batchItemFailures": [] if failed is None else [{"itemIdentifier": failed}]}
-
-    def _emit(self, settings: Settings, ledger: Ledger) -> None:
-        metrics.emit(
-            settings.metrics_namespace, settings.consumer, ledger.metrics, now=self.clock()
-        )
 
     def settings(self) -> Settings:
         """The names this invocation uses; :class:`ConfigurationError` names what is missing."""
@@ -218,6 +222,31 @@ class StreamProcessor:
         if self._sqs is None:
             self._sqs = boto3.client("sqs", config=defaults.CLIENT_CONFIG)
         return self._sqs
+
+
+def _margin(given: int | None) -> int | None:
+    if given is not None and given < 0:
+        raise ConfigurationError(f"safety_margin_ms must be >= 0 milliseconds, got {given}")
+    return given
+
+
+def _side_effect_timeout(given: int | None) -> int | None:
+    """``given``, else the environment's; None: the default, decided per invocation."""
+    value: Any = given
+    if value is None:
+        value = os.environ.get(defaults.SIDE_EFFECT_TIMEOUT_ENV) or None
+        if value is None:
+            return None
+    try:
+        timeout = int(value)
+    except ValueError:
+        timeout = 0
+    if timeout <= 0:
+        raise ConfigurationError(
+            f"side_effect_timeout_ms (or {defaults.SIDE_EFFECT_TIMEOUT_ENV}) must be a positive "
+            f"number of milliseconds, got {value!r}"
+        )
+    return timeout
 
 
 def _registration(

@@ -14,8 +14,16 @@ The attribute names and values are those of Powertools for AWS Lambda's idempote
 ``in_progress_expiration`` epoch milliseconds), so the same table serves both.
 
 A side effect runs at least once and, unless an invocation dies between the call and
-*complete*, exactly once: a crash mid-call leaves an INPROGRESS claim that expires with the
-crashed invocation's deadline, after which a redelivery runs the call again.
+*complete*, exactly once: a crash mid-call leaves an INPROGRESS claim that expires after the
+side-effect timeout (``in_progress_expiration``: the claim's time plus the timeout, or the
+invocation's deadline if that comes first), after which a redelivery runs the call again.
+
+The rule for a retry that meets an in-progress claim (:class:`~cdc_consumer.modes.SideEffectMode`):
+it waits for the claim to expire and takes it over when the wait (at most one side-effect
+timeout) plus one side-effect timeout still fit in its invocation before the safety margin;
+otherwise it fails the record, to be retried. The cost of the wait is billed duration: up to
+one side-effect timeout per crashed claim, instead of a batch sent to the on-failure
+destination after a handful of quick retries.
 """
 
 from __future__ import annotations
@@ -80,17 +88,18 @@ class SideEffectClaims:
         self.table = table
         self.clock = clock
 
-    def claim(self, claim_id: str, remaining_ms: int | None, stream: str | None = None) -> Claim:
+    def claim(self, claim_id: str, window_ms: int | None, stream: str | None = None) -> Claim:
         """Take the claim, or say the side effect already completed.
 
-        ``remaining_ms`` is the invocation's remaining time: the claim counts as in progress
-        until then (``in_progress_expiration``), so a crashed invocation's claim expires with
-        it. Raises :class:`SideEffectInProgressError` when another invocation holds an
-        unexpired claim, :class:`TransientError` when DynamoDB fails.
+        ``window_ms``: how long the claim counts as in progress (``in_progress_expiration``):
+        the side-effect timeout, or the invocation's remaining time when shorter, so a crashed
+        invocation's claim expires soon after it. ``stream``: recorded on the claim. Raises
+        :class:`SideEffectInProgressError` (with the claim's expiry) when another invocation
+        holds an unexpired claim, :class:`TransientError` when DynamoDB fails.
         """
         now = self.clock()
         now_ms = int(now * 1000)
-        window_ms = DEFAULT_IN_PROGRESS_MS if remaining_ms is None else remaining_ms
+        window_ms = DEFAULT_IN_PROGRESS_MS if window_ms is None else window_ms
         item = {
             ID_ATTRIBUTE: {"S": claim_id},
             EXPIRATION_ATTRIBUTE: {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
@@ -180,5 +189,6 @@ class SideEffectClaims:
         until = item.get(IN_PROGRESS_EXPIRATION_ATTRIBUTE, {}).get("N")
         raise SideEffectInProgressError(
             f"side effect {claim_id} is in progress in another invocation "
-            f"(status {status}, in progress until epoch ms {until}); not running it twice"
+            f"(status {status}, in progress until epoch ms {until}); not running it twice",
+            until_ms=int(until) if isinstance(until, str) and until.isdigit() else None,
         )

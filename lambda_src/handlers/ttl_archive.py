@@ -42,7 +42,10 @@ from cdc_consumer.wire import deserialize_image, to_wire
 
 ARCHIVE_PREFIX = "expired-orders/"
 
-processor = StreamProcessor("ttl-archive")
+# A claim stays in progress 3 s (not the default 10 s): PutObject of one small JSON object
+# takes milliseconds, and a call that outlived its claim and ran twice would write the same
+# bytes to the same key. A retry after a crash then waits at most 3 s to take the claim over.
+processor = StreamProcessor("ttl-archive", side_effect_timeout_ms=3_000)
 _s3 = boto3.client("s3")  # created once per container; AWS_ENDPOINT_URL works locally
 
 
