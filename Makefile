@@ -1,4 +1,4 @@
-# The README's commands. Each target installs what it needs from this repository's own files.
+# The documented commands (README.md, docs/). Each target installs what it needs from this repository's own files.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -10,9 +10,17 @@ export CDK_DISABLE_VERSION_CHECK := 1
 
 APP_DEPS := $(VENV)/.app-deps
 DEV_DEPS := $(VENV)/.dev-deps
+# The library itself, editable: `cdc_consumer` importable and the console scripts
+# (cdc-redrive, cdc-local) on .venv/bin, as the docs show them after the quick start.
+EDITABLE := $(VENV)/.editable
 CLI_DEPS := node_modules/.cli-deps
+# MiniStack's own virtualenv (make deploy-local, make test); deploy_local/emulator_venv.py
+# makes it from requirements-ministack.txt.
+MINISTACK_VENV ?= .venv-ministack
+export MINISTACK_VENV
+MINISTACK_DEPS := $(MINISTACK_VENV)/.requirements-sha256
 
-.PHONY: synth test snapshots local bench deploy lint clean
+.PHONY: synth test snapshots local deploy-local bench deploy docs lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +34,10 @@ $(DEV_DEPS): requirements.txt requirements-dev.txt | $(VENV)/bin/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $(APP_DEPS) $@
 
+$(EDITABLE): pyproject.toml $(APP_DEPS)
+	$(BIN)/pip install --quiet --no-deps --editable .
+	touch $@
+
 # npm ci deletes node_modules' contents first: when node_modules is a symlink to an install
 # shared with other checkouts (git worktrees), that would empty the shared one, so keep it.
 $(CLI_DEPS): package.json package-lock.json $(APP_DEPS)
@@ -36,12 +48,16 @@ $(CLI_DEPS): package.json package-lock.json $(APP_DEPS)
 	fi
 	touch $@
 
+$(MINISTACK_DEPS): requirements-ministack.txt $(DEV_DEPS) $(EDITABLE)
+	$(BIN)/python -m deploy_local --install-emulator
+	touch $@
+
 ## synth: install, synthesize CdcReferenceStack into cdk.out/, run cdk-nag
-synth: $(APP_DEPS) $(CLI_DEPS)
+synth: $(APP_DEPS) $(EDITABLE) $(CLI_DEPS)
 	cdk synth --quiet
 
 ## test: install, run the whole test suite
-test: $(DEV_DEPS) $(CLI_DEPS)
+test: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
@@ -50,9 +66,15 @@ snapshots: $(DEV_DEPS) $(CLI_DEPS)
 
 ## local: synthesize, then run the reference stack's pipeline on this machine (moto) under a
 ## demo workload with injected faults; prints a summary table and one JSON line
-local: $(DEV_DEPS) $(CLI_DEPS)
+local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS)
 	cdk synth --quiet
 	$(BIN)/python -m cdc_local --assembly cdk.out --stack CdcReferenceStack --demo
+
+## deploy-local: deploy the reference stack with the real CDK CLI to MiniStack (a local AWS
+## emulator, in its own virtualenv, on 127.0.0.1) and exercise it; prints a summary
+## (docs/deploy-local.md)
+deploy-local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
+	$(BIN)/python -m deploy_local
 
 ## bench: the benchmarks in bench/ (about 5 minutes on 2 cores); writes bench/RESULTS.md and
 ## bench/results.json
@@ -60,12 +82,16 @@ bench: $(DEV_DEPS)
 	$(BIN)/python -m bench
 
 ## deploy: deploy the reference stack to the AWS account of your credentials (not run in CI)
-deploy: $(APP_DEPS) $(CLI_DEPS)
+deploy: $(APP_DEPS) $(EDITABLE) $(CLI_DEPS)
 	cdk deploy CdcReferenceStack
+
+## docs: build the documentation site into site/ (MkDocs, strict: a broken link fails)
+docs: $(DEV_DEPS)
+	$(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(DEV_DEPS)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf cdk.out .pytest_cache
+	rm -rf cdk.out .pytest_cache site build dist

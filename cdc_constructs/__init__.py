@@ -19,6 +19,8 @@ from cdc_constructs.exceptions import (
 from cdc_constructs.fan_out import StreamFanOut
 from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
+from cdc_constructs.kinesis_consumer import KinesisConsumer, KinesisFilters
+from cdc_constructs.kinesis_destination import KinesisDestination
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.nag import CdcChecks, CdcChecksError
@@ -40,6 +42,9 @@ __all__ = [
     "ConsumerRuntimeLayer",
     "FanOutConfigurationError",
     "IdempotencyTable",
+    "KinesisConsumer",
+    "KinesisDestination",
+    "KinesisFilters",
     "OutboxPublisher",
     "Problem",
     "RedriveConfigurationError",

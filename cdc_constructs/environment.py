@@ -18,6 +18,9 @@ CONSUMER_NAME: Final = "CDC_CONSUMER_NAME"
 IDEMPOTENCY_TABLE: Final = "IDEMPOTENCY_TABLE_NAME"
 QUARANTINE_QUEUE_URL: Final = "QUARANTINE_QUEUE_URL"
 METRICS_NAMESPACE: Final = "CDC_METRICS_NAMESPACE"
+MARKER_TTL_SECONDS: Final = "CDC_MARKER_TTL_SECONDS"
+"""How long idempotency markers are kept (set by KinesisConsumer: longer than its stream's
+retention)."""
 
 VIEW_TABLE: Final = "VIEW_TABLE_NAME"
 """The reference order-stats handler's view table (set by ``grant_view_table``)."""

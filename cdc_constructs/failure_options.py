@@ -32,8 +32,8 @@ class FailureHandlingOptions:
     :param idempotency_table: an :class:`IdempotencyTable` or ITable (pk ``id``, TTL
         ``expiration``). Default: a new IdempotencyTable; share one between consumers.
     :param redrive: Default True: a :class:`StreamRedrive` function that replays the
-        on-failure and quarantine queues through this consumer once a fault is fixed (README,
-        "When the DLQ alarm fires"). The on-failure queue holds only pointers and the stream
+        on-failure and quarantine queues through this consumer once a fault is fixed (docs/operations.md,
+        "Redrive"). The on-failure queue holds only pointers and the stream
         forgets their records after 24 h, so the way to replay them must exist before the
         alarm fires; idle, it costs nothing. Turn it off only if you redrive another way.
     """

@@ -9,7 +9,7 @@ longer holds as lost. An alarm fires on ``CdcConstructs/RedriveLostRecords {Cons
 >= 1``.
 
 It is not triggered by the queues: an automatic redrive of a consumer that still fails would
-loop; a person decides when the fault is fixed (README, "When the DLQ alarm fires").
+loop; a person decides when the fault is fixed (docs/operations.md, "Redrive").
 """
 
 from __future__ import annotations
@@ -161,8 +161,8 @@ class StreamRedrive(Construct):
             "LostRecordsAlarm",
             self.lost_records_metric,
             description=f"Redrive of {consumer_name} found records the stream no longer holds:"
-            " they were not replayed and their messages are kept. See README, 'When the DLQ"
-            " alarm fires'.",
+            " they were not replayed and their messages are kept. See docs/operations.md,"
+            " 'Redrive'.",
             topic=alarm_topic,
         )
         """Fires when a redrive reported lost records."""

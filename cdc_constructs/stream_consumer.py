@@ -255,10 +255,14 @@ class StreamConsumer(Construct):
                 tracing=options.tracing,
                 reserved_concurrent_executions=options.reserved_concurrent_executions,
             )
-        self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
-        grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
+        self._grant_source()
         self._grant_table(self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
         grant_send(self.function, self.quarantine_queue)
+
+    def _grant_source(self) -> None:
+        """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
+        self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
+        grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
 
 
 def _make_mapping(

@@ -82,6 +82,12 @@ def invocation_record(
     }
 
 
+def batch_info(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The batch description of an invocation record: ``DDBStreamBatchInfo`` (DynamoDB stream)
+    or ``KinesisBatchInfo`` (Kinesis stream)."""
+    return record.get("DDBStreamBatchInfo") or record["KinesisBatchInfo"]
+
+
 class OnFailureDestination:
     """Sends invocation records to the destination ARN (an SQS queue, SNS topic or S3 bucket)."""
 
@@ -115,7 +121,7 @@ class OnFailureDestination:
         else:
             self.client.put_object(
                 Bucket=self.arn.split(":::", 1)[1],
-                Key=self.s3_key(record["DDBStreamBatchInfo"]["shardId"], now),
+                Key=self.s3_key(batch_info(record)["shardId"], now),
                 Body=json.dumps({**record, "payload": json.dumps(event)}).encode(),
                 ContentType="application/json",
             )

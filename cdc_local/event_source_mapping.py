@@ -146,6 +146,21 @@ class MappingCounters:
     bisections: int = 0
     duplicate_deliveries: int = 0
     on_failure_messages: int = 0
+    on_failure_records: int = 0
+
+    def event_counts(self) -> dict[str, int]:
+        """The counts Lambda publishes as the mapping's event-count metrics (``MetricsConfig``
+        ``EventCount``; namespace AWS/Lambda, dimension EventSourceMappingUUID), where this
+        emulation counts the same thing: ``DroppedEventCount`` is the records given up on
+        (retries exhausted or record age exceeded), ``OnFailureDestinationDeliveredEventCount``
+        those of them sent to the on-failure destination."""
+        return {
+            "PolledEventCount": self.records_read,
+            "FilteredOutEventCount": self.records_filtered_out,
+            "InvokedEventCount": self.records_delivered,
+            "DroppedEventCount": self.records_discarded + self.records_expired,
+            "OnFailureDestinationDeliveredEventCount": self.on_failure_records,
+        }
 
 
 @dataclass
@@ -254,9 +269,42 @@ class EventSourceMapping:
         factor = max(1, self.settings.parallelization_factor)
         index = 0
         if factor > 1:
-            key = json.dumps(record["dynamodb"]["Keys"].get(self._partition_key), sort_keys=True)
+            key = self._partition_value(record)
             index = int.from_bytes(hashlib.md5(key.encode()).digest()[:8], "big") % factor
         return self._lanes.setdefault((shard_id, index), _Lane(shard_id))
+
+    # -- what differs between sources (KinesisEventSourceMapping overrides these) -----------------
+
+    def _sequence_number(self, record: Mapping[str, Any]) -> str:
+        """The record's item identifier in ``batchItemFailures``."""
+        return str(record["dynamodb"]["SequenceNumber"])
+
+    def _created_at(self, record: Mapping[str, Any]) -> float:
+        """Epoch seconds the record's age counts from (``MaximumRecordAgeInSeconds``)."""
+        return float(record["dynamodb"]["ApproximateCreationDateTime"])
+
+    def _partition_value(self, record: Mapping[str, Any]) -> str:
+        """What picks the record's lane under ``ParallelizationFactor``: its partition key."""
+        return json.dumps(record["dynamodb"]["Keys"].get(self._partition_key), sort_keys=True)
+
+    def _invocation_record(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        condition: str,
+        shard_id: str,
+        failure: FailedInvocation,
+        now: float,
+    ) -> dict[str, Any]:
+        """The on-failure destination's message for a discarded batch."""
+        return invocation_record(
+            records=records,
+            condition=condition,
+            function_arn=self.function.arn,
+            shard_id=shard_id,
+            stream_arn=self.stream_arn,
+            failure=failure,
+            now=now,
+        )
 
     # -- processing ----------------------------------------------------------------------------
 
@@ -358,7 +406,7 @@ class EventSourceMapping:
         elif retries < 0 and lane.attempts >= self.stuck_after_attempts:
             raise PipelineStuck(
                 f"mapping {self.name}: the batch starting at sequence number "
-                f"{batch[0]['dynamodb']['SequenceNumber']} failed {lane.attempts} times in a row "
+                f"{self._sequence_number(batch[0])} failed {lane.attempts} times in a row "
                 "and MaximumRetryAttempts is -1 (retry forever): on AWS this blocks the shard "
                 "until the "
                 "records are trimmed (24 h). Set finite retries, or fix the handler; last error: "
@@ -374,14 +422,14 @@ class EventSourceMapping:
         if not self.settings.report_batch_item_failures:
             return None
         index, _ = first_failed_index(
-            result.response, [record["dynamodb"]["SequenceNumber"] for record in batch]
+            result.response, [self._sequence_number(record) for record in batch]
         )
         return index
 
     def _succeeded(self, lane: _Lane, records: Sequence[Mapping[str, Any]]) -> None:
         _drop(lane, len(records))
         if self.acknowledged is not None:
-            self.acknowledged.update(r["dynamodb"]["SequenceNumber"] for r in records)
+            self.acknowledged.update(self._sequence_number(r) for r in records)
         self.counters.records_succeeded += len(records)
         if lane.planned:
             lane.planned[0] -= len(records)
@@ -398,7 +446,7 @@ class EventSourceMapping:
         now = self.clock()
         expired = 0
         for record in lane.pending:
-            if now - record["dynamodb"]["ApproximateCreationDateTime"] <= max_age:
+            if now - self._created_at(record) <= max_age:
                 break
             expired += 1
         if not expired:
@@ -424,17 +472,10 @@ class EventSourceMapping:
         if self.destination is None:
             return  # no destination: AWS drops the records silently
         now = self.clock()
-        message = invocation_record(
-            records=records,
-            condition=condition,
-            function_arn=self.function.arn,
-            shard_id=lane.shard_id,
-            stream_arn=self.stream_arn,
-            failure=failure,
-            now=now,
-        )
+        message = self._invocation_record(records, condition, lane.shard_id, failure, now)
         self.destination.send(message, {"Records": records}, now)
         self.counters.on_failure_messages += 1
+        self.counters.on_failure_records += count
 
 
 def _take(pending: deque[dict[str, Any]], size: int) -> list[dict[str, Any]]:

@@ -55,6 +55,10 @@ class FaultPlan:
     lost_response_probability: float = 0.0
     #: per successful batch: deliver it once more
     duplicate_delivery_probability: float = 0.0
+    #: per change a table streams to Kinesis: publish it late, after later changes of its item
+    kinesis_reorder_probability: float = 0.0
+    #: per change a table streams to Kinesis: publish it once more, later (a retried PutRecord)
+    kinesis_duplicate_probability: float = 0.0
 
 
 @dataclass

@@ -25,7 +25,16 @@ from cdc_local.event_source_mapping import EventSourceMapping, MappingCounters, 
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.faults import FaultPlan, Faults
 from cdc_local.functions import LocalFunction
+from cdc_local.kinesis import (
+    KinesisDelivery,
+    KinesisEventSourceMapping,
+    create_kinesis_resources,
+    kinesis_destinations,
+    kinesis_mapping_ids,
+    stream_name,
+)
 from cdc_local.resources import LocalResources, create_resources
+from cdc_local.retention import STREAM_RETENTION_SECONDS, StreamRetention
 from cdc_local.ttl import TtlLedger, TtlSweeper
 
 #: How many lines of handler output the pipeline keeps for inspection (``recent_output``).
@@ -48,6 +57,7 @@ class PipelineCounters:
     bisections: int
     duplicate_deliveries: int
     on_failure_messages: int
+    on_failure_records: int
     ttl_deletions: int
 
     def as_dict(self) -> dict[str, int]:
@@ -72,6 +82,8 @@ class LocalPipeline:
         track_records: keep the sequence numbers each mapping's function acknowledged
             (``EventSourceMapping.acknowledged``), for accounting; default False (memory grows
             with the stream).
+        stream_retention_seconds: how long the streams keep a record, on ``clock``
+            (:meth:`trim_streams` trims them); default DynamoDB's 24 hours.
     """
 
     def __init__(
@@ -86,6 +98,7 @@ class LocalPipeline:
         capture_output: bool = True,
         flush_windows: bool = False,
         track_records: bool = False,
+        stream_retention_seconds: float = STREAM_RETENTION_SECONDS,
     ) -> None:
         self.stack: StackTemplate = CloudAssembly(assembly_dir).stack(stack_name)
         self.endpoint = endpoint
@@ -105,6 +118,11 @@ class LocalPipeline:
         self.functions: dict[str, LocalFunction] = {}
         self.mappings: dict[str, EventSourceMapping] = {}
         self.sweeper: TtlSweeper | None = None
+        #: The tables' deliveries of their changes to Kinesis streams (cdc_local.kinesis).
+        self.kinesis_deliveries: list[KinesisDelivery] = []
+        #: When each Kinesis record was put (pipeline clock), by ``stream/shard:sequence``.
+        self.kinesis_arrivals: dict[str, float] = {}
+        self.retention = StreamRetention(stream_retention_seconds, clock)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -114,6 +132,7 @@ class LocalPipeline:
             self.endpoint = LocalEndpoint().start()
         if self.resources is None:
             self.resources = create_resources(self.stack, self.endpoint)
+            create_kinesis_resources(self.resources, self.endpoint)
         return self.resources
 
     def start(self) -> LocalPipeline:
@@ -127,6 +146,9 @@ class LocalPipeline:
         }
         for spec in self.stack.stream_mappings():
             self.mappings[spec.logical_id] = self._mapping(spec.logical_id)
+        self.kinesis_deliveries = self._kinesis_deliveries()
+        for logical_id in kinesis_mapping_ids(self.stack):
+            self.mappings[logical_id] = self._mapping(logical_id)
         for mapping in self.mappings.values():
             mapping.start()
         self.sweeper = TtlSweeper(self.endpoint, self._ttl_tables(), self.ttl_ledger, self.clock)
@@ -150,6 +172,8 @@ class LocalPipeline:
     def poll(self) -> bool:
         """Give every mapping one turn; return whether anything happened."""
         progressed = False
+        for delivery in self.kinesis_deliveries:  # table -> Kinesis, before Kinesis is read
+            progressed = delivery.pump() or progressed
         for mapping in self.mappings.values():
             progressed = mapping.poll(flush=self.flush_windows) or progressed
         self._collect_output()
@@ -173,6 +197,11 @@ class LocalPipeline:
         """Delete the items whose TTL has passed, as DynamoDB's sweeper does; return how many."""
         assert self.sweeper is not None, "start() the pipeline first"
         return self.sweeper.sweep()
+
+    def trim_streams(self) -> int:
+        """Trim the records older than the stream retention on the pipeline's clock, as
+        DynamoDB Streams does after 24 hours; return how many (see :mod:`cdc_local.retention`)."""
+        return self.retention.trim()
 
     def run(self) -> PipelineCounters:
         """Drain, sweep TTL, drain again (the TTL deletions' REMOVE records); return the totals."""
@@ -252,10 +281,9 @@ class LocalPipeline:
 
     def _mapping(self, logical_id: str) -> EventSourceMapping:
         resources = self._resources
-        spec = next(m for m in self.stack.stream_mappings() if m.logical_id == logical_id)
-        properties = resources.resolve(dict(spec.properties))
+        properties = resources.resolve(dict(self.stack.resources[logical_id]["Properties"]))
         settings = MappingSettings.from_properties(properties)
-        function = self._function_of(spec.function_ref)
+        function = self._function_of(self.stack.resources[logical_id]["Properties"]["FunctionName"])
         destination = None
         if settings.on_failure_arn:
             assert self.endpoint is not None
@@ -266,18 +294,52 @@ class LocalPipeline:
                 mapping_uuid=_uuid_of(self.stack.stack_name, logical_id),
             )
         assert self.endpoint is not None
-        return EventSourceMapping(
+        kinesis = ":kinesis:" in properties["EventSourceArn"]
+        mapping_class = KinesisEventSourceMapping if kinesis else EventSourceMapping
+        arrivals = {"arrivals": self.kinesis_arrivals} if kinesis else {}
+        return mapping_class(
+            **arrivals,
             name=logical_id,
             stream_arn=properties["EventSourceArn"],
             function=function,
             settings=settings,
-            streams_client=self.endpoint.client("dynamodbstreams"),
+            streams_client=self.endpoint.client("kinesis" if kinesis else "dynamodbstreams"),
             destination=destination,
             ttl_ledger=self.ttl_ledger,
             faults=self.faults,
             clock=self.clock,
             track_records=self.track_records,
         )
+
+    def _kinesis_deliveries(self) -> list[KinesisDelivery]:
+        """One delivery per table streaming to a Kinesis stream of the stack."""
+        assert self.endpoint is not None
+        resources, plan = self._resources, self.faults.plan if self.faults else FaultPlan()
+        deliveries = []
+        for spec in kinesis_destinations(self.stack):
+            table_stream = resources.attributes.get((spec.table_logical_id, "StreamArn"))
+            if table_stream is None:
+                raise LocalPipelineError(
+                    f"table {spec.table_logical_id} streams to Kinesis but has no DynamoDB "
+                    "stream: the local pipeline reads its changes from one"
+                )
+            deliveries.append(
+                KinesisDelivery(
+                    table_stream_arn=table_stream,
+                    kinesis_stream_name=stream_name(resources.resolve(spec.stream_arn)),
+                    table_name=resources.table_names[spec.table_logical_id],
+                    precision=spec.precision,
+                    streams=self.endpoint.client("dynamodbstreams"),
+                    kinesis=self.endpoint.client("kinesis"),
+                    ttl_ledger=self.ttl_ledger,
+                    reorder_probability=plan.kinesis_reorder_probability,
+                    duplicate_probability=plan.kinesis_duplicate_probability,
+                    seed=plan.seed,
+                    clock=self.clock,
+                    arrivals=self.kinesis_arrivals,
+                )
+            )
+        return deliveries
 
     def _function_of(self, reference: Any) -> LocalFunction:
         if isinstance(reference, Mapping) and "Ref" in reference:

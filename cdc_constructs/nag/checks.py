@@ -78,6 +78,7 @@ class CdcChecks(NagPack):
     - CDC-ESM6 StartingPosition TRIM_HORIZON (warning)
     - CDC-ESM7 filters only on images the table's StreamViewType carries
     - CDC-ESM8 an IteratorAge alarm on the consumer function (warning)
+    - CDC-ESM9 a Kinesis consumer's idempotency markers outlive the stream's retention
 
     It judges the synthesized templates (escape-hatch overrides included), so it runs as a
     validation plugin during synthesis; ``validate_scope`` on an unsynthesized app raises a

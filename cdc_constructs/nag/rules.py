@@ -2,7 +2,7 @@
 
 Every rule judges a ``StreamSource`` (a Lambda event source mapping or an EventBridge Pipe that
 reads a DynamoDB or Kinesis stream) and returns a ``NagRuleCompliance``. Rule ids are
-``CDC-ESM1`` ... ``CDC-ESM8`` for both kinds of consumer: a pipe polls its stream with the same
+``CDC-ESM1`` ... ``CDC-ESM9`` for both kinds of consumer: a pipe polls its stream with the same
 engine and the same settings, so one id names one concern wherever it appears.
 
 Values a rule needs but that are only known at deployment (parameters, imports, conditions)
@@ -203,6 +203,34 @@ def iterator_age_alarm(node: CfnResource, source: StreamSource) -> NagRuleCompli
     return NON_COMPLIANT
 
 
+# The consumer runtime's idempotency window: how long its markers are kept unless the function
+# sets CDC_MARKER_TTL_SECONDS (cdc_consumer.defaults.IDEMPOTENCY_TTL_SECONDS, MARKER_TTL_ENV).
+RUNTIME_MARKER = "CDC_CONSUMER_NAME"
+MARKER_TTL_VARIABLE = "CDC_MARKER_TTL_SECONDS"
+DEFAULT_MARKER_TTL_SECONDS = 7 * 24 * 3600
+
+
+def markers_outlive_retention(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """A consumer running this library's runtime (its function sets CDC_CONSUMER_NAME) keeps
+    its markers at least as long as its Kinesis stream keeps records.
+
+    Applies to Kinesis sources whose function is in the same template; DynamoDB Streams keep
+    24 hours, well inside the runtime's default 7 days.
+    """
+    if source.kind is not StreamKind.KINESIS:
+        return NOT_APPLICABLE
+    variables = None
+    for name in source.function_names(node):
+        resource = source.resources.get(name) or {}
+        if resource.get("Type") == "AWS::Lambda::Function":
+            variables = dig(resource, "Properties", "Environment", "Variables")
+    if not isinstance(variables, Mapping) or RUNTIME_MARKER not in variables:
+        return NOT_APPLICABLE
+    ttl = variables.get(MARKER_TTL_VARIABLE)
+    seconds = DEFAULT_MARKER_TTL_SECONDS if ttl is None else int(_primitive(node, ttl))
+    return COMPLIANT if seconds >= source.retention_seconds(node) else NON_COMPLIANT
+
+
 RULES: tuple[CdcRule, ...] = (
     CdcRule(
         "ESM1",
@@ -294,5 +322,17 @@ RULES: tuple[CdcRule, ...] = (
         "a threshold well below MaximumRecordAgeInSeconds - e.g. fn.metric('IteratorAge', "
         "statistic='Maximum').create_alarm(...).",
         iterator_age_alarm,
+    ),
+    CdcRule(
+        "ESM9",
+        NagMessageLevel.ERROR,
+        "The Kinesis consumer forgets which records it applied before the stream forgets them: "
+        "its markers expire before the stream's retention.",
+        "Kinesis delivers a record again as long as it holds it (a retry, a mapping re-created "
+        "at TRIM_HORIZON), up to its RetentionPeriodHours - longer than the runtime's default "
+        "7-day markers when the retention is longer. A record delivered after its marker "
+        "expired applies its non-idempotent effects twice. Set CDC_MARKER_TTL_SECONDS on the "
+        "function to at least the retention (KinesisConsumer sets the retention plus a day).",
+        markers_outlive_retention,
     ),
 )

@@ -140,7 +140,7 @@ class BatchRun:
             marker = marker_action(
                 settings.idempotency_table,
                 f"{settings.consumer}#{change.event_id}",
-                int(registry.clock()) + defaults.IDEMPOTENCY_TTL_SECONDS,
+                int(registry.clock()) + defaults.marker_ttl_seconds(),
                 change.source_arn,
             )
             return RecordWrites.build(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from botocore.config import Config
 
 # --- Environment variables (set by the StreamConsumer construct and by the local pipeline) ---
@@ -25,6 +27,20 @@ METRICS_NAMESPACE = "CdcConstructs"
 #: on-failure pointer, which reads the stream too; 7 days outlives both with a wide margin,
 #: while the TTL still keeps the table from growing without bound.
 IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 60 * 60
+
+#: Overrides IDEMPOTENCY_TTL_SECONDS (whole seconds): a consumer of a Kinesis stream keeps its
+#: records longer than its stream's retention (up to 365 days), since a duplicate can arrive as
+#: long as the stream holds the record (docs/design.md §9). Set by the KinesisConsumer construct.
+MARKER_TTL_ENV = "CDC_MARKER_TTL_SECONDS"
+
+
+def marker_ttl_seconds() -> int:
+    """How long markers and claims are kept: ``CDC_MARKER_TTL_SECONDS`` when set to a positive
+    whole number, else IDEMPOTENCY_TTL_SECONDS (a wrong value falls back: a marker kept 7 days
+    is the documented default, and a configuration typo must not drop idempotency)."""
+    value = os.environ.get(MARKER_TTL_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else IDEMPOTENCY_TTL_SECONDS
+
 
 #: Attribute names of the idempotency table, the ones Powertools for AWS Lambda uses, so one
 #: table serves both.

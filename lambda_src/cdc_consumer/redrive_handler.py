@@ -9,7 +9,10 @@ Environment (set by the StreamRedrive construct):
 
     CONSUMER_FUNCTION_NAME   the consumer function to invoke synchronously
     STREAM_ARN               the consumer's stream; messages of other streams are refused
-    ON_FAILURE_QUEUE_URL     the event source mapping's on-failure queue
+    ON_FAILURE_QUEUE_URL     the event source mapping's on-failure queue (an SQS destination)
+    ON_FAILURE_BUCKET_NAME   the event source mapping's S3 on-failure destination (instead)
+    ON_FAILURE_PREFIX        where its objects are (default aws/lambda/<mapping UUID>/)
+    EVENT_SOURCE_MAPPING_UUID  the consumer's mapping: objects of other mappings are kept
     QUARANTINE_QUEUE_URL     the runtime's quarantine queue (optional)
     CDC_CONSUMER_NAME        the consumer name: metric dimension, quarantine message check
     CDC_METRICS_NAMESPACE    EMF namespace, default "CdcConstructs" (interfaces §3)
@@ -17,7 +20,9 @@ Environment (set by the StreamRedrive construct):
     REDRIVE_RESERVE_SECONDS  no message is started later than this before the deadline
 
 Event (all optional): ``{"source": "on-failure" | "quarantine" | "all" (default "all"),
-"maxMessages": int (default 100), "dryRun": bool (default false)}``.
+"maxMessages": int (default 100), "dryRun": bool (default false)}``. ``"on-failure"`` reads
+whatever destination the consumer has: the bucket when ``ON_FAILURE_BUCKET_NAME`` is set (each
+object holds its batch), else the queue (pointers, read back from the stream).
 
 Each run prints one JSON log line per queue and one EMF line with RedriveLostRecords,
 RedriveRecordsReplayed and RedriveFailedMessages (dimension Consumer), so an alarm fires when
@@ -39,6 +44,13 @@ from cdc_consumer.defaults import (
     QUARANTINE_QUEUE_ENV,
 )
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
+from cdc_consumer.redrive.defaults import DEFAULT_S3_PREFIX
+
+#: Environment variables of the on-failure destination (set by the StreamRedrive construct).
+ON_FAILURE_QUEUE_ENV = "ON_FAILURE_QUEUE_URL"
+ON_FAILURE_BUCKET_ENV = "ON_FAILURE_BUCKET_NAME"
+ON_FAILURE_PREFIX_ENV = "ON_FAILURE_PREFIX"
+MAPPING_UUID_ENV = "EVENT_SOURCE_MAPPING_UUID"
 
 #: Messages per invocation unless the event says otherwise: a bounded run, so one invocation
 #: cannot spend its whole time on a queue that keeps filling up.
@@ -68,6 +80,14 @@ def _filters(text: str) -> list[dict[str, Any]]:
     if not isinstance(filters, list):
         raise RuntimeError(f"CONSUMER_FILTERS is {text[:120]!r}; expected a JSON list of patterns")
     return filters
+
+
+def _prefix(environ: Mapping[str, str]) -> str:
+    """The S3 prefix of this consumer's on-failure objects."""
+    if environ.get(ON_FAILURE_PREFIX_ENV):
+        return environ[ON_FAILURE_PREFIX_ENV]
+    uuid = environ.get(MAPPING_UUID_ENV, "")
+    return f"{DEFAULT_S3_PREFIX}{uuid}/" if uuid else DEFAULT_S3_PREFIX
 
 
 def emf_line(
@@ -103,7 +123,8 @@ def handler(
     redrive: Redrive | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Drain the consumer's queues; ``redrive`` and ``environ`` are injectable for tests."""
+    """Drain the consumer's on-failure destination and quarantine queue; ``redrive`` and
+    ``environ`` are injectable for tests."""
     environ = os.environ if environ is None else environ
     event = event or {}
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, "CONSUMER_FUNCTION_NAME")
@@ -115,11 +136,13 @@ def handler(
             consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
             function_name=function_name,
             quarantine_queue_url=environ.get(QUARANTINE_QUEUE_ENV) or None,
+            mapping_uuid=environ.get(MAPPING_UUID_ENV) or None,
             filters=_filters(environ.get("CONSUMER_FILTERS", "")),
         )
     wanted = str(event.get("source", "all"))
+    bucket = environ.get(ON_FAILURE_BUCKET_ENV, "")
     queues = {
-        Source.ON_FAILURE: environ.get("ON_FAILURE_QUEUE_URL", ""),
+        Source.ON_FAILURE: bucket or environ.get(ON_FAILURE_QUEUE_ENV, ""),
         Source.QUARANTINE: environ.get(QUARANTINE_QUEUE_ENV, ""),
     }
     if wanted not in ("all", *queues):
@@ -136,13 +159,22 @@ def handler(
     for source, queue_url in queues.items():
         if wanted not in ("all", source.value) or not queue_url or budget <= 0:
             continue
-        report = redrive.run(
-            queue_url,
-            source,
-            dry_run=bool(event.get("dryRun", False)),
-            max_messages=budget,
-            should_stop=should_stop,
-        )
+        if source is Source.ON_FAILURE and bucket:
+            report = redrive.run_bucket(
+                bucket,
+                _prefix(environ),
+                dry_run=bool(event.get("dryRun", False)),
+                max_objects=budget,
+                should_stop=should_stop,
+            )
+        else:
+            report = redrive.run(
+                queue_url,
+                source,
+                dry_run=bool(event.get("dryRun", False)),
+                max_messages=budget,
+                should_stop=should_stop,
+            )
         budget -= report.messages_received + report.messages_deferred
         print(json.dumps(report.to_log(), default=str))
         reports.append(report)

@@ -37,12 +37,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cdc_consumer.defaults import (
     EXPIRATION_ATTRIBUTE,
     ID_ATTRIBUTE,
-    IDEMPOTENCY_TTL_SECONDS,
     IN_PROGRESS_EXPIRATION_ATTRIBUTE,
     STATUS_ATTRIBUTE,
     STATUS_COMPLETED,
     STATUS_IN_PROGRESS,
     STREAM_ATTRIBUTE,
+    marker_ttl_seconds,
 )
 from cdc_consumer.exceptions import (
     ForeignMarkerError,
@@ -102,7 +102,7 @@ class SideEffectClaims:
         window_ms = DEFAULT_IN_PROGRESS_MS if window_ms is None else window_ms
         item = {
             ID_ATTRIBUTE: {"S": claim_id},
-            EXPIRATION_ATTRIBUTE: {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
+            EXPIRATION_ATTRIBUTE: {"N": str(int(now) + marker_ttl_seconds())},
             STATUS_ATTRIBUTE: {"S": STATUS_IN_PROGRESS},
             IN_PROGRESS_EXPIRATION_ATTRIBUTE: {"N": str(now_ms + window_ms)},
         }
@@ -145,7 +145,7 @@ class SideEffectClaims:
             },
             ExpressionAttributeValues={
                 ":completed": {"S": STATUS_COMPLETED},
-                ":expiration": {"N": str(int(now) + IDEMPOTENCY_TTL_SECONDS)},
+                ":expiration": {"N": str(int(now) + marker_ttl_seconds())},
             },
         )
 

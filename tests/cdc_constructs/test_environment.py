@@ -10,3 +10,4 @@ def test_the_constructs_and_the_runtime_agree_on_the_variable_names() -> None:
     assert environment.IDEMPOTENCY_TABLE == defaults.IDEMPOTENCY_TABLE_ENV
     assert environment.QUARANTINE_QUEUE_URL == defaults.QUARANTINE_QUEUE_ENV
     assert environment.METRICS_NAMESPACE == defaults.METRICS_NAMESPACE_ENV
+    assert environment.MARKER_TTL_SECONDS == defaults.MARKER_TTL_ENV

@@ -32,11 +32,12 @@ def test_built_package_ships_lambda_src_as_package_data(tmp_path):
     """setuptools' build_py with pyproject.toml: the files a wheel would contain."""
     project = tmp_path / "project"
     project.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO_ROOT / name, project / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO_ROOT / "cdc_constructs", project / "cdc_constructs", ignore=ignore)
     shutil.copytree(REPO_ROOT / "lambda_src", project / "lambda_src", ignore=ignore)
+    shutil.copytree(REPO_ROOT / "cdc_local", project / "cdc_local", ignore=ignore)
     # Stand-ins so the check does not depend on what the runtime currently contains.
     (project / "lambda_src" / "cdc_consumer" / "probe_module.py").write_text("X = 1\n")
     (project / "lambda_src" / "handlers" / "probe_handler.py").write_text("X = 1\n")

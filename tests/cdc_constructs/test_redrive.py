@@ -192,7 +192,7 @@ def test_an_alarm_fires_on_one_lost_record(template: Template) -> None:
             "Threshold": 1,
             "ComparisonOperator": "GreaterThanOrEqualToThreshold",
             "TreatMissingData": "notBreaching",
-            "AlarmDescription": Match.string_like_regexp("When the DLQ alarm fires"),
+            "AlarmDescription": Match.string_like_regexp("docs/operations.md"),
         },
     )
 

@@ -333,11 +333,13 @@ def test_wheel_carries_the_library_the_runtime_and_its_lambda_code(installed: In
     assert {entry for entry in top_level if not entry.endswith(".dist-info")} == {
         "cdc_constructs",
         "cdc_consumer",
+        "cdc_local",
     }
     expected = (
         {f"cdc_constructs/{path}" for path in source_files(REPO_ROOT / "cdc_constructs")}
         | {f"cdc_consumer/{path}" for path in source_files(REPO_ROOT / "lambda_src/cdc_consumer")}
         | {f"cdc_constructs/_lambda_src/{path}" for path in source_files(REPO_ROOT / "lambda_src")}
+        | {f"cdc_local/{path}" for path in source_files(REPO_ROOT / "cdc_local")}
     )
     missing = sorted(expected - names)
     assert not missing, f"the wheel lacks these source files (pyproject packages?): {missing}"

@@ -12,8 +12,8 @@ What redrive never does:
 - skip a record silently. Records the stream no longer holds (trimmed after 24 h, shard gone,
   iterator expired, or simply not there) are reported as *lost* with their sequence numbers, and
   the message stays in the queue. A message with any lost record is not replayed at all: replaying
-  around the gap would hide it, so the operator reconciles it by hand (README: "When the DLQ
-  alarm fires").
+  around the gap would hide it, so the operator reconciles it by hand (docs/operations.md:
+  "Redrive").
 - replay or delete another consumer's or another stream's message, or one that names neither:
   it is *kept* and reported with the reason, and the run is not ok.
 - delete a message it could not replay: malformed messages and messages whose replay failed stay

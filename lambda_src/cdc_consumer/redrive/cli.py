@@ -17,7 +17,11 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from cdc_consumer.defaults import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.filter_patterns import check_filter_pattern
-from cdc_consumer.redrive.defaults import DEFAULT_MAX_ATTEMPTS, LAMBDA_READ_TIMEOUT_SECONDS
+from cdc_consumer.redrive.defaults import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_S3_PREFIX,
+    LAMBDA_READ_TIMEOUT_SECONDS,
+)
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.replay import Redrive
@@ -109,8 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description=(
-            "Replay what a DynamoDB stream consumer failed on: the batches its on-failure queue"
-            " points at (read back from the stream) or the records in its quarantine queue."
+            "Replay what a DynamoDB stream consumer failed on: the batches its on-failure"
+            " destination holds (an S3 bucket's objects carry the batch itself; an SQS queue's"
+            " messages point at records read back from the stream) or the records in its"
+            " quarantine queue."
             " Deletes a message only after all its records succeeded; never replays or deletes"
             " another consumer's or stream's message (kept, reported); reports records the"
             " stream no longer holds as lost. Exit status 0: all replayed; 1: something was"
@@ -118,7 +124,18 @@ def build_parser() -> argparse.ArgumentParser:
             " (one line says what to fix), nothing touched."
         ),
     )
-    parser.add_argument("--queue-url", required=True, help="the on-failure or quarantine queue")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--queue-url", help="the on-failure or quarantine queue")
+    where.add_argument(
+        "--bucket",
+        help="the S3 on-failure destination: its objects hold the failed batches themselves",
+    )
+    parser.add_argument(
+        "--prefix",
+        default=DEFAULT_S3_PREFIX,
+        help=f"with --bucket, the objects under this prefix (default {DEFAULT_S3_PREFIX}; e.g."
+        " aws/lambda/<mapping UUID>/ for one mapping)",
+    )
     parser.add_argument(
         "--source",
         choices=[s.value for s in Source],
@@ -166,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the event source mapping's filter pattern, as JSON (repeatable): records of a"
         " range that match none are not replayed",
     )
-    parser.add_argument("--max-messages", type=int, help="stop after this many messages")
+    parser.add_argument(
+        "--max-messages", type=int, help="stop after this many messages (objects with --bucket)"
+    )
     parser.add_argument(
         "--max-attempts",
         type=int,
@@ -177,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="list what would be replayed (message, shard, sequence range, record count)",
+        help="list what would be replayed (message or object, shard, sequence range, record"
+        " count) without invoking or deleting anything",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     return parser
@@ -229,17 +249,32 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
         max_attempts=args.max_attempts,
         filters=args.filters,
     )
-    redrive.check(args.queue_url, args.source)
-    total = _queue_depth(sqs_client, args.queue_url)
-    if args.max_messages is not None and total is not None:
-        total = min(total, args.max_messages)
-    report = redrive.run(
-        args.queue_url,
-        args.source,
-        dry_run=args.dry_run,
-        max_messages=args.max_messages,
-        progress=_progress_printer(total),
-    )
+    if args.bucket:
+        if args.source != Source.ON_FAILURE.value:
+            raise RedriveSetupError(
+                "--bucket is an on-failure destination; the quarantine is a queue (--queue-url)"
+            )
+        redrive.s3_client = session.client("s3")
+        redrive.check_bucket(args.bucket, args.prefix)
+        report = redrive.run_bucket(
+            args.bucket,
+            args.prefix,
+            dry_run=args.dry_run,
+            max_objects=args.max_messages,
+            progress=_progress_printer(None),
+        )
+    else:
+        redrive.check(args.queue_url, args.source)
+        total = _queue_depth(sqs_client, args.queue_url)
+        if args.max_messages is not None and total is not None:
+            total = min(total, args.max_messages)
+        report = redrive.run(
+            args.queue_url,
+            args.source,
+            dry_run=args.dry_run,
+            max_messages=args.max_messages,
+            progress=_progress_printer(total),
+        )
     sys.stderr.write("\n" if report.messages_received else "")
     sys.stderr.write(report.summary() + "\n")
     if args.json:

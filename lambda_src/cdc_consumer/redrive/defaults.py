@@ -37,3 +37,9 @@ LOST_ERROR_CODES = frozenset(
 )
 #: The on-failure message fields redrive needs (interfaces §5).
 REQUIRED_BATCH_FIELDS = ("shardId", "startSequenceNumber", "endSequenceNumber", "streamArn")
+#: Where Lambda writes a stream mapping's discarded batches in an S3 on-failure destination:
+#: ``aws/lambda/<mapping UUID>/<shard id>/YYYY/MM/DD/YYYY-MM-DDTHH.MM.SS-<random UUID>``.
+DEFAULT_S3_PREFIX = "aws/lambda/"
+#: Objects read per S3 redrive run unless bounded otherwise: all of them are listed and sorted by
+#: stream position before any is replayed, so a run holds this many batches in memory at most.
+DEFAULT_MAX_OBJECTS = 1000

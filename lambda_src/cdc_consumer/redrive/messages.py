@@ -8,7 +8,9 @@ redrive expected.
 from __future__ import annotations
 
 import enum
+import itertools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,11 +19,13 @@ from cdc_consumer.redrive.defaults import REQUIRED_BATCH_FIELDS
 
 __all__ = [
     "OnFailureBatch",
+    "OnFailureObject",
     "QuarantinedRecord",
     "Source",
     "clip",
     "function_name_of",
     "parse_on_failure_message",
+    "parse_on_failure_object",
     "parse_quarantine_message",
 ]
 
@@ -228,4 +232,124 @@ def parse_quarantine_message(
     error = document.get("error")
     return QuarantinedRecord(
         record=record, consumer=consumer, error=error if isinstance(error, dict) else None
+    )
+
+
+#: The key Lambda gives an S3 on-failure object (anywhere below the bucket's root):
+#: ``aws/lambda/<mapping UUID>/<shard id>/YYYY/MM/DD/<timestamp>-<random UUID>``.
+S3_KEY = re.compile(
+    r"(?:^|/)aws/lambda/(?P<mapping>[0-9a-fA-F-]{36})/(?P<shard>[^/]+)/\d{4}/\d{2}/\d{2}/[^/]+$"
+)
+
+
+@dataclass(frozen=True)
+class OnFailureObject:
+    """An S3 on-failure object: the invocation record with the batch itself (``payload``)."""
+
+    key: str
+    mapping_uuid: str
+    batch: OnFailureBatch
+    records: list[dict[str, Any]]
+
+
+def _payload_records(document: dict[str, Any], what: str) -> list[dict[str, Any]]:
+    if "payload" not in document:
+        raise MalformedMessageError(
+            f"{what} has no payload (keys: {sorted(document)}); expected the invocation record"
+            " Lambda writes to an S3 destination, with the batch as payload"
+        )
+    payload = document["payload"]
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except ValueError as error:
+            raise MalformedMessageError(
+                f"{what}'s payload is not JSON ({error}; truncated?): {clip(payload)!r}"
+            ) from None
+    records = payload.get("Records") if isinstance(payload, dict) else None
+    if not isinstance(records, list) or not records:
+        raise MalformedMessageError(
+            f"{what}'s payload has no Records list: {clip(json.dumps(payload))!r}; expected the"
+            ' batch\'s event, {"Records": [...]}'
+        )
+    for index, record in enumerate(records):
+        dynamodb = record.get("dynamodb") if isinstance(record, dict) else None
+        if (
+            not isinstance(dynamodb, dict)
+            or not record.get("eventID")
+            or not str(dynamodb.get("SequenceNumber", "")).isdigit()
+        ):
+            raise MalformedMessageError(
+                f"{what}'s payload record {index} is not a DynamoDB stream record (eventID and"
+                f" dynamodb.SequenceNumber): {clip(json.dumps(record, default=str))!r}"
+            )
+    return records
+
+
+def parse_on_failure_object(
+    key: str,
+    body: bytes | str,
+    expected_stream_arn: str,
+    expected_function: str | None = None,
+    expected_mapping_uuid: str | None = None,
+) -> OnFailureObject:
+    """Validate an S3 on-failure object and return its batch and records, in stream order.
+
+    Raises :class:`MalformedMessageError` naming what was wrong when the key or the body is not
+    in AWS's shape (not JSON or truncated, no ``DDBStreamBatchInfo``, no ``payload``, a payload
+    whose records do not match the batch's shard, first and last sequence numbers and size);
+    :class:`ForeignMessageError` when the batch (or any of its records) is another stream's, or
+    another function's or mapping's (each checked when the expected value is given).
+    """
+    what = f"object {key}"
+    match = S3_KEY.search(key)
+    if match is None:
+        raise MalformedMessageError(
+            f"{what}: the key is not in AWS's shape aws/lambda/<mapping UUID>/<shard id>/"
+            "YYYY/MM/DD/<timestamp>-<uuid>; not an on-failure object of a stream mapping"
+        )
+    if isinstance(body, bytes):
+        try:
+            body = body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise MalformedMessageError(f"{what} is not UTF-8 text ({error})") from None
+    document = _load_json_object(body, what)
+    batch = _batch_of(document, expected_stream_arn, expected_function, what)
+    if expected_mapping_uuid and match["mapping"].lower() != expected_mapping_uuid.lower():
+        raise ForeignMessageError(
+            f"{what} was written by event source mapping {match['mapping']}, not this"
+            f" consumer's mapping {expected_mapping_uuid}; redrive it with that consumer (kept)"
+        )
+    if match["shard"] != batch.shard_id:
+        raise MalformedMessageError(
+            f"{what}: the key names shard {match['shard']!r}, DDBStreamBatchInfo.shardId is"
+            f" {batch.shard_id!r}; expected the same shard"
+        )
+    records = _payload_records(document, what)
+    for record in records:
+        source = record.get("eventSourceARN")
+        if source not in (None, expected_stream_arn):
+            raise ForeignMessageError(
+                f"{what}'s payload holds a record of stream {source!r}, not the configured"
+                f" stream {expected_stream_arn!r}; redrive it with the consumer of that stream"
+                " (kept)"
+            )
+    numbers = [int(r["dynamodb"]["SequenceNumber"]) for r in records]
+    expected = (int(batch.start_sequence_number), int(batch.end_sequence_number))
+    problems = []
+    if (numbers[0], numbers[-1]) != expected:
+        problems.append(
+            f"its records run {numbers[0]}..{numbers[-1]}, DDBStreamBatchInfo says"
+            f" {expected[0]}..{expected[1]}"
+        )
+    if any(later <= earlier for earlier, later in itertools.pairwise(numbers)):
+        problems.append("its records are not in stream order")
+    if batch.batch_size is not None and batch.batch_size != len(records):
+        problems.append(f"it holds {len(records)} record(s), batchSize says {batch.batch_size}")
+    if problems:
+        raise MalformedMessageError(
+            f"{what}'s payload does not match its DDBStreamBatchInfo: {'; '.join(problems)}"
+        )
+    return OnFailureObject(
+        key=key, mapping_uuid=match["mapping"], batch=batch, records=list(records)
     )

@@ -27,12 +27,20 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_RECORDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_EMPTY_PAGES,
+    DEFAULT_MAX_OBJECTS,
     DEFAULT_RECEIVE_WAIT_SECONDS,
+    DEFAULT_S3_PREFIX,
     DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
     DEFAULT_WINDOW,
 )
 from cdc_consumer.redrive.invokers import Invoker
-from cdc_consumer.redrive.messages import Source, parse_on_failure_message, parse_quarantine_message
+from cdc_consumer.redrive.messages import (
+    OnFailureObject,
+    Source,
+    parse_on_failure_message,
+    parse_on_failure_object,
+    parse_quarantine_message,
+)
 from cdc_consumer.redrive.report import (
     FailedMessage,
     LostRange,
@@ -48,6 +56,8 @@ __all__ = ["Redrive", "check_stream_arn"]
 STREAM_ARN = re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[^/]+/stream/[^/]+$")
 #: SQS error codes for a queue that does not exist (query and JSON protocols).
 MISSING_QUEUE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
+#: S3 error codes for a bucket that does not exist.
+MISSING_BUCKET_CODES = frozenset({"NoSuchBucket", "404"})
 
 
 def check_stream_arn(stream_arn: str) -> None:
@@ -113,6 +123,10 @@ class Redrive:
             none) are kept, never replayed; a quarantine run without it cannot start.
         function_name: the consumer function's name or ARN, when known: on-failure records that
             another function's mapping wrote are kept, never replayed.
+        s3_client: boto3 S3 client for an S3 on-failure destination (default: plain
+            ``boto3.client("s3")``, made when first needed).
+        mapping_uuid: the consumer's event source mapping UUID, when known: S3 objects another
+            mapping wrote (their key names its UUID) are kept, never replayed.
         quarantine_queue_url: the consumer's quarantine queue, when known: an on-failure run
             looks there at the end for records it replayed that the consumer quarantined again
             (a quarantine run sees them in the queue it reads).
@@ -137,6 +151,8 @@ class Redrive:
     consumer_name: str | None = None
     function_name: str | None = None
     quarantine_queue_url: str | None = None
+    s3_client: Any = None
+    mapping_uuid: str | None = None
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     invoke_max_records: int = DEFAULT_INVOKE_MAX_RECORDS
     invoke_max_bytes: int = DEFAULT_INVOKE_MAX_BYTES
@@ -245,6 +261,139 @@ class Redrive:
         if source is Source.ON_FAILURE and self.quarantine_queue_url and self._replayed:
             self._scan_requarantined(self.quarantine_queue_url, started_ms, report)
         return report
+
+    # S3 on-failure destinations ------------------------------------------------------------
+
+    def check_bucket(self, bucket: str, prefix: str = DEFAULT_S3_PREFIX) -> None:
+        """Raise :class:`RedriveSetupError` for a stream ARN that is not one, or a bucket that
+        does not exist or these credentials may not list (nothing is read or deleted)."""
+        check_stream_arn(self.stream_arn)
+        if self.s3_client is None:
+            self.s3_client = boto3.client("s3")
+        try:
+            self.s3_client.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
+        except (ClientError, BotoCoreError) as error:
+            code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+            fix = (
+                "check --bucket (no such bucket in this account)"
+                if code in MISSING_BUCKET_CODES
+                else "check --bucket and that these credentials may list and read it"
+            )
+            raise setup_error(error, f"list bucket {bucket}", fix) from None
+
+    def run_bucket(
+        self,
+        bucket: str,
+        prefix: str = DEFAULT_S3_PREFIX,
+        *,
+        dry_run: bool = False,
+        max_objects: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        progress: Callable[[int, RedriveReport], None] | None = None,
+    ) -> RedriveReport:
+        """Redrive the on-failure objects under ``s3://bucket/prefix`` (at most ``max_objects``,
+        default :data:`DEFAULT_MAX_OBJECTS`).
+
+        Each object holds its batch (``payload``), so nothing is read from the stream: a batch is
+        replayed whether or not the stream still holds its records. Objects are replayed in
+        stream order (shard, then first sequence number) and an object is deleted only after
+        every record of it succeeded. Deleted, not moved: the bucket is versioned, so the object
+        stays recoverable as a noncurrent version for the bucket's lifecycle, while the prefix
+        lists exactly what is still to do and the redrive needs no write permission. After a
+        batch of a shard fails, the shard's later objects are kept too (replaying them would
+        apply newer changes of an item ahead of older ones). Objects that are not in AWS's
+        shape, or another consumer's or stream's, are kept and reported.
+        """
+        self.check_bucket(bucket, prefix)
+        self._replayed = set()
+        report = RedriveReport(
+            source=Source.ON_FAILURE.value, queue_url=f"s3://{bucket}/{prefix}", dry_run=dry_run
+        )
+        started_ms = int(time.time() * 1000)
+        limit = DEFAULT_MAX_OBJECTS if max_objects is None else max_objects
+        keys: list[str] = []
+        for page in self.s3_client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=prefix
+        ):
+            keys += [item["Key"] for item in page.get("Contents", [])]
+        objects = self._read_objects(bucket, sorted(keys)[:limit], report)
+        objects.sort(key=lambda o: (o.batch.shard_id, int(o.batch.start_sequence_number)))
+        blocked: dict[str, str] = {}  # shard id -> the key of its first failed object
+        for index, item in enumerate(objects):
+            if should_stop is not None and should_stop():
+                report.messages_deferred += len(objects) - index
+                break
+            shard = item.batch.shard_id
+            if shard in blocked:
+                report.failed.append(
+                    FailedMessage(
+                        item.key,
+                        f"kept: an earlier batch of shard {shard} ({blocked[shard]}) was not"
+                        " replayed, and this one must not overtake it",
+                    )
+                )
+                continue
+            records = [r for r in item.records if self._criteria.matches(r)]
+            report.records_filtered += len(item.records) - len(records)
+            if dry_run:
+                report.planned.append(
+                    PlannedMessage(
+                        item.key,
+                        shard,
+                        item.batch.start_sequence_number,
+                        item.batch.end_sequence_number,
+                        len(records),
+                    )
+                )
+                continue
+            failure = self._replay(records, report)
+            if failure is None:
+                failure = self._delete_object(bucket, item.key)
+            if failure is not None:
+                report.failed.append(FailedMessage(item.key, failure))
+                blocked[shard] = item.key
+                continue
+            report.messages_deleted += 1
+            if progress is not None:
+                progress(index + 1, report)
+        if self.quarantine_queue_url and self._replayed:
+            self._scan_requarantined(self.quarantine_queue_url, started_ms, report)
+        return report
+
+    def _read_objects(
+        self, bucket: str, keys: Sequence[str], report: RedriveReport
+    ) -> list[OnFailureObject]:
+        objects: list[OnFailureObject] = []
+        for key in keys:
+            report.messages_received += 1
+            try:
+                body = self.s3_client.get_object(Bucket=bucket, Key=key)["Body"].read()
+            except (ClientError, BotoCoreError) as error:
+                detail = getattr(error, "response", {}).get("Error", {})
+                reason = f"{detail.get('Code')}: {detail.get('Message')}" if detail else error
+                report.failed.append(FailedMessage(key, f"cannot read the object ({reason}); kept"))
+                continue
+            try:
+                objects.append(
+                    parse_on_failure_object(
+                        key, body, self.stream_arn, self.function_name, self.mapping_uuid
+                    )
+                )
+            except ForeignMessageError as error:
+                report.kept.append(FailedMessage(key, str(error)))
+            except MalformedMessageError as error:
+                report.failed.append(FailedMessage(key, f"{error} (kept)"))
+        return objects
+
+    def _delete_object(self, bucket: str, key: str) -> str | None:
+        try:
+            self.s3_client.delete_object(Bucket=bucket, Key=key)
+        except (ClientError, BotoCoreError) as error:
+            return (
+                f"all its records were replayed, but deleting it failed ({error}); a second run"
+                " replays it again as no-ops (the consumer's markers) and deletes it"
+            )
+        return None
 
     def _release(self, queue_url: str, receipt_handles: Any) -> None:
         for receipt_handle in receipt_handles:

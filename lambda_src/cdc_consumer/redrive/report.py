@@ -62,6 +62,7 @@ class RedriveReport:
     """The outcome of one redrive run."""
 
     source: str
+    #: The queue URL, or ``s3://bucket/prefix`` for an S3 on-failure destination.
     queue_url: str
     dry_run: bool = False
     messages_received: int = 0
@@ -100,13 +101,14 @@ class RedriveReport:
     def summary(self) -> str:
         """A few lines for a person."""
         verb = "would replay" if self.dry_run else "replayed"
+        unit = "object" if self.queue_url.startswith("s3://") else "message"
         count = sum(p.record_count for p in self.planned) if self.dry_run else self.records_replayed
         lines = [
-            f"redrive {self.source} {self.queue_url}: {self.messages_received} message(s),"
+            f"redrive {self.source} {self.queue_url}: {self.messages_received} {unit}(s),"
             f" {verb} {count} record(s) in {self.invocations} invocation(s),"
             f" filtered out {self.records_filtered},"
             f" deleted {self.messages_deleted}, deferred {self.messages_deferred},"
-            f" lost {self.lost_record_count} record(s), failed {len(self.failed)} message(s),"
+            f" lost {self.lost_record_count} record(s), failed {len(self.failed)} {unit}(s),"
             f" kept {len(self.kept)} not this consumer's,"
             f" re-quarantined {len(self.requarantined)} record(s)"
             f" -> {'ok' if self.ok else 'NOT OK'}"

@@ -350,6 +350,28 @@ def _(scope: Construct, shared: Shared) -> None:
     )
 
 
+def _kinesis_consumer(scope: Construct, retention_days: int, **props: Any) -> None:
+    from cdc_constructs import ChangeCaptureTable, KinesisConsumer, KinesisDestination
+
+    table = ChangeCaptureTable(
+        scope,
+        "Table",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        kinesis=KinesisDestination(retention=Duration.days(retention_days)),
+    )
+    KinesisConsumer(scope, "Consumer", table=table, **props)
+
+
+@fragment("compliant-kinesis-consumer-with-long-retention")
+def _(scope: Construct, shared: Shared) -> None:
+    _kinesis_consumer(scope, 30, max_record_age=Duration.days(2))
+
+
+@fragment("kinesis-markers-expire-before-retention", "CDC-ESM9")
+def _(scope: Construct, shared: Shared) -> None:
+    _kinesis_consumer(scope, 30, environment={"CDC_MARKER_TTL_SECONDS": str(7 * 24 * 3600)})
+
+
 @fragment("pipe-record-age-unset", "CDC-ESM2")
 def _(scope: Construct, shared: Shared) -> None:
     pipe(scope, shared, maximum_record_age_in_seconds=None)

@@ -1,0 +1,333 @@
+"""KinesisConsumer: a Lambda function consuming a table's changes from a Kinesis data stream.
+
+The Kinesis route (docs/design.md §9): retention up to 365 days, more readers, enhanced fan-out;
+in exchange one item's changes may arrive out of order and more than once. The consumer gets
+StreamConsumer's safety defaults and checks, with the record age bounded by the Kinesis stream's
+own retention instead of DynamoDB Streams' 24 h, and its runtime orders changes by version
+(``cdc_consumer.LatestImage`` and the version guard).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Final
+
+from aws_cdk import Duration
+from aws_cdk import aws_kinesis as kinesis
+from constructs import Construct
+
+from cdc_constructs import defaults
+from cdc_constructs import environment as env
+from cdc_constructs.change_capture_table import ChangeCaptureTable
+from cdc_constructs.consumer_options import ConsumerOptions
+from cdc_constructs.exceptions import Problem
+from cdc_constructs.mapping_options import StreamMappingOptions
+from cdc_constructs.permissions import allow, grant_key
+from cdc_constructs.stream_consumer import StreamConsumer, _make_mapping, _make_monitoring
+from cdc_constructs.validation import (
+    check_batch_size,
+    check_duration,
+    check_filters,
+    check_max_batching_window,
+    check_name,
+    check_parallelization_factor,
+    check_retry_attempts,
+    check_starting_position,
+    raise_if_any,
+    seconds,
+)
+
+__all__ = ["KINESIS_FILTER_FIELDS", "KinesisConsumer", "KinesisFilters", "KinesisMappingOptions"]
+
+KINESIS_READ_ACTIONS: Final = (
+    "kinesis:DescribeStream",
+    "kinesis:DescribeStreamSummary",
+    "kinesis:GetRecords",
+    "kinesis:GetShardIterator",
+    "kinesis:ListShards",
+)
+"""What a Lambda mapping polling a Kinesis stream uses (shared-throughput iterators)."""
+
+KINESIS_FAN_OUT_ACTIONS: Final = ("kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard")
+"""Reading through an enhanced fan-out consumer (on the consumer's ARN)."""
+
+KINESIS_KEY_ACTIONS: Final = ("kms:Decrypt",)
+"""Reading a stream encrypted with a customer key."""
+
+KINESIS_FILTER_FIELDS: Final = (
+    "approximateArrivalTimestamp",
+    "data",
+    "kinesisSchemaVersion",
+    "partitionKey",
+    "sequenceNumber",
+)
+"""What a Kinesis filter pattern can match: the record's metadata and its ``data`` (the
+DynamoDB change, decoded from base64 JSON by Lambda before filtering)."""
+
+KINESIS_MARKER_MARGIN_SECONDS: Final = 24 * 3600
+"""Markers outlive the stream's retention by a day: a duplicate can arrive as long as the
+stream holds the record (a mapping re-created at TRIM_HORIZON reads it again)."""
+
+
+class KinesisFilters:
+    """Filter patterns for a KinesisConsumer: the DynamoDB change is under ``data``."""
+
+    @staticmethod
+    def on_data(pattern: Mapping[str, Any]) -> dict[str, Any]:
+        """A :class:`~cdc_constructs.StreamFilters` pattern (which matches a DynamoDB stream
+        record) made to match the same change in a Kinesis record: ``{"data": pattern}``.
+        ``KinesisFilters.on_data(StreamFilters.ttl_deletions_only())`` keeps TTL deletions."""
+        return {"data": dict(pattern)}
+
+
+@dataclass(frozen=True)
+class KinesisMappingOptions(StreamMappingOptions):
+    """StreamConsumer's mapping settings for a Kinesis stream: the record age is bounded by the
+    stream's ``retention`` (not DynamoDB Streams' 24 h) and filters match Kinesis records."""
+
+    retention: Duration | None = None
+
+    def problems(
+        self, stream_view_type: str | None, *, starting_position: bool = True
+    ) -> list[Problem]:
+        found = check_starting_position(self.starting_position, self.allow_latest_starting_position)
+        found += check_batch_size(self.batch_size)
+        found += check_max_batching_window(self.batching_window)
+        found += check_parallelization_factor(self.parallelization_factor)
+        found += check_retry_attempts(self.retry_attempts)
+        found += check_kinesis_record_age(self.record_age, self.retention)
+        found += check_kinesis_filters(self.filters or ())
+        return found
+
+
+class KinesisConsumer(StreamConsumer):
+    """A Lambda function fed by the Kinesis data stream a table streams its changes to, with
+    StreamConsumer's safety: TRIM_HORIZON, finite retries, bisect, ReportBatchItemFailures, the
+    same on-failure destination, a record age below THE KINESIS STREAM'S retention, alarms,
+    least privilege. Its runtime orders changes by version (docs/design.md §9).
+
+    Source (one of):
+
+    :param table: a :class:`ChangeCaptureTable` made with ``kinesis=KinesisDestination(...)``:
+        its stream and retention are used.
+    :param stream: an existing Kinesis stream carrying a table's changes, with
+    :param stream_retention: its retention period (required with ``stream``).
+    :param enhanced_fan_out: Default False. True reads through a dedicated enhanced fan-out
+        consumer (its own 2 MB/s per shard, pushed records, billed per consumer-shard hour): for
+        many readers of one stream, or latency below the shared 200 ms poll.
+    :param consumer_name: as StreamConsumer's. Default: the construct id.
+
+    Every other prop is StreamConsumer's, with its default and check (function, mapping,
+    failure handling, monitoring), except: ``max_record_age`` must stay below the Kinesis
+    stream's retention and within AWS's 7 days; ``filters`` match Kinesis records, the DynamoDB
+    change under ``data`` (:class:`KinesisFilters`); there is no ``redrive`` function on this
+    route yet (the on-failure destination and the quarantine queue still keep every failed
+    record); markers are kept for the stream's retention plus a day (``CDC_MARKER_TTL_SECONDS``),
+    as a duplicate can arrive as long as the stream holds a record.
+
+    Escape hatches: StreamConsumer's, plus :attr:`stream`, :attr:`stream_retention`,
+    :attr:`fan_out_consumer`; :attr:`stream_arn` is what the mapping reads (the stream, or the
+    fan-out consumer).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: ChangeCaptureTable | None = None,
+        stream: kinesis.IStream | None = None,
+        stream_retention: Duration | None = None,
+        enhanced_fan_out: bool = False,
+        consumer_name: str | None = None,
+        **props: Any,
+    ) -> None:
+        source, retention, problems = _source(table, stream, stream_retention)
+        options = _options(props, retention)
+        consumer_name = construct_id if consumer_name is None else consumer_name
+        problems += check_name("consumer_name", consumer_name, forbidden="#")
+        raise_if_any(f"KinesisConsumer {construct_id!r}", problems + options.problems(None))
+        assert source is not None and retention is not None
+        Construct.__init__(self, scope, construct_id)
+        self.options = options
+        self.consumer_name = consumer_name
+        self.metrics_namespace = options.monitoring.metrics_namespace
+        self.max_record_age = options.mapping.record_age
+        self.retry_attempts = options.mapping.retry_attempts
+        self.stream: kinesis.IStream = source
+        """The Kinesis stream read."""
+        self.stream_retention: Duration = retention
+        """Its retention period (the record age stays below it)."""
+        self.fan_out_consumer = (
+            kinesis.StreamConsumer(
+                self, "FanOutConsumer", stream=source, stream_consumer_name=f"cdc-{consumer_name}"
+            )
+            if enhanced_fan_out
+            else None
+        )
+        """The enhanced fan-out consumer, or None (shared-throughput polling)."""
+        self.stream_arn = (
+            self.fan_out_consumer.stream_consumer_arn
+            if self.fan_out_consumer
+            else source.stream_arn
+        )
+        self._make_failure_handling(options.failure)
+        self._make_function(options.function)
+        self.event_source_mapping = _make_mapping(self, options.mapping)
+        if self.fan_out_consumer is not None:
+            # The mapping starts once the fan-out consumer exists.
+            self.event_source_mapping.node.add_dependency(self.fan_out_consumer)
+        self.alarm_topic = options.monitoring.resolve_topic(self)
+        self.redrive = None
+        """None: no redrive function on the Kinesis route yet."""
+        self.monitoring = _make_monitoring(self, options.monitoring)
+
+    def _grant_source(self) -> None:
+        """Read this Kinesis stream (and its fan-out consumer), and nothing else."""
+        self.function.add_to_role_policy(allow(KINESIS_READ_ACTIONS, [self.stream.stream_arn]))
+        if self.fan_out_consumer is not None:
+            self.function.add_to_role_policy(allow(KINESIS_FAN_OUT_ACTIONS, [self.stream_arn]))
+        grant_key(self.function, self.stream.encryption_key, KINESIS_KEY_ACTIONS)
+
+
+def _options(props: Mapping[str, Any], retention: Duration | None) -> ConsumerOptions:
+    """StreamConsumer's option objects from ``props`` (the same names and defaults), the mapping
+    bounded by ``retention``, no redrive, and markers kept past the retention."""
+    unknown = sorted(set(props) - set(ConsumerOptions.prop_names()) | ({"redrive"} & set(props)))
+    if unknown:
+        raise TypeError(f"KinesisConsumer got unexpected props {unknown}")
+    defaults_of = {
+        name: parameter.default
+        for name, parameter in inspect.signature(StreamConsumer.__init__).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    merged = {**defaults_of, **props, "redrive": False}
+    marker_ttl = int(seconds(retention) or 0) + KINESIS_MARKER_MARGIN_SECONDS
+    merged["environment"] = {
+        env.MARKER_TTL_SECONDS: str(marker_ttl),
+        **(props.get("environment") or {}),
+    }
+    options = ConsumerOptions.from_props(merged)
+    mapping = KinesisMappingOptions(
+        **{
+            field.name: getattr(options.mapping, field.name)
+            for field in fields(StreamMappingOptions)
+        },
+        retention=retention,
+    )
+    return ConsumerOptions(options.function, mapping, options.failure, options.monitoring)
+
+
+def _source(
+    table: ChangeCaptureTable | None,
+    stream: kinesis.IStream | None,
+    retention: Duration | None,
+) -> tuple[kinesis.IStream | None, Duration | None, list[Problem]]:
+    """The stream, its retention, and what is wrong with the source props."""
+    if (table is None) == (stream is None):
+        return (
+            None,
+            None,
+            [
+                Problem(
+                    "table/stream",
+                    "both" if table is not None else "neither",
+                    "exactly one: a ChangeCaptureTable with a Kinesis destination, or a Kinesis "
+                    "stream with its stream_retention",
+                )
+            ],
+        )
+    if table is not None:
+        if not isinstance(table, ChangeCaptureTable) or table.kinesis_stream is None:
+            return (
+                None,
+                None,
+                [
+                    Problem(
+                        "table",
+                        type(table).__name__,
+                        "a ChangeCaptureTable made with kinesis=KinesisDestination(...)",
+                    )
+                ],
+            )
+        if retention is not None:
+            return (
+                None,
+                None,
+                [Problem("stream_retention", retention, "omitted with table (read from it)")],
+            )
+        return table.kinesis_stream, table.kinesis_retention, []
+    if retention is None:
+        return (
+            None,
+            None,
+            [
+                Problem(
+                    "stream_retention", None, "the stream's retention period (given with stream)"
+                )
+            ],
+        )
+    low, high = 24 * 3600, 8760 * 3600
+    problems = check_duration("stream_retention", retention, low, high, "24 h to 365 days")
+    return stream, retention, problems
+
+
+def check_kinesis_record_age(value: Duration | None, retention: Duration | None) -> list[Problem]:
+    """60 s up to, not including, the stream's retention, and within AWS's 7 days."""
+    low, high = defaults.MAX_RECORD_AGE_RANGE_SECONDS
+    retention_seconds = int(seconds(retention) or 0)
+    if not retention_seconds:
+        return []  # the source's problem is reported already
+    limit = min(high, retention_seconds - 1)
+    return check_duration(
+        "max_record_age",
+        value,
+        low,
+        limit,
+        f"1 minute up to, not including, the Kinesis stream's retention "
+        f"({retention_seconds} s) and at most AWS's {high} s: an age the stream never reaches "
+        "means records are never given up on",
+    )
+
+
+def check_kinesis_filters(filters: Sequence[Mapping[str, Any]]) -> list[Problem]:
+    """StreamConsumer's checks (count, size, JSON), on Kinesis record fields; a ``data``
+    pattern is checked as a pattern on a DynamoDB change (both images are in the data)."""
+    if isinstance(filters, Mapping) or not isinstance(filters, Sequence):
+        return [Problem("filters", filters, "a list of filter patterns (dicts)")]
+    problems = [
+        problem
+        for problem in check_filters(
+            [{"eventName": ["INSERT"]} for _ in filters], "NEW_AND_OLD_IMAGES"
+        )
+        if problem.prop == "filters"  # the count
+    ]
+    for index, pattern in enumerate(filters):
+        prop = f"filters[{index}]"
+        if not isinstance(pattern, Mapping) or not pattern:
+            problems.append(Problem(prop, pattern, "a non-empty dict (a filter pattern)"))
+            continue
+        unknown = sorted(set(pattern) - set(KINESIS_FILTER_FIELDS))
+        if unknown:
+            problems.append(
+                Problem(
+                    prop,
+                    pattern,
+                    f"fields of a Kinesis record ({', '.join(KINESIS_FILTER_FIELDS)}), not "
+                    f"{unknown}: the DynamoDB change is under 'data' (KinesisFilters.on_data)",
+                )
+            )
+            continue
+        data = pattern.get("data")
+        if data is not None:
+            for problem in check_filters([data], "NEW_AND_OLD_IMAGES"):
+                problems.append(
+                    Problem(
+                        problem.prop.replace("filters[0]", f"{prop}.data"),
+                        problem.value,
+                        problem.allowed,
+                    )
+                )
+    return problems

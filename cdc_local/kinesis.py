@@ -1,0 +1,407 @@
+"""The Kinesis route, locally (docs/design.md §9): a table's changes delivered to a Kinesis data
+stream on the local endpoint (moto's Kinesis), and Lambda's Kinesis event source mapping.
+
+moto does not stream a table's changes to Kinesis, so :class:`KinesisDelivery` plays DynamoDB's
+part: it reads the table's DynamoDB stream (moto has one; the changes in commit order) and puts
+each change into the Kinesis stream in AWS's published format: base64 JSON without
+``SequenceNumber``, ``ApproximateCreationDateTime`` in micro- or milliseconds as the table's
+``ApproximateCreationDateTimePrecision`` says (stamped strictly increasing, as DynamoDB's
+microsecond times are for one item), the partition key a hash of the item's key. With the fault
+plan's ``kinesis_reorder_probability`` a change is put late, after later changes (of its item
+too); with ``kinesis_duplicate_probability`` it is put once more, later: what AWS allows ("The
+Kinesis data stream records might appear in a different order than when the item changes
+occurred. The same item notifications might also appear more than once in the stream").
+
+:class:`KinesisEventSourceMapping` is :class:`~cdc_local.event_source_mapping.EventSourceMapping`
+(batching and window, filters, parallelization by partition key, bisect, retries, partial batch
+responses, record age, on-failure destination) reading the Kinesis API: records in Lambda's
+Kinesis shape, filters matching the record's fields with ``data`` decoded, the item identifier
+its Kinesis sequence number, the age counted from its arrival in the stream (Lambda's rule for
+Kinesis), checked by the construct against the Kinesis retention, and ``KinesisBatchInfo`` in
+the on-failure message.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_consumer.redrive.stream_reader import to_lambda_record
+from cdc_consumer.versions import MICROSECONDS_PER_SECOND
+
+from cdc_local.assembly import MAPPING_TYPE, StackTemplate
+from cdc_local.destinations import FailedInvocation, invocation_record
+from cdc_local.endpoint import LocalEndpoint
+from cdc_local.event_source_mapping import EventSourceMapping
+from cdc_local.resources import LocalResources, physical_name
+from cdc_local.ttl import TtlLedger
+
+KINESIS_STREAM_TYPE = "AWS::Kinesis::Stream"
+KINESIS_CONSUMER_TYPE = "AWS::Kinesis::StreamConsumer"
+#: Shards of a local on-demand stream (AWS starts on-demand streams with 4).
+ON_DEMAND_SHARDS = 4
+#: PutRecords takes at most 500 records per call.
+PUT_RECORDS_LIMIT = 500
+#: GetRecords returns at most 10,000 records per call.
+KINESIS_GET_RECORDS_LIMIT = 10_000
+#: How many later changes a late or repeated change waits for, at most.
+MAX_DELAY_CHANGES = 25
+
+
+# --- resources ---------------------------------------------------------------------------------
+
+
+def create_kinesis_resources(resources: LocalResources, endpoint: LocalEndpoint) -> None:
+    """Create the stack's Kinesis streams on ``endpoint`` (ON_DEMAND ones with 4 shards) and
+    register them and its enhanced fan-out consumers, so references to them resolve."""
+    stack = resources.stack
+    client = endpoint.client("kinesis")
+    for stream in stack.of_type(KINESIS_STREAM_TYPE):
+        props = resources.resolve(dict(stream.properties))
+        name = props.get("Name") or physical_name(stack.stack_name, stream.logical_id, 128)
+        shards = int(props.get("ShardCount") or ON_DEMAND_SHARDS)
+        client.create_stream(StreamName=name, ShardCount=shards)
+        arn = resources.arn("kinesis", f"stream/{name}")
+        resources.refs[stream.logical_id] = name
+        resources.attributes[(stream.logical_id, "Arn")] = arn
+    for consumer in stack.of_type(KINESIS_CONSUMER_TYPE):
+        props = resources.resolve(dict(consumer.properties))
+        arn = f"{props['StreamARN']}/consumer/{props['ConsumerName']}:1"
+        resources.refs[consumer.logical_id] = arn
+        for attribute in ("ConsumerARN", "Arn"):
+            resources.attributes[(consumer.logical_id, attribute)] = arn
+
+
+def kinesis_stream_arn(arn: str) -> str:
+    """The stream ARN of a stream or of one of its enhanced fan-out consumers."""
+    return arn.split("/consumer/", 1)[0]
+
+
+def stream_name(arn: str) -> str:
+    return kinesis_stream_arn(arn).split(":stream/", 1)[1]
+
+
+@dataclass(frozen=True)
+class KinesisDestinationSpec:
+    """A table streaming its changes to a Kinesis stream, as synthesized."""
+
+    table_logical_id: str
+    stream_arn: Any
+    precision: str
+
+
+def kinesis_destinations(stack: StackTemplate) -> list[KinesisDestinationSpec]:
+    """The tables with a Kinesis streaming destination (Table, or TableV2's replica)."""
+    found = []
+    for table in stack.tables():
+        specs = [table.properties.get("KinesisStreamSpecification")]
+        specs += [r.get("KinesisStreamSpecification") for r in table.properties.get("Replicas", ())]
+        for spec in specs:
+            if spec:
+                found.append(
+                    KinesisDestinationSpec(
+                        table.logical_id,
+                        spec["StreamArn"],
+                        spec.get("ApproximateCreationDateTimePrecision", "MILLISECOND"),
+                    )
+                )
+    return found
+
+
+def kinesis_mapping_ids(stack: StackTemplate) -> list[str]:
+    """Event source mappings whose source is a Kinesis stream (or fan-out consumer) of the stack,
+    or a literal Kinesis ARN."""
+    found = []
+    for mapping in stack.of_type(MAPPING_TYPE):
+        source = mapping.properties.get("EventSourceArn")
+        target = source.get("Fn::GetAtt", [None])[0] if isinstance(source, Mapping) else None
+        kind = stack.resources.get(target or "", {}).get("Type")
+        if kind in (KINESIS_STREAM_TYPE, KINESIS_CONSUMER_TYPE) or (
+            isinstance(source, str) and ":kinesis:" in source
+        ):
+            found.append(mapping.logical_id)
+    return found
+
+
+# --- table -> Kinesis ---------------------------------------------------------------------------
+
+
+@dataclass
+class DeliveryCounters:
+    changes_read: int = 0
+    records_put: int = 0
+    reordered: int = 0
+    duplicated: int = 0
+
+
+@dataclass
+class KinesisDelivery:
+    """Reads a table's DynamoDB stream and puts each change into a Kinesis stream, late or twice
+    as the probabilities say (seeded). :meth:`pump` moves what is available; a change held back
+    is put once ``delay`` later changes were put, or when the table has nothing new (so a drain
+    ends with everything delivered)."""
+
+    table_stream_arn: str
+    kinesis_stream_name: str
+    table_name: str
+    precision: str
+    streams: Any
+    kinesis: Any
+    ttl_ledger: TtlLedger | None = None
+    reorder_probability: float = 0.0
+    duplicate_probability: float = 0.0
+    seed: int = 0
+    clock: Callable[[], float] = time.time
+    counters: DeliveryCounters = field(default_factory=DeliveryCounters)
+    #: ``stream/shard:sequence`` -> the pipeline clock when it was put (record age counts from it).
+    arrivals: dict[str, float] = field(default_factory=dict)
+    _held: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    _iterators: dict[str, str | None] = field(default_factory=dict)
+    _last_time: int = 0
+    _puts: int = 0
+    _random: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._random = random.Random(self.seed)
+
+    def pump(self) -> bool:
+        """Read the table's new changes and put what is due; whether anything was put."""
+        changes = self._read()
+        due: list[dict[str, Any]] = []
+        for change in changes:
+            self.counters.changes_read += 1
+            if self._random.random() < self.reorder_probability:
+                self.counters.reordered += 1
+                self._hold(change)
+            else:
+                due.append(change)
+            if self._random.random() < self.duplicate_probability:
+                self.counters.duplicated += 1
+                self._hold(change)
+        if not changes and self._held:  # nothing new: what waits goes now
+            due += [data for _, data in self._held]
+            self._held.clear()
+        self._put(due)
+        return bool(due)
+
+    def _hold(self, data: dict[str, Any]) -> None:
+        self._held.append((self._puts + self._random.randint(1, MAX_DELAY_CHANGES), data))
+
+    def _put(self, records: list[dict[str, Any]]) -> None:
+        for data in records:
+            self._put_one(data)
+            released = [d for when, d in self._held if when <= self._puts]
+            self._held = [(when, d) for when, d in self._held if when > self._puts]
+            for late in released:
+                self._put_one(late)
+
+    def _put_one(self, data: Mapping[str, Any]) -> None:
+        keys = json.dumps(data["dynamodb"]["Keys"], sort_keys=True)
+        response = self.kinesis.put_record(
+            StreamName=self.kinesis_stream_name,
+            Data=json.dumps(data, separators=(",", ":")).encode(),
+            PartitionKey=hashlib.md5(keys.encode()).hexdigest().upper(),
+        )
+        where = f"{self.kinesis_stream_name}/{response['ShardId']}:{response['SequenceNumber']}"
+        self.arrivals[where] = self.clock()
+        self._puts += 1
+        self.counters.records_put += 1
+
+    def _read(self) -> list[dict[str, Any]]:
+        if not self._iterators:
+            description = self.streams.describe_stream(StreamArn=self.table_stream_arn)
+            for shard in description["StreamDescription"]["Shards"]:
+                self._iterators[shard["ShardId"]] = self.streams.get_shard_iterator(
+                    StreamArn=self.table_stream_arn,
+                    ShardId=shard["ShardId"],
+                    ShardIteratorType="TRIM_HORIZON",
+                )["ShardIterator"]
+        changes = []
+        for shard_id, iterator in list(self._iterators.items()):
+            while iterator:
+                response = self.streams.get_records(ShardIterator=iterator, Limit=1000)
+                iterator = response.get("NextShardIterator")
+                changes += [self._data(raw) for raw in response["Records"]]
+                if not response["Records"]:
+                    break
+            self._iterators[shard_id] = iterator
+        return changes
+
+    def _data(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """A DynamoDB stream record as the change DynamoDB puts into Kinesis (AWS's format)."""
+        created = raw["dynamodb"]["ApproximateCreationDateTime"].timestamp()
+        record = to_lambda_record(raw, self.table_stream_arn)
+        if self.ttl_ledger is not None:
+            record = self.ttl_ledger.annotate(self.table_stream_arn, record)
+        step = 1 if self.precision == "MICROSECOND" else 1000
+        time_us = max(int(created * MICROSECONDS_PER_SECOND), self._last_time + step)
+        self._last_time = time_us
+        dynamodb = {
+            "ApproximateCreationDateTime": time_us if step == 1 else time_us // 1000,
+            "Keys": record["dynamodb"]["Keys"],
+            **{
+                k: record["dynamodb"][k]
+                for k in ("NewImage", "OldImage")
+                if k in record["dynamodb"]
+            },
+            "SizeBytes": record["dynamodb"].get("SizeBytes", 1),
+        }
+        return {
+            "awsRegion": record.get("awsRegion", "us-east-1"),
+            "eventID": record["eventID"],
+            "eventName": record["eventName"],
+            "userIdentity": record.get("userIdentity"),
+            "recordFormat": "application/json",
+            "tableName": self.table_name,
+            "dynamodb": dynamodb,
+            "eventSource": "aws:dynamodb",
+        }
+
+
+# --- Kinesis -> Lambda ---------------------------------------------------------------------------
+
+
+class KinesisEventSourceMapping(EventSourceMapping):
+    """Lambda's event source mapping for a Kinesis stream (see the module docstring).
+
+    ``streams_client`` is a ``kinesis`` client; ``stream_arn`` the stream's (or its fan-out
+    consumer's) ARN; ``arrivals`` the times records were put, from :class:`KinesisDelivery`
+    (default: Kinesis' ``ApproximateArrivalTimestamp``).
+    """
+
+    def __init__(self, *, arrivals: Mapping[str, float] | None = None, **options: Any) -> None:
+        super().__init__(**options)
+        self.arrivals = arrivals if arrivals is not None else {}
+        self._kinesis_arn = kinesis_stream_arn(self.stream_arn)
+        self._name = stream_name(self.stream_arn)
+
+    def start(self) -> None:
+        for shard in self.streams.list_shards(StreamName=self._name)["Shards"]:
+            shard_id = shard["ShardId"]
+            if shard_id not in self._iterators:
+                self._iterators[shard_id] = self.streams.get_shard_iterator(
+                    StreamName=self._name,
+                    ShardId=shard_id,
+                    ShardIteratorType=self.settings.starting_position,
+                )["ShardIterator"]
+        self._started = True
+
+    def read(self) -> int:
+        if not self.settings.enabled:
+            return 0
+        if not self._started:
+            self.start()
+        read = 0
+        for shard_id, iterator in list(self._iterators.items()):
+            while iterator:
+                response = self.streams.get_records(
+                    ShardIterator=iterator, Limit=KINESIS_GET_RECORDS_LIMIT
+                )
+                iterator = response.get("NextShardIterator")
+                for raw in response["Records"]:
+                    self._accept(shard_id, raw)
+                read += len(response["Records"])
+                if not response["Records"]:
+                    break
+            self._iterators[shard_id] = iterator
+        return read
+
+    def _accept(self, shard_id: str, raw: Mapping[str, Any]) -> None:
+        record = self.lambda_record(shard_id, raw)
+        self.counters.records_read += 1
+        if not self.settings.filters.matches(filter_view(record)):
+            self.counters.records_filtered_out += 1
+            return
+        lane = self._lane(shard_id, record)
+        lane.pending.append(record)
+        lane.read_at.append(self.clock())
+
+    def lambda_record(self, shard_id: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """A GetRecords record in the shape Lambda delivers it."""
+        sequence = str(raw["SequenceNumber"])
+        arrival = self.arrivals.get(
+            f"{self._name}/{shard_id}:{sequence}", raw["ApproximateArrivalTimestamp"].timestamp()
+        )
+        return {
+            "kinesis": {
+                "kinesisSchemaVersion": "1.0",
+                "partitionKey": raw["PartitionKey"],
+                "sequenceNumber": sequence,
+                "data": base64.b64encode(raw["Data"]).decode(),
+                "approximateArrivalTimestamp": arrival,
+            },
+            "eventSource": "aws:kinesis",
+            "eventVersion": "1.0",
+            "eventID": f"{shard_id}:{sequence}",
+            "eventName": "aws:kinesis:record",
+            "invokeIdentityArn": self.function.arn,
+            "awsRegion": self._kinesis_arn.split(":")[3],
+            "eventSourceARN": self._kinesis_arn,
+        }
+
+    def _sequence_number(self, record: Mapping[str, Any]) -> str:
+        return str(record["kinesis"]["sequenceNumber"])
+
+    def _created_at(self, record: Mapping[str, Any]) -> float:
+        return float(record["kinesis"]["approximateArrivalTimestamp"])
+
+    def _partition_value(self, record: Mapping[str, Any]) -> str:
+        return str(record["kinesis"]["partitionKey"])
+
+    def _invocation_record(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        condition: str,
+        shard_id: str,
+        failure: FailedInvocation,
+        now: float,
+    ) -> dict[str, Any]:
+        """Lambda's invocation record for a discarded Kinesis batch: ``KinesisBatchInfo`` (the
+        same fields as ``DDBStreamBatchInfo``, arrival times from the Kinesis records)."""
+        message = invocation_record(
+            records=[
+                {
+                    "dynamodb": {
+                        "SequenceNumber": record["kinesis"]["sequenceNumber"],
+                        "ApproximateCreationDateTime": record["kinesis"][
+                            "approximateArrivalTimestamp"
+                        ],
+                    }
+                }
+                for record in records
+            ],
+            condition=condition,
+            function_arn=self.function.arn,
+            shard_id=shard_id,
+            stream_arn=self._kinesis_arn,
+            failure=failure,
+            now=now,
+        )
+        message["KinesisBatchInfo"] = message.pop("DDBStreamBatchInfo")
+        return message
+
+
+def filter_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What Lambda's filters match for a Kinesis record: its ``kinesis`` fields with ``data``
+    decoded when it is JSON (a pattern on ``data`` never matches other data)."""
+    view = dict(record["kinesis"])
+    with contextlib.suppress(ValueError):
+        view["data"] = json.loads(base64.b64decode(view["data"]))
+    return view
+
+
+__all__ = [
+    "KinesisDelivery",
+    "KinesisEventSourceMapping",
+    "create_kinesis_resources",
+    "filter_view",
+    "kinesis_destinations",
+    "kinesis_mapping_ids",
+]

@@ -1,0 +1,266 @@
+"""The Kinesis route's constructs: the table's Kinesis destination (stream encryption, mode,
+retention, precision) and KinesisConsumer (mapping settings, validation against the stream's
+retention, IAM, alarms, enhanced fan-out)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kinesis as kinesis
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.assertions import Template
+
+from cdc_constructs import (
+    ChangeCaptureTable,
+    KinesisConsumer,
+    KinesisDestination,
+    KinesisFilters,
+    StreamFilters,
+)
+from cdc_constructs.exceptions import CdcConfigurationError
+from tests.cdc_constructs.support import cfn_lint, only, resources
+
+PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+
+
+def kinesis_table(stack: Any, **destination: Any) -> ChangeCaptureTable:
+    return ChangeCaptureTable(
+        stack, "Orders", partition_key=PK, kinesis=KinesisDestination(**destination)
+    )
+
+
+def statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+def actions_on(template: dict[str, Any], action_prefix: str) -> list[tuple[list[str], Any]]:
+    found = []
+    for statement in statements(template):
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        if any(action.startswith(action_prefix) for action in actions):
+            found.append((sorted(actions), statement["Resource"]))
+    return found
+
+
+def test_table_streams_to_a_new_encrypted_on_demand_stream_in_microseconds(stack: Any) -> None:
+    table = kinesis_table(stack)
+    template = Template.from_stack(stack).to_json()
+    stream = only(template, "AWS::Kinesis::Stream")
+    assert stream["StreamEncryption"] == {"EncryptionType": "KMS", "KeyId": "alias/aws/kinesis"}
+    assert stream["StreamModeDetails"] == {"StreamMode": "ON_DEMAND"}
+    assert stream["RetentionPeriodHours"] == 168
+    (stream_id,) = resources(template, "AWS::Kinesis::Stream")
+    replica = only(template, "AWS::DynamoDB::GlobalTable")["Replicas"][0]
+    assert replica["KinesisStreamSpecification"] == {
+        "StreamArn": {"Fn::GetAtt": [stream_id, "Arn"]},
+        "ApproximateCreationDateTimePrecision": "MICROSECOND",
+    }
+    # The DynamoDB stream stays: the Kinesis route is in addition, not instead.
+    assert only(template, "AWS::DynamoDB::GlobalTable")["StreamSpecification"] == {
+        "StreamViewType": "NEW_AND_OLD_IMAGES"
+    }
+    assert table.kinesis_retention is not None and table.kinesis_retention.to_hours() == 168
+    (resource,) = resources(template, "AWS::Kinesis::Stream").values()
+    assert resource["DeletionPolicy"] == "Retain"
+
+
+def test_provisioned_customer_key_retention_and_milliseconds(stack: Any) -> None:
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    kinesis_table(
+        stack,
+        shard_count=4,
+        encryption_key=key,
+        retention=Duration.days(30),
+        precision="MILLISECOND",
+    )
+    template = Template.from_stack(stack).to_json()
+    stream = only(template, "AWS::Kinesis::Stream")
+    assert stream["ShardCount"] == 4
+    assert stream["StreamModeDetails"] == {"StreamMode": "PROVISIONED"}
+    assert stream["RetentionPeriodHours"] == 720
+    assert stream["StreamEncryption"]["EncryptionType"] == "KMS"
+    assert "Fn::GetAtt" in stream["StreamEncryption"]["KeyId"]
+    replica = only(template, "AWS::DynamoDB::GlobalTable")["Replicas"][0]
+    assert replica["KinesisStreamSpecification"]["ApproximateCreationDateTimePrecision"] == (
+        "MILLISECOND"
+    )
+
+
+def test_existing_stream_needs_its_retention(stack: Any) -> None:
+    existing = kinesis.Stream.from_stream_arn(
+        stack, "Existing", "arn:aws:kinesis:eu-west-1:111111111111:stream/changes"
+    )
+    with pytest.raises(CdcConfigurationError) as error:
+        kinesis_table(stack, stream=existing, shard_count=2)
+    message = str(error.value)
+    assert "kinesis.retention=None: the existing stream's retention period" in message
+    assert "kinesis.shard_count" in message
+    kinesis_table(stack, stream=existing, retention=Duration.hours(48))
+    template = Template.from_stack(stack).to_json()
+    assert resources(template, "AWS::Kinesis::Stream") == {}
+    replica = only(template, "AWS::DynamoDB::GlobalTable")["Replicas"][0]
+    assert replica["KinesisStreamSpecification"]["StreamArn"] == (
+        "arn:aws:kinesis:eu-west-1:111111111111:stream/changes"
+    )
+
+
+def test_bad_destination_props_are_refused_together(stack: Any) -> None:
+    with pytest.raises(CdcConfigurationError) as error:
+        kinesis_table(stack, precision="SECOND", retention=Duration.hours(12), shard_count=0)
+    message = str(error.value)
+    assert "3 invalid props" in message
+    assert "kinesis.precision='SECOND'" in message
+    assert "kinesis.retention" in message and "24 h to 365 days" in message
+    assert "kinesis.shard_count=0" in message
+
+
+def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
+    table = kinesis_table(stack)
+    consumer = KinesisConsumer(stack, "Replica", table=table)
+    template = Template.from_stack(stack).to_json()
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")
+    (stream_id,) = resources(template, "AWS::Kinesis::Stream")
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": [stream_id, "Arn"]}
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    assert mapping["BatchSize"] == 100
+    assert mapping["MaximumRetryAttempts"] == 5
+    assert mapping["MaximumRecordAgeInSeconds"] == 3600
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["ParallelizationFactor"] == 1
+    on_failure = mapping["DestinationConfig"]["OnFailure"]["Destination"]
+    assert on_failure["Fn::GetAtt"][0].startswith("ReplicaOnFailureQueue")
+    # Kinesis read on this stream only; no DynamoDB stream actions; send on the queues only.
+    kinesis_statements = actions_on(template, "kinesis:")
+    assert kinesis_statements == [
+        (
+            [
+                "kinesis:DescribeStream",
+                "kinesis:DescribeStreamSummary",
+                "kinesis:GetRecords",
+                "kinesis:GetShardIterator",
+                "kinesis:ListShards",
+            ],
+            {"Fn::GetAtt": [stream_id, "Arn"]},
+        )
+    ]
+    assert actions_on(template, "dynamodb:GetRecords") == []
+    for statement in statements(template):
+        assert statement["Resource"] != "*"
+    variables = only(template, "AWS::Lambda::Function")["Environment"]["Variables"]
+    assert variables["CDC_CONSUMER_NAME"] == "Replica"
+    assert variables["CDC_MARKER_TTL_SECONDS"] == str(168 * 3600 + 24 * 3600)
+    assert set(consumer.alarms) >= {
+        "IteratorAge",
+        "OnFailureQueueDepth",
+        "FunctionErrors",
+        "FunctionThrottles",
+        "RecordsQuarantined",
+    }
+
+
+def test_consumer_record_age_must_stay_below_the_kinesis_retention(stack: Any) -> None:
+    table = kinesis_table(stack, retention=Duration.hours(24))
+    with pytest.raises(CdcConfigurationError) as error:
+        KinesisConsumer(stack, "Late", table=table, max_record_age=Duration.hours(24))
+    assert "max_record_age" in str(error.value)
+    assert "Kinesis stream's retention (86400 s)" in str(error.value)
+    # Above DynamoDB Streams' 24 h is fine when the Kinesis stream keeps records longer.
+    longer = ChangeCaptureTable(
+        stack,
+        "Longer",
+        partition_key=PK,
+        kinesis=KinesisDestination(retention=Duration.days(7)),
+    )
+    KinesisConsumer(stack, "Patient", table=longer, max_record_age=Duration.days(2))
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        ({"retry_attempts": -1}, "retry_attempts=-1"),
+        ({"starting_position": lambda_.StartingPosition.LATEST}, "starting_position"),
+        ({"batch_size": 0}, "batch_size=0"),
+        ({"parallelization_factor": 11}, "parallelization_factor=11"),
+        ({"max_record_age": Duration.days(8)}, "max_record_age"),
+        ({"filters": [{"dynamodb": {"Keys": {}}}]}, "the DynamoDB change is under 'data'"),
+        ({"filters": [{}] * 6}, "at most 5 patterns"),
+    ],
+)
+def test_consumer_refuses_unsafe_settings(stack: Any, props: dict[str, Any], expected: str) -> None:
+    table = kinesis_table(stack, retention=Duration.days(30))
+    with pytest.raises(CdcConfigurationError, match=expected.replace("(", r"\(")):
+        KinesisConsumer(stack, "Consumer", table=table, **props)
+
+
+def test_consumer_needs_a_kinesis_source(stack: Any) -> None:
+    plain = ChangeCaptureTable(stack, "Plain", partition_key=PK)
+    with pytest.raises(CdcConfigurationError, match="kinesis=KinesisDestination"):
+        KinesisConsumer(stack, "NoKinesis", table=plain)
+    with pytest.raises(CdcConfigurationError, match="stream_retention=None"):
+        KinesisConsumer(
+            stack,
+            "NoRetention",
+            stream=kinesis.Stream.from_stream_arn(
+                stack, "S", "arn:aws:kinesis:eu-west-1:111111111111:stream/s"
+            ),
+        )
+
+
+def test_filters_on_data_fields_synthesize(stack: Any) -> None:
+    table = kinesis_table(stack)
+    KinesisConsumer(
+        stack,
+        "Archive",
+        table=table,
+        filters=[KinesisFilters.on_data(StreamFilters.ttl_deletions_only())],
+    )
+    mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")
+    (pattern,) = mapping["FilterCriteria"]["Filters"]
+    assert json.loads(pattern["Pattern"]) == {
+        "data": {
+            "eventName": ["REMOVE"],
+            "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        }
+    }
+
+
+def test_enhanced_fan_out_consumer(stack: Any) -> None:
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    table = kinesis_table(stack, encryption_key=key)
+    KinesisConsumer(stack, "Fast", table=table, enhanced_fan_out=True)
+    template = Template.from_stack(stack).to_json()
+    (consumer_id,) = resources(template, "AWS::Kinesis::StreamConsumer")
+    mapping_resource = next(iter(resources(template, "AWS::Lambda::EventSourceMapping").values()))
+    assert consumer_id in mapping_resource["DependsOn"]
+    assert mapping_resource["Properties"]["EventSourceArn"] == {
+        "Fn::GetAtt": [consumer_id, "ConsumerARN"]
+    }
+    fan_out = [s for s in actions_on(template, "kinesis:") if "kinesis:SubscribeToShard" in s[0]]
+    assert fan_out == [
+        (
+            ["kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard"],
+            {"Fn::GetAtt": [consumer_id, "ConsumerARN"]},
+        )
+    ]
+    decrypt = actions_on(template, "kms:Decrypt")
+    assert any(resource == {"Fn::GetAtt": ["Key961B73FD", "Arn"]} for _, resource in decrypt)
+
+
+def test_the_kinesis_route_template_passes_cfn_lint(stack: Any) -> None:
+    table = kinesis_table(stack, shard_count=2)
+    consumer = KinesisConsumer(stack, "Replica", table=table, enhanced_fan_out=True)
+    consumer.grant_view_table(
+        dynamodb.TableV2(stack, "View", partition_key=PK), env_var="VIEW_TABLE_NAME"
+    )
+    assert cfn_lint(Template.from_stack(stack).to_json()) == []
