@@ -23,12 +23,16 @@ from cdc_constructs.kinesis_consumer import KinesisConsumer, KinesisFilters
 from cdc_constructs.kinesis_destination import KinesisDestination
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
-from cdc_constructs.nag import CdcChecks, CdcChecksError
 from cdc_constructs.outbox_publisher import OutboxPublisher
 from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.reference_stack import CdcReferenceStack
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
+from cdc_constructs.synth_errors import install_synth_error_hook
+
+# Under `cdk synth`, a CdcConfigurationError prints its message first, without a traceback
+# wall (cdc_constructs/synth_errors.py says how; CDC_TRACEBACK=1 turns it off).
+install_synth_error_hook()
 
 __all__ = [
     "AlarmTopic",
@@ -55,3 +59,13 @@ __all__ = [
     "StreamMappingOptions",
     "StreamRedrive",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """CdcChecks and CdcChecksError on first use: they need cdk-nag 3 (the ``nag`` extra),
+    which the constructs do not, so ``import cdc_constructs`` works without it."""
+    if name in ("CdcChecks", "CdcChecksError"):
+        from cdc_constructs import nag
+
+        return getattr(nag, name)
+    raise AttributeError(f"module 'cdc_constructs' has no attribute {name!r}")

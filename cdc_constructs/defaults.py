@@ -84,6 +84,15 @@ RUNTIME: Final = lambda_.Runtime.PYTHON_3_14
 """The newest Python runtime aws-cdk-lib knows (cdk-nag AwsSolutions-L1 demands the latest);
 the consumer runtime itself supports Python 3.11+."""
 
+LAYER_RUNTIMES: Final = (
+    lambda_.Runtime.PYTHON_3_11,
+    lambda_.Runtime.PYTHON_3_12,
+    lambda_.Runtime.PYTHON_3_13,
+    lambda_.Runtime.PYTHON_3_14,
+)
+"""The runtimes the consumer runtime layer declares: every Lambda Python runtime the consumer
+runtime supports (3.11+), so an existing function on any of them can take the layer."""
+
 ARCHITECTURE: Final = lambda_.Architecture.ARM_64
 """Graviton: about 20% cheaper per GB-second; the runtime and handlers are pure Python."""
 

@@ -14,7 +14,7 @@ from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.redrive import reserve_seconds
-from cdc_constructs.validation import check_function_timeout
+from cdc_constructs.validation import check_flag, check_function_timeout
 
 __all__ = ["FailureHandlingOptions"]
 
@@ -32,10 +32,10 @@ class FailureHandlingOptions:
     :param idempotency_table: an :class:`IdempotencyTable` or ITable (pk ``id``, TTL
         ``expiration``). Default: a new IdempotencyTable; share one between consumers.
     :param redrive: Default True: a :class:`StreamRedrive` function that replays the
-        on-failure and quarantine queues through this consumer once a fault is fixed (docs/operations.md,
-        "Redrive"). The on-failure queue holds only pointers and the stream
-        forgets their records after 24 h, so the way to replay them must exist before the
-        alarm fires; idle, it costs nothing. Turn it off only if you redrive another way.
+        on-failure and quarantine queues through this consumer once a fault is fixed
+        (docs/operations.md, "Redrive"). The on-failure queue holds only pointers and the
+        stream forgets their records after 24 h, so the way to replay them must exist before
+        the alarm fires; idle, it costs nothing. Turn it off only if you redrive another way.
     """
 
     on_failure_queue: sqs.IQueue | None = None
@@ -47,6 +47,8 @@ class FailureHandlingOptions:
     def problems(self, consumer_timeout: Duration | None) -> list[Problem]:
         """The redrive must outlast one consumer invocation (``consumer_timeout``) plus its
         margin. An invalid or unknown timeout is reported by the function's checks alone."""
+        if not isinstance(self.redrive, bool):
+            return check_flag("redrive", self.redrive)
         if (
             not self.redrive
             or consumer_timeout is None

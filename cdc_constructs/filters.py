@@ -12,6 +12,7 @@ Patterns match the record as DynamoDB delivers it, so image attributes are typed
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -102,6 +103,7 @@ class StreamFilters:
                 and c[0] in NUMERIC_OPERATORS
                 and isinstance(c[1], int | float)
                 and not isinstance(c[1], bool)
+                and math.isfinite(c[1])
             )
         ]
         if not conditions or bad:
@@ -111,7 +113,7 @@ class StreamFilters:
                     Problem(
                         "conditions",
                         list(conditions),
-                        "one or more (operator, number) tuples, operator one of "
+                        "one or more (operator, finite number) tuples, operator one of "
                         + ", ".join(NUMERIC_OPERATORS),
                     )
                 ],

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -25,7 +26,7 @@ _TRACING_REASON = (
 
 class FunctionParts(NamedTuple):
     role: iam.Role
-    log_group: logs.LogGroup
+    log_group: logs.ILogGroup
     function: lambda_.Function
 
 
@@ -43,6 +44,8 @@ def make_function(
     invoked_by: str,
     tracing: lambda_.Tracing | None = None,
     reserved_concurrent_executions: int | None = None,
+    log_group: logs.ILogGroup | None = None,
+    log_encryption_key: kms.IKey | None = None,
 ) -> FunctionParts:
     """``Role``, ``LogGroup`` and ``Function`` children of ``scope``.
 
@@ -56,7 +59,7 @@ def make_function(
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
         description=f"{description}: least privilege",
     )
-    log_group = logs.LogGroup(scope, "LogGroup", retention=log_retention)
+    log_group = log_group or make_log_group(scope, log_retention, log_encryption_key)
     function = lambda_.Function(
         scope,
         "Function",
@@ -84,3 +87,49 @@ def make_function(
     if tracing != lambda_.Tracing.ACTIVE:
         acknowledge(function, "Serverless-LambdaTracing", _TRACING_REASON)
     return FunctionParts(role, log_group, function)
+
+
+def make_log_group(
+    scope: Construct, retention: logs.RetentionDays, encryption_key: kms.IKey | None
+) -> logs.LogGroup:
+    """A ``LogGroup`` child of ``scope`` with ``retention``, encrypted with ``encryption_key``
+    when given (log lines can carry item values: error messages quote them)."""
+    if encryption_key is not None:
+        allow_logs_to_use(encryption_key, scope)
+    return logs.LogGroup(scope, "LogGroup", retention=retention, encryption_key=encryption_key)
+
+
+_LOGS_KEY_ACTIONS = (
+    "kms:Decrypt*",
+    "kms:Describe*",
+    "kms:Encrypt*",
+    "kms:GenerateDataKey*",
+    "kms:ReEncrypt*",
+)
+
+
+def allow_logs_to_use(key: kms.IKey, scope: Construct) -> None:
+    """Let CloudWatch Logs use ``key`` for this account's log groups in this region (the key
+    policy AWS documents for encrypting log data). Only a key made in this app can be changed;
+    an imported key's policy must already allow it (docs/constructs.md says how)."""
+    if not isinstance(key, kms.Key):
+        return
+    stack = Stack.of(scope)
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AllowCloudWatchLogsOfThisAccount",
+            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+            actions=list(_LOGS_KEY_ACTIONS),
+            resources=["*"],
+            conditions={
+                "ArnLike": {
+                    "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                        service="logs",
+                        resource="log-group",
+                        resource_name="*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                }
+            },
+        )
+    )

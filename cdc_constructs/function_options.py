@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Duration
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
@@ -14,7 +16,12 @@ from cdc_constructs import defaults
 from cdc_constructs.assets import ASSET_EXCLUDES, handlers_dir
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.redrive import consumer_timeout_of
-from cdc_constructs.validation import check_function_timeout, check_name, check_range
+from cdc_constructs.validation import (
+    check_function_timeout,
+    check_instance,
+    check_name,
+    check_whole_number,
+)
 
 __all__ = ["REFERENCE_HANDLER", "FunctionOptions"]
 
@@ -30,6 +37,7 @@ _MADE_FUNCTION_PROPS = (
     "timeout",
     "tracing",
     "reserved_concurrent_executions",
+    "log_group",
 )
 
 
@@ -55,6 +63,14 @@ class FunctionOptions:
     :param environment: extra environment variables. Default none.
     :param reserved_concurrent_executions: Default none (a stream consumer's concurrency is
         bounded by shards times parallelization factor anyway).
+    :param log_group: an existing log group for the function, as on aws-cdk-lib's
+        ``Function``. Default: a new one with ``log_retention`` (and ``log_encryption_key``).
+        The redrive keeps its own log group.
+    :param log_encryption_key: a customer-managed KMS key for the log groups made here (the
+        function's and the redrive's): log lines can carry item values, as error messages
+        quote them. Default: CloudWatch Logs' own encryption. A key made in this app gets the
+        key-policy statement CloudWatch Logs needs; an imported key's policy must allow
+        ``logs.<region>.amazonaws.com`` already.
     """
 
     code: lambda_.Code | None = None
@@ -66,6 +82,8 @@ class FunctionOptions:
     tracing: lambda_.Tracing | None = None
     environment: Mapping[str, str] | None = None
     reserved_concurrent_executions: Any = None
+    log_group: logs.ILogGroup | None = None
+    log_encryption_key: kms.IKey | None = None
 
     @property
     def memory_mb(self) -> Any:
@@ -97,8 +115,31 @@ class FunctionOptions:
 
     def problems(self) -> list[Problem]:
         found = self._code_problems()
-        found += check_range("memory_size", self.memory_mb, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB")
+        found += check_whole_number(
+            "memory_size", self.memory_mb, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB"
+        )
         found += check_function_timeout("timeout", self.function_timeout)
+        found += check_instance(
+            "log_retention", self.log_retention, logs.RetentionDays, "a logs.RetentionDays"
+        )
+        found += check_instance("tracing", self.tracing, lambda_.Tracing, "a lambda_.Tracing")
+        found += _check_environment(self.environment)
+        if self.log_group is not None and self.log_encryption_key is not None:
+            found.append(
+                Problem(
+                    "log_group/log_encryption_key",
+                    "both given",
+                    "one of them: a given log group keeps its own encryption",
+                )
+            )
+        if self.reserved_concurrent_executions is not None:
+            found += check_whole_number(
+                "reserved_concurrent_executions",
+                self.reserved_concurrent_executions,
+                0,
+                math.inf,
+                "0 stops the consumer; None (the default) reserves nothing",
+            )
         return found
 
     def _code_problems(self) -> list[Problem]:
@@ -126,6 +167,7 @@ class FunctionOptions:
                     "a lambda_.Function made in this app (its environment and layers are set)",
                 )
             )
+        found += _check_layer_runtime(self.function)
         given = {
             name: getattr(self, name)
             for name in _MADE_FUNCTION_PROPS
@@ -140,3 +182,32 @@ class FunctionOptions:
                 )
             )
         return found
+
+
+def _check_environment(environment: Any) -> list[Problem]:
+    if environment is None:
+        return []
+    allowed = "a dict of environment variable names to string values"
+    if not isinstance(environment, Mapping):
+        return [Problem("environment", environment, allowed)]
+    return [
+        Problem(f"environment[{name!r}]", value, allowed)
+        for name, value in environment.items()
+        if not isinstance(name, str) or not name or not isinstance(value, str)
+    ]
+
+
+def _check_layer_runtime(function: Any) -> list[Problem]:
+    """An existing function's runtime must be one the consumer runtime layer declares:
+    aws-cdk-lib refuses to add the layer otherwise (reported here with the other problems)."""
+    runtime = getattr(function, "runtime", None) if isinstance(function, lambda_.Function) else None
+    if runtime is None or any(runtime.runtime_equals(r) for r in defaults.LAYER_RUNTIMES):
+        return []
+    names = ", ".join(r.name for r in defaults.LAYER_RUNTIMES)
+    return [
+        Problem(
+            "function",
+            f"{function.node.path} on runtime {runtime.name}",
+            f"a function on a runtime the consumer runtime layer supports ({names})",
+        )
+    ]

@@ -21,17 +21,22 @@ from constructs import Construct
 from cdc_constructs import defaults
 from cdc_constructs import environment as env
 from cdc_constructs.change_capture_table import ChangeCaptureTable
+from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.filter_checks import check_filters
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.permissions import allow, grant_key
-from cdc_constructs.stream_consumer import StreamConsumer, _make_mapping, _make_monitoring
+from cdc_constructs.stream_consumer import (
+    StreamConsumer,
+    _failure_resources,
+    _make_mapping,
+    _make_monitoring,
+)
 from cdc_constructs.validation import (
     check_batch_size,
     check_duration,
-    check_filters,
     check_max_batching_window,
-    check_name,
     check_parallelization_factor,
     check_retry_attempts,
     check_starting_position,
@@ -90,7 +95,7 @@ class KinesisMappingOptions(StreamMappingOptions):
     retention: Duration | None = None
 
     def problems(
-        self, stream_view_type: str | None, *, starting_position: bool = True
+        self, stream_view_type: str | None, *, lambda_settings: bool = True
     ) -> list[Problem]:
         found = check_starting_position(self.starting_position, self.allow_latest_starting_position)
         found += check_batch_size(self.batch_size)
@@ -146,13 +151,16 @@ class KinesisConsumer(StreamConsumer):
     ) -> None:
         source, retention, problems = _source(table, stream, stream_retention)
         options = _options(props, retention)
-        consumer_name = construct_id if consumer_name is None else consumer_name
-        problems += check_name("consumer_name", consumer_name, forbidden="#")
+        problems += check_consumer_name(
+            scope, construct_id, consumer_name, options.failure.idempotency_table
+        )
         raise_if_any(f"KinesisConsumer {construct_id!r}", problems + options.problems(None))
         assert source is not None and retention is not None
         Construct.__init__(self, scope, construct_id)
         self.options = options
-        self.consumer_name = consumer_name
+        self.consumer_name = ConsumerNames.of(self).register(
+            self, consumer_name, options.failure.idempotency_table
+        )
         self.metrics_namespace = options.monitoring.metrics_namespace
         self.max_record_age = options.mapping.record_age
         self.retry_attempts = options.mapping.retry_attempts
@@ -162,7 +170,10 @@ class KinesisConsumer(StreamConsumer):
         """Its retention period (the record age stays below it)."""
         self.fan_out_consumer = (
             kinesis.StreamConsumer(
-                self, "FanOutConsumer", stream=source, stream_consumer_name=f"cdc-{consumer_name}"
+                self,
+                "FanOutConsumer",
+                stream=source,
+                stream_consumer_name=f"cdc-{self.consumer_name}",
             )
             if enhanced_fan_out
             else None
@@ -173,7 +184,9 @@ class KinesisConsumer(StreamConsumer):
             if self.fan_out_consumer
             else source.stream_arn
         )
-        self._make_failure_handling(options.failure)
+        self.dead_letter_queue, self.quarantine_queue, self.idempotency_table = _failure_resources(
+            self, options.failure
+        )
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         if self.fan_out_consumer is not None:

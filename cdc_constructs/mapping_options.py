@@ -16,12 +16,14 @@ from aws_cdk import aws_lambda as lambda_
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.filter_checks import as_pattern, check_filters
 from cdc_constructs.validation import (
     check_batch_size,
-    check_filters,
+    check_flag,
     check_max_batching_window,
     check_max_record_age,
     check_parallelization_factor,
+    check_reads_images,
     check_retry_attempts,
     check_starting_position,
     seconds,
@@ -46,7 +48,14 @@ class StreamMappingOptions:
     :param retry_attempts: 0..10000, never infinite (-1). Default 5.
     :param max_record_age: 60 s to under the 24 h retention. Default 1 h.
     :param bisect_batch_on_error: Default True.
-    :param filters: up to 5 filter patterns; a record is delivered when any matches.
+    :param filters: up to 5 filter patterns (dicts, as :class:`StreamFilters` builds them, or
+        ``lambda_.FilterCriteria.filter({...})`` output); a record is delivered when any
+        matches. Default none (every record). Checked in the runtime matcher's grammar
+        (``$or`` included), so the redrive replays exactly what the mapping delivers.
+    :param reads_images: the images the handler reads, ``"NewImage"`` and/or ``"OldImage"``
+        (the runtime's ``reads=`` declarations). Default: not declared (not checked). A stream
+        whose view type lacks a declared image is refused: the handler would see no image and,
+        with an older runtime, count the record as processed without its effect.
     """
 
     starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION
@@ -58,6 +67,7 @@ class StreamMappingOptions:
     max_record_age: Duration | None = None
     bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR
     filters: Sequence[Mapping[str, Any]] | None = ()
+    reads_images: Sequence[str] | None = None
 
     @property
     def record_age(self) -> Duration:
@@ -79,24 +89,30 @@ class StreamMappingOptions:
 
     @property
     def filter_patterns(self) -> list[dict[str, Any]]:
-        """The filters as plain dicts (call after :meth:`problems` found none)."""
-        return [dict(pattern) for pattern in self.filters or ()]
+        """The filters as plain dicts, ``FilterCriteria.filter(...)`` output unwrapped (call
+        after :meth:`problems` found none)."""
+        return [dict(as_pattern(pattern)) for pattern in self.filters or ()]
 
     def problems(
-        self, stream_view_type: str | None, *, starting_position: bool = True
+        self, stream_view_type: str | None, *, lambda_settings: bool = True
     ) -> list[Problem]:
         """Every invalid setting. ``stream_view_type`` (None: unknown) is what filters on
-        images are checked against; ``starting_position=False`` skips that check for readers
-        whose starting position is fixed."""
+        images are checked against; ``lambda_settings=False`` skips the settings only a Lambda
+        event source mapping takes (starting position, bisect), for pipes, which fix them."""
         found: list[Problem] = []
-        if starting_position:
+        if lambda_settings:
             found += check_starting_position(
                 self.starting_position, self.allow_latest_starting_position
             )
+            found += check_flag(
+                "allow_latest_starting_position", self.allow_latest_starting_position
+            )
+            found += check_flag("bisect_batch_on_error", self.bisect_batch_on_error)
         found += check_batch_size(self.batch_size)
         found += check_max_batching_window(self.batching_window)
         found += check_parallelization_factor(self.parallelization_factor)
         found += check_retry_attempts(self.retry_attempts)
         found += check_max_record_age(self.record_age)
         found += check_filters(self.filters or (), stream_view_type)
+        found += check_reads_images(self.reads_images, stream_view_type)
         return found

@@ -13,7 +13,7 @@ from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.monitoring import check_iterator_age_threshold
-from cdc_constructs.validation import check_name
+from cdc_constructs.validation import check_flag, check_name
 
 __all__ = ["MonitoringOptions"]
 
@@ -45,6 +45,7 @@ class MonitoringOptions:
         found = check_iterator_age_threshold(
             "iterator_age_alarm_threshold", self.iterator_age_alarm_threshold, max_record_age
         )
+        found += check_flag("monitoring", self.monitoring)
         found += self._without_monitoring_problems()
         found += check_name("metrics_namespace", self.metrics_namespace)
         return found

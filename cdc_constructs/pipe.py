@@ -50,7 +50,7 @@ from cdc_constructs.source_table import (
     check_source_table,
     stream_view_type_of,
 )
-from cdc_constructs.validation import raise_if_any
+from cdc_constructs.validation import check_instance, raise_if_any
 
 __all__ = [
     "PIPES_METRIC_NAMESPACE",
@@ -118,9 +118,12 @@ class StreamPipe(Construct):
         problems: Sequence[Problem] = (),
     ) -> None:
         found = [*problems, *_check_source(source), *_check_log_level(log_level)]
+        found += check_instance(
+            "log_retention", log_retention, logs.RetentionDays, "a logs.RetentionDays"
+        )
         table_problems = check_source_table(table)
         view_type = None if table_problems else stream_view_type_of(table)
-        found += mapping.problems(view_type, starting_position=False)
+        found += mapping.problems(view_type, lambda_settings=False)
         found += table_problems + pipe_events.problems(view_type)
         name = f"{type(self).__name__} {construct_id!r}"
         raise_if_any(name, found, FanOutConfigurationError)

@@ -21,6 +21,7 @@ from typing import Any
 
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
@@ -76,6 +77,8 @@ class StreamRedrive(Construct):
         those the mapping would have delivered.
     :param timeout: Default 15 minutes (Lambda's maximum): it replays message after message.
     :param log_retention: Default one month, as the consumer's logs.
+    :param log_encryption_key: a customer-managed KMS key for its log group. Default: none
+        (StreamConsumer passes its own ``log_encryption_key``).
     :param metrics_namespace: Default ``CdcConstructs``.
     :param alarm_topic: notify this topic when records were lost. Default none (StreamConsumer
         wires its monitoring topic).
@@ -103,6 +106,7 @@ class StreamRedrive(Construct):
         filters: Sequence[Mapping[str, Any]] = (),
         timeout: Duration | None = None,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
+        log_encryption_key: kms.IKey | None = None,
         metrics_namespace: str = defaults.METRICS_NAMESPACE,
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
@@ -138,6 +142,7 @@ class StreamRedrive(Construct):
             memory_size=defaults.REDRIVE_MEMORY_SIZE_MB,
             timeout=timeout,
             log_retention=log_retention,
+            log_encryption_key=log_encryption_key,
             invoked_by="Invoked by hand (console or aws lambda invoke) once a fault is fixed",
             reserved_concurrent_executions=defaults.REDRIVE_RESERVED_CONCURRENCY,
         )

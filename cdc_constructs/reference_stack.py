@@ -127,6 +127,7 @@ class CdcReferenceStack(Stack):
             "OrderStats",
             table=self.orders,
             consumer_name="order-stats",
+            reads_images=["NewImage", "OldImage"],  # order_stats.py takes old, adds new
             idempotency_table=self.idempotency,
             alarm_topic=self.alarm_topic.topic,
             dashboard=self.dashboard,
@@ -181,6 +182,7 @@ class CdcReferenceStack(Stack):
             consumer_name="ttl-archive",  # ttl_archive.py's StreamProcessor name
             handler="ttl_archive.handler",  # from the bundled handlers (lambda_src/handlers)
             filters=[StreamFilters.ttl_deletions_only()],
+            reads_images=["OldImage"],  # ttl_archive.py archives the expired item's old image
             environment={"ARCHIVE_BUCKET_NAME": self.archive_bucket.bucket_name},
             idempotency_table=self.idempotency,
             alarm_topic=self.alarm_topic.topic,

@@ -46,9 +46,8 @@ class _CopyRuntimePackage:
 class ConsumerRuntimeLayer(lambda_.LayerVersion):
     """A layer holding ``python/cdc_consumer``; one per stack (use :meth:`of`).
 
-    Compatible runtime and architecture are the consumer defaults (defaults.RUNTIME,
-    defaults.ARCHITECTURE); the runtime is pure Python, so the layer works on both
-    architectures.
+    Compatible runtimes: every Python runtime the consumer runtime supports
+    (defaults.LAYER_RUNTIMES); it is pure Python, so the layer works on both architectures.
     """
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
@@ -57,7 +56,7 @@ class ConsumerRuntimeLayer(lambda_.LayerVersion):
             scope,
             construct_id,
             description="cdc_consumer: the cdc-constructs stream consumer runtime",
-            compatible_runtimes=[defaults.RUNTIME],
+            compatible_runtimes=list(defaults.LAYER_RUNTIMES),
             compatible_architectures=[lambda_.Architecture.ARM_64, lambda_.Architecture.X86_64],
             code=lambda_.Code.from_asset(
                 str(source),

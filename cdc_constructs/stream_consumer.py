@@ -19,6 +19,7 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs import environment as env  # `environment` is a prop here
+from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.failure_options import FailureHandlingOptions
 from cdc_constructs.function import make_function
@@ -47,7 +48,7 @@ from cdc_constructs.source_table import (
     check_source_table,
     stream_view_type_of,
 )
-from cdc_constructs.validation import check_name, raise_if_any, view_type_name
+from cdc_constructs.validation import raise_if_any, view_type_name
 
 __all__ = ["REFERENCE_HANDLER", "StreamConsumer"]
 
@@ -88,16 +89,21 @@ class StreamConsumer(Construct):
         read from the table when it is defined in this app; unknown for an imported table
         (image filters are then not checked).
     :param consumer_name: the consumer's stable name: namespaces its idempotency markers
-        and is the ``Consumer`` metric dimension. Default: the construct id. Changing it
-        forgets which records were applied.
+        and is the ``Consumer`` metric dimension. Changing it forgets which records were
+        applied. Default: the construct id, unique in the app: when another consumer of the
+        app has the same id or name, the construct path with ``-`` for ``/`` instead
+        (:mod:`~cdc_constructs.consumer_names`). A name another consumer of the app (any stack)
+        already writes markers under into the same idempotency table is refused: each would
+        take the other's records for duplicates.
 
     The function: ``code``, ``handler``, ``function``, ``memory_size``, ``timeout``,
-    ``log_retention``, ``tracing``, ``environment``, ``reserved_concurrent_executions``
+    ``log_retention``, ``tracing``, ``environment``, ``reserved_concurrent_executions``,
+    ``log_group``, ``log_encryption_key``
     (:class:`~cdc_constructs.function_options.FunctionOptions`).
 
     Reading the stream: ``starting_position``, ``allow_latest_starting_position``,
     ``batch_size``, ``max_batching_window``, ``parallelization_factor``, ``retry_attempts``,
-    ``max_record_age``, ``bisect_batch_on_error``, ``filters``
+    ``max_record_age``, ``bisect_batch_on_error``, ``filters``, ``reads_images``
     (:class:`~cdc_constructs.mapping_options.StreamMappingOptions`, shared with StreamFanOut).
 
     Failure handling: ``on_failure_queue``, ``quarantine_queue``, ``encryption_key``,
@@ -110,8 +116,12 @@ class StreamConsumer(Construct):
 
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
     :attr:`event_source_mapping`, :attr:`dead_letter_queue` (the on-failure queue),
-    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`redrive`, :attr:`monitoring`,
-    :attr:`alarms`, :attr:`alarm_topic`, :attr:`options` (the props, by concern).
+    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`source_table` and
+    :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
+    :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic`
+    (the topic every alarm notifies; None without monitoring and without ``alarm_topic``),
+    :attr:`consumer_name` (a lazy string when defaulted, see
+    :mod:`~cdc_constructs.consumer_names`), :attr:`options` (the props, by concern).
     """
 
     def __init__(
@@ -131,6 +141,8 @@ class StreamConsumer(Construct):
         tracing: lambda_.Tracing | None = None,
         environment: Mapping[str, str] | None = None,
         reserved_concurrent_executions: int | None = None,
+        log_group: logs.ILogGroup | None = None,
+        log_encryption_key: kms.IKey | None = None,
         starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION,
         allow_latest_starting_position: bool = False,
         batch_size: int = defaults.BATCH_SIZE,
@@ -140,6 +152,7 @@ class StreamConsumer(Construct):
         max_record_age: Duration | None = None,
         bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR,
         filters: Sequence[Mapping[str, Any]] = (),
+        reads_images: Sequence[str] | None = None,
         on_failure_queue: sqs.IQueue | None = None,
         quarantine_queue: sqs.IQueue | None = None,
         encryption_key: kms.IKey | None = None,
@@ -152,28 +165,25 @@ class StreamConsumer(Construct):
         redrive: bool = defaults.REDRIVE,
     ) -> None:
         options = ConsumerOptions.from_props(locals())
-        consumer_name = construct_id if consumer_name is None else consumer_name
-        _validate(construct_id, table, stream_view_type, consumer_name, options)
+        _validate(scope, construct_id, table, stream_view_type, consumer_name, options)
         super().__init__(scope, construct_id)
         self.options = options
-        self.consumer_name = consumer_name
+        self.consumer_name = ConsumerNames.of(self).register(
+            self, consumer_name, options.failure.idempotency_table
+        )
         self.metrics_namespace = options.monitoring.metrics_namespace
         self.max_record_age = options.mapping.record_age
         self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
-        """The table whose stream is consumed."""
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
-        """The consumed stream's ARN."""
-        self._make_failure_handling(options.failure)
+        self.dead_letter_queue, self.quarantine_queue, self.idempotency_table = _failure_resources(
+            self, options.failure
+        )
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
-        """The topic every alarm of this consumer notifies (None without monitoring and
-        without ``alarm_topic``)."""
         self.redrive = _make_redrive(self, options)
-        """The redrive function (escape hatch), or None with ``redrive=False``."""
         self.monitoring = _make_monitoring(self, options.monitoring)
-        """Alarms and dashboard, or None with ``monitoring=False``."""
 
     @property
     def alarms(self) -> dict[str, cloudwatch.Alarm]:
@@ -206,33 +216,10 @@ class StreamConsumer(Construct):
         self.function.add_to_role_policy(allow(actions, [table.table_arn]))
         grant_key(self.function, table.encryption_key, TABLE_KEY_ACTIONS)
 
-    def _make_failure_handling(self, failure: FailureHandlingOptions) -> None:
-        self.dead_letter_queue: sqs.IQueue = failure.on_failure_queue or dead_letter_queue(
-            self,
-            "OnFailureQueue",
-            purpose="on-failure destination of the stream mapping: pointers to failed batches",
-            encryption_key=failure.encryption_key,
-            retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
-        )
-        """The mapping's on-failure destination: metadata of batches that ran out of retries
-        or record age (AWS's message shape; the records must be read back from the stream)."""
-        self.quarantine_queue: sqs.IQueue = failure.quarantine_queue or dead_letter_queue(
-            self,
-            "QuarantineQueue",
-            purpose="poison records quarantined by the consumer runtime, with their payload",
-            encryption_key=failure.encryption_key,
-            retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
-        )
-        """Where the runtime sends poison records, whole, with the error."""
-        self.idempotency_table: dynamodb.ITable = as_table(
-            failure.idempotency_table or IdempotencyTable(self, "IdempotencyTable")
-        )
-        """The idempotency table (pk ``id``, TTL ``expiration``)."""
-
     def _make_function(self, options: FunctionOptions) -> None:
         variables = _runtime_environment(self, options.environment)
         self.role: iam.IRole | None
-        self.log_group: logs.LogGroup | None
+        self.log_group: logs.ILogGroup | None
         self.function: lambda_.Function
         if options.function is not None:
             self.function, self.role, self.log_group = options.function, options.function.role, None
@@ -254,6 +241,8 @@ class StreamConsumer(Construct):
                 "to the mapping's on-failure queue)",
                 tracing=options.tracing,
                 reserved_concurrent_executions=options.reserved_concurrent_executions,
+                log_group=options.log_group,
+                log_encryption_key=options.log_encryption_key,
             )
         self._grant_source()
         self._grant_table(self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
@@ -263,6 +252,30 @@ class StreamConsumer(Construct):
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
         self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
         grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
+
+
+def _failure_resources(
+    consumer: StreamConsumer, failure: FailureHandlingOptions
+) -> tuple[sqs.IQueue, sqs.IQueue, dynamodb.ITable]:
+    """The on-failure queue (pointers to batches that ran out of retries or record age, in
+    AWS's message shape), the quarantine queue (poison records, whole, with the error) and the
+    idempotency table (pk ``id``, TTL ``expiration``): given, or made here."""
+    on_failure = failure.on_failure_queue or dead_letter_queue(
+        consumer,
+        "OnFailureQueue",
+        purpose="on-failure destination of the stream mapping: pointers to failed batches",
+        encryption_key=failure.encryption_key,
+        retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
+    )
+    quarantine = failure.quarantine_queue or dead_letter_queue(
+        consumer,
+        "QuarantineQueue",
+        purpose="poison records quarantined by the consumer runtime, with their payload",
+        encryption_key=failure.encryption_key,
+        retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
+    )
+    table = as_table(failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable"))
+    return on_failure, quarantine, table
 
 
 def _make_mapping(
@@ -303,6 +316,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,
         log_retention=options.function.log_retention,
+        log_encryption_key=options.function.log_encryption_key,
         metrics_namespace=consumer.metrics_namespace,
         alarm_topic=consumer.alarm_topic,  # given once: its alarm is never re-wired
     )
@@ -337,6 +351,7 @@ def _runtime_environment(
 
 
 def _validate(
+    scope: Construct,
     construct_id: str,
     table: Any,
     stream_view_type: Any,
@@ -348,5 +363,7 @@ def _validate(
     view_type = view_type_name(stream_view_type) or (
         None if table_problems else stream_view_type_of(table)
     )
-    found = table_problems + check_name("consumer_name", consumer_name, forbidden="#")
+    found = table_problems + check_consumer_name(
+        scope, construct_id, consumer_name, options.failure.idempotency_table
+    )
     raise_if_any(f"StreamConsumer {construct_id!r}", found + options.problems(view_type))

@@ -7,9 +7,9 @@ fine); the constructs collect the problems of all their props and raise one
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
@@ -60,19 +60,34 @@ def seconds(value: Duration | None) -> float | None:
 def check_range(prop: str, value: Any, low: float, high: float, note: str = "") -> list[Problem]:
     """``value`` is a number (not a bool) within ``low..high`` inclusive."""
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    if is_number and low <= value <= high:
+    if is_number and math.isfinite(value) and low <= value <= high:
         return []
-    allowed = f"a number in {low:g}..{high:g}"
+    allowed = f"a number {_describe_range(low, high)}"
     return [Problem(prop, value, f"{allowed}{'; ' + note if note else ''}")]
 
 
-def check_whole_number(prop: str, value: Any, low: int, high: int, note: str = "") -> list[Problem]:
+def check_whole_number(
+    prop: str, value: Any, low: float, high: float, note: str = ""
+) -> list[Problem]:
     """``value`` is a whole number (``int``, or a ``float`` with nothing after the point; not a
-    bool) within ``low..high`` inclusive."""
+    bool, NaN or infinity) within ``low..high`` inclusive (``high`` may be ``math.inf``)."""
     problems = check_range(prop, value, low, high, note)
     if not problems and not float(value).is_integer():
-        problems = [Problem(prop, value, f"a whole number in {low}..{high}")]
+        allowed = f"a whole number {_describe_range(low, high)}"
+        problems = [Problem(prop, value, f"{allowed}{'; ' + note if note else ''}")]
     return problems
+
+
+def check_flag(prop: str, value: Any) -> list[Problem]:
+    """``value`` is True or False (a truthy string or number would be read as True by some
+    code and refused by CloudFormation elsewhere)."""
+    return [] if isinstance(value, bool) else [Problem(prop, value, "True or False")]
+
+
+def check_instance(prop: str, value: Any, kind: type, described: str) -> list[Problem]:
+    """``value`` is None or a ``kind`` (checked before it reaches aws-cdk-lib, whose error
+    would name neither the prop nor the value)."""
+    return [] if value is None or isinstance(value, kind) else [Problem(prop, value, described)]
 
 
 def check_duration(
@@ -96,7 +111,7 @@ def check_duration(
 
 def check_retry_attempts(value: Any) -> list[Problem]:
     low, high = defaults.RETRY_ATTEMPTS_RANGE
-    return check_range(
+    return check_whole_number(
         "retry_attempts",
         value,
         low,
@@ -158,78 +173,40 @@ def check_starting_position(value: lambda_.StartingPosition, allow_latest: bool)
     return [Problem("starting_position", value, "TRIM_HORIZON (or LATEST with opt-in)")]
 
 
-def check_filters(
-    filters: Sequence[Mapping[str, Any]], stream_view_type: str | None
-) -> list[Problem]:
-    """At most 5 patterns, each a non-empty JSON object on real record fields, and no
-    pattern on an image the stream does not carry."""
-    problems: list[Problem] = []
-    if isinstance(filters, Mapping) or not isinstance(filters, Sequence):
-        return [Problem("filters", filters, "a list of filter patterns (dicts)")]
-    if len(filters) > defaults.MAX_FILTERS:
-        problems.append(
-            Problem(
-                "filters",
-                f"{len(filters)} patterns",
-                f"at most {defaults.MAX_FILTERS} patterns per event source mapping or pipe "
-                "(AWS limit)",
-            )
-        )
-    for index, pattern in enumerate(filters):
-        problems += check_filter_pattern(f"filters[{index}]", pattern, stream_view_type)
-    return problems
+IMAGES: Final = ("NewImage", "OldImage")
+"""The images a stream record can carry (the names Lambda's event uses)."""
 
 
-def check_filter_pattern(prop: str, pattern: Any, stream_view_type: str | None) -> list[Problem]:
-    """One filter pattern: a non-empty JSON object on real record fields, within AWS's
-    length, and on images the stream carries."""
-    if not isinstance(pattern, Mapping) or not pattern:
-        return [Problem(prop, pattern, "a non-empty dict (a filter pattern)")]
-    try:
-        text = json.dumps(pattern)
-    except (TypeError, ValueError):
-        return [Problem(prop, pattern, "JSON-serializable values only")]
-    problems = []
-    if len(text) > defaults.MAX_FILTER_PATTERN_LENGTH:
-        problems.append(
-            Problem(
-                prop,
-                f"{len(text)} characters as JSON",
-                f"at most {defaults.MAX_FILTER_PATTERN_LENGTH} characters (AWS limit)",
-            )
-        )
-    unknown = sorted(set(pattern) - set(STREAM_RECORD_FIELDS))
-    if unknown:
-        problems.append(
-            Problem(
-                prop,
-                pattern,
-                f"fields of a stream record ({', '.join(STREAM_RECORD_FIELDS)}); "
-                f"{', '.join(unknown)} never matches",
-            )
-        )
-    return problems + _check_filter_images(prop, pattern, stream_view_type)
-
-
-def _check_filter_images(
-    prop: str, pattern: Mapping[str, Any], stream_view_type: str | None
-) -> list[Problem]:
-    images = IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
-    body = pattern.get("dynamodb")
-    if images is None or not isinstance(body, Mapping):
+def check_reads_images(reads_images: Any, stream_view_type: str | None) -> list[Problem]:
+    """The images a handler declares it reads: known names, each carried by the stream's view
+    type (when it is known)."""
+    if reads_images is None:
         return []
-    missing = sorted(
-        image for image in ("NewImage", "OldImage") if image in body and image not in images
-    )
+    if isinstance(reads_images, str) or not isinstance(reads_images, Sequence):
+        return [
+            Problem("reads_images", reads_images, f"a list of image names ({', '.join(IMAGES)})")
+        ]
+    unknown = [image for image in reads_images if image not in IMAGES]
+    if unknown:
+        return [
+            Problem("reads_images", list(reads_images), f"image names among {', '.join(IMAGES)}")
+        ]
+    carried = IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
+    missing = [
+        image
+        for image in IMAGES
+        if image in reads_images and carried is not None and image not in carried
+    ]
     if not missing:
         return []
     return [
         Problem(
-            prop,
-            pattern,
-            f"a stream with view type {stream_view_type} carries no "
-            f"{' or '.join(missing)}, so this pattern never matches; filter on "
-            f"{_describe_images(images)} or use a stream view type with the image",
+            "reads_images",
+            list(reads_images),
+            f"images the stream carries: its view type {stream_view_type} has no "
+            f"{' and no '.join(missing)}, which the handler reads; use a table whose stream "
+            "view type carries them (NEW_AND_OLD_IMAGES carries both; the view type of a "
+            "stream cannot change without re-creating it)",
         )
     ]
 
@@ -249,8 +226,8 @@ def view_type_name(view_type: dynamodb.StreamViewType | str | None) -> str | Non
     return getattr(view_type, "name", None) or str(view_type)
 
 
-def _describe_images(images: frozenset[str]) -> str:
-    return ", ".join(["Keys", *sorted(images)])
+def _describe_range(low: float, high: float) -> str:
+    return f">= {low:g}" if math.isinf(high) else f"in {low:g}..{high:g}"
 
 
 def _describe_duration(value: Any, in_seconds: float | None) -> str:

@@ -12,6 +12,7 @@ endpoint (``AWS_ENDPOINT_URL``) sees its changes flow.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from rich.console import Console
 from cdc_local.demo import DEMO_FAULTS, run_demo
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.runner import LocalPipeline
+from cdc_local.serve_info import serve_lines
 from cdc_local.workload import OrderWorkload
 
 
@@ -67,13 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def serve(assembly: str, stack: str, ttl_every: float, console: Console) -> int:
     with LocalPipeline(assembly, stack, capture_output=False) as pipeline:
-        assert pipeline.endpoint is not None and pipeline.resources is not None
-        console.print(f"local endpoint: AWS_ENDPOINT_URL={pipeline.endpoint.url}")
-        for logical_id, name in pipeline.resources.table_names.items():
-            console.print(f"table {logical_id}: {name}")
-        for logical_id, url in pipeline.resources.queue_urls.items():
-            console.print(f"queue {logical_id}: {url}")
-        console.print(f"{len(pipeline.mappings)} stream mapping(s) running; Ctrl-C stops")
+        # Plain lines on stdout, never wrapped: URLs, ARNs and the redrive command lines must
+        # survive a pipe or a log file whole, to be copied as they are.
+        for line in serve_lines(pipeline):
+            print(line, flush=True)
         last_sweep = time.monotonic()
         try:
             while True:
@@ -83,7 +82,7 @@ def serve(assembly: str, stack: str, ttl_every: float, console: Console) -> int:
                     pipeline.sweep_ttl()
                     last_sweep = time.monotonic()
         except KeyboardInterrupt:
-            console.print(pipeline.counters.as_dict())
+            print(json.dumps(pipeline.counters.as_dict()), flush=True)
     return 0
 
 

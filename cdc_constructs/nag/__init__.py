@@ -14,8 +14,12 @@ stream view, and an IteratorAge alarm::
     app.synth()
 """
 
-from cdc_constructs.nag.checks import PLUGIN_NAME, CdcChecks
-from cdc_constructs.nag.exceptions import CdcChecksError
-from cdc_constructs.nag.rules import RULES, CdcRule
+from cdc_constructs.nag.requirement import require_cdk_nag_3
+
+require_cdk_nag_3()  # before anything imports cdk_nag: one clear error instead of a traceback
+
+from cdc_constructs.nag.checks import PLUGIN_NAME, CdcChecks  # noqa: E402
+from cdc_constructs.nag.exceptions import CdcChecksError  # noqa: E402
+from cdc_constructs.nag.rules import RULES, CdcRule  # noqa: E402
 
 __all__ = ["PLUGIN_NAME", "RULES", "CdcChecks", "CdcChecksError", "CdcRule"]

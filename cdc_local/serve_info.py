@@ -1,0 +1,102 @@
+"""What serve mode prints: the endpoint, the stack's tables and queues, and for each stream
+consumer its stream ARN, its queues and the exact command line that redrives it locally.
+
+Plain lines for stdout, never wrapped (a queue URL or an ARN must survive a pipe or a log file
+whole), so they can be copied into a shell as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Iterator, Mapping
+
+from cdc_consumer.defaults import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
+
+from cdc_local.event_source_mapping import EventSourceMapping
+from cdc_local.runner import LocalPipeline
+
+#: The redrive CLI's console script (``python -m cdc_consumer.redrive`` is the same program).
+REDRIVE_COMMAND = "cdc-redrive"
+
+
+def serve_lines(pipeline: LocalPipeline) -> Iterator[str]:
+    """The lines serve mode prints once the pipeline has started."""
+    resources = pipeline.resources
+    assert pipeline.endpoint is not None and resources is not None
+    yield f"local endpoint: AWS_ENDPOINT_URL={pipeline.endpoint.url}"
+    for logical_id, name in resources.table_names.items():
+        yield f"table {logical_id}: {name}"
+    for logical_id, url in resources.queue_urls.items():
+        yield f"queue {logical_id}: {url}"
+    for logical_id, mapping in pipeline.mappings.items():
+        yield from _mapping_lines(pipeline, logical_id, mapping)
+    yield f"{len(pipeline.mappings)} stream mapping(s) running; Ctrl-C stops"
+
+
+def _mapping_lines(
+    pipeline: LocalPipeline, logical_id: str, mapping: EventSourceMapping
+) -> Iterator[str]:
+    resources = pipeline.resources
+    assert resources is not None
+    function = mapping.function
+    yield f"mapping {logical_id}: function {function.name} ({function.spec.handler})"
+    yield f"  stream: {mapping.stream_arn}"
+    destination = mapping.settings.on_failure_arn
+    queue_url = resources.queue_url_for_arn(destination) if destination else None
+    bucket = resources.bucket_for_arn(destination) if destination else None
+    if queue_url:
+        yield f"  on-failure queue: {queue_url}"
+    elif bucket:
+        yield f"  on-failure bucket: {bucket}"
+    quarantine = function.environment.get(QUARANTINE_QUEUE_ENV)
+    if quarantine:
+        yield f"  quarantine queue: {quarantine}"
+    source = ["--queue-url", queue_url] if queue_url else ["--bucket", bucket] if bucket else []
+    if source:
+        yield "  redrive the on-failure destination:"
+        yield "    " + redrive_command(mapping, source)
+    if quarantine:
+        yield "  redrive the quarantine queue:"
+        yield "    " + redrive_command(mapping, ["--queue-url", quarantine])
+
+
+def redrive_environment(mapping: EventSourceMapping) -> dict[str, str]:
+    """What the redrive CLI needs to run this mapping's handler in-process against the local
+    endpoint: the endpoint's variables, the function's environment, and the runtime layer on
+    PYTHONPATH."""
+    function = mapping.function
+    layers = [str(directory / "python") for directory in function.layer_dirs]
+    return {
+        **dict(function.endpoint_environment),
+        **dict(function.environment),
+        **({"PYTHONPATH": os.pathsep.join(layers)} if layers else {}),
+    }
+
+
+def redrive_command(mapping: EventSourceMapping, source: list[str]) -> str:
+    """One shell line: ``env VAR=value ... cdc-redrive <source> --stream-arn ... --handler ...``."""
+    function = mapping.function
+    module, _, attribute = function.spec.handler.rpartition(".")
+    arguments = [
+        *source,
+        "--stream-arn",
+        mapping.stream_arn,
+        "--handler",
+        f"{module}:{attribute}",
+        "--path",
+        str(function.spec.asset_dir),
+    ]
+    consumer = function.environment.get(CONSUMER_NAME_ENV)
+    if consumer:
+        arguments += ["--consumer-name", consumer]
+    for pattern in _patterns(mapping):
+        arguments += ["--filter", json.dumps(pattern, separators=(",", ":"))]
+    environment = redrive_environment(mapping)
+    words = [f"{name}={value}" for name, value in sorted(environment.items())]
+    return " ".join(shlex.quote(word) for word in ["env", *words, REDRIVE_COMMAND, *arguments])
+
+
+def _patterns(mapping: EventSourceMapping) -> list[Mapping[str, object]]:
+    return [pattern.pattern for pattern in mapping.settings.filters.patterns]
