@@ -62,7 +62,7 @@ test: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
 
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
 snapshots: $(DEV_DEPS) $(CLI_DEPS)
-	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/cdc_constructs/test_reference_stack.py -k snapshot
+	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/reference_app/test_stack.py -k snapshot
 
 ## local: synthesize, then run the reference stack's pipeline on this machine (moto) under a
 ## demo workload with injected faults; prints a summary table and one JSON line
@@ -87,7 +87,7 @@ deploy: $(APP_DEPS) $(EDITABLE) $(CLI_DEPS)
 
 ## docs: build the documentation site into site/ (MkDocs, strict: a broken link fails)
 docs: $(DEV_DEPS)
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(DEV_DEPS)
 	$(BIN)/ruff check .

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The reference app: ``cdk synth`` / ``cdk deploy`` of CdcReferenceStack, checked by cdk-nag.
+"""The reference app: ``cdk synth`` / ``cdk deploy`` of CdcReferenceStack (the orders example
+in reference_app/), checked by cdk-nag.
 
 Context: ``-c alarmEmail=you@example.com`` subscribes an address to the alarm topic.
 
@@ -17,8 +18,8 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from cdc_constructs import CdcReferenceStack
 from cdc_constructs.nag import CdcChecks
+from reference_app.stack import CdcReferenceStack
 
 STACK_NAME = "CdcReferenceStack"
 NAG_PACKS = ("AwsSolutions", "Serverless", "CdcChecks")

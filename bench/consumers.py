@@ -1,6 +1,6 @@
 """The two consumers under test, loaded the way Lambda loads them.
 
-* ``cdc-constructs``: the reference handler ``lambda_src/handlers/order_stats.py`` with the
+* ``cdc-constructs``: the reference handler ``reference_app/handlers/order_stats.py`` with the
   consumer runtime on the path (the layer), handler string ``order_stats.handler``.
 * ``powertools``: bench/baseline/powertools_order_stats.py.
 * ``seed``: bench/baseline/seed_order_stats.py, the seed design (one TransactWriteItems per
@@ -21,7 +21,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 LAMBDA_SRC = REPO / "lambda_src"
-HANDLERS = LAMBDA_SRC / "handlers"
+HANDLERS = REPO / "reference_app" / "handlers"
 BASELINE_DIR = Path(__file__).resolve().parent / "baseline"
 
 #: The reference handler's consumer name: its markers are "{CONSUMER_NAME}#{eventID}".
@@ -64,3 +64,18 @@ def load_seed() -> Consumer:
     """The seed design: one transaction per record, with the reference handler's actions."""
     module = _import(SEED_MODULE, BASELINE_DIR, HANDLERS, LAMBDA_SRC)
     return Consumer("seed", module.handler, module)
+
+
+#: The latest-image consumer's name (its view is a replica of the orders table).
+LATEST_IMAGE = "latest-image"
+
+
+def load_latest_image(replica_table: str) -> Consumer:
+    """The runtime with ``LatestImage`` (a version-guarded put of each change's NEW image, a
+    tombstone for a REMOVE) as its projection: writes that need no processed-marker."""
+    _import("cdc_consumer", LAMBDA_SRC)
+    from cdc_consumer import LatestImage, StreamProcessor
+
+    processor = StreamProcessor()
+    processor.projection(LatestImage(table_name=replica_table))
+    return Consumer(LATEST_IMAGE, processor.handle, processor)

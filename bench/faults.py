@@ -21,7 +21,7 @@ from bench.consumers import CONSUMER_NAME, Consumer
 from bench.local_aws import VIEW_TABLE, Fault
 from bench.projection import RunOptions, run
 from bench.workload import CUSTOMER_PREFIX, Workload
-from cdc_local.reference import contribution
+from reference_app.oracle import contribution
 
 #: The function timeout in the crash scenario, and so how long the mapping waits before it
 #: re-sends a crashed batch. Short, so the benchmark does not wait long; long enough for a batch

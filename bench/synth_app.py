@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-HANDLERS = REPO / "lambda_src" / "handlers"
+HANDLERS = REPO / "reference_app" / "handlers"
 
 
 #: Event source mapping settings shown side by side (the ones docs/design.md §1 is about).
@@ -34,8 +34,9 @@ _ESM_SETTINGS = (
 
 
 def _reference(app: Any) -> Any:
-    """CdcReferenceStack as the constructs package exports it (no cdk-nag packs)."""
-    from cdc_constructs import CdcReferenceStack
+    """CdcReferenceStack, the orders example (no cdk-nag packs)."""
+    sys.path.insert(0, str(REPO))
+    from reference_app.stack import CdcReferenceStack
 
     return CdcReferenceStack(app, "CdcReferenceStack")
 

@@ -8,7 +8,7 @@ items). Everything is derived from one seed, so two runs see the same records.
 The records are built here rather than read from moto's stream because moto's stream differs
 from DynamoDB's (docs/design.md §6), and because the Lambda event shape (eventSourceARN, awsRegion,
 userIdentity of TTL deletions) is what both consumers under test receive. Not
-cdc_local.workload: it writes changes to a table for the local pipeline to stream. Not
+reference_app.workload: it writes changes to a table for the local pipeline to stream. Not
 cdc_consumer.testing.TableStream: its eventIDs are random, and here they must repeat run to run.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from cdc_consumer.testing import serialize, stream_record
 
-from cdc_local.reference import CUSTOMER_PREFIX, ORDER_PREFIX
+from reference_app.handlers.orders_schema import CUSTOMER_PREFIX, ORDER_PREFIX
 
 #: The workload issue 7 names: 2,000 changes on 200 orders.
 DEFAULT_CHANGES = 2_000

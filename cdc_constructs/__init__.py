@@ -25,7 +25,6 @@ from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.outbox_publisher import OutboxPublisher
 from cdc_constructs.redrive import StreamRedrive
-from cdc_constructs.reference_stack import CdcReferenceStack
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
 from cdc_constructs.synth_errors import install_synth_error_hook
@@ -41,7 +40,6 @@ __all__ = [
     "CdcChecksError",
     "CdcConfigurationError",
     "CdcError",
-    "CdcReferenceStack",
     "ChangeCaptureTable",
     "ConsumerRuntimeLayer",
     "FanOutConfigurationError",

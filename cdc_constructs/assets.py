@@ -16,21 +16,18 @@ _CANDIDATES = (_PACKAGE_DIR / "_lambda_src", _PACKAGE_DIR.parent / "lambda_src")
 RUNTIME_PACKAGE = "cdc_consumer"
 """The consumer runtime's package name (what handlers import)."""
 
-HANDLERS_DIR = "handlers"
-"""The reference handlers' directory (the bundled function code asset)."""
-
 ASSET_EXCLUDES = ("__pycache__", "*.pyc", ".keep", ".DS_Store")
 """Files never deployed: bytecode caches depend on the local interpreter and would change
 the asset hash on every test run."""
 
 
 def lambda_src_dir() -> Path:
-    """The directory holding ``cdc_consumer/`` and ``handlers/``."""
+    """The directory holding ``cdc_consumer/``."""
     for candidate in _CANDIDATES:
-        if (candidate / RUNTIME_PACKAGE).is_dir() and (candidate / HANDLERS_DIR).is_dir():
+        if (candidate / RUNTIME_PACKAGE).is_dir():
             return candidate
     raise CdcAssetError(
-        "cdc_constructs cannot find its Lambda code: looked for cdc_consumer/ and handlers/ in "
+        "cdc_constructs cannot find its Lambda code: looked for cdc_consumer/ in "
         + " and ".join(str(c) for c in _CANDIDATES)
         + "; reinstall the cdc-constructs package or restore lambda_src/ in the checkout"
     )
@@ -39,8 +36,3 @@ def lambda_src_dir() -> Path:
 def runtime_source_dir() -> Path:
     """``lambda_src/cdc_consumer``: the consumer runtime deployed as a layer."""
     return lambda_src_dir() / RUNTIME_PACKAGE
-
-
-def handlers_dir() -> Path:
-    """``lambda_src/handlers``: the reference handlers (bundled function code)."""
-    return lambda_src_dir() / HANDLERS_DIR

@@ -20,7 +20,7 @@ STREAM_VIEW_TYPE: Final = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
 The view type cannot change later without re-creating the stream, so start with the richest."""
 
 TIME_TO_LIVE_ATTRIBUTE: Final = "expireAt"
-"""One TTL attribute name across the tables of the reference app. It must hold a Number of
+"""The TTL attribute ChangeCaptureTable enables by default. It must hold a Number of
 epoch *seconds*: DynamoDB never expires an item whose value is in milliseconds."""
 
 POINT_IN_TIME_RECOVERY: Final = True

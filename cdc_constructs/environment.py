@@ -22,9 +22,6 @@ MARKER_TTL_SECONDS: Final = "CDC_MARKER_TTL_SECONDS"
 """How long idempotency markers are kept (set by KinesisConsumer: longer than its stream's
 retention)."""
 
-VIEW_TABLE: Final = "VIEW_TABLE_NAME"
-"""The reference order-stats handler's view table (set by ``grant_view_table``)."""
-
 # --- redrive functions (read by cdc_consumer.redrive_handler) --------------------------------
 
 CONSUMER_FUNCTION_NAME: Final = "CONSUMER_FUNCTION_NAME"

@@ -13,7 +13,6 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from cdc_constructs import defaults
-from cdc_constructs.assets import ASSET_EXCLUDES, handlers_dir
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.redrive import consumer_timeout_of
 from cdc_constructs.validation import (
@@ -23,11 +22,11 @@ from cdc_constructs.validation import (
     check_whole_number,
 )
 
-__all__ = ["REFERENCE_HANDLER", "FunctionOptions"]
+__all__ = ["EXAMPLE_HANDLER", "FunctionOptions"]
 
-REFERENCE_HANDLER = "order_stats.handler"
-"""The bundled reference handler (lambda_src/handlers/order_stats.py), used when neither
-``code`` nor ``handler`` is given."""
+EXAMPLE_HANDLER = "reference_app/handlers/order_stats.py"
+"""Where the repository's orders example keeps a handler to start from (named in the error
+raised when a consumer is given no code): the library ships no handler of its own."""
 
 # Props that configure a function this library makes; refused with an existing ``function``.
 _MADE_FUNCTION_PROPS = (
@@ -45,9 +44,9 @@ _MADE_FUNCTION_PROPS = (
 class FunctionOptions:
     """The consumer function's props.
 
-    :param code: the function code. Default: the bundled handlers (lambda_src/handlers).
-    :param handler: the handler string. Default ``order_stats.handler`` when ``code`` is
-        omitted; required when ``code`` is given.
+    :param code: the function code; required unless ``function`` is given (the library ships
+        no handler: the repository's reference_app/handlers/order_stats.py is an example).
+    :param handler: the handler string (module.function); required with ``code``.
     :param function: an existing ``lambda_.Function`` instead: the layer and environment are
         added to it, its role gets the grants. ``code``, ``handler``, ``memory_size``,
         ``timeout``, ``tracing`` and ``reserved_concurrent_executions`` are then refused (set
@@ -104,14 +103,14 @@ class FunctionOptions:
 
     @property
     def function_code(self) -> lambda_.Code:
-        """``code``, or the bundled reference handlers."""
-        return self.code or lambda_.Code.from_asset(
-            str(handlers_dir()), exclude=list(ASSET_EXCLUDES)
-        )
+        """``code`` (checked by :meth:`problems` before a function is made)."""
+        assert self.code is not None, "problems() refuses a function without code"
+        return self.code
 
     @property
     def function_handler(self) -> str:
-        return self.handler or REFERENCE_HANDLER
+        assert self.handler is not None, "problems() refuses code without a handler"
+        return self.handler
 
     def problems(self) -> list[Problem]:
         found = self._code_problems()
@@ -145,7 +144,16 @@ class FunctionOptions:
     def _code_problems(self) -> list[Problem]:
         if self.function is not None:
             return self._existing_function_problems()
-        if self.code is not None and not self.handler:
+        if self.code is None:
+            return [
+                Problem(
+                    "code",
+                    None,
+                    "code + handler (your consumer; the orders example's "
+                    f"{EXAMPLE_HANDLER} is one to start from), or an existing function",
+                )
+            ]
+        if not self.handler:
             return [
                 Problem(
                     "handler",
@@ -153,9 +161,7 @@ class FunctionOptions:
                     "the handler string (module.function) for the given code",
                 )
             ]
-        if self.handler is not None:
-            return check_name("handler", self.handler)
-        return []
+        return check_name("handler", self.handler)
 
     def _existing_function_problems(self) -> list[Problem]:
         found = []

@@ -23,7 +23,7 @@ from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.failure_options import FailureHandlingOptions
 from cdc_constructs.function import make_function
-from cdc_constructs.function_options import REFERENCE_HANDLER, FunctionOptions
+from cdc_constructs.function_options import FunctionOptions
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
@@ -50,7 +50,7 @@ from cdc_constructs.source_table import (
 )
 from cdc_constructs.validation import raise_if_any, view_type_name
 
-__all__ = ["REFERENCE_HANDLER", "StreamConsumer"]
+__all__ = ["StreamConsumer"]
 
 
 @jsii.implements(lambda_.IEventSourceDlq)
@@ -75,9 +75,9 @@ class StreamConsumer(Construct):
     """A Lambda function fed by a DynamoDB stream, set up so records are neither lost nor
     stuck: in order, finite retries, bisect, an on-failure queue, alarms.
 
-    The function runs the bundled reference handler, or ``code`` + ``handler``, or an
-    existing ``function``; in every case the consumer runtime layer (``cdc_consumer``) is
-    attached and the environment variables the runtime reads are set. Props are flat keyword
+    The function runs ``code`` + ``handler``, or is an existing ``function``; in every case
+    the consumer runtime layer (``cdc_consumer``) is attached and the environment variables
+    the runtime reads are set. Props are flat keyword
     arguments, as in aws-cdk-lib; the construct groups them by concern into option objects,
     each documenting its props (what, default, why) and checking them. Every invalid prop is
     refused at once, in one :class:`~cdc_constructs.CdcConfigurationError`, before anything
@@ -204,8 +204,7 @@ class StreamConsumer(Construct):
 
         Grants PutItem, UpdateItem, DeleteItem and ConditionCheckItem (the TransactWriteItems
         actions a projection uses), plus GetItem when ``read`` is True. With ``env_var``, the
-        table's name is put in that environment variable (the reference handler reads
-        ``VIEW_TABLE_NAME``).
+        table's name is put in that environment variable, for the handler to read.
         """
         actions = VIEW_TABLE_WRITE_ACTIONS + (VIEW_TABLE_READ_ACTIONS if read else ())
         self._grant_table(table, tuple(sorted(actions)))

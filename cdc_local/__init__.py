@@ -38,7 +38,6 @@ from cdc_local.faults import FaultPlan, Faults, SimulatedCrash
 from cdc_local.functions import InvocationResult, LambdaContext, LocalFunction
 from cdc_local.runner import LocalPipeline, PipelineCounters
 from cdc_local.ttl import TtlLedger, TtlSweeper
-from cdc_local.workload import OrderWorkload
 
 __all__ = [
     "AssemblyError",
@@ -58,7 +57,6 @@ __all__ = [
     "LocalPipelineError",
     "MappingCounters",
     "MappingSettings",
-    "OrderWorkload",
     "PipelineCounters",
     "PipelineStuck",
     "ResolutionError",

@@ -2,7 +2,8 @@
 
     python -m cdc_local --assembly cdk.out --stack CdcReferenceStack --demo
 
-``--demo`` runs the reference stack under the demo workload (see :mod:`cdc_local.demo`) and
+``--demo`` runs the reference stack under the demo workload (see :mod:`reference_app.demo`,
+the orders example beside app.py in a checkout) and
 exits 0 only if no change was lost and the view reconciles. Without it, the pipeline serves:
 it prints the local endpoint and the stack's resources, then runs the consumers (and the TTL
 sweeper every ``--ttl-every`` seconds) until interrupted, so an application pointed at the
@@ -20,11 +21,9 @@ from collections.abc import Sequence
 from cdc_consumer.exceptions import FilterPatternError
 from rich.console import Console
 
-from cdc_local.demo import DEMO_FAULTS, run_demo
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.runner import LocalPipeline
 from cdc_local.serve_info import serve_lines
-from cdc_local.workload import OrderWorkload
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -48,6 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     try:
         if arguments.demo:
+            # The demo is the orders example's (reference_app/, beside app.py): imported only
+            # here, so the local pipeline itself runs any stack without it.
+            from reference_app.demo import DEMO_FAULTS, run_demo
+            from reference_app.workload import OrderWorkload
+
             summary = run_demo(
                 arguments.assembly,
                 arguments.stack,

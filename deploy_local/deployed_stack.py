@@ -16,8 +16,8 @@ from typing import Any
 from cdc_consumer.defaults import CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUARANTINE_QUEUE_ENV
 
 from deploy_local.exceptions import StepFailed
+from reference_app.handlers.orders_schema import VIEW_TABLE_ENV
 
-VIEW_TABLE_ENV = "VIEW_TABLE_NAME"
 """The order-stats handler's view table (docs/interfaces.md §2): the variable that marks the
 order-stats consumer among the stack's stream consumers."""
 

@@ -1,9 +1,10 @@
 """Orders through the deployed order-stats consumer: write, wait for the view, check markers,
 quarantine a poison order.
 
-The workload and the view's recomputation are the local pipeline's (``cdc_local.workload``,
-``cdc_local.reference``): one oracle of the order-stats view serves both, independent of the
-handler's code. Every wait is bounded; a wait that runs out is reported, never raised past.
+The workload and the view's recomputation are the orders example's (``reference_app.workload``,
+``reference_app.oracle``), as in the local pipeline: one oracle of the order-stats view serves
+both, independent of the handler's code. Every wait is bounded; a wait that runs out is
+reported, never raised past.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_local.reference import actual_view, contribution, expected_view, peek_messages, scan
-from cdc_local.workload import OrderWorkload, apply
+from cdc_local.accounting import peek_messages, scan
 from deploy_local.deployed_stack import OrderStatsWiring
+from reference_app.oracle import actual_view, contribution, expected_view
+from reference_app.workload import OrderWorkload, apply
 
 POLL_SECONDS = 0.5
 

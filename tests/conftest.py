@@ -17,6 +17,7 @@ uses ``aws`` gets it reset, so tests never see each other's tables or queues.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -44,3 +45,25 @@ def aws(aws_endpoint: LocalEndpoint) -> LocalEndpoint:
     """The local endpoint, emptied before the test."""
     aws_endpoint.reset()
     return aws_endpoint
+
+
+@pytest.fixture(scope="session")
+def cdk_context() -> dict:
+    """The feature flags of cdk.json, so tests synthesize what `cdk synth` does."""
+    return json.loads((Path(__file__).resolve().parents[1] / "cdk.json").read_text())["context"]
+
+
+@pytest.fixture(scope="session")
+def reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference stack (CdcReferenceStack) synthesized once per test process, shared by the
+    end-to-end tests (tests/reference_app/test_pipeline.py and test_ttl_archive_pipeline.py,
+    tests/cdc_local/test_redrive_pipeline.py, all in the xdist group ``cdc_local``)."""
+    import aws_cdk as cdk
+
+    from reference_app.stack import CdcReferenceStack
+
+    outdir = tmp_path_factory.mktemp("reference.out")
+    app = cdk.App(outdir=str(outdir))
+    CdcReferenceStack(app, "CdcReferenceStack")
+    app.synth()
+    return outdir

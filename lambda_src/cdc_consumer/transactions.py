@@ -22,6 +22,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from cdc_consumer.aggregates import Aggregate, Owner, merged_request
 from cdc_consumer.defaults import (
     EXPIRATION_ATTRIBUTE,
     ID_ATTRIBUTE,
@@ -115,6 +116,15 @@ class RecordWrites:
     identities: frozenset[ItemIdentity]
     size: int
     quarantined: bool = False
+    #: The record's :class:`~cdc_consumer.aggregates.Aggregate` actions by item: these may
+    #: share the item with other records' aggregates (merged into one action).
+    aggregates: dict[ItemIdentity, Aggregate] = field(default_factory=dict)
+    #: Whether ``items`` starts with the record's processed-marker. A record whose every
+    #: action is version-guarded (:func:`cdc_consumer.versions.guard`, e.g. LatestImage's)
+    #: has none: such a write is idempotent by itself (a redelivery is not newer than what the
+    #: view holds, so its guard fails and it is dropped as stale), and the marker would only
+    #: double its write units.
+    marker: bool = True
 
     @classmethod
     def build(
@@ -142,10 +152,13 @@ class RecordWrites:
                 f"{MAX_TRANSACTION_ACTIONS - 1} fit in a transaction beside its marker"
             )
         identities: set[ItemIdentity] = set()
+        aggregates: dict[ItemIdentity, Aggregate] = {}
         for index, action in enumerate(actions):
             identity = _identity(action, index, idempotency_table)
             if identity is None:
                 continue
+            if isinstance(action, Aggregate):
+                aggregates[identity] = action
             if identity in identities:
                 raise InvalidActionError(
                     f"action {index} touches an item an earlier action of the same record "
@@ -153,17 +166,21 @@ class RecordWrites:
                     "action per item in a transaction: combine them into one"
                 )
             identities.add(identity)
-        items = [marker, *(dict(action) for action in actions)]
+        copies = [a if isinstance(a, Aggregate) else dict(a) for a in actions]
+        needs_marker = quarantined or not all(is_guarded(action) for action in copies)
+        items = [marker, *copies] if needs_marker else copies
         size = len(json.dumps(items, default=str))
         if size > MAX_TRANSACTION_BYTES:
             raise InvalidActionError(
                 f"a projection's actions for one record take {size} bytes; a transaction "
                 f"holds at most {MAX_TRANSACTION_BYTES}"
             )
+        if not needs_marker:
+            return cls(position, items, frozenset(identities), size, marker=False)
         marker_identity = _identity(marker, -1, idempotency_table)
         assert marker_identity is not None
         identities.add(marker_identity)
-        return cls(position, items, frozenset(identities), size, quarantined)
+        return cls(position, items, frozenset(identities), size, quarantined, aggregates)
 
     def drop_stale(self, indexes: set[int]) -> None:
         """Remove the version-guarded items at ``indexes`` whose guard did not hold: the view
@@ -226,25 +243,47 @@ class TransactionGroup:
     actions: int = 0
     size: int = 0
     identities: set[ItemIdentity] = field(default_factory=set)
+    #: Items so far touched only by aggregates, and their merge (hot aggregates).
+    merged: dict[ItemIdentity, Aggregate] = field(default_factory=dict)
 
     def fits(self, writes: RecordWrites) -> bool:
-        """Whether ``writes`` can join without breaking a DynamoDB transaction limit."""
+        """Whether ``writes`` can join without breaking a DynamoDB transaction limit. An item
+        already in the group is allowed only where both sides are aggregates that merge."""
+        shared = self._merges(writes)
         return (
-            self.actions + len(writes.items) <= MAX_TRANSACTION_ACTIONS
+            shared is not None
+            and self.actions + len(writes.items) - len(shared) <= MAX_TRANSACTION_ACTIONS
             and self.size + writes.size <= MAX_TRANSACTION_BYTES
-            and self.identities.isdisjoint(writes.identities)
         )
 
+    def _merges(self, writes: RecordWrites) -> dict[ItemIdentity, Aggregate] | None:
+        """The merged aggregates of the items ``writes`` shares with the group; None when it
+        shares an item that cannot be merged."""
+        shared: dict[ItemIdentity, Aggregate] = {}
+        for identity in self.identities & writes.identities:
+            earlier, later = self.merged.get(identity), writes.aggregates.get(identity)
+            merged = earlier.then(later) if earlier is not None and later is not None else None
+            if merged is None:
+                return None
+            shared[identity] = merged
+        return shared
+
     def add(self, writes: RecordWrites) -> None:
+        shared = self._merges(writes) or {}
         self.records.append(writes)
-        self.actions += len(writes.items)
+        self.actions += len(writes.items) - len(shared)
         self.size += writes.size
+        for identity in writes.identities - self.identities:
+            if identity in writes.aggregates:
+                self.merged[identity] = writes.aggregates[identity]
+        self.merged.update(shared)
         self.identities.update(writes.identities)
 
     def take(self) -> list[RecordWrites]:
         """The records, leaving the group empty."""
         records = self.records
         self.records, self.actions, self.size, self.identities = [], 0, 0, set()
+        self.merged = {}
         return records
 
     def __bool__(self) -> bool:
@@ -319,12 +358,14 @@ def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
 def _attempt(client: Any, chunk: list[RecordWrites]) -> _Attempt:
     """One TransactWriteItems call carrying ``chunk``'s items, read into an :class:`_Attempt`."""
     writing = [record for record in chunk if record.items]
+    # Consecutive records' aggregates of one item travel as one action (hot aggregates): rebuilt
+    # from the records still to write at every attempt, so a duplicate dropped after one
+    # attempt neither drops nor doubles the others' contributions.
+    request, owners = merged_request([record.items for record in writing])
     try:
-        client.transact_write_items(
-            TransactItems=[item for record in writing for item in record.items]
-        )
+        client.transact_write_items(TransactItems=request)
     except ClientError as error:
-        return _refused(chunk, writing, error)
+        return _refused(chunk, writing, owners, error)
     except ParamValidationError as error:
         # botocore refused the request before sending it (e.g. a value in boto3's resource
         # shape instead of the client shape): as deterministic as a ValidationException,
@@ -340,12 +381,12 @@ def _attempt(client: Any, chunk: list[RecordWrites]) -> _Attempt:
 
 
 def _refused(
-    chunk: list[RecordWrites], writing: list[RecordWrites], error: ClientError
+    chunk: list[RecordWrites], writing: list[RecordWrites], owners: Any, error: ClientError
 ) -> _Attempt:
     code = error.response.get("Error", {}).get("Code")
     if code == "TransactionCanceledException":
         reasons = error.response.get("CancellationReasons")
-        duplicates, failed, reason_error, stale = _read_reasons(writing, reasons, error)
+        duplicates, failed, reason_error, stale = _read_reasons(writing, owners, reasons)
         for record, indexes in stale.items():
             record.drop_stale(indexes)  # no-ops now: the next attempt goes without them
         if failed is None and not duplicates and not stale:
@@ -373,7 +414,7 @@ def _fail_first(chunk: list[RecordWrites], error: CdcConsumerError) -> _Attempt:
 
 
 def _read_reasons(
-    writing: list[RecordWrites], reasons: Any, error: ClientError
+    writing: list[RecordWrites], owners: list[list[Owner]], reasons: Any
 ) -> tuple[
     list[RecordWrites],
     RecordWrites | None,
@@ -381,39 +422,43 @@ def _read_reasons(
     dict[RecordWrites, set[int]],
 ]:
     """(duplicates, first failing record, its error, stale version-guarded items by record)
-    from a cancellation's reasons. A failed condition on a version-guarded action
-    (:func:`cdc_consumer.versions.is_guarded`) is not a failure: the change is older than or
-    equal to what the view holds, so that action is a no-op (docs/design.md §9)."""
-    total = sum(len(record.items) for record in writing)
+    from a cancellation's reasons, one per request item (``owners``: the records' items each
+    carries, see :func:`cdc_consumer.aggregates.merged_request`). A failed condition on a
+    version-guarded action (:func:`cdc_consumer.versions.is_guarded`) is not a failure: the
+    change is older than or equal to what the view holds, so that action is a no-op
+    (docs/design.md §9). A merged aggregate's failure is its first record's."""
     stale: dict[RecordWrites, set[int]] = {}
-    if not isinstance(reasons, list) or len(reasons) != total:
+    if not isinstance(reasons, list) or len(reasons) != len(owners):
         return [], None, None, stale
     duplicates: list[RecordWrites] = []
-    offset = 0
-    for record in writing:
-        codes = [_code(reason) for reason in reasons[offset : offset + len(record.items)]]
-        offset += len(record.items)
-        if codes[0] == CONDITION_FAILED:
-            marker = reasons[offset - len(record.items)]
-            existing = marker.get("Item") if isinstance(marker, Mapping) else None
+    for reason, carried in zip(reasons, owners, strict=True):
+        code = _code(reason)
+        if code in (None, "None"):
+            continue
+        r, index = carried[0]
+        record = writing[r]
+        if record in duplicates:
+            continue
+        is_marker = index == 0 and record.marker
+        if is_marker and code == CONDITION_FAILED:
+            existing = reason.get("Item") if isinstance(reason, Mapping) else None
             other = foreign_stream(record.items[0]["Put"]["Item"], existing)
             if other is None:
                 duplicates.append(record)
                 continue
             return duplicates, record, ForeignMarkerError(_foreign(record, other)), stale
-        for index, code in enumerate(codes):
-            if code in (None, "None"):
-                continue
-            if code == CONDITION_FAILED and index > 0 and is_guarded(record.items[index]):
-                stale.setdefault(record, set()).add(index)
-                continue
-            what = "its processed-marker" if index == 0 else f"its action {index - 1}"
-            reason = reasons[offset - len(record.items) + index]
-            detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
-            message = f"DynamoDB cancelled the transaction at {what}: {detail}"
-            if code in PERMANENT_REASONS:
-                return duplicates, record, RejectedByDynamoDBError(message), stale
-            return duplicates, record, TransientError(message), stale
+        if code == CONDITION_FAILED and not is_marker and is_guarded(record.items[index]):
+            stale.setdefault(record, set()).add(index)
+            continue
+        action = index - 1 if record.marker else index
+        what = "its processed-marker" if is_marker else f"its action {action}"
+        if len(carried) > 1:
+            what += f" (merged with {len(carried) - 1} later record(s)' updates of that item)"
+        detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
+        message = f"DynamoDB cancelled the transaction at {what}: {detail}"
+        if code in PERMANENT_REASONS:
+            return duplicates, record, RejectedByDynamoDBError(message), stale
+        return duplicates, record, TransientError(message), stale
     return duplicates, None, None, stale
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint
 
@@ -37,6 +38,21 @@ def synth_reference_app(outdir: Path, context: dict[str, Any]) -> Synthesized:
     stack = app.node.find_child(STACK_NAME)
     template = assembly.get_stack_by_name(STACK_NAME).template
     return Synthesized(app, stack, template, Path(assembly.directory))
+
+
+def consumer_code() -> dict[str, Any]:
+    """``code`` + ``handler`` for a StreamConsumer in a test (the library ships no handler)."""
+    return {
+        "code": lambda_.Code.from_inline("def handler(event, context):\n    return {}\n"),
+        "handler": "index.handler",
+    }
+
+
+def with_code(props: dict[str, Any]) -> dict[str, Any]:
+    """``props`` with :func:`consumer_code` unless they bring code or a function."""
+    if {"code", "function", "handler"} & set(props):
+        return props
+    return {**consumer_code(), **props}
 
 
 def normalize(template: dict[str, Any]) -> dict[str, Any]:

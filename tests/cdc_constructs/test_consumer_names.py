@@ -16,7 +16,7 @@ from cdc_constructs import (
     IdempotencyTable,
     StreamConsumer,
 )
-from tests.cdc_constructs.support import resources
+from tests.cdc_constructs.support import consumer_code, resources
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -36,23 +36,36 @@ def test_same_construct_id_under_different_parents_gets_different_default_names(
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     markers = IdempotencyTable(stack, "Markers")
     for parent in ("Billing", "Shipping"):
-        StreamConsumer(Construct(stack, parent), "Consumer", table=table, idempotency_table=markers)
+        StreamConsumer(
+            Construct(stack, parent),
+            "Consumer",
+            table=table,
+            **consumer_code(),
+            idempotency_table=markers,
+        )
     names = _names(stack)
     assert sorted(names.values()) == ["Test-Billing-Consumer", "Test-Shipping-Consumer"]
 
 
 def test_a_unique_construct_id_stays_the_default_name(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    StreamConsumer(Construct(stack, "Billing"), "Invoices", table=table)
-    StreamConsumer(stack, "Consumer", table=table)
+    StreamConsumer(Construct(stack, "Billing"), "Invoices", table=table, **consumer_code())
+    StreamConsumer(stack, "Consumer", table=table, **consumer_code())
     assert sorted(_names(stack).values()) == ["Consumer", "Invoices"]
 
 
 def test_a_default_name_steps_aside_for_a_given_one(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     markers = IdempotencyTable(stack, "Markers")
-    StreamConsumer(stack, "Stats", table=table, idempotency_table=markers)
-    StreamConsumer(stack, "Other", table=table, idempotency_table=markers, consumer_name="Stats")
+    StreamConsumer(stack, "Stats", table=table, **consumer_code(), idempotency_table=markers)
+    StreamConsumer(
+        stack,
+        "Other",
+        table=table,
+        **consumer_code(),
+        idempotency_table=markers,
+        consumer_name="Stats",
+    )
     assert sorted(_names(stack).values()) == ["Stats", "Test-Stats"]
 
 
@@ -60,13 +73,19 @@ def test_one_name_into_one_table_is_refused_naming_both_paths(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     markers = IdempotencyTable(stack, "Markers")
     StreamConsumer(
-        Construct(stack, "A"), "C", table=table, idempotency_table=markers, consumer_name="stats"
+        Construct(stack, "A"),
+        "C",
+        table=table,
+        **consumer_code(),
+        idempotency_table=markers,
+        consumer_name="stats",
     )
     with pytest.raises(CdcConfigurationError) as caught:
         StreamConsumer(
             Construct(stack, "B"),
             "C",
             table=table,
+            **consumer_code(),
             idempotency_table=markers,
             consumer_name="stats",
         )
@@ -84,6 +103,7 @@ def test_one_name_into_one_table_is_refused_across_the_stacks_of_an_app(cdk_cont
         first,
         "C",
         table=ChangeCaptureTable(first, "Orders", partition_key=PK),
+        **consumer_code(),
         idempotency_table=markers,
         consumer_name="stats",
     )
@@ -92,6 +112,7 @@ def test_one_name_into_one_table_is_refused_across_the_stacks_of_an_app(cdk_cont
             second,
             "C",
             table=ChangeCaptureTable(second, "Orders", partition_key=PK),
+            **consumer_code(),
             idempotency_table=markers,
             consumer_name="stats",
         )
@@ -99,6 +120,10 @@ def test_one_name_into_one_table_is_refused_across_the_stacks_of_an_app(cdk_cont
 
 def test_one_name_into_different_tables_is_fine(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    StreamConsumer(Construct(stack, "A"), "C", table=table, consumer_name="stats")
-    StreamConsumer(Construct(stack, "B"), "C", table=table, consumer_name="stats")
+    StreamConsumer(
+        Construct(stack, "A"), "C", table=table, **consumer_code(), consumer_name="stats"
+    )
+    StreamConsumer(
+        Construct(stack, "B"), "C", table=table, **consumer_code(), consumer_name="stats"
+    )
     assert sorted(_names(stack).values()) == ["stats", "stats"]

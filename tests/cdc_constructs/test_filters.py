@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 
 from cdc_constructs import CdcConfigurationError, ChangeCaptureTable, StreamConsumer, StreamFilters
-from tests.cdc_constructs.support import only
+from tests.cdc_constructs.support import consumer_code, only
 
 
 def test_ttl_deletions_only_matches_the_service_identity_on_remove():
@@ -122,7 +122,7 @@ def test_each_pattern_is_synthesized_exactly_as_given(stack: cdk.Stack):
         "Orders",
         partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
     )
-    StreamConsumer(stack, "Consumer", table=table, filters=patterns)
+    StreamConsumer(stack, "Consumer", **consumer_code(), table=table, filters=patterns)
     from aws_cdk.assertions import Template
 
     mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")

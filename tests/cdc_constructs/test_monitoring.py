@@ -18,7 +18,7 @@ from cdc_constructs import (
     StreamConsumer,
     StreamConsumerMonitoring,
 )
-from tests.cdc_constructs.support import only, resources
+from tests.cdc_constructs.support import consumer_code, only, resources, with_code
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -37,7 +37,9 @@ def _alarms(template: dict) -> dict[str, dict]:
 
 def test_default_alarms(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    StreamConsumer(stack, "Consumer", table=table, max_record_age=Duration.hours(2))
+    StreamConsumer(
+        stack, "Consumer", **consumer_code(), table=table, max_record_age=Duration.hours(2)
+    )
     template = Template.from_stack(stack).to_json()
     alarms = _alarms(template)
     assert set(alarms) == {
@@ -86,6 +88,7 @@ def test_given_topic_dashboard_and_threshold(stack):
     consumer = StreamConsumer(
         stack,
         "Consumer",
+        **consumer_code(),
         table=table,
         alarm_topic=topic,
         dashboard=dashboard,
@@ -110,7 +113,7 @@ def test_alarm_topic_subscribes_emails(stack):
 
 def test_monitoring_checks_its_threshold_before_building(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    consumer = StreamConsumer(stack, "Consumer", table=table, monitoring=False)
+    consumer = StreamConsumer(stack, "Consumer", **consumer_code(), table=table, monitoring=False)
     with pytest.raises(CdcConfigurationError) as caught:
         StreamConsumerMonitoring(
             stack, "Monitoring", consumer=consumer, iterator_age_threshold=Duration.hours(1)
@@ -124,7 +127,9 @@ def test_monitoring_checks_its_threshold_before_building(stack):
 def test_without_monitoring_a_given_topic_still_hears_of_lost_records(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     topic = sns.Topic(stack, "Ops")
-    StreamConsumer(stack, "Consumer", table=table, monitoring=False, alarm_topic=topic)
+    StreamConsumer(
+        stack, "Consumer", **consumer_code(), table=table, monitoring=False, alarm_topic=topic
+    )
     template = Template.from_stack(stack).to_json()
     (lost,) = resources(template, "AWS::CloudWatch::Alarm").values()
     assert lost["Properties"]["MetricName"] == "RedriveLostRecords"
@@ -145,7 +150,7 @@ def test_without_monitoring_dashboard_and_threshold_are_refused(stack, props, na
         props = {"dashboard": cloudwatch.Dashboard(stack, "Board")}
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     with pytest.raises(CdcConfigurationError) as caught:
-        StreamConsumer(stack, "Consumer", table=table, monitoring=False, **props)
+        StreamConsumer(stack, "Consumer", table=table, monitoring=False, **with_code(props))
     assert f"{named}='given with monitoring=False': omitted, or monitoring=True" in str(
         caught.value
     )
@@ -163,7 +168,9 @@ class _Recorded:
 
 def test_monitoring_applies_a_given_alarm_action_strategy_and_makes_no_topic(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    consumer = StreamConsumer(stack, "Consumer", table=table, monitoring=False, redrive=False)
+    consumer = StreamConsumer(
+        stack, "Consumer", **consumer_code(), table=table, monitoring=False, redrive=False
+    )
     strategy = _Recorded()
     monitoring = StreamConsumerMonitoring(stack, "Watch", consumer=consumer, alarm_action=strategy)
     assert strategy.alarms == list(monitoring.alarms.values())
@@ -173,7 +180,7 @@ def test_monitoring_applies_a_given_alarm_action_strategy_and_makes_no_topic(sta
 
 def test_the_redrive_alarm_is_given_the_topic_when_made_and_never_rewired(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    consumer = StreamConsumer(stack, "Consumer", table=table, monitoring=False)
+    consumer = StreamConsumer(stack, "Consumer", **consumer_code(), table=table, monitoring=False)
     # Watching the consumer later adds the redrive's alarm to the list, not an action to it.
     StreamConsumerMonitoring(stack, "Watch", consumer=consumer)
     lost = consumer.redrive.lost_records_alarm.node.default_child

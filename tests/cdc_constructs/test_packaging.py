@@ -15,7 +15,6 @@ from tests.cdc_constructs.support import REPO_ROOT
 def test_checkout_layout_is_found():
     assert assets.lambda_src_dir() == REPO_ROOT / "lambda_src"
     assert assets.runtime_source_dir() == REPO_ROOT / "lambda_src" / "cdc_consumer"
-    assert assets.handlers_dir() == REPO_ROOT / "lambda_src" / "handlers"
 
 
 def test_missing_code_is_a_clear_error(monkeypatch, tmp_path):
@@ -40,7 +39,6 @@ def test_built_package_ships_lambda_src_as_package_data(tmp_path):
     shutil.copytree(REPO_ROOT / "cdc_local", project / "cdc_local", ignore=ignore)
     # Stand-ins so the check does not depend on what the runtime currently contains.
     (project / "lambda_src" / "cdc_consumer" / "probe_module.py").write_text("X = 1\n")
-    (project / "lambda_src" / "handlers" / "probe_handler.py").write_text("X = 1\n")
     build = tmp_path / "build"
     subprocess.run(
         [
@@ -58,7 +56,9 @@ def test_built_package_ships_lambda_src_as_package_data(tmp_path):
     )
     assert (build / "cdc_consumer" / "probe_module.py").is_file()
     assert (build / "cdc_constructs" / "_lambda_src" / "cdc_consumer" / "probe_module.py").is_file()
-    assert (build / "cdc_constructs" / "_lambda_src" / "handlers" / "probe_handler.py").is_file()
+    # The orders example (reference_app/, its handlers included) is not the library.
+    assert not (build / "cdc_constructs" / "_lambda_src" / "handlers").exists()
+    assert not list(build.rglob("order_stats.py"))
     assert (build / "cdc_constructs" / "py.typed").is_file()
     # Every subpackage is listed in pyproject's `packages` (they are listed by hand there).
     subpackages = sorted(

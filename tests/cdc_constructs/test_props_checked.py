@@ -22,7 +22,7 @@ from cdc_constructs import (
     StreamConsumer,
     StreamFanOut,
 )
-from tests.cdc_constructs.support import only
+from tests.cdc_constructs.support import consumer_code, only, with_code
 
 NAN, INF = math.nan, math.inf
 CODE = lambda_.Code.from_inline("def handler(event, context):\n    return {}\n")
@@ -37,7 +37,7 @@ def _consumer_error(stack: cdk.Stack, **props) -> CdcConfigurationError:
     if "table" not in props:
         props["table"] = _table(stack)
     with pytest.raises(CdcConfigurationError) as caught:
-        StreamConsumer(stack, "Consumer", **props)
+        StreamConsumer(stack, "Consumer", **with_code(props))
     assert stack.node.try_find_child("Consumer") is None, "nothing may be built on error"
     return caught.value
 
@@ -91,7 +91,7 @@ def test_nan_or_infinity_in_a_filter_is_refused_and_the_kernel_survives(stack, p
     error = _consumer_error(stack, filters=[pattern])
     assert expected in str(error)
     # The same process can still make constructs: nothing non-finite reached the jsii kernel.
-    consumer = StreamConsumer(stack, "After", table=_table(stack, name="Other"))
+    consumer = StreamConsumer(stack, "After", **consumer_code(), table=_table(stack, name="Other"))
     assert consumer.event_source_mapping.node.path == "Test/After/Function/StreamMapping"
     assert Template.from_stack(stack).to_json()["Resources"]
 
@@ -108,7 +108,7 @@ def test_a_misspelled_filter_rule_is_refused_with_the_matchers_words(stack):
 
 def test_or_is_accepted_and_synthesized_as_given(stack):
     pattern = {"$or": [{"eventName": ["INSERT"]}, {"dynamodb": {"Keys": {"pk": {"S": ["x"]}}}}]}
-    StreamConsumer(stack, "Consumer", table=_table(stack), filters=[pattern])
+    StreamConsumer(stack, "Consumer", **consumer_code(), table=_table(stack), filters=[pattern])
     mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")
     assert mapping["FilterCriteria"]["Filters"] == [
         {"Pattern": '{"$or":[{"eventName":["INSERT"]},{"dynamodb":{"Keys":{"pk":{"S":["x"]}}}}]}'}
@@ -193,6 +193,7 @@ def test_filter_criteria_filter_output_is_accepted(stack):
     consumer = StreamConsumer(
         stack,
         "Consumer",
+        **consumer_code(),
         table=_table(stack),
         filters=[lambda_.FilterCriteria.filter(pattern)],
         max_record_age=Duration.hours(2),
@@ -229,7 +230,7 @@ def test_a_stream_without_the_images_the_handler_reads_is_refused(stack, view, r
 
 def test_declared_images_the_stream_carries_pass(stack):
     table = _table(stack, dynamodb.StreamViewType.NEW_IMAGE)
-    StreamConsumer(stack, "Consumer", table=table, reads_images=["NewImage"])
+    StreamConsumer(stack, "Consumer", **consumer_code(), table=table, reads_images=["NewImage"])
 
 
 @pytest.mark.parametrize(
@@ -244,7 +245,7 @@ def test_reads_images_are_image_names(stack, reads, expected):
 
 
 def test_the_reference_app_declares_the_images_its_handlers_read():
-    from cdc_constructs.reference_stack import CdcReferenceStack
+    from reference_app.stack import CdcReferenceStack
 
     stack = CdcReferenceStack(cdk.App(), "Ref")
     assert stack.order_stats.options.mapping.reads_images == ["NewImage", "OldImage"]

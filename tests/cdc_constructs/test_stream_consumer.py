@@ -25,10 +25,12 @@ from cdc_constructs.redrive import REDRIVE_HANDLER
 from tests.cdc_constructs.support import (
     arn_of,
     cfn_lint,
+    consumer_code,
     grants,
     logical_id,
     only,
     resources,
+    with_code,
 )
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -36,7 +38,7 @@ PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
 def _consumer(stack: cdk.Stack, **props) -> StreamConsumer:
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    return StreamConsumer(stack, "Consumer", table=table, **props)
+    return StreamConsumer(stack, "Consumer", table=table, **with_code(props))
 
 
 def _consumer_function(template: dict) -> dict:
@@ -121,7 +123,7 @@ def test_function_defaults(default_consumer):
     function = _consumer_function(template)
     assert function["Runtime"] == "python3.14"
     assert function["Architectures"] == ["arm64"]
-    assert function["Handler"] == "order_stats.handler"
+    assert function["Handler"] == "index.handler"
     assert function["MemorySize"] == 256
     assert function["Timeout"] == 60
     assert function["Layers"] == [{"Ref": logical_id(template, "CdcConsumerRuntimeLayer")}]
@@ -220,7 +222,9 @@ def test_one_runtime_layer_per_stack(stack):
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     shared = IdempotencyTable(stack, "Idempotency")
     for name in ("A", "B"):
-        StreamConsumer(stack, name, table=table, idempotency_table=shared, monitoring=False)
+        StreamConsumer(
+            stack, name, **consumer_code(), table=table, idempotency_table=shared, monitoring=False
+        )
     template = Template.from_stack(stack).to_json()
     assert len(resources(template, "AWS::Lambda::LayerVersion")) == 1
     assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 2
@@ -274,10 +278,18 @@ def test_user_code_and_settings(stack, tmp_path):
     assert lag["Threshold"] == 150_000  # a quarter of 10 minutes, in ms
 
 
-def test_bundled_code_with_another_handler(stack):
-    _consumer(stack, handler="ttl_archive.handler")
-    function = _consumer_function(Template.from_stack(stack).to_json())
-    assert function["Handler"] == "ttl_archive.handler"
+def test_the_library_ships_no_handler_so_code_is_required(stack):
+    """No bundled default: without code (or a function) the error says what to give and
+    points at the orders example's handler as a starting point."""
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    with pytest.raises(CdcConfigurationError) as caught:
+        StreamConsumer(stack, "Consumer", table=table)
+    assert (
+        "code=None: code + handler (your consumer; the orders example's "
+        "reference_app/handlers/order_stats.py is one to start from), or an existing function"
+    ) in str(caught.value)
+    with pytest.raises(CdcConfigurationError, match="handler=None: the handler string"):
+        StreamConsumer(stack, "Other", table=table, code=lambda_.Code.from_inline("x = 1"))
 
 
 def test_existing_queues_table_and_key(stack):
@@ -380,7 +392,7 @@ def test_imported_table_with_stream(stack):
         table_name="orders",
         table_stream_arn="arn:aws:dynamodb:eu-west-1:111111111111:table/orders/stream/2024",
     )
-    StreamConsumer(stack, "Consumer", table=table)
+    StreamConsumer(stack, "Consumer", **consumer_code(), table=table)
     mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")
     assert (
         mapping["EventSourceArn"]
@@ -418,6 +430,7 @@ def test_cfn_lint_is_clean_on_every_variant(stack, variant):
         StreamConsumer(
             stack,
             "Consumer",
+            **consumer_code(),
             table=table,
             encryption_key=key,
             idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),
@@ -432,6 +445,7 @@ def test_cfn_lint_is_clean_on_every_variant(stack, variant):
         StreamConsumer(
             stack,
             "Consumer",
+            **consumer_code(),
             table=table,
             filters=[
                 StreamFilters.key_prefix("pk", "OUTBOX#"),
@@ -447,6 +461,7 @@ def test_customer_keys_are_granted_without_wildcard_actions(stack):
     StreamConsumer(
         stack,
         "Consumer",
+        **consumer_code(),
         table=table,
         encryption_key=key,
         idempotency_table=IdempotencyTable(stack, "Idem", encryption_key=key),

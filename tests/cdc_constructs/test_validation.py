@@ -10,6 +10,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 
 from cdc_constructs import CdcConfigurationError, ChangeCaptureTable, StreamConsumer, StreamFilters
+from tests.cdc_constructs.support import consumer_code, with_code
 
 
 def _table(
@@ -27,7 +28,7 @@ def _error(stack: cdk.Stack, **props) -> CdcConfigurationError:
     if "table" not in props:
         props["table"] = _table(stack)
     with pytest.raises(CdcConfigurationError) as caught:
-        StreamConsumer(stack, "Consumer", **props)
+        StreamConsumer(stack, "Consumer", **with_code(props))
     assert stack.node.try_find_child("Consumer") is None, "nothing may be built on error"
     return caught.value
 
@@ -93,6 +94,7 @@ def test_latest_is_allowed_with_explicit_opt_in(stack):
     consumer = StreamConsumer(
         stack,
         "Consumer",
+        **consumer_code(),
         table=_table(stack),
         starting_position=lambda_.StartingPosition.LATEST,
         allow_latest_starting_position=True,
@@ -117,7 +119,13 @@ def test_filter_on_an_image_the_stream_lacks(stack, view_type, pattern, image):
 
 def test_key_filters_work_on_keys_only_streams(stack):
     table = _table(stack, dynamodb.StreamViewType.KEYS_ONLY)
-    StreamConsumer(stack, "Consumer", table=table, filters=[StreamFilters.key_prefix("pk", "O#")])
+    StreamConsumer(
+        stack,
+        "Consumer",
+        **consumer_code(),
+        table=table,
+        filters=[StreamFilters.key_prefix("pk", "O#")],
+    )
 
 
 def test_imported_table_filters_checked_against_given_view_type(stack):
@@ -180,6 +188,11 @@ def test_change_capture_table_rejects_empty_ttl_attribute(stack):
 
 def test_a_long_consumer_timeout_is_fine_without_the_redrive(stack):
     consumer = StreamConsumer(
-        stack, "Consumer", table=_table(stack), timeout=Duration.seconds(880), redrive=False
+        stack,
+        "Consumer",
+        **consumer_code(),
+        table=_table(stack),
+        timeout=Duration.seconds(880),
+        redrive=False,
     )
     assert consumer.redrive is None

@@ -24,7 +24,7 @@ from cdc_consumer.testing import FakeContext, TableStream, redelivery, stream_ev
 
 from cdc_local.endpoint import patched_environ
 from tests.cdc_consumer.fixtures import Resources, create_table, error_response
-from tests.handlers.orders import recompute
+from tests.reference_app.handlers.orders import handler_module, recompute
 
 ORDERS = [f"ORDER#{n}" for n in range(8)]
 CUSTOMERS = ["c1", "c2", "c3"]
@@ -136,8 +136,7 @@ def test_kinesis_out_of_order_and_repeated_views_end_equal_to_the_table(
     latest = LatestImage(table_name=table)
     processor = resources.processor(f"kinesis-{seed}")
     processor.projection(latest)
-    from handlers import order_stats
-
+    order_stats = handler_module("order_stats")
     processor.projection(order_stats.order_stats)
     with (
         patched_environ({"VIEW_TABLE_NAME": resources.view_table}),

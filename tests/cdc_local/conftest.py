@@ -29,22 +29,6 @@ def assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build(tmp_path_factory.mktemp("cdk.out"))
 
 
-@pytest.fixture(scope="session")
-def reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The reference stack (CdcReferenceStack) synthesized once per test process, shared by the
-    end-to-end tests (test_reference_pipeline.py, test_ttl_archive_pipeline.py,
-    test_redrive_pipeline.py)."""
-    import aws_cdk as cdk
-
-    from cdc_constructs import reference_stack
-
-    outdir = tmp_path_factory.mktemp("reference.out")
-    app = cdk.App(outdir=str(outdir))
-    reference_stack.CdcReferenceStack(app, "CdcReferenceStack")
-    app.synth()
-    return outdir
-
-
 @pytest.fixture(autouse=True)
 def _clean_recorder() -> Iterator[None]:
     recorder.clear()

@@ -18,19 +18,18 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from cdc_local.accounting import ConsumerWiring, account, peek_messages, scan
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
-from cdc_local.reference import (
-    ConsumerWiring,
-    account,
+from cdc_local.runner import LocalPipeline
+from reference_app.oracle import (
     actual_view,
     expected_view,
-    peek_messages,
-    scan,
+    order_stats_wiring,
     view_reconciled,
+    view_table,
 )
-from cdc_local.runner import LocalPipeline
-from cdc_local.workload import OrderWorkload, apply
+from reference_app.workload import OrderWorkload, apply
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -91,8 +90,7 @@ def markers(pipeline: LocalPipeline, wiring: ConsumerWiring) -> set[str]:
 
 
 def view(pipeline: LocalPipeline, wiring: ConsumerWiring) -> dict[str, dict[str, Decimal]]:
-    assert wiring.view_table is not None
-    return actual_view(scan(pipeline.client("dynamodb"), wiring.view_table))
+    return actual_view(scan(pipeline.client("dynamodb"), view_table(wiring)))
 
 
 def test_quarantined_records_are_replayed_once_the_handler_is_fixed_and_the_view_is_exact(
@@ -117,7 +115,7 @@ def test_quarantined_records_are_replayed_once_the_handler_is_fixed_and_the_view
     with LocalPipeline(
         reference_assembly, "CdcReferenceStack", endpoint=aws, track_records=True
     ) as pipeline:
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         ddb = pipeline.client("dynamodb")
         for index, change in enumerate(workload.plan()):
             apply(ddb, wiring.source_table, change)
@@ -194,7 +192,7 @@ def test_cli_reports_records_the_stream_no_longer_holds_as_lost_and_keeps_the_me
         endpoint=aws,
         faults=FaultPlan(crash_probability=1.0),
     ) as pipeline:
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         assert wiring.on_failure_queue_url is not None
         ddb = pipeline.client("dynamodb")
         for change in OrderWorkload(changes=3, orders=3, poison=0, seed=1).plan():

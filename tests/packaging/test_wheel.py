@@ -422,6 +422,9 @@ def test_wheel_carries_the_library_the_runtime_and_its_lambda_code(installed: In
     )
     missing = sorted(expected - names)
     assert not missing, f"the wheel lacks these source files (pyproject packages?): {missing}"
+    # The orders example (reference_app/, its handlers included) is not the library.
+    example = sorted(n for n in names if "reference_app" in n or "order_stats" in n)
+    assert not example, f"the wheel ships the example: {example}"
 
 
 def test_installed_packages_import_from_the_venv_not_the_checkout(installed: Installed):
@@ -472,6 +475,9 @@ def test_jsii_runs_on_the_venvs_node_24(installed: Installed):
 
 def test_user_app_synthesizes_a_consumer_with_the_runtime_layer(synthesized: SynthesizedApp):
     assert "end-of-life" not in synthesized.output, synthesized.output  # jsii on an old Node
+    # cdk init's cdk.json: the CLI's recommended feature flags, so the CLI warns about none.
+    context = json.loads((synthesized.app_dir / "cdk.json").read_text())["context"]
+    assert len([flag for flag in context if flag.startswith("@aws-cdk")]) > 50, context
     logical_id, function = synthesized.user_function()
     layers = function["Properties"].get("Layers", [])
     layer_ids = [layer["Ref"] for layer in layers if isinstance(layer, dict) and "Ref" in layer]

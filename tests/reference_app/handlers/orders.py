@@ -3,22 +3,37 @@ recomputed from scratch from a final orders table."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from cdc_consumer.testing import TableStream
 
+import reference_app
 from cdc_local.endpoint import patched_environ
 from tests.cdc_consumer.fixtures import Resources
+
+HANDLERS_DIR = Path(reference_app.__file__).resolve().parent / "handlers"
+
+
+def handler_module(name: str) -> ModuleType:
+    """A module of the example's handlers imported as Lambda imports it: its code asset's
+    directory on sys.path, so ``order_stats`` imports ``orders_schema`` beside it."""
+    if str(HANDLERS_DIR) not in sys.path:
+        sys.path.insert(0, str(HANDLERS_DIR))
+    return importlib.import_module(name)
 
 
 @contextmanager
 def order_stats_environment(resources: Resources, consumer: str = "order-stats") -> Iterator[Any]:
     """The environment the StreamConsumer construct gives the function; yields the module."""
-    from handlers import order_stats
+    order_stats = handler_module("order_stats")
 
     with patched_environ(
         {

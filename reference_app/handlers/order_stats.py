@@ -47,12 +47,14 @@ from typing import Any
 
 from cdc_consumer import Change, PermanentError, StreamProcessor
 from cdc_consumer.aggregates import increment
-
-ORDER_PREFIX = "ORDER#"
-CUSTOMER_PREFIX = "CUSTOMER#"
-PAID = "paid"
-PAID_AMOUNT = "paid_amount"
-VIEW_TABLE_ENV = "VIEW_TABLE_NAME"
+from orders_schema import (
+    COUNT_PREFIX,
+    CUSTOMER_PREFIX,
+    ORDER_PREFIX,
+    PAID,
+    PAID_AMOUNT,
+    VIEW_TABLE_ENV,
+)
 
 # Consumer name, tables and queue come from the environment the StreamConsumer construct sets
 # (CDC_CONSUMER_NAME, IDEMPOTENCY_TABLE_NAME, QUARANTINE_QUEUE_URL).
@@ -61,7 +63,7 @@ processor = StreamProcessor()
 
 def count_attribute(status: str) -> str:
     """The view attribute counting orders in ``status``."""
-    return f"count_{status}"
+    return f"{COUNT_PREFIX}{status}"
 
 
 def contribution(image: dict[str, Any] | None) -> tuple[str, dict[str, Decimal]] | None:

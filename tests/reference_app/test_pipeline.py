@@ -1,21 +1,27 @@
 """End to end through the reference stack (CdcReferenceStack and its order-stats consumer).
 
-These run once the reference stack (cdc_constructs.reference_stack) and its handler
-(lambda_src/handlers/order_stats.py, with the cdc_consumer runtime) are in the checkout; they
-are skipped otherwise.
+The stack is reference_app/stack.py, its handler reference_app/handlers/order_stats.py (with
+the cdc_consumer runtime as its layer).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
+from cdc_local.accounting import account, redrive_on_failure
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
-from cdc_local.reference import ConsumerWiring, account, redrive_on_failure, view_reconciled
 from cdc_local.runner import LocalPipeline
-from cdc_local.workload import OrderWorkload, apply, write_while_running
+from reference_app.oracle import order_stats_wiring, view_reconciled
+from reference_app.workload import OrderWorkload, apply, write_while_running
+
+pytestmark = pytest.mark.xdist_group("cdc_local")  # with the other users of the assembly
 
 ON_FAILURE_KEYS = {
     "requestContext",
@@ -35,9 +41,56 @@ BATCH_INFO_KEYS = {
 }
 
 
+class MergedGroups:
+    """Watches the consumers' TransactWriteItems (botocore hooks on boto3's default session,
+    which the functions' clients are made from): requests carrying fewer Updates than markers
+    hold merged hot aggregates (an order-stats record writes one Update of its customer, so
+    fewer Updates than markers means records' updates were merged), and such requests that
+    DynamoDB cancelled because a marker existed had a duplicate inside a merged group."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def _params(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        items = params.get("TransactItems", [])
+        markers = sum(1 for i in items if set(i.get("Put", {}).get("Item", {})) >= {"id"})
+        updates = sum(1 for i in items if "Update" in i)
+        context["merged_groups_merged"] = 0 < updates < markers
+
+    def _after(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if not context.get("merged_groups_merged"):
+            return
+        reasons = parsed.get("CancellationReasons") or []
+        if any(r.get("Code") == "ConditionalCheckFailed" for r in reasons):
+            self.counts["cancelled for a duplicate"] += 1
+        elif "Error" not in parsed:
+            self.counts["committed"] += 1
+
+    def install(self) -> None:
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        events = boto3.DEFAULT_SESSION.events
+        events.register("before-parameter-build.dynamodb.TransactWriteItems", self._params)
+        events.register("after-call.dynamodb.TransactWriteItems", self._after)
+
+    def uninstall(self) -> None:
+        assert boto3.DEFAULT_SESSION is not None
+        events = boto3.DEFAULT_SESSION.events
+        events.unregister("before-parameter-build.dynamodb.TransactWriteItems", self._params)
+        events.unregister("after-call.dynamodb.TransactWriteItems", self._after)
+
+
+@pytest.fixture
+def merged_groups() -> Iterator[MergedGroups]:
+    watcher = MergedGroups()
+    watcher.install()
+    yield watcher
+    watcher.uninstall()
+
+
 def run_workload(pipeline: LocalPipeline, workload: OrderWorkload, writes_per_turn: int) -> None:
     write_while_running(
-        pipeline, ConsumerWiring.of(pipeline).source_table, workload, writes_per_turn
+        pipeline, order_stats_wiring(pipeline).source_table, workload, writes_per_turn
     )
     pipeline.run()
 
@@ -62,7 +115,7 @@ def test_reference_stack_keeps_the_view_exactly(
         reference_assembly, "CdcReferenceStack", endpoint=aws, track_records=True
     ) as pipeline:
         run_workload(pipeline, OrderWorkload(changes=400, orders=40, poison=1, seed=3), 100)
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         accounting = account(pipeline, wiring)
         assert accounting.lost == []
         assert accounting.records == 400 + pipeline.counters.ttl_deletions
@@ -74,13 +127,15 @@ def test_reference_stack_keeps_the_view_exactly(
 
 @pytest.mark.slow
 def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice(
-    aws: LocalEndpoint, reference_assembly: Path
+    aws: LocalEndpoint, reference_assembly: Path, merged_groups: MergedGroups
 ) -> None:
     """5,000 changes on 200 orders, with handler crashes at random points, transient DynamoDB
     errors, lost responses, duplicated deliveries and 3 poison writes: 0 changes lost, 0 effects
     applied twice (the view equals its recomputation from the orders table), the poison records
     in quarantine with their payload, and on-failure messages (if any batch ran out of retries)
-    in AWS's shape - redriven before the view is compared."""
+    in AWS's shape - redriven before the view is compared. Hot aggregates are merged (the
+    handler's increments of one customer share one action) and some merged groups held a
+    duplicate (a redelivered record whose marker existed)."""
     faults = FaultPlan(
         seed=11,
         crash_probability=0.02,
@@ -92,7 +147,7 @@ def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice
         reference_assembly, "CdcReferenceStack", endpoint=aws, faults=faults, track_records=True
     ) as pipeline:
         run_workload(pipeline, OrderWorkload(changes=5000, orders=200, poison=3, seed=5), 250)
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         injected = pipeline.faults.counters if pipeline.faults else None
         assert injected is not None
         assert injected.crashes and injected.transient_errors and injected.duplicate_deliveries
@@ -113,6 +168,8 @@ def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice
             report = redrive_on_failure(pipeline, wiring)
             assert report.ok, report.summary()
         assert view_reconciled(pipeline, wiring)
+    assert merged_groups.counts["committed"] > 0, merged_groups.counts
+    assert merged_groups.counts["cancelled for a duplicate"] > 0, merged_groups.counts
 
 
 def test_batches_whose_retries_ran_out_are_held_then_redriven(
@@ -128,7 +185,7 @@ def test_batches_whose_retries_ran_out_are_held_then_redriven(
         faults=FaultPlan(crash_probability=1.0),
         track_records=True,
     ) as pipeline:
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         ddb = pipeline.client("dynamodb")
         for change in OrderWorkload(changes=60, orders=10, poison=1, seed=2).plan():
             apply(ddb, wiring.source_table, change)

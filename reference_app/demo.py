@@ -1,4 +1,5 @@
-"""The demo behind ``make local``: the reference stack's pipeline, run locally under a workload.
+"""The demo behind ``make local`` (``python -m cdc_local --demo``): the orders example's
+pipeline, run locally under a workload.
 
 Orders are created, paid, cancelled, amended, deleted and expired by TTL, with a few poison
 writes, while the order-stats consumer runs with a few injected faults (crashes, transient
@@ -20,16 +21,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cdc_local.accounting import ConsumerWiring, account, peek_messages, redrive_on_failure
 from cdc_local.faults import FaultPlan
-from cdc_local.reference import (
-    ConsumerWiring,
-    account,
-    peek_messages,
-    redrive_on_failure,
-    view_reconciled,
-)
 from cdc_local.runner import LocalPipeline
-from cdc_local.workload import OrderWorkload, write_while_running
+from reference_app.oracle import order_stats_wiring, view_reconciled
+from reference_app.workload import OrderWorkload, write_while_running
 
 #: Light faults, so the summary shows duplicates suppressed and retries, yet every batch
 #: settles within the reference consumer's 5 retries.
@@ -79,7 +75,7 @@ def run_demo(
     console = console or Console()
     started = time.monotonic()
     with LocalPipeline(assembly_dir, stack_name, faults=faults, track_records=True) as pipeline:
-        wiring = ConsumerWiring.of(pipeline)
+        wiring = order_stats_wiring(pipeline)
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -6,7 +6,7 @@ delete. A few *poison* writes put an order the order-stats handler cannot read (
 a Number): the consumer must quarantine those records. Every change is exactly one write, so one
 stream record. The same seed gives the same changes, in the same order.
 
-The item shape is the reference handler's (``lambda_src/handlers/order_stats.py``):
+The item shape is the reference handler's (``reference_app/handlers/order_stats.py``):
 ``pk = "ORDER#<id>"``, ``customerId`` S, ``status`` S, ``amount`` N, ``expireAt`` N (optional).
 """
 
@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-ORDER_PREFIX = "ORDER#"
+from reference_app.handlers.orders_schema import ORDER_PREFIX
+
 STATUSES = ("pending", "paid", "cancelled", "shipped")
 
 #: The kinds of change, with their weights once every order exists. Expiries and deletes end an

@@ -1,8 +1,9 @@
-"""CdcReferenceStack: the reference app of the library (app.py synthesizes it)."""
+"""CdcReferenceStack: the orders example built with the library (app.py synthesizes it)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -10,14 +11,16 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from cdc_constructs import defaults, environment
+from cdc_constructs import defaults
 from cdc_constructs.acknowledge import acknowledge
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.alarms import alarm_on_any
+from cdc_constructs.assets import ASSET_EXCLUDES
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.fan_out import StreamFanOut
 from cdc_constructs.filters import StreamFilters
@@ -25,6 +28,19 @@ from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.permissions import allow
 from cdc_constructs.queues import dead_letter_queue
 from cdc_constructs.stream_consumer import StreamConsumer
+from reference_app.handlers.orders_schema import (
+    ARCHIVE_BUCKET_ENV,
+    ARCHIVE_PREFIX,
+    ORDER_STATS_CONSUMER,
+    ORDER_STATS_HANDLER,
+    TTL_ARCHIVE_CONSUMER,
+    TTL_ARCHIVE_HANDLER,
+    VIEW_TABLE_ENV,
+)
+
+HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
+"""The example's Lambda code (order_stats.py, ttl_archive.py, orders_schema.py): the code asset
+of its functions, found from this file, never from the working directory."""
 
 ORDERS_TTL_ATTRIBUTE = defaults.TIME_TO_LIVE_ATTRIBUTE
 """The orders' TTL attribute (Number, epoch seconds), which the workloads write."""
@@ -57,10 +73,6 @@ A MODIFY of an order already paid (e.g. a shipping address change) is not publis
 ORDER_PAID_ROUTES = ("Invoicing", "Fulfilment")
 """The two subscribers of OrderPaid in the reference app, a queue each."""
 
-ARCHIVE_PREFIX = "expired-orders/"
-"""Where ``ttl_archive.handler`` writes (lambda_src/handlers/ttl_archive.py ARCHIVE_PREFIX; a
-test checks they agree): its role may put objects under this prefix only."""
-
 ARCHIVE_TRANSITION_AFTER = Duration.days(90)
 """Expired orders are read rarely (audits, disputes): after 90 days they move to Glacier Instant
 Retrieval (cheaper storage, still millisecond reads). S3 does not transition objects under
@@ -70,14 +82,19 @@ ACCESS_LOG_EXPIRATION = Duration.days(365)
 """A year of access logs of the archive: who read or wrote expired orders."""
 
 
+def handlers_code() -> lambda_.Code:
+    """The example's handlers directory as a Lambda code asset."""
+    return lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=list(ASSET_EXCLUDES))
+
+
 class CdcReferenceStack(Stack):
     """Orders table → order-stats view (exactly once), TTL archive and "order paid" fan-out.
 
     - ``orders``: a :class:`ChangeCaptureTable` (pk ``pk`` S, TTL ``expireAt``).
     - ``order_stats_view``: the view table the reference handler keeps (pk ``pk`` S).
     - ``idempotency``: one :class:`IdempotencyTable` shared by the stack's consumers.
-    - ``order_stats``: a :class:`StreamConsumer` running the bundled ``order_stats.handler``,
-      every change except TTL deletions.
+    - ``order_stats``: a :class:`StreamConsumer` running ``order_stats.handler``
+      (reference_app/handlers), every change except TTL deletions.
     - ``ttl_archive``: a :class:`StreamConsumer` running ``ttl_archive.handler`` on TTL
       deletions only, writing each expired order to ``archive_bucket`` (with
       ``access_log_bucket``).
@@ -126,13 +143,15 @@ class CdcReferenceStack(Stack):
             self,
             "OrderStats",
             table=self.orders,
-            consumer_name="order-stats",
+            consumer_name=ORDER_STATS_CONSUMER,
+            code=handlers_code(),
+            handler=ORDER_STATS_HANDLER,
             reads_images=["NewImage", "OldImage"],  # order_stats.py takes old, adds new
             idempotency_table=self.idempotency,
             alarm_topic=self.alarm_topic.topic,
             dashboard=self.dashboard,
         )
-        self.order_stats.grant_view_table(self.order_stats_view, env_var=environment.VIEW_TABLE)
+        self.order_stats.grant_view_table(self.order_stats_view, env_var=VIEW_TABLE_ENV)
         self._ttl_archive()
         self._order_paid_fan_out()
 
@@ -179,11 +198,12 @@ class CdcReferenceStack(Stack):
             self,
             "TtlArchive",
             table=self.orders,
-            consumer_name="ttl-archive",  # ttl_archive.py's StreamProcessor name
-            handler="ttl_archive.handler",  # from the bundled handlers (lambda_src/handlers)
+            consumer_name=TTL_ARCHIVE_CONSUMER,  # ttl_archive.py's StreamProcessor name
+            code=handlers_code(),
+            handler=TTL_ARCHIVE_HANDLER,
             filters=[StreamFilters.ttl_deletions_only()],
             reads_images=["OldImage"],  # ttl_archive.py archives the expired item's old image
-            environment={"ARCHIVE_BUCKET_NAME": self.archive_bucket.bucket_name},
+            environment={ARCHIVE_BUCKET_ENV: self.archive_bucket.bucket_name},
             idempotency_table=self.idempotency,
             alarm_topic=self.alarm_topic.topic,
             dashboard=self.dashboard,

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from cdc_consumer import Change
 from cdc_consumer.testing import FakeContext, stream_event, stream_record
-from handlers import ttl_archive
 
 from tests.cdc_consumer.fixtures import Resources
+from tests.reference_app.handlers.orders import handler_module
+
+ttl_archive = handler_module("ttl_archive")
 
 EXPIRED = {
     "pk": b"ORDER#\x00\x01",

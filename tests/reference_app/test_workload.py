@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from cdc_local.workload import OrderWorkload
+from reference_app.workload import OrderWorkload
 
 
 def test_the_same_seed_gives_the_same_changes_and_the_counts_asked_for() -> None:

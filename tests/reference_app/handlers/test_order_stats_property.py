@@ -27,7 +27,12 @@ from hypothesis import strategies as st
 
 from cdc_local.endpoint import patched_environ
 from tests.cdc_consumer.fixtures import Resources, create_table, error_response
-from tests.handlers.orders import new_orders_stream, readable, recompute
+from tests.reference_app.handlers.orders import (
+    handler_module,
+    new_orders_stream,
+    readable,
+    recompute,
+)
 
 ORDERS = ["ORDER#1", "ORDER#2", "ORDER#3"]
 CUSTOMERS = ["c1", "c2"]
@@ -122,7 +127,7 @@ def test_view_equals_recomputation_from_the_final_table(
     batch_sizes: list[int],
     deliver_twice: list[bool],
 ) -> None:
-    from handlers import order_stats
+    order_stats = handler_module("order_stats")
 
     stream = new_orders_stream()
     for write in writes:

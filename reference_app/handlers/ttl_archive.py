@@ -39,23 +39,22 @@ from urllib.parse import quote
 import boto3
 from cdc_consumer import Change, PermanentError, StreamProcessor
 from cdc_consumer.wire import deserialize_image, to_wire
-
-ARCHIVE_PREFIX = "expired-orders/"
+from orders_schema import ARCHIVE_BUCKET_ENV, ARCHIVE_PREFIX, TTL_ARCHIVE_CONSUMER
 
 # A claim stays in progress 3 s (not the default 10 s): PutObject of one small JSON object
 # takes milliseconds, and a call that outlived its claim and ran twice would write the same
 # bytes to the same key. A retry after a crash then waits at most 3 s to take the claim over.
-processor = StreamProcessor("ttl-archive", side_effect_timeout_ms=3_000)
+processor = StreamProcessor(TTL_ARCHIVE_CONSUMER, side_effect_timeout_ms=3_000)
 _s3 = boto3.client("s3")  # created once per container; AWS_ENDPOINT_URL works locally
 
 
 def _bucket() -> str:
     try:
-        return os.environ["ARCHIVE_BUCKET_NAME"]
+        return os.environ[ARCHIVE_BUCKET_ENV]
     except KeyError:
         # Configuration, not a bad record: fail the batch (retried, then the on-failure queue).
         raise RuntimeError(
-            "ARCHIVE_BUCKET_NAME is not set; the TTL archive needs its bucket"
+            f"{ARCHIVE_BUCKET_ENV} is not set; the TTL archive needs its bucket"
         ) from None
 
 

@@ -1,17 +1,12 @@
-"""CdcChecks on the reference app's stack: it must report nothing.
-
-CdcReferenceStack is built on the ``constructs`` branch; until it is merged the import fails
-and this module is skipped, saying why.
-"""
+"""CdcChecks on the reference app's stack: it must report nothing."""
 
 from __future__ import annotations
 
 import pytest
 from aws_cdk import App
 
-from cdc_constructs import CdcReferenceStack
-
-from .validation_report import Finding, synthesize_with_checks
+from reference_app.stack import CdcReferenceStack
+from tests.cdc_constructs.nag.validation_report import Finding, synthesize_with_checks
 
 # One worker synthesizes this module's app once (the suite runs with --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("nag-reference-stack")

@@ -9,7 +9,7 @@ What is expected is worked out from the workload alone, not from the handler: th
 plan, replayed onto a dict, gives each order's last image; its ``expire`` changes are the orders
 DynamoDB's TTL (the local sweeper) deletes and its ``delete`` changes are manual deletes. The
 stream gives each deletion's eventID and time, which name the object (the key and body are
-documented in lambda_src/handlers/ttl_archive.py).
+documented in reference_app/handlers/ttl_archive.py).
 
 To count writes, not just objects, the tests turn on versioning on the local archive bucket:
 every PutObject then leaves a version behind.
@@ -26,21 +26,30 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from cdc_local.endpoint import LocalEndpoint
-from cdc_local.faults import FaultPlan
-from cdc_local.reference import (
+import pytest
+
+from cdc_local.accounting import (
     ConsumerWiring,
     peek_messages,
     redrive_on_failure,
     scan,
     stream_records,
 )
+from cdc_local.endpoint import LocalEndpoint
+from cdc_local.faults import FaultPlan
 from cdc_local.runner import LocalPipeline
-from cdc_local.workload import ORDER_PREFIX, OrderWorkload, write_while_running
+from reference_app.handlers.orders_schema import (
+    ARCHIVE_PREFIX,
+    ORDER_PREFIX,
+)
+from reference_app.handlers.orders_schema import (
+    TTL_ARCHIVE_HANDLER as TTL_HANDLER,
+)
+from reference_app.workload import OrderWorkload, write_while_running
 
-TTL_HANDLER = "ttl_archive.handler"
+pytestmark = pytest.mark.xdist_group("cdc_local")  # with the other users of the assembly
+
 ARCHIVE_BUCKET = "ExpiredOrdersArchive"
-ARCHIVE_PREFIX = "expired-orders/"
 
 
 #: Writes between two pipeline turns, so the consumers keep up with the workload as it runs.

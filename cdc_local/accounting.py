@@ -1,14 +1,10 @@
-"""What the demo and the end-to-end tests check on the reference stack's order-stats consumer.
+"""Where every record of a consumer's stream ended up, on the local pipeline.
 
-- :class:`ConsumerWiring` finds the consumer's tables and queues from what was synthesized: the
-  mapping whose function's handler is ``order_stats.handler``, its stream's table, its on-failure
-  destination, and the function's environment (interfaces §2), so nothing here depends on the
+- :class:`ConsumerWiring` finds one consumer's tables and queues from what was synthesized: the
+  mapping whose function runs a given handler, its stream's table, its on-failure destination,
+  and the function's environment (docs/interfaces.md), so nothing here depends on the
   constructs' logical ids.
-- :func:`expected_view` recomputes the order-stats view from the orders table, independently of
-  the handler's code, from the view's definition (lambda_src/handlers/order_stats.py): per
-  customer, ``count_<status>`` of its orders and ``paid_amount``, the total of its paid orders;
-  orders the handler cannot read (poison) count nowhere.
-- :func:`account` checks that no change was lost: every record on the orders stream must have
+- :func:`account` checks that no change was lost: every record on the source stream must have
   the consumer's processed-marker (``{consumer}#{eventID}`` in the idempotency table), be in the
   quarantine queue with its payload, lie in the range of an on-failure message, or - for a change
   with nothing to project (the runtime writes no marker when a projection returns no actions) -
@@ -21,9 +17,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdc_consumer.defaults import CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUARANTINE_QUEUE_ENV
@@ -35,10 +29,6 @@ from cdc_local.functions import LocalFunction
 from cdc_local.runner import LocalPipeline
 from cdc_local.ttl import TtlAnnotatedStreams
 
-REFERENCE_HANDLER = "order_stats.handler"
-ORDER_PREFIX = "ORDER#"
-CUSTOMER_PREFIX = "CUSTOMER#"
-
 
 @dataclass(frozen=True)
 class ConsumerWiring:
@@ -48,13 +38,12 @@ class ConsumerWiring:
     function: LocalFunction
     consumer_name: str
     source_table: str
-    view_table: str | None
     idempotency_table: str
     quarantine_queue_url: str
     on_failure_queue_url: str | None
 
     @classmethod
-    def of(cls, pipeline: LocalPipeline, handler: str = REFERENCE_HANDLER) -> ConsumerWiring:
+    def of(cls, pipeline: LocalPipeline, handler: str) -> ConsumerWiring:
         """The wiring of the (one) mapping whose function runs ``handler``."""
         found = [m for m in pipeline.mappings.values() if m.function.spec.handler == handler]
         if len(found) != 1:
@@ -80,58 +69,10 @@ class ConsumerWiring:
             function=mapping.function,
             consumer_name=env[CONSUMER_NAME_ENV],
             source_table=mapping.stream_arn.split(":", 5)[5].split("/")[1],
-            view_table=env.get("VIEW_TABLE_NAME"),
             idempotency_table=env[IDEMPOTENCY_TABLE_ENV],
             quarantine_queue_url=env[QUARANTINE_QUEUE_ENV],
             on_failure_queue_url=destination.queue_url if destination is not None else None,
         )
-
-
-def contribution(item: Mapping[str, Any]) -> tuple[str, dict[str, Decimal]] | None:
-    """(customer, {view attribute: value}) one order item (DynamoDB JSON) adds to the view."""
-    if not item.get("pk", {}).get("S", "").startswith(ORDER_PREFIX):
-        return None
-    customer = item.get("customerId", {}).get("S")
-    status = item.get("status", {}).get("S")
-    amount = item.get("amount", {}).get("N")
-    if not customer or not status or amount is None:
-        return None  # poison: quarantined by the consumer, counted nowhere
-    try:
-        value = Decimal(amount)
-    except InvalidOperation:
-        return None
-    values = {f"count_{status}": Decimal(1)}
-    if status == "paid":
-        values["paid_amount"] = value
-    return customer, values
-
-
-def expected_view(orders: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
-    """The view recomputed from the orders table's items: ``CUSTOMER#id -> {attr: value}``."""
-    view: dict[str, dict[str, Decimal]] = {}
-    for item in orders:
-        found = contribution(item)
-        if found is not None:
-            customer, values = found
-            totals = view.setdefault(CUSTOMER_PREFIX + customer, {})
-            for name, value in values.items():
-                totals[name] = totals.get(name, Decimal(0)) + value
-    return _without_zeros(view)
-
-
-def actual_view(view_items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Decimal]]:
-    """The view table's items as ``pk -> {attr: value}`` (numbers only)."""
-    view = {
-        item["pk"]["S"]: {k: Decimal(v["N"]) for k, v in item.items() if "N" in v}
-        for item in view_items
-    }
-    return _without_zeros(view)
-
-
-def _without_zeros(view: Mapping[str, Mapping[str, Decimal]]) -> dict[str, dict[str, Decimal]]:
-    # ADD leaves a count at 0 when its last order moves on; a recomputation has no such entry.
-    cleaned = {pk: {k: v for k, v in values.items() if v != 0} for pk, values in view.items()}
-    return {pk: values for pk, values in cleaned.items() if values}
 
 
 def scan(ddb: Any, table: str) -> list[dict[str, Any]]:
@@ -139,16 +80,6 @@ def scan(ddb: Any, table: str) -> list[dict[str, Any]]:
     for page in ddb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
         items += page["Items"]
     return items
-
-
-def view_reconciled(pipeline: LocalPipeline, wiring: ConsumerWiring) -> bool:
-    """Whether the view equals its recomputation from the orders table."""
-    if wiring.view_table is None:
-        raise LocalPipelineError(f"function {wiring.function.name} has no VIEW_TABLE_NAME")
-    ddb = pipeline.client("dynamodb")
-    return expected_view(scan(ddb, wiring.source_table)) == actual_view(
-        scan(ddb, wiring.view_table)
-    )
 
 
 def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from cdc_local.reference import actual_view, expected_view
+from reference_app.oracle import actual_view, expected_view
 
 
 def order(pk: str, customer: str, status: str, amount: str, amount_type: str = "N") -> dict:

@@ -1,0 +1,42 @@
+"""The orders example's names, defined once: its handlers import this module (it ships in their
+code asset, so in Lambda it is the top-level ``orders_schema``), and the stack, the oracle and
+the workload import it as ``reference_app.handlers.orders_schema``.
+
+No imports: the CDK app reads these names without loading boto3 or the consumer runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+ORDER_PREFIX: Final = "ORDER#"
+"""Orders' partition keys are ``ORDER#<orderId>``; other items of the table are ignored."""
+
+CUSTOMER_PREFIX: Final = "CUSTOMER#"
+"""The order-stats view's partition keys: ``CUSTOMER#<customerId>``."""
+
+PAID: Final = "paid"
+"""The status whose amounts the view totals (``paid_amount``)."""
+
+PAID_AMOUNT: Final = "paid_amount"
+"""The view attribute totalling a customer's paid orders."""
+
+COUNT_PREFIX: Final = "count_"
+"""The view attribute ``count_<status>`` counts a customer's orders in that status."""
+
+VIEW_TABLE_ENV: Final = "VIEW_TABLE_NAME"
+"""The order-stats function's environment variable naming its view table."""
+
+ARCHIVE_BUCKET_ENV: Final = "ARCHIVE_BUCKET_NAME"
+"""The TTL-archive function's environment variable naming its bucket."""
+
+ARCHIVE_PREFIX: Final = "expired-orders/"
+"""Where the TTL archive writes; its role may put objects under this key prefix only."""
+
+ORDER_STATS_HANDLER: Final = "order_stats.handler"
+TTL_ARCHIVE_HANDLER: Final = "ttl_archive.handler"
+"""The handler strings of the example's functions (module.function in this directory)."""
+
+ORDER_STATS_CONSUMER: Final = "order-stats"
+TTL_ARCHIVE_CONSUMER: Final = "ttl-archive"
+"""The consumer names (idempotency-marker namespaces) of the example's consumers."""
