@@ -12,7 +12,7 @@ from cdc_consumer import Change, ConfigurationError, MissingImageError
 from cdc_consumer.testing import FakeContext, stream_event, stream_record
 
 from tests.cdc_consumer.fixtures import Resources, mirror_projection
-from tests.handlers.orders import order_stats_environment
+from tests.reference_app.handlers.orders import order_stats_environment
 
 IMAGES = {
     "KEYS_ONLY": (),
