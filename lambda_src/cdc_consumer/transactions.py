@@ -227,9 +227,13 @@ def _identity(action: Any, index: int, idempotency_table: str) -> ItemIdentity |
         raise InvalidActionError(f"action {index} ({kind}) needs {required} (str)")
     table = body["TableName"]
     if kind == "Put":
-        if table != idempotency_table or ID_ATTRIBUTE not in body["Item"]:
+        item_key = getattr(action, "item_key", None)  # a version-guarded Put knows its key
+        if isinstance(item_key, Mapping):
+            key = dict(item_key)
+        elif table != idempotency_table or ID_ATTRIBUTE not in body["Item"]:
             return None
-        key = {ID_ATTRIBUTE: body["Item"][ID_ATTRIBUTE]}
+        else:
+            key = {ID_ATTRIBUTE: body["Item"][ID_ATTRIBUTE]}
     else:
         key = body["Key"]
     return table, json.dumps(key, sort_keys=True, default=str)
