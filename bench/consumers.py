@@ -64,3 +64,18 @@ def load_seed() -> Consumer:
     """The seed design: one transaction per record, with the reference handler's actions."""
     module = _import(SEED_MODULE, BASELINE_DIR, HANDLERS, LAMBDA_SRC)
     return Consumer("seed", module.handler, module)
+
+
+#: The latest-image consumer's name (its view is a replica of the orders table).
+LATEST_IMAGE = "latest-image"
+
+
+def load_latest_image(replica_table: str) -> Consumer:
+    """The runtime with ``LatestImage`` (a version-guarded put of each change's NEW image, a
+    tombstone for a REMOVE) as its projection: writes that need no processed-marker."""
+    _import("cdc_consumer", LAMBDA_SRC)
+    from cdc_consumer import LatestImage, StreamProcessor
+
+    processor = StreamProcessor()
+    processor.projection(LatestImage(table_name=replica_table))
+    return Consumer(LATEST_IMAGE, processor.handle, processor)

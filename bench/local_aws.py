@@ -28,6 +28,8 @@ ORDERS_TABLE = "orders"
 VIEW_TABLE = "order-stats"
 IDEMPOTENCY_TABLE = "idempotency"
 QUARANTINE_QUEUE = "quarantine"
+#: The latest-image replica of the orders table (cdc_consumer.LatestImage), keyed like it.
+REPLICA_TABLE = "orders-replica"
 
 #: Key of the orders and order-stats view tables (reference_app/handlers/order_stats.py): the view
 #: has one item per customer, "CUSTOMER#<customerId>".
@@ -228,6 +230,7 @@ def create_resources(endpoint: LocalEndpoint) -> Resources:
         ORDERS_TABLE: "pk",
         VIEW_TABLE: VIEW_KEY,
         IDEMPOTENCY_TABLE: "id",
+        REPLICA_TABLE: "pk",
     }
     for name, key in tables.items():
         dynamodb.create_table(

@@ -60,6 +60,14 @@ def _version(package: str) -> str | None:
         return None
 
 
+def _load() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages: above the CPU count, other work shared them."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def describe() -> dict[str, Any]:
     node = str(Path(sys.executable).parent / "node")
     return {
@@ -71,5 +79,6 @@ def describe() -> dict[str, Any]:
         "python": platform.python_version(),
         "node": _command(node, "--version") or _command("node", "--version"),
         "git_commit": _command("git", "rev-parse", "--short", "HEAD"),
+        "load_average": _load(),
         "versions": {package: _version(package) for package in PACKAGES},
     }

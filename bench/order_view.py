@@ -50,3 +50,26 @@ def compare(actual: View, expected: View) -> Comparison:
         for c in wrong[:3]
     ]
     return Comparison(not wrong, len(expected), len(wrong), examples)
+
+
+def compare_replica(
+    replica_items: list[dict[str, Any]], final_orders: Mapping[str, Mapping[str, Any]]
+) -> Comparison:
+    """A latest-image replica (DynamoDB JSON items; tombstones and the version attribute left
+    out) against the orders table's final state: per order, whether the images are equal."""
+    from boto3.dynamodb.types import TypeDeserializer
+
+    deserializer = TypeDeserializer()
+    live: dict[str, dict[str, Any]] = {}
+    for item in replica_items:
+        plain = {name: deserializer.deserialize(value) for name, value in item.items()}
+        if plain.pop("cdc_deleted", False):
+            continue
+        plain.pop("cdc_version", None)
+        live[plain["pk"]] = plain
+    wrong = sorted(k for k in set(live) | set(final_orders) if live.get(k) != final_orders.get(k))
+    examples = [
+        {"order": k, "expected": str(final_orders.get(k)), "actual": str(live.get(k))}
+        for k in wrong[:3]
+    ]
+    return Comparison(not wrong, len(final_orders), len(wrong), examples)

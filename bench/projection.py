@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import cost
-from bench.consumers import CONSUMER_NAME, Consumer
+from bench.consumers import CONSUMER_NAME, LATEST_IMAGE, Consumer
 from bench.esm import deliver
 from bench.local_aws import (
     INSTRUMENTATION,
+    REPLICA_TABLE,
     Fault,
     admin_client,
     create_resources,
 )
-from bench.order_view import compare
+from bench.order_view import compare, compare_replica
 from bench.workload import Workload, clone_records, serialize
 from cdc_local.accounting import scan
 from reference_app.oracle import actual_view, expected_view
@@ -120,10 +121,14 @@ def run(
             "come from boto3's default session, so the counts would be wrong"
         )
     admin = admin_client(endpoint, "dynamodb")
-    view_items = scan(admin, resources.view_table)
-    comparison = compare(
-        actual_view(view_items), expected_view(scan(admin, resources.orders_table))
-    )
+    if consumer.name == LATEST_IMAGE:
+        view_items = scan(admin, REPLICA_TABLE)
+        comparison = compare_replica(view_items, workload.final_orders)
+    else:
+        view_items = scan(admin, resources.view_table)
+        comparison = compare(
+            actual_view(view_items), expected_view(scan(admin, resources.orders_table))
+        )
     written = [*view_items, *scan(admin, resources.idempotency_table)]
     n = len(workload.records)
     in_requests = min(request_seconds, wall)

@@ -37,6 +37,7 @@ from cdc_constructs.validation import (
     check_duration,
     check_max_batching_window,
     check_parallelization_factor,
+    check_reads_images,
     check_retry_attempts,
     check_starting_position,
     raise_if_any,
@@ -103,6 +104,8 @@ class KinesisMappingOptions(StreamMappingOptions):
         found += check_retry_attempts(self.retry_attempts)
         found += check_kinesis_record_age(self.record_age, self.retention)
         found += check_kinesis_filters(self.filters or ())
+        # Kinesis records of DynamoDB changes always carry both images.
+        found += check_reads_images(self.reads_images, "NEW_AND_OLD_IMAGES")
         return found
 
 

@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from cdc_consumer.exceptions import FilterPatternError
 from rich.console import Console
 
+from cdc_local.assembly import CloudAssembly
 from cdc_local.exceptions import LocalPipelineError
+from cdc_local.kinesis import kinesis_destinations
 from cdc_local.runner import LocalPipeline
 from cdc_local.serve_info import serve_lines
 
@@ -50,9 +52,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The demo is the orders example's (reference_app/, beside app.py): imported only
             # here, so the local pipeline itself runs any stack without it.
             from reference_app.demo import DEMO_FAULTS, run_demo
+            from reference_app.kinesis_demo import KINESIS_FAULTS, run_kinesis_demo
             from reference_app.workload import OrderWorkload
 
-            summary = run_demo(
+            # A stack whose table streams to Kinesis runs the Kinesis route's demo.
+            kinesis = bool(
+                kinesis_destinations(CloudAssembly(arguments.assembly).stack(arguments.stack))
+            )
+            demo, faults = (
+                (run_kinesis_demo, KINESIS_FAULTS) if kinesis else (run_demo, DEMO_FAULTS)
+            )
+            summary = demo(
                 arguments.assembly,
                 arguments.stack,
                 workload=OrderWorkload(
@@ -61,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     poison=arguments.poison,
                     seed=arguments.seed,
                 ),
-                faults=None if arguments.no_faults else DEMO_FAULTS,
+                faults=None if arguments.no_faults else faults,
                 console=console,
             )
             return 0 if summary.ok else 1

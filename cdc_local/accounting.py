@@ -151,8 +151,13 @@ class Accounting:
 
 
 def stream_records(pipeline: LocalPipeline, table: str) -> list[dict[str, Any]]:
-    """Every record of the table's stream, read from the start (TRIM_HORIZON)."""
-    ddb, streams = pipeline.client("dynamodb"), pipeline.client("dynamodbstreams")
+    """Every record of the table's stream on the local endpoint, from TRIM_HORIZON."""
+    return read_stream(pipeline.client("dynamodb"), pipeline.client("dynamodbstreams"), table)
+
+
+def read_stream(ddb: Any, streams: Any, table: str) -> list[dict[str, Any]]:
+    """Every record of the table's stream, read from the start (TRIM_HORIZON), with the
+    ``dynamodb`` and ``dynamodbstreams`` clients given (the local pipeline's or any endpoint's)."""
     arn = ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
     records: list[dict[str, Any]] = []
     for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:

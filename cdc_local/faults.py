@@ -59,6 +59,9 @@ class FaultPlan:
     kinesis_reorder_probability: float = 0.0
     #: per change a table streams to Kinesis: publish it once more, later (a retried PutRecord)
     kinesis_duplicate_probability: float = 0.0
+    #: per change a table streams to Kinesis: also put a record whose data is not a DynamoDB
+    #: change (poison: its consumers must quarantine it whole)
+    kinesis_poison_probability: float = 0.0
 
 
 @dataclass

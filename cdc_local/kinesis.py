@@ -40,6 +40,7 @@ from cdc_local.assembly import MAPPING_TYPE, StackTemplate
 from cdc_local.destinations import FailedInvocation, invocation_record
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping
+from cdc_local.exceptions import LocalPipelineError
 from cdc_local.resources import LocalResources, physical_name
 from cdc_local.ttl import TtlLedger
 
@@ -51,8 +52,10 @@ ON_DEMAND_SHARDS = 4
 PUT_RECORDS_LIMIT = 500
 #: GetRecords returns at most 10,000 records per call.
 KINESIS_GET_RECORDS_LIMIT = 10_000
-#: How many later changes a late or repeated change waits for, at most.
-MAX_DELAY_CHANGES = 25
+#: How many later changes a late or repeated change waits for, at most: wide enough that one
+#: item's changes (an order changes every few hundred writes in the reference workload) overtake
+#: each other.
+MAX_DELAY_CHANGES = 300
 
 
 # --- resources ---------------------------------------------------------------------------------
@@ -139,6 +142,9 @@ class DeliveryCounters:
     records_put: int = 0
     reordered: int = 0
     duplicated: int = 0
+    poison: int = 0
+    #: Records put after a newer change of the same item had been put (out of order per item).
+    out_of_order: int = 0
 
 
 @dataclass
@@ -157,14 +163,18 @@ class KinesisDelivery:
     ttl_ledger: TtlLedger | None = None
     reorder_probability: float = 0.0
     duplicate_probability: float = 0.0
+    poison_probability: float = 0.0
     seed: int = 0
     clock: Callable[[], float] = time.time
     counters: DeliveryCounters = field(default_factory=DeliveryCounters)
     #: ``stream/shard:sequence`` -> the pipeline clock when it was put (record age counts from it).
     arrivals: dict[str, float] = field(default_factory=dict)
+    #: The eventID of every change read from the table (what the consumers must account for).
+    event_ids: set[str] = field(default_factory=set)
     _held: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     _iterators: dict[str, str | None] = field(default_factory=dict)
     _last_time: int = 0
+    _newest: dict[str, int] = field(default_factory=dict)
     _puts: int = 0
     _random: random.Random = field(init=False)
 
@@ -177,6 +187,10 @@ class KinesisDelivery:
         due: list[dict[str, Any]] = []
         for change in changes:
             self.counters.changes_read += 1
+            self.event_ids.add(change["eventID"])
+            if self._random.random() < self.poison_probability:
+                self.counters.poison += 1
+                due.append({"poison": f"not a DynamoDB change {self.counters.poison}"})
             if self._random.random() < self.reorder_probability:
                 self.counters.reordered += 1
                 self._hold(change)
@@ -195,24 +209,41 @@ class KinesisDelivery:
         self._held.append((self._puts + self._random.randint(1, MAX_DELAY_CHANGES), data))
 
     def _put(self, records: list[dict[str, Any]]) -> None:
+        """Put ``records`` in order, each held change right after the put that makes it due."""
+        ordered: list[Mapping[str, Any]] = []
         for data in records:
-            self._put_one(data)
+            ordered.append(data)
+            self._puts += 1
             released = [d for when, d in self._held if when <= self._puts]
             self._held = [(when, d) for when, d in self._held if when > self._puts]
-            for late in released:
-                self._put_one(late)
+            ordered += released
+        for start in range(0, len(ordered), PUT_RECORDS_LIMIT):
+            self._put_batch(ordered[start : start + PUT_RECORDS_LIMIT])
 
-    def _put_one(self, data: Mapping[str, Any]) -> None:
-        keys = json.dumps(data["dynamodb"]["Keys"], sort_keys=True)
-        response = self.kinesis.put_record(
-            StreamName=self.kinesis_stream_name,
-            Data=json.dumps(data, separators=(",", ":")).encode(),
-            PartitionKey=hashlib.md5(keys.encode()).hexdigest().upper(),
-        )
-        where = f"{self.kinesis_stream_name}/{response['ShardId']}:{response['SequenceNumber']}"
-        self.arrivals[where] = self.clock()
-        self._puts += 1
-        self.counters.records_put += 1
+    def _put_batch(self, batch: Sequence[Mapping[str, Any]]) -> None:
+        for data in batch:
+            if "dynamodb" in data:
+                key = json.dumps(data["dynamodb"]["Keys"], sort_keys=True)
+                created = data["dynamodb"]["ApproximateCreationDateTime"]
+                self.counters.out_of_order += created < self._newest.get(key, created)
+                self._newest[key] = max(created, self._newest.get(key, created))
+        entries = [
+            {
+                "Data": json.dumps(data, separators=(",", ":")).encode(),
+                "PartitionKey": hashlib.md5(
+                    json.dumps(data.get("dynamodb", {}).get("Keys"), sort_keys=True).encode()
+                ).hexdigest(),
+            }
+            for data in batch
+        ]
+        response = self.kinesis.put_records(StreamName=self.kinesis_stream_name, Records=entries)
+        if response.get("FailedRecordCount"):
+            raise LocalPipelineError(f"PutRecords failed locally: {response['Records'][:3]}")
+        now = self.clock()
+        for result in response["Records"]:
+            where = f"{self.kinesis_stream_name}/{result['ShardId']}:{result['SequenceNumber']}"
+            self.arrivals[where] = now
+        self.counters.records_put += len(batch)
 
     def _read(self) -> list[dict[str, Any]]:
         if not self._iterators:
@@ -279,6 +310,8 @@ class KinesisEventSourceMapping(EventSourceMapping):
     def __init__(self, *, arrivals: Mapping[str, float] | None = None, **options: Any) -> None:
         super().__init__(**options)
         self.arrivals = arrivals if arrivals is not None else {}
+        #: With ``track_records``: the DynamoDB eventIDs of the changes the function acknowledged.
+        self.acknowledged_changes: set[str] = set()
         self._kinesis_arn = kinesis_stream_arn(self.stream_arn)
         self._name = stream_name(self.stream_arn)
 
@@ -348,6 +381,15 @@ class KinesisEventSourceMapping(EventSourceMapping):
 
     def _sequence_number(self, record: Mapping[str, Any]) -> str:
         return str(record["kinesis"]["sequenceNumber"])
+
+    def _succeeded(self, lane: Any, records: Sequence[Mapping[str, Any]]) -> None:
+        super()._succeeded(lane, records)
+        if self.acknowledged is not None:
+            # Sequence numbers repeat across shards: the changes are what to account for.
+            for record in records:
+                event_id = filter_view(record).get("data")
+                if isinstance(event_id, Mapping) and "eventID" in event_id:
+                    self.acknowledged_changes.add(str(event_id["eventID"]))
 
     def _created_at(self, record: Mapping[str, Any]) -> float:
         return float(record["kinesis"]["approximateArrivalTimestamp"])

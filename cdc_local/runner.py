@@ -334,6 +334,7 @@ class LocalPipeline:
                     ttl_ledger=self.ttl_ledger,
                     reorder_probability=plan.kinesis_reorder_probability,
                     duplicate_probability=plan.kinesis_duplicate_probability,
+                    poison_probability=plan.kinesis_poison_probability,
                     seed=plan.seed,
                     clock=self.clock,
                     arrivals=self.kinesis_arrivals,

@@ -18,8 +18,8 @@ from cdc_consumer.defaults import CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUAR
 from deploy_local.exceptions import StepFailed
 from reference_app.handlers.orders_schema import VIEW_TABLE_ENV
 
-"""The order-stats handler's view table (docs/interfaces.md §2): the variable that marks the
-order-stats consumer among the stack's stream consumers."""
+# VIEW_TABLE_ENV, the order-stats handler's view table (docs/interfaces.md §2), is the variable
+# that marks the order-stats consumer among the stack's stream consumers.
 
 CONSUMER_ENV = (CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUARANTINE_QUEUE_ENV)
 """What every consumer function's environment must hold (docs/interfaces.md §2)."""

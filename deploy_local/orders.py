@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_local.accounting import peek_messages, scan
+from cdc_local.accounting import peek_messages, read_stream, scan
 from deploy_local.deployed_stack import OrderStatsWiring
 from reference_app.oracle import actual_view, contribution, expected_view
 from reference_app.workload import OrderWorkload, apply
@@ -92,7 +92,7 @@ def check_markers(ddb: Any, streams: Any, wiring: OrderStatsWiring) -> MarkerRep
     }
     report = MarkerReport(markers=len(markers))
     event_ids = set()
-    for record in stream_records(ddb, streams, wiring.source_table):
+    for record in read_stream(ddb, streams, wiring.source_table):
         report.records += 1
         event_ids.add(record["eventID"])
         images = record["dynamodb"]
@@ -102,23 +102,6 @@ def check_markers(ddb: Any, streams: Any, wiring: OrderStatsWiring) -> MarkerRep
                 report.missing.append(record["eventID"])
     report.strays = sorted(markers - event_ids)
     return report
-
-
-def stream_records(ddb: Any, streams: Any, table: str) -> list[dict[str, Any]]:
-    """Every record of the table's stream, from TRIM_HORIZON."""
-    arn = ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
-    records: list[dict[str, Any]] = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(
-            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            response = streams.get_records(ShardIterator=iterator, Limit=1000)
-            if not response["Records"]:
-                break
-            records += response["Records"]
-            iterator = response.get("NextShardIterator")
-    return records
 
 
 def send_poison(ddb: Any, wiring: OrderStatsWiring) -> str:

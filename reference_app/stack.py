@@ -78,6 +78,12 @@ ARCHIVE_TRANSITION_AFTER = Duration.days(90)
 Retrieval (cheaper storage, still millisecond reads). S3 does not transition objects under
 128 KB by default, where the per-object minimum would cost more than it saves."""
 
+ARCHIVE_NONCURRENT_VERSION_EXPIRATION = Duration.days(90)
+"""The archive is versioned: it holds the only copy of orders TTL has deleted, so an overwrite or
+a delete (a bad deploy of the handler, a mistaken cleanup) must not lose one. A replaced or
+deleted version is kept 90 days, time to notice and restore it, then expires, so storage does
+not grow without bound."""
+
 ACCESS_LOG_EXPIRATION = Duration.days(365)
 """A year of access logs of the archive: who read or wrote expired orders."""
 
@@ -182,7 +188,11 @@ class CdcReferenceStack(Stack):
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             server_access_logs_bucket=self.access_log_bucket,
             server_access_logs_prefix="expired-orders-archive/",
+            versioned=True,
             lifecycle_rules=[
+                s3.LifecycleRule(
+                    noncurrent_version_expiration=ARCHIVE_NONCURRENT_VERSION_EXPIRATION
+                ),
                 s3.LifecycleRule(
                     transitions=[
                         s3.Transition(
@@ -190,7 +200,7 @@ class CdcReferenceStack(Stack):
                             transition_after=ARCHIVE_TRANSITION_AFTER,
                         )
                     ]
-                )
+                ),
             ],
             removal_policy=RemovalPolicy.RETAIN,
         )

@@ -28,7 +28,7 @@ carries no condition: an aggregate is applied exactly once by its record's marke
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -36,7 +36,7 @@ from boto3.dynamodb.types import TypeSerializer
 
 from cdc_consumer.exceptions import InvalidActionError
 
-__all__ = ["Aggregate", "increment", "merge_aggregates", "update_aggregate"]
+__all__ = ["Aggregate", "increment", "merge_aggregates", "merged_request", "update_aggregate"]
 
 _serializer = TypeSerializer()
 
@@ -225,3 +225,38 @@ def _update_body(update: Aggregate) -> dict[str, Any]:
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
     }
+
+
+#: Where a request item comes from: (index of the record among those written, index of the
+#: item in that record's items, its marker being 0).
+Owner = tuple[int, int]
+
+
+def merged_request(
+    records: Sequence[Sequence[Mapping[str, Any]]],
+) -> tuple[list[Mapping[str, Any]], list[list[Owner]]]:
+    """The TransactItems of consecutive records (each a list of items, marker first), with
+    each record's aggregates merged into the first aggregate of the same item, and, per
+    request item, the (record, item) pairs it carries (the first is where it stands).
+
+    Items that are not aggregates, and aggregates that cannot merge with the one before them,
+    stand as they are (the transaction group cuts before such a record: see
+    :class:`cdc_consumer.transactions.TransactionGroup`).
+    """
+    items: list[Mapping[str, Any]] = []
+    owners: list[list[Owner]] = []
+    merged_at: dict[tuple[str, str], int] = {}
+    for r, record_items in enumerate(records):
+        for i, item in enumerate(record_items):
+            if isinstance(item, Aggregate):
+                at = merged_at.get(item.identity)
+                if at is not None:
+                    merged = items[at].then(item)  # type: ignore[union-attr]
+                    if merged is not None:
+                        items[at] = merged
+                        owners[at].append((r, i))
+                        continue
+                merged_at[item.identity] = len(items)
+            items.append(item)
+            owners.append([(r, i)])
+    return items, owners

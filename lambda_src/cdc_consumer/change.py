@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from cdc_consumer.exceptions import MissingVersionError, UndecodableRecordError
-from cdc_consumer.kinesis import decode_data, is_kinesis_record, kinesis_sequence_number
+from cdc_consumer.kinesis import (
+    KINESIS_EVENT_SOURCE,
+    decode_data,
+    kinesis_sequence_number,
+)
 from cdc_consumer.versions import format_version, kinesis_time_to_us, seconds_to_us
 from cdc_consumer.wire import deserialize_image
 
@@ -19,7 +22,6 @@ EVENT_NAMES: frozenset[str] = frozenset({"INSERT", "MODIFY", "REMOVE"})
 TTL_PRINCIPAL = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
 
-@dataclass(frozen=True)
 class Change:
     """A stream record with its attribute values deserialized: numbers become ``Decimal``,
     binary values (``B``, base64 text in Lambda's event) ``bytes`` and ``BS`` a set of
@@ -29,21 +31,129 @@ class Change:
 
     ``new_image`` / ``old_image`` are ``None`` when the record does not carry them (INSERT has
     no old image, REMOVE no new one, and the stream's view type may omit either).
+
+    ``keys``, ``new_image`` and ``old_image`` are decoded on first use, not when the record is
+    read (a projection that reads only the NEW image pays for that one): an image holding a
+    value that is not a DynamoDB attribute value raises :class:`UndecodableRecordError`
+    (poison) when it is first read, naming the image. Read-only.
     """
+
+    __slots__ = (
+        "_keys",
+        "_new_image",
+        "_old_image",
+        "_time",
+        "creation_time_us",
+        "event_id",
+        "event_name",
+        "is_ttl_expiry",
+        "raw",
+        "sequence_number",
+        "source_arn",
+        "view_type",
+    )
 
     event_id: str
     event_name: EventName
-    keys: dict[str, Any]
-    new_image: dict[str, Any] | None
-    old_image: dict[str, Any] | None
     sequence_number: str
-    approximate_creation_time: datetime | None
     is_ttl_expiry: bool
     source_arn: str | None
-    raw: Mapping[str, Any] = field(repr=False, compare=False)
-
-    creation_time_us: int | None = field(default=None, repr=False, compare=False)
+    raw: Mapping[str, Any]
+    creation_time_us: int | None
     """``ApproximateCreationDateTime`` in epoch microseconds (None when the record has none)."""
+    view_type: str | None
+    """``dynamodb.StreamViewType`` (KEYS_ONLY, NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES), or None
+    when the record does not say."""
+
+    def __init__(
+        self,
+        event_id: str,
+        event_name: EventName,
+        keys: dict[str, Any],
+        new_image: dict[str, Any] | None,
+        old_image: dict[str, Any] | None,
+        sequence_number: str,
+        approximate_creation_time: datetime | None,
+        is_ttl_expiry: bool,
+        source_arn: str | None,
+        raw: Mapping[str, Any],
+        creation_time_us: int | None = None,
+        view_type: str | None = None,
+    ) -> None:
+        """A Change of already-decoded values (:meth:`from_record` decodes a record lazily)."""
+        set_ = object.__setattr__
+        set_(self, "event_id", event_id)
+        set_(self, "event_name", event_name)
+        set_(self, "_keys", keys)
+        set_(self, "_new_image", new_image)
+        set_(self, "_old_image", old_image)
+        set_(self, "sequence_number", sequence_number)
+        set_(self, "_time", approximate_creation_time)
+        set_(self, "is_ttl_expiry", is_ttl_expiry)
+        set_(self, "source_arn", source_arn)
+        set_(self, "raw", raw)
+        set_(self, "creation_time_us", creation_time_us)
+        set_(self, "view_type", view_type)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Change is read-only: cannot set {name!r}")
+
+    # --- decoded on first use ----------------------------------------------------------------
+
+    def _decoded(self, slot: str, name: str) -> Any:
+        value = object.__getattribute__(self, slot)
+        if type(value) is _Wire:
+            value = _image(value.stream, name, self.event_id)
+            object.__setattr__(self, slot, value)
+        return value
+
+    @property
+    def keys(self) -> dict[str, Any]:
+        """The item's key attributes."""
+        return self._decoded("_keys", "Keys")  # type: ignore[no-any-return]
+
+    @property
+    def new_image(self) -> dict[str, Any] | None:
+        """The item after the change (None for REMOVE, or when the view type omits it)."""
+        return self._decoded("_new_image", "NewImage")  # type: ignore[no-any-return]
+
+    @property
+    def old_image(self) -> dict[str, Any] | None:
+        """The item before the change (None for INSERT, or when the view type omits it)."""
+        return self._decoded("_old_image", "OldImage")  # type: ignore[no-any-return]
+
+    @property
+    def approximate_creation_time(self) -> datetime | None:
+        """``ApproximateCreationDateTime`` as an aware UTC datetime (None when absent)."""
+        return self._time  # type: ignore[no-any-return]
+
+    def decode(self) -> Change:
+        """Decode everything now (raises :class:`UndecodableRecordError` as first use would)."""
+        _ = (self.keys, self.new_image, self.old_image)
+        return self
+
+    _FIELDS = (
+        "event_id",
+        "event_name",
+        "keys",
+        "new_image",
+        "old_image",
+        "sequence_number",
+        "approximate_creation_time",
+        "is_ttl_expiry",
+        "source_arn",
+    )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
+        return f"Change({fields})"
 
     @property
     def version(self) -> str:
@@ -70,14 +180,15 @@ class Change:
         Raises :class:`UndecodableRecordError` naming what is wrong when the record lacks
         ``eventID``, has an ``eventName`` other than INSERT/MODIFY/REMOVE, lacks
         ``dynamodb.Keys`` or ``dynamodb.SequenceNumber`` (a Kinesis record: ``sequenceNumber``,
-        or data that is not a DynamoDB change), or holds an attribute value that is not one (an
-        unknown type, a number DynamoDB could not hold, binary that is not base64).
+        or data that is not a DynamoDB change), or has an image that is not an object. Attribute
+        values are decoded on first use (see the class): one that is not an attribute value (an
+        unknown type, a number DynamoDB could not hold, binary that is not base64) raises then.
         """
-        if not isinstance(record, Mapping):
+        if not _is_mapping(record):
             raise UndecodableRecordError(
                 f"a stream record must be a JSON object, got {type(record).__name__}"
             )
-        if is_kinesis_record(record):
+        if record.get("eventSource") == KINESIS_EVENT_SOURCE or _is_mapping(record.get("kinesis")):
             sequence_number = kinesis_sequence_number(record)
             if sequence_number is None:
                 raise UndecodableRecordError(
@@ -86,7 +197,7 @@ class Change:
                 )
             return cls._decode(decode_data(record), record, sequence_number, _kinesis_time_us)
         stream = record.get("dynamodb")
-        sequence_number = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
+        sequence_number = stream.get("SequenceNumber") if _is_mapping(stream) else None
         if not isinstance(sequence_number, str) or not sequence_number:
             sequence_number = None
         return cls._decode(record, record, sequence_number, _stream_time_us)
@@ -100,7 +211,7 @@ class Change:
         time_us: Any,
     ) -> Change:
         """The Change of a DynamoDB change ``document`` (the record itself, or a Kinesis
-        record's data); ``raw`` is the record as delivered."""
+        record's data); ``raw`` is the record as delivered. Images stay undecoded."""
         event_id = document.get("eventID")
         if not isinstance(event_id, str) or not event_id:
             raise UndecodableRecordError(f"eventID must be a non-empty string, got {event_id!r}")
@@ -110,7 +221,7 @@ class Change:
                 f"eventName must be one of {sorted(EVENT_NAMES)}, got {event_name!r}"
             )
         stream = document.get("dynamodb")
-        if not isinstance(stream, Mapping):
+        if not _is_mapping(stream):
             raise UndecodableRecordError(
                 f"record {event_id}: 'dynamodb' must be an object, got {stream!r}"
             )
@@ -119,38 +230,58 @@ class Change:
                 f"record {event_id}: dynamodb.SequenceNumber must be a non-empty string, "
                 f"got {stream.get('SequenceNumber')!r}"
             )
-        if not isinstance(stream.get("Keys"), Mapping) or not stream["Keys"]:
+        keys = stream.get("Keys")
+        if not _is_mapping(keys) or not keys:
             raise UndecodableRecordError(
-                f"record {event_id}: dynamodb.Keys must be a non-empty object, "
-                f"got {stream.get('Keys')!r}"
+                f"record {event_id}: dynamodb.Keys must be a non-empty object, got {keys!r}"
             )
-        creation_time_us = time_us(stream, event_id)
+        creation_time_us, created = time_us(stream, event_id)
+        wire = _Wire(stream)
+        images = []
+        for name in ("NewImage", "OldImage"):
+            image = stream.get(name)
+            if image is not None and not _is_mapping(image):
+                raise UndecodableRecordError(
+                    f"record {event_id}: dynamodb.{name} must be an object of attribute "
+                    f"values, got {image!r}"
+                )
+            images.append(None if image is None else wire)
         return cls(
             event_id=event_id,
             event_name=event_name,
-            keys=_image(stream, "Keys", event_id),  # type: ignore[arg-type]
-            new_image=_image(stream, "NewImage", event_id),
-            old_image=_image(stream, "OldImage", event_id),
+            keys=wire,  # type: ignore[arg-type]
+            new_image=images[0],
+            old_image=images[1],
             sequence_number=sequence_number,
-            approximate_creation_time=None
-            if creation_time_us is None
-            else datetime.fromtimestamp(creation_time_us / 1_000_000, tz=UTC),
+            approximate_creation_time=created,
             is_ttl_expiry=event_name == "REMOVE" and _is_ttl_identity(document.get("userIdentity")),
             source_arn=raw.get("eventSourceARN"),
             raw=raw,
             creation_time_us=creation_time_us,
+            view_type=stream.get("StreamViewType"),
         )
+
+
+class _Wire:
+    """An image not decoded yet: the record's ``dynamodb`` object it is read from."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: Mapping[str, Any]) -> None:
+        self.stream = stream
+
+
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), with the common case (a dict, from JSON) first: the ABC
+    check costs several times more."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _image(stream: Mapping[str, Any], name: str, event_id: str) -> dict[str, Any] | None:
+    """Decode one image (checked to be an object by :meth:`Change._decode`)."""
     image = stream.get(name)
     if image is None:
         return None
-    if not isinstance(image, Mapping):
-        raise UndecodableRecordError(
-            f"record {event_id}: dynamodb.{name} must be an object of attribute values, "
-            f"got {image!r}"
-        )
     try:
         return deserialize_image(image)
     # ArithmeticError: boto3's decimal context traps Overflow/Inexact/... for a number
@@ -162,36 +293,44 @@ def _image(stream: Mapping[str, Any], name: str, event_id: str) -> dict[str, Any
         ) from error
 
 
-def _stream_time_us(stream: Mapping[str, Any], event_id: str) -> int | None:
-    """A DynamoDB stream record's ApproximateCreationDateTime (epoch seconds) in microseconds."""
+Created = tuple[int | None, datetime | None]
+
+
+def _stream_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
+    """A DynamoDB stream record's ApproximateCreationDateTime (epoch seconds) in microseconds,
+    and as a datetime."""
     value = stream.get("ApproximateCreationDateTime")
     if value is None:
-        return None
+        return None, None
     try:
-        time_us = seconds_to_us(value)
-        datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
+        if type(value) is float and value.is_integer():
+            time_us = int(value) * 1_000_000  # the common case, exactly, without Decimal
+        else:
+            time_us = seconds_to_us(value)
+        created = datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
     except (TypeError, ValueError, ArithmeticError, OverflowError, OSError) as error:
         raise UndecodableRecordError(
             f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch seconds, "
             f"got {value!r}"
         ) from error
-    return time_us
+    return time_us, created
 
 
-def _kinesis_time_us(stream: Mapping[str, Any], event_id: str) -> int | None:
-    """A Kinesis record's ApproximateCreationDateTime (milli- or microseconds) in microseconds."""
+def _kinesis_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
+    """A Kinesis record's ApproximateCreationDateTime (milli- or microseconds) in microseconds,
+    and as a datetime."""
     value = stream.get("ApproximateCreationDateTime")
     if value is None:
-        return None
+        return None, None
     try:
         time_us = kinesis_time_to_us(value)
-        datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
+        created = datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
     except (ValueError, ArithmeticError, OverflowError, OSError) as error:
         raise UndecodableRecordError(
             f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch milli- or "
             f"microseconds, got {value!r} ({error})"
         ) from error
-    return time_us
+    return time_us, created
 
 
 def _is_ttl_identity(identity: Any) -> bool:

@@ -115,7 +115,8 @@ class LatestImage:
                 )
             item = {name: _serializer.serialize(value) for name, value in change.new_image.items()}
         put = {"Put": {"TableName": self.table(), "Item": item}}
-        return [guard(put, version, self.version_attribute)]
+        key = {name: _serializer.serialize(value) for name, value in change.keys.items()}
+        return [guard(put, version, self.version_attribute, key=key)]
 
     def is_tombstone(self, item: Mapping[str, Any]) -> bool:
         """Whether a view item (plain or DynamoDB JSON) is a tombstone."""

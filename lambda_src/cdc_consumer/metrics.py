@@ -22,6 +22,7 @@ COUNT_METRICS = (
     "RecordsQuarantined",
     "TtlExpiries",
     "BatchFailures",
+    "ForeignMarkers",
 )
 LAG_METRIC = "IteratorLagMs"
 DIMENSION = "Consumer"
@@ -36,6 +37,7 @@ class BatchMetrics:
     records_quarantined: int = 0
     ttl_expiries: int = 0
     batch_failures: int = 0
+    foreign_markers: int = 0
     newest_record_time: datetime | None = None
 
     def saw_record_time(self, created: datetime | None) -> None:
@@ -52,6 +54,7 @@ class BatchMetrics:
             "RecordsQuarantined": self.records_quarantined,
             "TtlExpiries": self.ttl_expiries,
             "BatchFailures": self.batch_failures,
+            "ForeignMarkers": self.foreign_markers,
         }
         if self.newest_record_time is not None:
             lag_ms = (now - self.newest_record_time.timestamp()) * 1000

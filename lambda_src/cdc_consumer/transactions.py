@@ -22,14 +22,17 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from cdc_consumer.aggregates import Aggregate, Owner, merged_request
 from cdc_consumer.defaults import (
     EXPIRATION_ATTRIBUTE,
     ID_ATTRIBUTE,
     MAX_TRANSACTION_ACTIONS,
     MAX_TRANSACTION_BYTES,
+    STREAM_ATTRIBUTE,
 )
 from cdc_consumer.exceptions import (
     CdcConsumerError,
+    ForeignMarkerError,
     InvalidActionError,
     RejectedByDynamoDBError,
     TransientError,
@@ -58,19 +61,42 @@ PERMANENT_REASONS = frozenset({CONDITION_FAILED, "ValidationError"})
 ItemIdentity = tuple[str, str]
 
 
-def marker_action(table: str, marker_id: str, expiration: int) -> dict[str, Any]:
-    """The processed-marker Put: fails its condition when the record was already applied."""
+def marker_action(
+    table: str, marker_id: str, expiration: int, stream: str | None = None
+) -> dict[str, Any]:
+    """The processed-marker Put: fails its condition when the record was already applied.
+
+    ``stream`` (the record's ``eventSourceARN``) is kept on the marker, and a failed condition
+    returns the existing marker (``ReturnValuesOnConditionCheckFailure``, no extra request),
+    so a marker written for another stream is told from a duplicate (:func:`commit`).
+    """
+    item = {ID_ATTRIBUTE: {"S": marker_id}, EXPIRATION_ATTRIBUTE: {"N": str(expiration)}}
+    if stream:
+        item[STREAM_ATTRIBUTE] = {"S": stream}
     return {
         "Put": {
             "TableName": table,
-            "Item": {
-                ID_ATTRIBUTE: {"S": marker_id},
-                EXPIRATION_ATTRIBUTE: {"N": str(expiration)},
-            },
+            "Item": item,
             "ConditionExpression": "attribute_not_exists(#id)",
             "ExpressionAttributeNames": {"#id": ID_ATTRIBUTE},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
     }
+
+
+def foreign_stream(written: Any, existing: Any) -> str | None:
+    """The stream ``existing`` (an idempotency item) was written for, when it is not the stream
+    of ``written`` (the item we tried to write); None when they agree or either does not say
+    (markers written before streams were recorded count as this stream's)."""
+    theirs = _stream_of(existing)
+    ours = _stream_of(written)
+    return theirs if theirs and ours and theirs != ours else None
+
+
+def _stream_of(item: Any) -> str | None:
+    value = item.get(STREAM_ATTRIBUTE) if isinstance(item, Mapping) else None
+    stream = value.get("S") if isinstance(value, Mapping) else None
+    return stream if isinstance(stream, str) else None
 
 
 @dataclass(eq=False)
@@ -90,6 +116,15 @@ class RecordWrites:
     identities: frozenset[ItemIdentity]
     size: int
     quarantined: bool = False
+    #: The record's :class:`~cdc_consumer.aggregates.Aggregate` actions by item: these may
+    #: share the item with other records' aggregates (merged into one action).
+    aggregates: dict[ItemIdentity, Aggregate] = field(default_factory=dict)
+    #: Whether ``items`` starts with the record's processed-marker. A record whose every
+    #: action is version-guarded (:func:`cdc_consumer.versions.guard`, e.g. LatestImage's)
+    #: has none: such a write is idempotent by itself (a redelivery is not newer than what the
+    #: view holds, so its guard fails and it is dropped as stale), and the marker would only
+    #: double its write units.
+    marker: bool = True
 
     @classmethod
     def build(
@@ -117,10 +152,13 @@ class RecordWrites:
                 f"{MAX_TRANSACTION_ACTIONS - 1} fit in a transaction beside its marker"
             )
         identities: set[ItemIdentity] = set()
+        aggregates: dict[ItemIdentity, Aggregate] = {}
         for index, action in enumerate(actions):
             identity = _identity(action, index, idempotency_table)
             if identity is None:
                 continue
+            if isinstance(action, Aggregate):
+                aggregates[identity] = action
             if identity in identities:
                 raise InvalidActionError(
                     f"action {index} touches an item an earlier action of the same record "
@@ -128,17 +166,21 @@ class RecordWrites:
                     "action per item in a transaction: combine them into one"
                 )
             identities.add(identity)
-        items = [marker, *(dict(action) for action in actions)]
+        copies = [a if isinstance(a, Aggregate) else dict(a) for a in actions]
+        needs_marker = quarantined or not all(is_guarded(action) for action in copies)
+        items = [marker, *copies] if needs_marker else copies
         size = len(json.dumps(items, default=str))
         if size > MAX_TRANSACTION_BYTES:
             raise InvalidActionError(
                 f"a projection's actions for one record take {size} bytes; a transaction "
                 f"holds at most {MAX_TRANSACTION_BYTES}"
             )
+        if not needs_marker:
+            return cls(position, items, frozenset(identities), size, marker=False)
         marker_identity = _identity(marker, -1, idempotency_table)
         assert marker_identity is not None
         identities.add(marker_identity)
-        return cls(position, items, frozenset(identities), size, quarantined)
+        return cls(position, items, frozenset(identities), size, quarantined, aggregates)
 
     def drop_stale(self, indexes: set[int]) -> None:
         """Remove the version-guarded items at ``indexes`` whose guard did not hold: the view
@@ -185,9 +227,13 @@ def _identity(action: Any, index: int, idempotency_table: str) -> ItemIdentity |
         raise InvalidActionError(f"action {index} ({kind}) needs {required} (str)")
     table = body["TableName"]
     if kind == "Put":
-        if table != idempotency_table or ID_ATTRIBUTE not in body["Item"]:
+        item_key = getattr(action, "item_key", None)  # a version-guarded Put knows its key
+        if isinstance(item_key, Mapping):
+            key = dict(item_key)
+        elif table != idempotency_table or ID_ATTRIBUTE not in body["Item"]:
             return None
-        key = {ID_ATTRIBUTE: body["Item"][ID_ATTRIBUTE]}
+        else:
+            key = {ID_ATTRIBUTE: body["Item"][ID_ATTRIBUTE]}
     else:
         key = body["Key"]
     return table, json.dumps(key, sort_keys=True, default=str)
@@ -201,25 +247,47 @@ class TransactionGroup:
     actions: int = 0
     size: int = 0
     identities: set[ItemIdentity] = field(default_factory=set)
+    #: Items so far touched only by aggregates, and their merge (hot aggregates).
+    merged: dict[ItemIdentity, Aggregate] = field(default_factory=dict)
 
     def fits(self, writes: RecordWrites) -> bool:
-        """Whether ``writes`` can join without breaking a DynamoDB transaction limit."""
+        """Whether ``writes`` can join without breaking a DynamoDB transaction limit. An item
+        already in the group is allowed only where both sides are aggregates that merge."""
+        shared = self._merges(writes)
         return (
-            self.actions + len(writes.items) <= MAX_TRANSACTION_ACTIONS
+            shared is not None
+            and self.actions + len(writes.items) - len(shared) <= MAX_TRANSACTION_ACTIONS
             and self.size + writes.size <= MAX_TRANSACTION_BYTES
-            and self.identities.isdisjoint(writes.identities)
         )
 
+    def _merges(self, writes: RecordWrites) -> dict[ItemIdentity, Aggregate] | None:
+        """The merged aggregates of the items ``writes`` shares with the group; None when it
+        shares an item that cannot be merged."""
+        shared: dict[ItemIdentity, Aggregate] = {}
+        for identity in self.identities & writes.identities:
+            earlier, later = self.merged.get(identity), writes.aggregates.get(identity)
+            merged = earlier.then(later) if earlier is not None and later is not None else None
+            if merged is None:
+                return None
+            shared[identity] = merged
+        return shared
+
     def add(self, writes: RecordWrites) -> None:
+        shared = self._merges(writes) or {}
         self.records.append(writes)
-        self.actions += len(writes.items)
+        self.actions += len(writes.items) - len(shared)
         self.size += writes.size
+        for identity in writes.identities - self.identities:
+            if identity in writes.aggregates:
+                self.merged[identity] = writes.aggregates[identity]
+        self.merged.update(shared)
         self.identities.update(writes.identities)
 
     def take(self) -> list[RecordWrites]:
         """The records, leaving the group empty."""
         records = self.records
         self.records, self.actions, self.size, self.identities = [], 0, 0, set()
+        self.merged = {}
         return records
 
     def __bool__(self) -> bool:
@@ -237,104 +305,120 @@ class CommitOutcome:
     failed: RecordWrites | None = None
     error: CdcConsumerError | None = None
 
-    def absorb(self, other: CommitOutcome) -> CommitOutcome:
-        self.committed += other.committed
-        self.duplicates += other.duplicates
-        self.failed, self.error = other.failed, other.error
-        return self
+
+@dataclass
+class _Attempt:
+    """What one TransactWriteItems call said about the records it carried.
+
+    ``duplicates``: records whose marker already existed. ``failed`` / ``error``: the first
+    record DynamoDB named as failing (None: the call committed, or only duplicates failed).
+    ``one_at_a_time``: DynamoDB (or botocore) refused the request without naming a record.
+    """
+
+    committed: bool = False
+    duplicates: list[RecordWrites] = field(default_factory=list)
+    failed: RecordWrites | None = None
+    error: CdcConsumerError | None = None
+    one_at_a_time: bool = False
 
 
 def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
     """Commit ``records`` (in order) in as few TransactWriteItems calls as DynamoDB allows.
 
     Never writes anything of a record after the first failing one. Records without items
-    count as committed once every record before them is.
+    count as committed once every record before them is. Each call either commits what it
+    carries, or shrinks what is left: duplicates are dropped, a failing record and everything
+    after it are cut off (the records before it are tried again, and an earlier failure found
+    then replaces it), a refusal that names no record sends the records one at a time.
     """
     outcome = CommitOutcome()
-    candidates = list(records)
-    while True:
-        writing = [record for record in candidates if record.items]
-        if not writing:
-            outcome.committed += candidates
-            return outcome
-        try:
-            client.transact_write_items(
-                TransactItems=[item for record in writing for item in record.items]
-            )
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code")
-            if code == "TransactionCanceledException":
-                reasons = error.response.get("CancellationReasons")
-                duplicates, failed, reason_error, stale = _read_reasons(writing, reasons, error)
-                for record, indexes in stale.items():
-                    record.drop_stale(indexes)
-                if failed is None and not duplicates and not stale:
-                    return outcome.absorb(
-                        _fail_first(candidates, TransientError(_unattributed(error)))
-                    )
-                if failed is None:
-                    outcome.duplicates += duplicates
-                    candidates = [record for record in candidates if record not in duplicates]
-                    continue
-                before = [
-                    record
-                    for record in candidates
-                    if record.position < failed.position and record not in duplicates
-                ]
-                prefix = commit(client, before)
-                prefix.duplicates += [d for d in duplicates if d.position < failed.position]
-                if prefix.failed is None:
-                    prefix.failed, prefix.error = failed, reason_error
-                return outcome.absorb(prefix)
-            if code == "ValidationException" and len(writing) > 1:
-                # DynamoDB does not say which record it rejects (for instance two Puts on one
-                # item of a table whose key we cannot see): commit them one at a time.
-                return outcome.absorb(_commit_one_by_one(client, candidates))
-            if code == "ValidationException":
-                refusal: CdcConsumerError = RejectedByDynamoDBError(
-                    f"DynamoDB rejected the record's transaction: {_message(error)}"
-                )
-            else:
-                refusal = TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
-            return outcome.absorb(_fail_first(candidates, refusal))
-        except ParamValidationError as error:
-            # botocore refused the request before sending it (e.g. a value in boto3's resource
-            # shape instead of the client shape): as deterministic as a ValidationException,
-            # and it does not say which record either.
-            if len(writing) > 1:
-                return outcome.absorb(_commit_one_by_one(client, candidates))
-            return outcome.absorb(
-                _fail_first(
-                    candidates,
-                    RejectedByDynamoDBError(f"botocore refused the record's actions: {error}"),
-                )
-            )
-        except BotoCoreError as error:
-            return outcome.absorb(
-                _fail_first(candidates, TransientError(f"TransactWriteItems failed: {error}"))
-            )
-        outcome.committed += candidates
-        return outcome
-
-
-def _commit_one_by_one(client: Any, records: list[RecordWrites]) -> CommitOutcome:
-    outcome = CommitOutcome()
-    for record in records:
-        outcome.absorb(commit(client, [record]))
-        if outcome.failed is not None:
-            return outcome
+    todo = list(records)
+    one_at_a_time = False
+    while todo:
+        chunk = todo[:1] if one_at_a_time else todo
+        if not any(record.items for record in chunk):
+            outcome.committed += chunk
+            todo = todo[len(chunk) :]
+            continue
+        attempt = _attempt(client, chunk)
+        if attempt.one_at_a_time:
+            one_at_a_time = True
+            continue
+        if attempt.committed:
+            outcome.committed += chunk
+            todo = todo[len(chunk) :]
+            continue
+        if attempt.failed is None:  # only duplicates: commit the rest without them
+            outcome.duplicates += attempt.duplicates
+            todo = [record for record in todo if record not in attempt.duplicates]
+            continue
+        cut = attempt.failed.position
+        outcome.duplicates += [d for d in attempt.duplicates if d.position < cut]
+        outcome.failed, outcome.error = attempt.failed, attempt.error
+        todo = [r for r in chunk if r.position < cut and r not in attempt.duplicates]
     return outcome
 
 
-def _fail_first(candidates: list[RecordWrites], error: CdcConsumerError) -> CommitOutcome:
-    """Everything before the first record with items is committed (it had nothing to write);
-    that record fails as a whole."""
-    first = next(index for index, record in enumerate(candidates) if record.items)
-    return CommitOutcome(committed=candidates[:first], failed=candidates[first], error=error)
+def _attempt(client: Any, chunk: list[RecordWrites]) -> _Attempt:
+    """One TransactWriteItems call carrying ``chunk``'s items, read into an :class:`_Attempt`."""
+    writing = [record for record in chunk if record.items]
+    # Consecutive records' aggregates of one item travel as one action (hot aggregates): rebuilt
+    # from the records still to write at every attempt, so a duplicate dropped after one
+    # attempt neither drops nor doubles the others' contributions.
+    request, owners = merged_request([record.items for record in writing])
+    try:
+        client.transact_write_items(TransactItems=request)
+    except ClientError as error:
+        return _refused(chunk, writing, owners, error)
+    except ParamValidationError as error:
+        # botocore refused the request before sending it (e.g. a value in boto3's resource
+        # shape instead of the client shape): as deterministic as a ValidationException,
+        # and it does not say which record either.
+        if len(writing) > 1:
+            return _Attempt(one_at_a_time=True)
+        return _fail_first(
+            chunk, RejectedByDynamoDBError(f"botocore refused the record's actions: {error}")
+        )
+    except BotoCoreError as error:
+        return _fail_first(chunk, TransientError(f"TransactWriteItems failed: {error}"))
+    return _Attempt(committed=True)
+
+
+def _refused(
+    chunk: list[RecordWrites], writing: list[RecordWrites], owners: Any, error: ClientError
+) -> _Attempt:
+    code = error.response.get("Error", {}).get("Code")
+    if code == "TransactionCanceledException":
+        reasons = error.response.get("CancellationReasons")
+        duplicates, failed, reason_error, stale = _read_reasons(writing, owners, reasons)
+        for record, indexes in stale.items():
+            record.drop_stale(indexes)  # no-ops now: the next attempt goes without them
+        if failed is None and not duplicates and not stale:
+            return _fail_first(chunk, TransientError(_unattributed(error)))
+        return _Attempt(duplicates=duplicates, failed=failed, error=reason_error)
+    if code == "ValidationException" and len(writing) > 1:
+        # DynamoDB does not say which record it rejects (for instance two Puts on one item of
+        # a table whose key we cannot see): commit them one at a time.
+        return _Attempt(one_at_a_time=True)
+    if code == "ValidationException":
+        return _fail_first(
+            chunk,
+            RejectedByDynamoDBError(
+                f"DynamoDB rejected the record's transaction: {_message(error)}"
+            ),
+        )
+    return _fail_first(
+        chunk, TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
+    )
+
+
+def _fail_first(chunk: list[RecordWrites], error: CdcConsumerError) -> _Attempt:
+    """The first record with items fails as a whole (those before it had nothing to write)."""
+    return _Attempt(failed=next(record for record in chunk if record.items), error=error)
 
 
 def _read_reasons(
-    writing: list[RecordWrites], reasons: Any, error: ClientError
+    writing: list[RecordWrites], owners: list[list[Owner]], reasons: Any
 ) -> tuple[
     list[RecordWrites],
     RecordWrites | None,
@@ -342,35 +426,53 @@ def _read_reasons(
     dict[RecordWrites, set[int]],
 ]:
     """(duplicates, first failing record, its error, stale version-guarded items by record)
-    from a cancellation's reasons. A failed condition on a version-guarded action
-    (:func:`cdc_consumer.versions.is_guarded`) is not a failure: the change is older than or
-    equal to what the view holds, so that action is a no-op (docs/design.md §9)."""
-    total = sum(len(record.items) for record in writing)
+    from a cancellation's reasons, one per request item (``owners``: the records' items each
+    carries, see :func:`cdc_consumer.aggregates.merged_request`). A failed condition on a
+    version-guarded action (:func:`cdc_consumer.versions.is_guarded`) is not a failure: the
+    change is older than or equal to what the view holds, so that action is a no-op
+    (docs/design.md §9). A merged aggregate's failure is its first record's."""
     stale: dict[RecordWrites, set[int]] = {}
-    if not isinstance(reasons, list) or len(reasons) != total:
+    if not isinstance(reasons, list) or len(reasons) != len(owners):
         return [], None, None, stale
     duplicates: list[RecordWrites] = []
-    offset = 0
-    for record in writing:
-        codes = [_code(reason) for reason in reasons[offset : offset + len(record.items)]]
-        offset += len(record.items)
-        if codes[0] == CONDITION_FAILED:
-            duplicates.append(record)
+    for reason, carried in zip(reasons, owners, strict=True):
+        code = _code(reason)
+        if code in (None, "None"):
             continue
-        for index, code in enumerate(codes):
-            if code in (None, "None"):
+        r, index = carried[0]
+        record = writing[r]
+        if record in duplicates:
+            continue
+        is_marker = index == 0 and record.marker
+        if is_marker and code == CONDITION_FAILED:
+            existing = reason.get("Item") if isinstance(reason, Mapping) else None
+            other = foreign_stream(record.items[0]["Put"]["Item"], existing)
+            if other is None:
+                duplicates.append(record)
                 continue
-            if code == CONDITION_FAILED and index > 0 and is_guarded(record.items[index]):
-                stale.setdefault(record, set()).add(index)
-                continue
-            what = "its processed-marker" if index == 0 else f"its action {index - 1}"
-            reason = reasons[offset - len(record.items) + index]
-            detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
-            message = f"DynamoDB cancelled the transaction at {what}: {detail}"
-            if code in PERMANENT_REASONS:
-                return duplicates, record, RejectedByDynamoDBError(message), stale
-            return duplicates, record, TransientError(message), stale
+            return duplicates, record, ForeignMarkerError(_foreign(record, other)), stale
+        if code == CONDITION_FAILED and not is_marker and is_guarded(record.items[index]):
+            stale.setdefault(record, set()).add(index)
+            continue
+        action = index - 1 if record.marker else index
+        what = "its processed-marker" if is_marker else f"its action {action}"
+        if len(carried) > 1:
+            what += f" (merged with {len(carried) - 1} later record(s)' updates of that item)"
+        detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
+        message = f"DynamoDB cancelled the transaction at {what}: {detail}"
+        if code in PERMANENT_REASONS:
+            return duplicates, record, RejectedByDynamoDBError(message), stale
+        return duplicates, record, TransientError(message), stale
     return duplicates, None, None, stale
+
+
+def _foreign(record: RecordWrites, other: str) -> str:
+    marker_id = record.items[0]["Put"]["Item"][ID_ATTRIBUTE]["S"]
+    return (
+        f"processed-marker {marker_id} exists but was written for another stream ({other}): "
+        "two consumers write markers under one name into this idempotency table, so this is "
+        "not a duplicate; the record is not skipped. Give the consumers different names"
+    )
 
 
 def _code(reason: Any) -> str | None:

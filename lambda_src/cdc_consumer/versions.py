@@ -91,13 +91,28 @@ def _integer(value: Decimal) -> int:
         raise ValueError(f"not a finite number: {value}") from error
 
 
-def guard(action: Mapping[str, Any], version: str, attribute: str = VERSION_ATTRIBUTE) -> dict:
+class GuardedAction(dict):  # type: ignore[type-arg]
+    """A version-guarded action (a plain dict to boto3) that also says which item it writes:
+    ``item_key`` (DynamoDB JSON), so the runtime keeps two writes of one item out of one
+    transaction even for a Put, whose key it cannot otherwise tell from the item."""
+
+    item_key: Mapping[str, Any] | None = None
+
+
+def guard(
+    action: Mapping[str, Any],
+    version: str,
+    attribute: str = VERSION_ATTRIBUTE,
+    *,
+    key: Mapping[str, Any] | None = None,
+) -> GuardedAction:
     """``action`` (a Put or Update in boto3's client shape) guarded by ``version``.
 
     A Put gets the version in its item; an Update gets ``SET <attribute> = :version``. Both get
     the condition ``attribute_not_exists(<attribute>) OR <attribute> < :version``, joined with
     ``AND`` to a condition the action already has. Use it for any view write that must not be
     overwritten by an older change (a replica, a search document); :class:`LatestImage` does.
+    ``key``: the item's key in DynamoDB JSON (give it for a Put: see :class:`GuardedAction`).
     """
     if not isinstance(action, Mapping) or len(action) != 1:
         raise ValueError(f"expected one TransactWriteItems action, got {action!r:.200}")
@@ -127,7 +142,9 @@ def guard(action: Mapping[str, Any], version: str, attribute: str = VERSION_ATTR
         ExpressionAttributeNames=names,
         ExpressionAttributeValues=values,
     )
-    return {kind: body}
+    guarded = GuardedAction({kind: body})
+    guarded.item_key = key if key is not None else body.get("Key")
+    return guarded
 
 
 def is_guarded(action: Any) -> bool:

@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
+from boto3.dynamodb.types import DYNAMODB_CONTEXT, TypeDeserializer
 
 __all__ = ["WireDeserializer", "binary_from_wire", "deserialize_image", "dumps", "to_wire"]
 
@@ -66,7 +66,28 @@ def deserialize_image(image: Mapping[str, Any]) -> dict[str, Any]:
     Raises ``TypeError``, ``ValueError``, ``KeyError``, ``AttributeError`` or
     ``ArithmeticError`` (a number DynamoDB could not hold) for what is not an attribute value.
     """
-    return {name: _deserializer.deserialize(value) for name, value in image.items()}
+    return {name: _value(value) for name, value in image.items()}
+
+
+def _value(value: Any) -> Any:
+    """One attribute value: the common types (S, N, BOOL, NULL, M, L) directly, the same as
+    :class:`WireDeserializer` returns them but without its per-value method lookup; anything
+    else (binary, sets, malformed values) through it, so errors are the same."""
+    if type(value) is dict and len(value) == 1:
+        for kind, inner in value.items():
+            if kind == "S":
+                return inner
+            if kind == "N":
+                return DYNAMODB_CONTEXT.create_decimal(inner)
+            if kind == "M" and type(inner) is dict:
+                return {name: _value(v) for name, v in inner.items()}
+            if kind == "L" and type(inner) is list:
+                return [_value(v) for v in inner]
+            if kind == "BOOL":
+                return inner
+            if kind == "NULL":
+                return None
+    return _deserializer.deserialize(value)
 
 
 def to_wire(value: Any) -> Any:

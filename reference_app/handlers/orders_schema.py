@@ -40,3 +40,13 @@ TTL_ARCHIVE_HANDLER: Final = "ttl_archive.handler"
 ORDER_STATS_CONSUMER: Final = "order-stats"
 TTL_ARCHIVE_CONSUMER: Final = "ttl-archive"
 """The consumer names (idempotency-marker namespaces) of the example's consumers."""
+
+REPLICA_TABLE_ENV: Final = "REPLICA_TABLE_NAME"
+"""The orders-replica function's environment variable naming its replica table (Kinesis
+example, reference_app/kinesis_stack.py)."""
+
+ORDERS_REPLICA_HANDLER: Final = "orders_replica.handler"
+"""The handler string of the Kinesis example's latest-image replica."""
+
+ORDERS_REPLICA_CONSUMER: Final = "orders-replica"
+"""The consumer name of the Kinesis example's latest-image replica."""

@@ -23,7 +23,7 @@ from cdc_constructs import (
     StreamFilters,
 )
 from cdc_constructs.exceptions import CdcConfigurationError
-from tests.cdc_constructs.support import cfn_lint, only, resources
+from tests.cdc_constructs.support import cfn_lint, consumer_code, only, resources, with_code
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -126,7 +126,7 @@ def test_bad_destination_props_are_refused_together(stack: Any) -> None:
 
 def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
     table = kinesis_table(stack)
-    consumer = KinesisConsumer(stack, "Replica", table=table)
+    consumer = KinesisConsumer(stack, "Replica", **consumer_code(), table=table)
     template = Template.from_stack(stack).to_json()
     mapping = only(template, "AWS::Lambda::EventSourceMapping")
     (stream_id,) = resources(template, "AWS::Kinesis::Stream")
@@ -172,7 +172,9 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
 def test_consumer_record_age_must_stay_below_the_kinesis_retention(stack: Any) -> None:
     table = kinesis_table(stack, retention=Duration.hours(24))
     with pytest.raises(CdcConfigurationError) as error:
-        KinesisConsumer(stack, "Late", table=table, max_record_age=Duration.hours(24))
+        KinesisConsumer(
+            stack, "Late", **consumer_code(), table=table, max_record_age=Duration.hours(24)
+        )
     assert "max_record_age" in str(error.value)
     assert "Kinesis stream's retention (86400 s)" in str(error.value)
     # Above DynamoDB Streams' 24 h is fine when the Kinesis stream keeps records longer.
@@ -182,7 +184,9 @@ def test_consumer_record_age_must_stay_below_the_kinesis_retention(stack: Any) -
         partition_key=PK,
         kinesis=KinesisDestination(retention=Duration.days(7)),
     )
-    KinesisConsumer(stack, "Patient", table=longer, max_record_age=Duration.days(2))
+    KinesisConsumer(
+        stack, "Patient", **consumer_code(), table=longer, max_record_age=Duration.days(2)
+    )
 
 
 @pytest.mark.parametrize(
@@ -200,17 +204,18 @@ def test_consumer_record_age_must_stay_below_the_kinesis_retention(stack: Any) -
 def test_consumer_refuses_unsafe_settings(stack: Any, props: dict[str, Any], expected: str) -> None:
     table = kinesis_table(stack, retention=Duration.days(30))
     with pytest.raises(CdcConfigurationError, match=expected.replace("(", r"\(")):
-        KinesisConsumer(stack, "Consumer", table=table, **props)
+        KinesisConsumer(stack, "Consumer", table=table, **with_code(props))
 
 
 def test_consumer_needs_a_kinesis_source(stack: Any) -> None:
     plain = ChangeCaptureTable(stack, "Plain", partition_key=PK)
     with pytest.raises(CdcConfigurationError, match="kinesis=KinesisDestination"):
-        KinesisConsumer(stack, "NoKinesis", table=plain)
+        KinesisConsumer(stack, "NoKinesis", **consumer_code(), table=plain)
     with pytest.raises(CdcConfigurationError, match="stream_retention=None"):
         KinesisConsumer(
             stack,
             "NoRetention",
+            **consumer_code(),
             stream=kinesis.Stream.from_stream_arn(
                 stack, "S", "arn:aws:kinesis:eu-west-1:111111111111:stream/s"
             ),
@@ -222,6 +227,7 @@ def test_filters_on_data_fields_synthesize(stack: Any) -> None:
     KinesisConsumer(
         stack,
         "Archive",
+        **consumer_code(),
         table=table,
         filters=[KinesisFilters.on_data(StreamFilters.ttl_deletions_only())],
     )
@@ -238,7 +244,7 @@ def test_filters_on_data_fields_synthesize(stack: Any) -> None:
 def test_enhanced_fan_out_consumer(stack: Any) -> None:
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     table = kinesis_table(stack, encryption_key=key)
-    KinesisConsumer(stack, "Fast", table=table, enhanced_fan_out=True)
+    KinesisConsumer(stack, "Fast", **consumer_code(), table=table, enhanced_fan_out=True)
     template = Template.from_stack(stack).to_json()
     (consumer_id,) = resources(template, "AWS::Kinesis::StreamConsumer")
     mapping_resource = next(iter(resources(template, "AWS::Lambda::EventSourceMapping").values()))
@@ -259,7 +265,9 @@ def test_enhanced_fan_out_consumer(stack: Any) -> None:
 
 def test_the_kinesis_route_template_passes_cfn_lint(stack: Any) -> None:
     table = kinesis_table(stack, shard_count=2)
-    consumer = KinesisConsumer(stack, "Replica", table=table, enhanced_fan_out=True)
+    consumer = KinesisConsumer(
+        stack, "Replica", **consumer_code(), table=table, enhanced_fan_out=True
+    )
     consumer.grant_view_table(
         dynamodb.TableV2(stack, "View", partition_key=PK), env_var="VIEW_TABLE_NAME"
     )

@@ -46,7 +46,7 @@ def test_binary_that_is_not_base64_is_undecodable(value: dict[str, Any]) -> None
     record = binary_record()
     record["dynamodb"]["NewImage"]["Bad"] = {"M": {"inner": value}}
     with pytest.raises(UndecodableRecordError, match=r"dynamodb\.NewImage holds"):
-        Change.from_record(record)
+        Change.from_record(record).decode()
 
 
 def test_a_record_with_binary_attributes_is_processed_not_quarantined(

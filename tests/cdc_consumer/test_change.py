@@ -94,4 +94,16 @@ def test_undecodable_records_name_the_problem(mutate, message) -> None:  # type:
     record = copy.deepcopy(LAMBDA_DOCS_EVENT["Records"][1])
     mutate(record)
     with pytest.raises(UndecodableRecordError, match=message):
-        Change.from_record(record)
+        Change.from_record(record).decode()
+
+
+def test_images_are_decoded_on_first_use_and_once() -> None:
+    record = copy.deepcopy(LAMBDA_DOCS_EVENT["Records"][1])
+    record["dynamodb"]["OldImage"] = {"a": {"N": "1e500"}}  # not a number DynamoDB holds
+    change = Change.from_record(record)  # not decoded yet: no error
+    assert change.new_image == {"Message": "This item has changed", "Id": Decimal(101)}
+    assert change.new_image is change.new_image  # decoded once
+    with pytest.raises(UndecodableRecordError, match=r"dynamodb\.OldImage holds"):
+        _ = change.old_image
+    with pytest.raises(AttributeError, match="read-only"):
+        change.event_id = "other"  # type: ignore[misc]

@@ -50,6 +50,8 @@ def test_npx_cdk_synth_writes_the_template_and_reports_cdk_nag(tmp_path: Path):
     assert result.returncode == 0, output
     assert "cdk-nag (AwsSolutions + Serverless + CdcChecks): 0 unacknowledged findings" in output
     assert "end-of-life" not in output and "Node 20" not in output
+    # make synth synthesizes the Kinesis route's reference stack beside the first.
+    assert (tmp_path / "CdcKinesisReferenceStack.template.json").exists()
     template = json.loads((tmp_path / "CdcReferenceStack.template.json").read_text())
     (subscription,) = [
         r["Properties"]

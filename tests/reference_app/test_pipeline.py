@@ -6,8 +6,12 @@ the cdc_consumer runtime as its layer).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
 from cdc_local.accounting import account, redrive_on_failure
@@ -35,6 +39,53 @@ BATCH_INFO_KEYS = {
     "batchSize",
     "streamArn",
 }
+
+
+class MergedGroups:
+    """Watches the consumers' TransactWriteItems (botocore hooks on boto3's default session,
+    which the functions' clients are made from): requests carrying fewer Updates than markers
+    hold merged hot aggregates (an order-stats record writes one Update of its customer, so
+    fewer Updates than markers means records' updates were merged), and such requests that
+    DynamoDB cancelled because a marker existed had a duplicate inside a merged group."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def _params(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        items = params.get("TransactItems", [])
+        markers = sum(1 for i in items if set(i.get("Put", {}).get("Item", {})) >= {"id"})
+        updates = sum(1 for i in items if "Update" in i)
+        context["merged_groups_merged"] = 0 < updates < markers
+
+    def _after(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if not context.get("merged_groups_merged"):
+            return
+        reasons = parsed.get("CancellationReasons") or []
+        if any(r.get("Code") == "ConditionalCheckFailed" for r in reasons):
+            self.counts["cancelled for a duplicate"] += 1
+        elif "Error" not in parsed:
+            self.counts["committed"] += 1
+
+    def install(self) -> None:
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        events = boto3.DEFAULT_SESSION.events
+        events.register("before-parameter-build.dynamodb.TransactWriteItems", self._params)
+        events.register("after-call.dynamodb.TransactWriteItems", self._after)
+
+    def uninstall(self) -> None:
+        assert boto3.DEFAULT_SESSION is not None
+        events = boto3.DEFAULT_SESSION.events
+        events.unregister("before-parameter-build.dynamodb.TransactWriteItems", self._params)
+        events.unregister("after-call.dynamodb.TransactWriteItems", self._after)
+
+
+@pytest.fixture
+def merged_groups() -> Iterator[MergedGroups]:
+    watcher = MergedGroups()
+    watcher.install()
+    yield watcher
+    watcher.uninstall()
 
 
 def run_workload(pipeline: LocalPipeline, workload: OrderWorkload, writes_per_turn: int) -> None:
@@ -76,13 +127,15 @@ def test_reference_stack_keeps_the_view_exactly(
 
 @pytest.mark.slow
 def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice(
-    aws: LocalEndpoint, reference_assembly: Path
+    aws: LocalEndpoint, reference_assembly: Path, merged_groups: MergedGroups
 ) -> None:
     """5,000 changes on 200 orders, with handler crashes at random points, transient DynamoDB
     errors, lost responses, duplicated deliveries and 3 poison writes: 0 changes lost, 0 effects
     applied twice (the view equals its recomputation from the orders table), the poison records
     in quarantine with their payload, and on-failure messages (if any batch ran out of retries)
-    in AWS's shape - redriven before the view is compared."""
+    in AWS's shape - redriven before the view is compared. Hot aggregates are merged (the
+    handler's increments of one customer share one action) and some merged groups held a
+    duplicate (a redelivered record whose marker existed)."""
     faults = FaultPlan(
         seed=11,
         crash_probability=0.02,
@@ -115,6 +168,8 @@ def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice
             report = redrive_on_failure(pipeline, wiring)
             assert report.ok, report.summary()
         assert view_reconciled(pipeline, wiring)
+    assert merged_groups.counts["committed"] > 0, merged_groups.counts
+    assert merged_groups.counts["cancelled for a duplicate"] > 0, merged_groups.counts
 
 
 def test_batches_whose_retries_ran_out_are_held_then_redriven(

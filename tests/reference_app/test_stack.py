@@ -423,8 +423,12 @@ def test_archive_bucket_is_encrypted_tls_only_private_logged_and_tiered(referenc
     assert bucket["LoggingConfiguration"]["DestinationBucketName"] == {
         "Ref": logical_id(template, "ArchiveAccessLogs")
     }
-    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
-    assert rule["Transitions"] == [{"StorageClass": "GLACIER_IR", "TransitionInDays": 90}]
+    noncurrent, tiering = bucket["LifecycleConfiguration"]["Rules"]
+    assert tiering["Transitions"] == [{"StorageClass": "GLACIER_IR", "TransitionInDays": 90}]
+    # The only copy of expired orders: versioned, replaced or deleted versions kept 90 days.
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert noncurrent["NoncurrentVersionExpiration"] == {"NoncurrentDays": 90}
+    assert noncurrent["Status"] == "Enabled"
     for prefix in ("ExpiredOrdersArchivePolicy", "ArchiveAccessLogsPolicy"):
         policy = _resource(template, prefix)["PolicyDocument"]["Statement"]
         assert any(
