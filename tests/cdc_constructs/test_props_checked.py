@@ -244,8 +244,10 @@ def test_reads_images_are_image_names(stack, reads, expected):
     assert expected in str(_consumer_error(stack, reads_images=reads))
 
 
-def test_the_reference_app_declares_the_images_its_handlers_read(reference):
-    stack = reference.stack  # app.py's reference stack
+def test_the_reference_app_declares_the_images_its_handlers_read():
+    from reference_app.stack import CdcReferenceStack
+
+    stack = CdcReferenceStack(cdk.App(), "Ref")
     assert stack.order_stats.options.mapping.reads_images == ["NewImage", "OldImage"]
     assert stack.ttl_archive.options.mapping.reads_images == ["OldImage"]
 
