@@ -201,3 +201,8 @@ MAX_INPUT_TEMPLATE_LENGTH: Final = 8192
 
 MAX_SOURCE_LENGTH: Final = 256
 """EventBridge's limit on an event's source."""
+
+FAILED_BATCH_RETENTION_DAYS: Final = 14
+"""How long the default on-failure bucket keeps a failed batch (and a redriven one, as a
+noncurrent version): at least the on-failure queue's 14 days, the time to notice the alarm and
+redrive. ``failed_batch_retention`` sets more; less is refused."""

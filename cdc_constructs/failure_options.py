@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.idempotency_table import IdempotencyTable
+from cdc_constructs.on_failure import check_failed_batch_retention, check_on_failure
 from cdc_constructs.redrive import reserve_seconds
 from cdc_constructs.validation import check_flag, check_function_timeout
 
@@ -23,22 +25,33 @@ __all__ = ["FailureHandlingOptions"]
 class FailureHandlingOptions:
     """The consumer's failure-handling props.
 
-    :param on_failure_queue: an existing queue for the mapping's on-failure destination.
-        Default: a new queue, encrypted, TLS-only, 14 days retention (the longest time SQS
-        keeps a message to notice and redrive a failed batch).
+    :param on_failure: the mapping's on-failure destination, one of aws-cdk-lib's
+        ``S3OnFailureDestination(bucket)``, ``SqsDlq(queue)`` or ``SnsDlq(topic)``, each granted
+        least privilege (S3: ``s3:PutObject`` on its objects and ``s3:ListBucket``, plus
+        ``kms:GenerateDataKey`` on its key; SQS: ``sqs:SendMessage``; SNS: ``sns:Publish``).
+        Default: a :class:`~cdc_constructs.on_failure.FailedBatchBucket` (encrypted, TLS-only,
+        public access blocked, versioned, retained, lifecycle ``failed_batch_retention``). S3
+        keeps each failed batch whole, so a redrive replays it even after the stream trimmed its
+        records (24 h); SQS and SNS keep only a pointer into the stream.
+    :param on_failure_queue: an existing queue as the on-failure destination: the same as
+        ``on_failure=SqsDlq(queue)`` (kept for existing apps; see CHANGELOG.md).
+    :param failed_batch_retention: how long the default bucket keeps a failed batch (and a
+        redriven one, as a noncurrent version). Default 14 days; less is refused.
     :param quarantine_queue: an existing queue for poison records. Default: likewise.
     :param encryption_key: a customer KMS key for the queues made here. Default:
         SQS-managed encryption.
     :param idempotency_table: an :class:`IdempotencyTable` or ITable (pk ``id``, TTL
         ``expiration``). Default: a new IdempotencyTable; share one between consumers.
     :param redrive: Default True: a :class:`StreamRedrive` function that replays the
-        on-failure and quarantine queues through this consumer once a fault is fixed
-        (docs/operations.md, "Redrive"). The on-failure queue holds only pointers and the
-        stream forgets their records after 24 h, so the way to replay them must exist before
-        the alarm fires; idle, it costs nothing. Turn it off only if you redrive another way.
+        on-failure destination and the quarantine queue through this consumer once a fault is
+        fixed (docs/operations.md, "Redrive"): the way to replay failed batches must exist
+        before the alarm fires; idle, it costs nothing. Turn it off only if you redrive another
+        way.
     """
 
+    on_failure: lambda_.IEventSourceDlq | None = None
     on_failure_queue: sqs.IQueue | None = None
+    failed_batch_retention: Duration | None = None
     quarantine_queue: sqs.IQueue | None = None
     encryption_key: kms.IKey | None = None
     idempotency_table: IdempotencyTable | dynamodb.ITable | None = None
@@ -49,6 +62,11 @@ class FailureHandlingOptions:
         margin. An invalid or unknown timeout is reported by the function's checks alone."""
         if not isinstance(self.redrive, bool):
             return check_flag("redrive", self.redrive)
+        found = check_on_failure(self.on_failure, self.on_failure_queue)
+        found += check_failed_batch_retention(self.failed_batch_retention)
+        return found + self._redrive_problems(consumer_timeout)
+
+    def _redrive_problems(self, consumer_timeout: Duration | None) -> list[Problem]:
         if (
             not self.redrive
             or consumer_timeout is None

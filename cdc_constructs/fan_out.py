@@ -176,7 +176,7 @@ class StreamFanOut(StreamPipe):
         parallelization_factor: concurrent batches per shard, 1-10. Default 1.
         extra_reader_reason: why this pipe may be the third reader of the table's stream (a
             table with replicas: the second). Default None: such a pipe is refused (DynamoDB
-            Streams throttles a third reader); the reason also acknowledges CDC-ESM10.
+            Streams throttles a third reader); the reason also acknowledges CDC-ESM11.
         dead_letter_queue: where failed batches' pointers go (shard, sequence numbers).
             Default: a new queue, SQS-managed encryption, TLS only, 14 days retention (the
             library's dead-letter queue, as StreamConsumer's on-failure queue).

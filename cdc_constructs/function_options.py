@@ -11,6 +11,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from cdc_consumer import defaults as runtime_defaults
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
@@ -117,7 +118,10 @@ class FunctionOptions:
         found += check_whole_number(
             "memory_size", self.memory_mb, *defaults.LAMBDA_MEMORY_RANGE_MB, "MB"
         )
-        found += check_function_timeout("timeout", self.function_timeout)
+        timeout_problems = check_function_timeout("timeout", self.function_timeout)
+        found += timeout_problems
+        if not timeout_problems:
+            found += self._deadline_problems()
         found += check_instance(
             "log_retention", self.log_retention, logs.RetentionDays, "a logs.RetentionDays"
         )
@@ -140,6 +144,16 @@ class FunctionOptions:
                 "0 stops the consumer; None (the default) reserves nothing",
             )
         return found
+
+    def _deadline_problems(self) -> list[Problem]:
+        """The timeout the consumer runs with (ours, or an existing function's own: Lambda's
+        3 s when it sets none) must fit one record after the runtime's safety margin."""
+        if self.function is None:
+            return check_fits_one_record("timeout", self.function_timeout)
+        timeout = consumer_timeout_of(self.function)
+        if timeout is None:
+            return []
+        return check_fits_one_record("function", timeout, self.function.node.path)
 
     def _code_problems(self) -> list[Problem]:
         if self.function is not None:
@@ -215,5 +229,32 @@ def _check_layer_runtime(function: Any) -> list[Problem]:
             "function",
             f"{function.node.path} on runtime {runtime.name}",
             f"a function on a runtime the consumer runtime layer supports ({names})",
+        )
+    ]
+
+
+def check_fits_one_record(prop: str, timeout: Duration, where: str = "") -> list[Problem]:
+    """The runtime's deadline rule (``cdc_consumer.defaults``, the one definition the runtime
+    stops by): it stops taking records a safety margin before the deadline, a fifth of the
+    timeout between 0.5 and 5 s, and one record needs :data:`MIN_RECORD_TIME_MS` after it."""
+    timeout_ms = int(timeout.to_milliseconds())
+    if runtime_defaults.fits_one_record(timeout_ms):
+        return []
+    margin = runtime_defaults.safety_margin_ms(timeout_ms)
+    value = (
+        f"{where} with a timeout of {timeout_ms / 1000:g} s"
+        if where
+        else f"{timeout_ms / 1000:g} s"
+    )
+    return [
+        Problem(
+            prop,
+            value,
+            f"a timeout of at least {runtime_defaults.MIN_FUNCTION_TIMEOUT_SECONDS} s: the runtime "
+            f"stops taking records a safety margin before the deadline (a fifth of the timeout, "
+            f"between {runtime_defaults.MIN_SAFETY_MARGIN_MS} and "
+            f"{runtime_defaults.MAX_SAFETY_MARGIN_MS} ms; here {margin} ms) and one record needs "
+            f"{runtime_defaults.MIN_RECORD_TIME_MS} ms after it, so this timeout could take no "
+            "record: every batch would fail until it reached the on-failure destination",
         )
     ]

@@ -29,7 +29,6 @@ from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.permissions import allow, grant_key
 from cdc_constructs.stream_consumer import (
     StreamConsumer,
-    _failure_resources,
     _make_mapping,
     _make_monitoring,
 )
@@ -187,9 +186,7 @@ class KinesisConsumer(StreamConsumer):
             if self.fan_out_consumer
             else source.stream_arn
         )
-        self.dead_letter_queue, self.quarantine_queue, self.idempotency_table = _failure_resources(
-            self, options.failure
-        )
+        self._set_failure_resources(options.failure)
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         if self.fan_out_consumer is not None:

@@ -59,7 +59,7 @@ class StreamMappingOptions:
     :param extra_reader_reason: why this reader may be the stream's third (a table with
         replicas: second). Default None: such a reader is refused, since DynamoDB Streams
         throttles a third reader of a shard (see :mod:`cdc_constructs.stream_readers`); the
-        reason also acknowledges CdcChecks' CDC-ESM10 on this reader.
+        reason also acknowledges CdcChecks' CDC-ESM11 on this reader.
     """
 
     starting_position: lambda_.StartingPosition = defaults.STARTING_POSITION

@@ -20,6 +20,7 @@ from cdc_constructs.exceptions import Problem
 from cdc_constructs.validation import raise_if_any, seconds
 
 __all__ = [
+    "DROPPED_RECORDS_METRIC",
     "MAPPING_COUNT_METRICS",
     "MonitoredConsumer",
     "StreamConsumerMonitoring",
@@ -28,6 +29,10 @@ __all__ = [
 
 # The runtime's embedded-metric-format metrics (COUNT_METRICS, ITERATOR_LAG_MS, all with the
 # dimension Consumer) are the contract's (cdc_consumer.contract).
+# The mapping's records given up on (retries or record age ran out): the on-failure alarm's
+# metric, whatever the destination. Not OnFailureDestinationDeliveredEventCount: that one misses
+# a batch whose delivery to the destination failed.
+DROPPED_RECORDS_METRIC = "DroppedEventCount"
 # The mapping's event-count metrics (MetricsConfig EventCount), dimension EventSourceMappingUUID.
 MAPPING_COUNT_METRICS = (
     "PolledEventCount",
@@ -35,6 +40,7 @@ MAPPING_COUNT_METRICS = (
     "InvokedEventCount",
     "FailedInvokeEventCount",
     "DroppedEventCount",
+    "OnFailureDestinationDeliveredEventCount",
 )
 
 
@@ -62,8 +68,8 @@ class MonitoredConsumer(Protocol):
     def event_source_mapping(self) -> lambda_.IEventSourceMapping: ...
 
     @property
-    def dead_letter_queue(self) -> sqs.IQueue:
-        """The mapping's on-failure queue."""
+    def dead_letter_queue(self) -> sqs.IQueue | None:
+        """The mapping's on-failure queue when its destination is SQS, else None."""
 
     @property
     def quarantine_queue(self) -> sqs.IQueue: ...
@@ -83,8 +89,10 @@ class StreamConsumerMonitoring(Construct):
     - ``IteratorAge``: the function's IteratorAge (Maximum, 1 min) above the threshold for
       3 minutes. Default threshold: a quarter of the consumer's max record age (15 min of
       1 h), so there is time to act before records go to the on-failure queue.
-    - ``OnFailureQueueDepth``: visible messages in the on-failure queue ≥ 1: a batch was
-      given up on; its records must be redriven before the stream trims them (24 h).
+    - ``DroppedRecords``: the mapping's ``DroppedEventCount`` (Sum, 1 min) ≥ 1: records were
+      given up on and sent to the on-failure destination, whatever it is (see
+      :data:`DROPPED_RECORDS_METRIC`).
+    - ``OnFailureQueueDepth`` (SQS destinations): visible on-failure messages ≥ 1.
     - ``QuarantineQueueDepth``: visible messages in the quarantine queue ≥ 1.
     - ``RecordsQuarantined``: the runtime's RecordsQuarantined metric (Sum) ≥ 1.
     - ``FunctionErrors``: function errors (Sum) ≥ 1: crashes and timeouts, which the
@@ -156,11 +164,14 @@ class StreamConsumerMonitoring(Construct):
         function, period = self._consumer.function, self._period
         maximum, total = cloudwatch.Stats.MAXIMUM, cloudwatch.Stats.SUM
         on_failure, quarantine = self._consumer.dead_letter_queue, self._consumer.quarantine_queue
-        return {
+        metrics: dict[str, cloudwatch.IMetric] = {
             "IteratorAge": function.metric("IteratorAge", statistic=maximum, period=period),
-            "OnFailureQueueDepth": on_failure.metric_approximate_number_of_messages_visible(
-                statistic=maximum, period=period
-            ),
+            "DroppedRecords": mapping_metric(self._consumer, DROPPED_RECORDS_METRIC, period),
+        }
+        if on_failure is not None:
+            depth = on_failure.metric_approximate_number_of_messages_visible
+            metrics["OnFailureQueueDepth"] = depth(statistic=maximum, period=period)
+        return metrics | {
             "QuarantineQueueDepth": quarantine.metric_approximate_number_of_messages_visible(
                 statistic=maximum, period=period
             ),
@@ -175,6 +186,11 @@ class StreamConsumerMonitoring(Construct):
             "IteratorAge": (
                 f"{name}: the oldest record waits more than {self._threshold_seconds:g} s; at "
                 f"{self._age_seconds:g} s records go to the on-failure queue"
+            ),
+            "DroppedRecords": (
+                f"{name}: records were given up on (retries or record age ran out) and sent to "
+                "the on-failure destination; redrive them (docs/operations.md, 'When the "
+                "on-failure alarm fires')"
             ),
             "OnFailureQueueDepth": (
                 f"{name}: a batch ran out of retries or record age; redrive it before the "
@@ -243,8 +259,12 @@ class StreamConsumerMonitoring(Construct):
                 width=8,
             ),
             cloudwatch.GraphWidget(
-                title="Failure queues (visible messages)",
-                left=[metrics["OnFailureQueueDepth"], metrics["QuarantineQueueDepth"]],
+                title="Failures: records dropped to the on-failure destination, queued messages",
+                left=[
+                    metrics[name]
+                    for name in ("DroppedRecords", "OnFailureQueueDepth", "QuarantineQueueDepth")
+                    if name in metrics
+                ],
                 width=8,
             ),
             cloudwatch.GraphWidget(
@@ -258,17 +278,24 @@ class StreamConsumerMonitoring(Construct):
         ]
 
     def _mapping_metrics(self) -> list[cloudwatch.IMetric]:
-        mapping_id = self._consumer.event_source_mapping.event_source_mapping_id
         return [
-            cloudwatch.Metric(
-                namespace="AWS/Lambda",
-                metric_name=metric_name,
-                dimensions_map={"EventSourceMappingUUID": mapping_id},
-                statistic=cloudwatch.Stats.SUM,
-                period=self._period,
-            )
-            for metric_name in MAPPING_COUNT_METRICS
+            mapping_metric(self._consumer, name, self._period) for name in MAPPING_COUNT_METRICS
         ]
+
+
+def mapping_metric(
+    consumer: MonitoredConsumer, metric_name: str, period: Duration
+) -> cloudwatch.Metric:
+    """One of the mapping's event-count metrics (AWS/Lambda, EventSourceMappingUUID), Sum."""
+    return cloudwatch.Metric(
+        namespace="AWS/Lambda",
+        metric_name=metric_name,
+        dimensions_map={
+            "EventSourceMappingUUID": consumer.event_source_mapping.event_source_mapping_id
+        },
+        statistic=cloudwatch.Stats.SUM,
+        period=period,
+    )
 
 
 def check_iterator_age_threshold(

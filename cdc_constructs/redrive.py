@@ -2,10 +2,11 @@
 
 StreamConsumer composes it (on by default; ``redrive=False`` turns it off). The function runs
 ``cdc_consumer.redrive_handler`` from the consumer runtime layer: invoked by hand once the
-consumer's fault is fixed, it reads the on-failure queue's batches back from the stream and
-the quarantine queue's records, replays them through the consumer function (synchronous
-invoke), deletes each message only after it succeeded, and reports records the stream no
-longer holds as lost. An alarm fires on ``CdcConstructs/RedriveLostRecords {Consumer=name}
+consumer's fault is fixed, it replays the on-failure destination's batches (an S3 bucket's
+objects hold them whole; an SQS queue's messages point at records read back from the stream)
+and the quarantine queue's records through the consumer function (synchronous invoke), deletes
+each message or object only after it succeeded, and reports records the stream no longer holds
+as lost. An alarm fires on ``CdcConstructs/RedriveLostRecords {Consumer=name}
 >= 1``.
 
 It is not triggered by the queues: an automatic redrive of a consumer that still fails would
@@ -24,6 +25,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdc_consumer.contract import (
@@ -44,6 +46,7 @@ from cdc_constructs import defaults
 from cdc_constructs.alarms import alarm_on_any, consumer_metric
 from cdc_constructs.exceptions import Problem, RedriveConfigurationError
 from cdc_constructs.function import make_function
+from cdc_constructs.on_failure import OnFailureTarget
 from cdc_constructs.permissions import (
     INVOKE_ACTIONS,
     QUEUE_DRAIN_ACTIONS,
@@ -72,7 +75,12 @@ class StreamRedrive(Construct):
     :param consumer_name: the consumer's name (``CDC_CONSUMER_NAME``): the metric dimension;
         quarantine messages of other consumers are refused.
     :param stream_arn: the consumer's stream; messages of other streams are refused.
-    :param on_failure_queue: the event source mapping's on-failure destination.
+    :param on_failure_queue: the event source mapping's on-failure destination, when it is an
+        SQS queue (drained: receive, change visibility, delete).
+    :param on_failure_bucket: the event source mapping's on-failure destination, when it is an
+        S3 bucket (listed, read, and each object deleted once replayed; never written).
+    :param event_source_mapping_id: the consumer's mapping UUID: the redrive lists only
+        ``aws/lambda/<UUID>/`` and keeps objects of other mappings.
     :param layer: the consumer runtime layer (``python/cdc_consumer/``), which holds the
         handler.
     :param quarantine_queue: the runtime's quarantine queue. Default none (only the
@@ -107,7 +115,9 @@ class StreamRedrive(Construct):
         consumer_function: lambda_.IFunction,
         consumer_name: str,
         stream_arn: str,
-        on_failure_queue: sqs.IQueue,
+        on_failure_queue: sqs.IQueue | None = None,
+        on_failure_bucket: s3.IBucket | None = None,
+        event_source_mapping_id: str | None = None,
         layer: lambda_.ILayerVersion,
         quarantine_queue: sqs.IQueue | None = None,
         consumer_timeout: Duration | None = None,
@@ -129,10 +139,15 @@ class StreamRedrive(Construct):
             CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,
             CONSUMER_NAME_ENV: consumer_name,
             STREAM_ARN_ENV: stream_arn,
-            ON_FAILURE_QUEUE_ENV: on_failure_queue.queue_url,
             METRICS_NAMESPACE_ENV: metrics_namespace,
             REDRIVE_RESERVE_SECONDS_ENV: str(reserve_seconds(consumer_timeout)),
         }
+        if on_failure_queue is not None:
+            variables[ON_FAILURE_QUEUE_ENV] = on_failure_queue.queue_url
+        if on_failure_bucket is not None:
+            variables[ON_FAILURE_BUCKET_ENV] = on_failure_bucket.bucket_name
+        if event_source_mapping_id is not None:
+            variables[MAPPING_UUID_ENV] = event_source_mapping_id
         if quarantine_queue is not None:
             variables[QUARANTINE_QUEUE_ENV] = quarantine_queue.queue_url
         if filters:
@@ -155,13 +170,16 @@ class StreamRedrive(Construct):
             reserved_concurrent_executions=defaults.REDRIVE_RESERVED_CONCURRENCY,
         )
 
-        queues = [on_failure_queue] + ([quarantine_queue] if quarantine_queue else [])
-        for statement in (
-            allow(INVOKE_ACTIONS, [consumer_function.function_arn]),
-            allow(QUEUE_DRAIN_ACTIONS, [queue.queue_arn for queue in queues]),
-            allow(STREAM_REPLAY_ACTIONS, [stream_arn]),
-        ):
+        queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
+        statements = [allow(INVOKE_ACTIONS, [consumer_function.function_arn])]
+        if queues:
+            statements.append(allow(QUEUE_DRAIN_ACTIONS, [queue.queue_arn for queue in queues]))
+        if on_failure_queue is not None:  # pointers: the records are read back from the stream
+            statements.append(allow(STREAM_REPLAY_ACTIONS, [stream_arn]))
+        for statement in statements:
             self.function.add_to_role_policy(statement)
+        if on_failure_bucket is not None:
+            OnFailureTarget.of_bucket(on_failure_bucket).grant_redrive(self.function)
         for queue in queues:
             grant_key(self.function, queue.encryption_master_key, QUEUE_DRAIN_KEY_ACTIONS)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jsii
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
@@ -13,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdc_consumer.contract import (
@@ -35,6 +35,7 @@ from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.monitoring_options import MonitoringOptions
+from cdc_constructs.on_failure import FailedBatchBucket, LeastPrivilegeDestination, OnFailureTarget
 from cdc_constructs.permissions import (
     IDEMPOTENCY_TABLE_ACTIONS,
     STREAM_KEY_ACTIONS,
@@ -59,24 +60,6 @@ from cdc_constructs.stream_readers import StreamReaders
 from cdc_constructs.validation import raise_if_any, view_type_name
 
 __all__ = ["StreamConsumer"]
-
-
-@jsii.implements(lambda_.IEventSourceDlq)
-class _OnFailureQueue:
-    """The mapping's on-failure destination, granting only ``sqs:SendMessage``.
-
-    Written instead of aws-cdk-lib's ``SqsDlq`` because that grants GetQueueAttributes and
-    GetQueueUrl too and, for a queue with a customer key, wildcard KMS actions.
-    """
-
-    def __init__(self, queue: sqs.IQueue) -> None:
-        self._queue = queue
-
-    def bind(
-        self, _target: lambda_.IEventSourceMapping, target_handler: lambda_.IFunction
-    ) -> lambda_.DlqDestinationConfig:
-        grant_send(target_handler, self._queue)
-        return lambda_.DlqDestinationConfig(destination=self._queue.queue_arn)
 
 
 class StreamConsumer(Construct):
@@ -116,8 +99,9 @@ class StreamConsumer(Construct):
     :mod:`~cdc_constructs.stream_readers`)
     (:class:`~cdc_constructs.mapping_options.StreamMappingOptions`, shared with StreamFanOut).
 
-    Failure handling: ``on_failure_queue``, ``quarantine_queue``, ``encryption_key``,
-    ``idempotency_table``, ``redrive``
+    Failure handling: ``on_failure`` (default: an S3 bucket that keeps each failed batch
+    whole), ``on_failure_queue``, ``failed_batch_retention``, ``quarantine_queue``,
+    ``encryption_key``, ``idempotency_table``, ``redrive``
     (:class:`~cdc_constructs.failure_options.FailureHandlingOptions`).
 
     Monitoring: ``monitoring``, ``alarm_topic``, ``dashboard``,
@@ -125,7 +109,9 @@ class StreamConsumer(Construct):
     (:class:`~cdc_constructs.monitoring_options.MonitoringOptions`).
 
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
-    :attr:`event_source_mapping`, :attr:`dead_letter_queue` (the on-failure queue),
+    :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
+    queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
+    unless the destination is SQS),
     :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`source_table` and
     :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
     :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic`
@@ -164,7 +150,9 @@ class StreamConsumer(Construct):
         filters: Sequence[Mapping[str, Any]] = (),
         reads_images: Sequence[str] | None = None,
         extra_reader_reason: str | None = None,
+        on_failure: lambda_.IEventSourceDlq | None = None,
         on_failure_queue: sqs.IQueue | None = None,
+        failed_batch_retention: Duration | None = None,
         quarantine_queue: sqs.IQueue | None = None,
         encryption_key: kms.IKey | None = None,
         idempotency_table: IdempotencyTable | dynamodb.ITable | None = None,
@@ -186,9 +174,7 @@ class StreamConsumer(Construct):
         self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
-        self.dead_letter_queue, self.quarantine_queue, self.idempotency_table = _failure_resources(
-            self, options.failure
-        )
+        self._set_failure_resources(options.failure)
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
@@ -257,6 +243,12 @@ class StreamConsumer(Construct):
         self._grant_table(self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
         grant_send(self.function, self.quarantine_queue)
 
+    def _set_failure_resources(self, failure: FailureHandlingOptions) -> None:
+        target, self.quarantine_queue, self.idempotency_table = _failure_resources(self, failure)
+        self.on_failure: OnFailureTarget = target
+        self.on_failure_bucket: s3.IBucket | None = target.bucket
+        self.dead_letter_queue: sqs.IQueue | None = target.queue
+
     def _grant_source(self) -> None:
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
         self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
@@ -265,17 +257,23 @@ class StreamConsumer(Construct):
 
 def _failure_resources(
     consumer: StreamConsumer, failure: FailureHandlingOptions
-) -> tuple[sqs.IQueue, sqs.IQueue, dynamodb.ITable]:
-    """The on-failure queue (pointers to batches that ran out of retries or record age, in
-    AWS's message shape), the quarantine queue (poison records, whole, with the error) and the
-    idempotency table (pk ``id``, TTL ``expiration``): given, or made here."""
-    on_failure = failure.on_failure_queue or dead_letter_queue(
-        consumer,
-        "OnFailureQueue",
-        purpose="on-failure destination of the stream mapping: pointers to failed batches",
-        encryption_key=failure.encryption_key,
-        retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
-    )
+) -> tuple[OnFailureTarget, sqs.IQueue, dynamodb.ITable]:
+    """The on-failure destination (``on_failure``, the older ``on_failure_queue``, else a
+    :class:`FailedBatchBucket`, which keeps each failed batch whole), the quarantine queue
+    (poison records, whole, with the error) and the idempotency table (pk ``id``, TTL
+    ``expiration``): given, or made here."""
+    if failure.on_failure is not None:
+        on_failure = OnFailureTarget.of_destination(consumer, failure.on_failure)
+    elif failure.on_failure_queue is not None:
+        on_failure = OnFailureTarget.of_queue(failure.on_failure_queue)
+    else:
+        bucket = FailedBatchBucket(
+            consumer,
+            "FailedBatches",
+            retention=failure.failed_batch_retention,
+            encryption_key=failure.encryption_key,
+        )
+        on_failure = OnFailureTarget.of_bucket(bucket.bucket)
     quarantine = failure.quarantine_queue or dead_letter_queue(
         consumer,
         "QuarantineQueue",
@@ -302,7 +300,7 @@ def _make_mapping(
         max_record_age=mapping.record_age,
         bisect_batch_on_error=mapping.bisect_batch_on_error,
         report_batch_item_failures=defaults.REPORT_BATCH_ITEM_FAILURES,
-        on_failure=_OnFailureQueue(consumer.dead_letter_queue),
+        on_failure=LeastPrivilegeDestination(consumer.on_failure),
         # A raw dict here would synthesize as `{}`: each pattern goes through
         # FilterCriteria.filter, which renders it as {"Pattern": "<json>"}.
         filters=[lambda_.FilterCriteria.filter(p) for p in mapping.filter_patterns] or None,
@@ -325,6 +323,8 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         consumer_name=consumer.consumer_name,
         stream_arn=consumer.stream_arn,
         on_failure_queue=consumer.dead_letter_queue,
+        on_failure_bucket=consumer.on_failure_bucket,
+        event_source_mapping_id=consumer.event_source_mapping.event_source_mapping_id,
         quarantine_queue=consumer.quarantine_queue,
         layer=ConsumerRuntimeLayer.of(consumer),
         consumer_timeout=options.function.consumer_timeout,

@@ -5,10 +5,10 @@ DynamoDB Streams serves two concurrent readers per shard; AWS's Lambda guide ask
 global table's stream. Every StreamConsumer, StreamFanOut and OutboxPublisher counts as a
 reader of its table's stream. The count is kept per app (a hidden construct at the app's root),
 so readers in different stacks count together. A reader given ``extra_reader_reason`` is
-accepted over the limit, and CdcChecks' CDC-ESM10 is acknowledged on it with that reason.
+accepted over the limit, and CdcChecks' CDC-ESM11 is acknowledged on it with that reason.
 
 Readers this library does not make (a plain ``add_event_source_mapping``, a ``CfnPipe``) are not
-counted here; CdcChecks' CDC-ESM10 counts every reader of the synthesized app.
+counted here; CdcChecks' CDC-ESM11 counts every reader of the synthesized app.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from cdc_constructs.exceptions import Problem
 
 __all__ = ["READERS_RULE", "StreamReaders"]
 
-READERS_RULE = "CDC-ESM10"
+READERS_RULE = "CDC-ESM11"
 """The CdcChecks rule a reader's ``extra_reader_reason`` acknowledges."""
 
 _REGISTRY_ID = "CdcStreamReaders"
@@ -86,7 +86,7 @@ class StreamReaders(Construct):
         reader_resource: IConstruct,
         extra_reader_reason: str | None,
     ) -> None:
-        """Count ``reader``; with a reason, acknowledge CDC-ESM10 on its mapping or pipe."""
+        """Count ``reader``; with a reason, acknowledge CDC-ESM11 on its mapping or pipe."""
         self.readers.setdefault(_table_key(table), []).append(reader)
         if extra_reader_reason:
             acknowledge(reader_resource, READERS_RULE, extra_reader_reason)

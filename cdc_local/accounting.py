@@ -10,7 +10,8 @@
   with nothing to project (the runtime writes no marker when a projection returns no actions) -
   have been acknowledged by the function to the mapping (the pipeline must run with
   ``track_records=True``). Records the mapping's filters drop are not the consumer's.
-- :func:`redrive_on_failure` replays on-failure messages with the runtime's redrive
+- :func:`on_failure_batches` reads the discarded batches where the destination keeps them.
+- :func:`redrive_on_failure` replays on-failure batches with the runtime's redrive
   (``cdc_consumer.redrive``), through the consumer's handler contract.
 """
 
@@ -47,6 +48,10 @@ class ConsumerWiring:
     idempotency_table: str
     quarantine_queue_url: str
     on_failure_queue_url: str | None
+    on_failure_bucket: str | None = None
+    """The S3 on-failure destination (the default): its objects hold the failed batches."""
+    on_failure_prefix: str = ""
+    """Where this mapping's objects are in the bucket: ``aws/lambda/<mapping UUID>/``."""
 
     @classmethod
     def of(cls, pipeline: LocalPipeline, handler: str) -> ConsumerWiring:
@@ -78,6 +83,12 @@ class ConsumerWiring:
             idempotency_table=env[IDEMPOTENCY_TABLE_ENV],
             quarantine_queue_url=env[QUARANTINE_QUEUE_ENV],
             on_failure_queue_url=destination.queue_url if destination is not None else None,
+            on_failure_bucket=(
+                destination.bucket if destination is not None and destination.bucket else None
+            ),
+            on_failure_prefix=(
+                f"aws/lambda/{destination.mapping_uuid}/" if destination is not None else ""
+            ),
         )
 
 
@@ -111,6 +122,24 @@ def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
             ],
         )
     return list(bodies.values())
+
+
+def on_failure_batches(pipeline: LocalPipeline, wiring: ConsumerWiring) -> list[dict[str, Any]]:
+    """The invocation records of the consumer's discarded batches, left where they are: the
+    on-failure queue's messages, or the bucket's objects (each with its ``payload``)."""
+    if wiring.on_failure_bucket:
+        s3 = pipeline.client("s3")
+        pages = s3.get_paginator("list_objects_v2").paginate(
+            Bucket=wiring.on_failure_bucket, Prefix=wiring.on_failure_prefix
+        )
+        keys = sorted(item["Key"] for page in pages for item in page.get("Contents", []))
+        return [
+            json.loads(s3.get_object(Bucket=wiring.on_failure_bucket, Key=key)["Body"].read())
+            for key in keys
+        ]
+    if wiring.on_failure_queue_url:
+        return peek_messages(pipeline.client("sqs"), wiring.on_failure_queue_url)
+    return []
 
 
 @dataclass
@@ -164,8 +193,7 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
     quarantined = {
         QuarantineMessage.from_dict(m).record["eventID"] for m in result.quarantine_messages
     }
-    if wiring.on_failure_queue_url:
-        result.on_failure_messages = peek_messages(sqs, wiring.on_failure_queue_url)
+    result.on_failure_messages = on_failure_batches(pipeline, wiring)
     acknowledged = wiring.mapping.acknowledged
     if acknowledged is None:
         raise LocalPipelineError(
@@ -197,9 +225,10 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
 
 
 def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> RedriveReport | None:
-    """Replay the on-failure queue's messages with ``cdc_consumer.redrive``, through the
-    consumer's handler contract; return its report (None without an on-failure queue)."""
-    if wiring.on_failure_queue_url is None:
+    """Replay the on-failure destination's batches with ``cdc_consumer.redrive``, through the
+    consumer's handler contract: the bucket's objects (each holds its batch), or the queue's
+    pointers (read back from the stream); return its report (None without a destination)."""
+    if wiring.on_failure_queue_url is None and wiring.on_failure_bucket is None:
         return None
     runner = Redrive(
         invoker=CallableInvoker(
@@ -213,5 +242,10 @@ def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redri
         consumer_name=wiring.consumer_name,
         receive_wait_seconds=0,
         filters=[p.pattern for p in wiring.mapping.settings.filters.patterns],
+        s3_client=pipeline.client("s3"),
+        function_name=wiring.function.name,
     )
+    if wiring.on_failure_bucket is not None:
+        return runner.run_bucket(wiring.on_failure_bucket, wiring.on_failure_prefix)
+    assert wiring.on_failure_queue_url is not None
     return runner.run(wiring.on_failure_queue_url)

@@ -111,6 +111,7 @@ class OnFailureDestination:
         if self.service == "sqs" and queue_url is None:
             raise LocalPipelineError(f"on-failure destination {arn!r}: no such queue in the stack")
         self.queue_url = queue_url
+        self.bucket = self.arn.split(":::", 1)[1] if self.service == "s3" else None
         self.mapping_uuid = mapping_uuid or str(uuid.uuid4())
         self.client = endpoint.client(self.service)
         self.sent = 0

@@ -26,6 +26,11 @@ batch response with DynamoDB and Lambda", "Using event filtering with a DynamoDB
   separately, until the bad record is alone; splitting does not consume the retry quota.
 - ``MaximumRetryAttempts`` (default -1, infinite): after that many retries the batch is discarded
   and its description sent to the on-failure destination (condition ``RetryAttemptsExhausted``).
+  Retries are not spaced: AWS documents no interval between a stream mapping's retries (only
+  that the shard waits until the batch succeeds, runs out of retries or ages out), so the
+  emulation takes the pessimistic reading and retries as soon as the failed invocation returns.
+  A consumer must therefore not count on time passing between retries; the runtime's side
+  effects wait for a crashed claim themselves (see ``cdc_consumer.side_effects``).
 - ``MaximumRecordAgeInSeconds`` (default -1, infinite): records older than that (from
   ``ApproximateCreationDateTime``) are not sent to the function but discarded to the destination
   (condition ``RecordAgeExceeded``).

@@ -4,7 +4,8 @@ pipeline, run locally under a workload.
 Orders are created, paid, cancelled, amended, deleted and expired by TTL, with a few poison
 writes, while the order-stats consumer runs with a few injected faults (crashes, transient
 DynamoDB errors, duplicate deliveries), so its idempotency has something to do. At the end the
-TTL sweeper runs, any on-failure batch is redriven, every stream record is accounted for, and
+TTL sweeper runs, every consumer's on-failure batches are redriven (the summary says how many
+messages are left: none, or the run is not ok), every stream record is accounted for, and
 the view is compared with its recomputation from the orders table. A progress bar runs while it
 works; it ends with a summary table and the same summary as one JSON line.
 """
@@ -20,7 +21,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cdc_local.accounting import account, redrive_on_failure
+from cdc_local.accounting import (
+    ConsumerWiring,
+    account,
+    on_failure_batches,
+    redrive_on_failure,
+)
 from cdc_local.faults import FaultPlan
 from cdc_local.runner import LocalPipeline
 from reference_app.oracle import order_stats_wiring, view_reconciled
@@ -48,6 +54,8 @@ class DemoSummary:
     quarantined: int
     on_failure_messages: int
     redriven_records: int
+    on_failure_destination: str
+    on_failure_messages_left: int
     ttl_deletions: int
     faults_injected: int
     lost: int
@@ -58,7 +66,7 @@ class DemoSummary:
 
     @property
     def ok(self) -> bool:
-        return self.lost == 0 and self.view_reconciled
+        return self.lost == 0 and self.view_reconciled and self.on_failure_messages_left == 0
 
 
 def run_demo(
@@ -103,10 +111,7 @@ def run_demo(
             pipeline.sweep_ttl()
             pipeline.drain(on_progress=show)
             progress.update(delivered, completed=workload.changes)
-        redriven = 0
-        if pipeline.counters.on_failure_messages:
-            report = redrive_on_failure(pipeline, wiring)
-            redriven = report.records_replayed if report is not None else 0
+        redriven, left = redrive_every_consumer(pipeline)
         accounting = account(pipeline, wiring)
         counters = pipeline.counters
         injected = pipeline.faults.counters if pipeline.faults is not None else None
@@ -118,6 +123,8 @@ def run_demo(
             quarantined=len({m["record"]["eventID"] for m in accounting.quarantine_messages}),
             on_failure_messages=counters.on_failure_messages,
             redriven_records=redriven,
+            on_failure_destination=destination_of(wiring),
+            on_failure_messages_left=left,
             ttl_deletions=counters.ttl_deletions,
             faults_injected=sum(asdict(injected).values()) if injected is not None else 0,
             lost=len(accounting.lost),
@@ -127,6 +134,28 @@ def run_demo(
         )
     print_summary(summary, console)
     return summary
+
+
+def destination_of(wiring: ConsumerWiring) -> str:
+    """Where the consumer's failed batches go, for the summary."""
+    if wiring.on_failure_bucket:
+        return f"S3 s3://{wiring.on_failure_bucket}/{wiring.on_failure_prefix} (whole batches)"
+    if wiring.on_failure_queue_url:
+        return f"SQS {wiring.on_failure_queue_url} (pointers into the stream)"
+    return "none"
+
+
+def redrive_every_consumer(pipeline: LocalPipeline) -> tuple[int, int]:
+    """Redrive the on-failure messages of every consumer of the stack (not only order-stats: the
+    TTL archive's batches land there too); (records replayed, messages left in the queues)."""
+    replayed = left = 0
+    for mapping in pipeline.mappings.values():
+        wiring = ConsumerWiring.of(pipeline, mapping.function.spec.handler)
+        if on_failure_batches(pipeline, wiring):  # the bucket's objects or the queue's messages
+            report = redrive_on_failure(pipeline, wiring)
+            replayed += report.records_replayed if report is not None else 0
+        left += len(on_failure_batches(pipeline, wiring))
+    return replayed, left
 
 
 def print_summary(summary: DemoSummary, console: Console) -> None:
@@ -139,8 +168,10 @@ def print_summary(summary: DemoSummary, console: Console) -> None:
         ("processed (distinct records)", summary.processed),
         ("duplicates suppressed (runtime metric)", summary.duplicates_suppressed),
         ("quarantined (poison)", summary.quarantined),
-        ("on-failure messages", summary.on_failure_messages),
+        ("on-failure destination", summary.on_failure_destination),
+        ("on-failure batches (objects or messages)", summary.on_failure_messages),
         ("records redriven", summary.redriven_records),
+        ("on-failure messages left after redrive", summary.on_failure_messages_left),
         ("expired by TTL", summary.ttl_deletions),
         ("faults injected", summary.faults_injected),
         ("lost", summary.lost),

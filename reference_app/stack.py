@@ -74,7 +74,7 @@ ORDERS_THIRD_READER = (
     "The orders stream has three readers (order-stats, TTL archive, this pipe) until order-stats "
     "and the TTL archive share one mapping; DynamoDB Streams may throttle the third."
 )
-"""Why the reference stack accepts a third reader of its orders stream, for now (CDC-ESM10)."""
+"""Why the reference stack accepts a third reader of its orders stream, for now (CDC-ESM11)."""
 
 ORDER_PAID_ROUTES = ("Invoicing", "Fulfilment")
 """The two subscribers of OrderPaid in the reference app, a queue each."""

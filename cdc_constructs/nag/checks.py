@@ -82,7 +82,8 @@ class CdcChecks(NagPack):
     - CDC-ESM7 filters only on images the table's StreamViewType carries
     - CDC-ESM8 an IteratorAge alarm on the consumer function (warning)
     - CDC-ESM9 a Kinesis consumer's idempotency markers outlive the stream's retention
-    - CDC-ESM10 at most two readers (mappings and pipes, across stacks) per DynamoDB stream,
+    - CDC-ESM10 an on-failure destination that keeps the records (S3), not a pointer (warning)
+    - CDC-ESM11 at most two readers (mappings and pipes, across stacks) per DynamoDB stream,
       one when the table has replicas
 
     It judges the synthesized templates (escape-hatch overrides included), so it runs as a

@@ -28,7 +28,7 @@ from constructs import IConstruct
 from cdc_constructs.nag.stream_source import EVENT_SOURCE_MAPPING, PIPE, TABLE_TYPES
 from cdc_constructs.nag.template import logical_id, template_path
 
-RULE_ID = "CDC-ESM10"
+RULE_ID = "CDC-ESM11"
 
 StreamKey = tuple[str, str]
 """(template file, table logical id) of a table in the app, or ("arn", literal stream ARN)."""
@@ -42,7 +42,7 @@ class StreamReader:
     """The L1 resource's construct path, e.g. ``App/Stack/Consumer/Function/StreamMapping``."""
     resource_type: str
     acknowledged: bool = False
-    """Whether CDC-ESM10 is acknowledged on it (or a construct above it), with a reason."""
+    """Whether CDC-ESM11 is acknowledged on it (or a construct above it), with a reason."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def _reader_nodes(
 
 
 def _acknowledged(node: IConstruct) -> bool:
-    """Whether ``node`` or a construct above it acknowledges CDC-ESM10."""
+    """Whether ``node`` or a construct above it acknowledges CDC-ESM11."""
     for scope in node.node.scopes:
         for entry in scope.node.metadata:
             if entry.type == Validations.ACKNOWLEDGED_RULES_METADATA_KEY and any(

@@ -2,7 +2,7 @@
 
 Every rule judges a ``StreamSource`` (a Lambda event source mapping or an EventBridge Pipe that
 reads a DynamoDB or Kinesis stream) and returns a ``NagRuleCompliance``. Rule ids are
-``CDC-ESM1`` ... ``CDC-ESM10`` for both kinds of consumer: a pipe polls its stream with the same
+``CDC-ESM1`` ... ``CDC-ESM11`` for both kinds of consumer: a pipe polls its stream with the same
 engine and the same settings, so one id names one concern wherever it appears.
 
 Values a rule needs but that are only known at deployment (parameters, imports, conditions)
@@ -109,6 +109,37 @@ def on_failure_destination(node: CfnResource, source: StreamSource) -> NagRuleCo
     else:
         destination = dig(source.settings, "DestinationConfig", "OnFailure", "Destination")
     return COMPLIANT if destination not in (None, "") else NON_COMPLIANT
+
+
+#: Template types and ARN services of on-failure destinations that keep only a pointer.
+_POINTER_DESTINATION_TYPES = {"AWS::SQS::Queue": "SQS", "AWS::SNS::Topic": "SNS"}
+_POINTER_DESTINATION_SERVICES = {":sqs:": "SQS", ":sns:": "SNS"}
+
+
+def on_failure_keeps_records(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """A DynamoDB stream mapping's on-failure destination is not an SQS queue or SNS topic
+    (which get the batch's shard and sequence numbers only; S3 also gets the batch).
+
+    Not applicable to pipes (their dead-letter target is SQS only), Kinesis sources (their
+    retention can be set up to a year) and mappings without a destination (CDC-ESM4).
+    """
+    if source.is_pipe or source.kind is not StreamKind.DYNAMODB:
+        return NOT_APPLICABLE
+    destination = dig(source.settings, "DestinationConfig", "OnFailure", "Destination")
+    if destination in (None, ""):
+        return NOT_APPLICABLE
+    target = NagRules.resolve_resource_from_intrinsic(node, destination)
+    if isinstance(target, str) and target in source.resources:
+        resource_type = source.resources[target].get("Type")
+        return NON_COMPLIANT if resource_type in _POINTER_DESTINATION_TYPES else COMPLIANT
+    text = destination if isinstance(destination, str) else ""
+    if not text:
+        raise UnresolvableValueError(
+            f"on-failure destination {destination!r} is only known at deployment"
+        )
+    if any(service in text for service in _POINTER_DESTINATION_SERVICES):
+        return NON_COMPLIANT
+    return COMPLIANT
 
 
 def report_batch_item_failures(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
@@ -357,6 +388,20 @@ RULES: tuple[CdcRule, ...] = (
     ),
     CdcRule(
         "ESM10",
+        NagMessageLevel.WARN,
+        "The DynamoDB stream consumer's on-failure destination is SQS or SNS: only a pointer is "
+        "kept; after 24 h a redrive can only report the records lost.",
+        "An SQS or SNS on-failure destination receives the failed batch's shard and sequence "
+        "numbers, not its records: a redrive must read them back from the stream, which trims "
+        "them 24 hours after they were written, so a failure noticed late becomes a manual "
+        "rebuild. An S3 destination receives the batch itself (the invocation record with its "
+        "payload) and keeps it as long as the bucket does. Use "
+        "on_failure=S3OnFailureDestination(bucket) (StreamConsumer's default), or acknowledge "
+        "this rule with the reason a redrive within 24 hours is assured.",
+        on_failure_keeps_records,
+    ),
+    CdcRule(
+        "ESM11",
         NagMessageLevel.ERROR,
         "More processes read this DynamoDB stream than it serves: at most two per shard, one "
         "for a table with replicas (a global table).",

@@ -28,6 +28,7 @@ __all__ = [
     "COUNT_METRICS",
     "DEFAULT_METRICS_NAMESPACE",
     "DUPLICATES_SKIPPED",
+    "FOREIGN_MARKERS",
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
     "MAPPING_UUID_ENV",
@@ -172,6 +173,9 @@ DUPLICATES_SKIPPED: Final = Metric("DuplicatesSkipped")
 RECORDS_QUARANTINED: Final = Metric("RecordsQuarantined")
 TTL_EXPIRIES: Final = Metric("TtlExpiries")
 BATCH_FAILURES: Final = Metric("BatchFailures")
+FOREIGN_MARKERS: Final = Metric("ForeignMarkers")
+"""Records whose marker was written by a consumer of another stream under the same name
+(ForeignMarkerError): reported failed, never skipped."""
 ITERATOR_LAG_MS: Final = Metric("IteratorLagMs", "Milliseconds")
 """Age of the newest record of the batch when it was handled (only when a record carried
 its creation time)."""
@@ -182,6 +186,7 @@ COUNT_METRICS: Final = (
     RECORDS_QUARANTINED,
     TTL_EXPIRIES,
     BATCH_FAILURES,
+    FOREIGN_MARKERS,
 )
 """The runtime's per-batch counts, in the order of its EMF line."""
 

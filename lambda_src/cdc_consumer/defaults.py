@@ -41,16 +41,84 @@ ID_ATTRIBUTE = "id"
 EXPIRATION_ATTRIBUTE = "expiration"
 STATUS_ATTRIBUTE = "status"
 IN_PROGRESS_EXPIRATION_ATTRIBUTE = "in_progress_expiration"
+#: The stream a processed-marker or claim was written for (its record's ``eventSourceARN``): a
+#: "duplicate" whose marker names another stream is two consumers sharing one name in one
+#: idempotency table, never a redelivery. Not a Powertools attribute (Powertools ignores it).
+STREAM_ATTRIBUTE = "stream"
 STATUS_IN_PROGRESS = "INPROGRESS"
 STATUS_COMPLETED = "COMPLETED"
 
-# --- Deadline ---
+# --- Stream view types ---
 
-#: Stop taking new records when less than this much invocation time is left (milliseconds):
-#: 5 s. Enough to commit the pending transaction and send one quarantine message with the
-#: standard retry mode's backoff (at most ~3 s over 3 attempts) at typical latencies (tens of
-#: ms); the record reported instead is simply redelivered. Raise it for slow side effects.
-SAFETY_MARGIN_MS = 5_000
+#: The names of a record's images, as ``dynamodb.NewImage`` / ``dynamodb.OldImage`` call them; a
+#: projection or side effect declares the ones it reads (``reads=``).
+NEW_IMAGE = "NewImage"
+OLD_IMAGE = "OldImage"
+#: The images each ``StreamViewType`` carries (DynamoDB's StreamSpecification). Even a view
+#: type that carries an image omits it where the change has none: INSERT has no old image,
+#: REMOVE no new one.
+IMAGES_OF_VIEW_TYPE: dict[str, frozenset[str]] = {
+    "KEYS_ONLY": frozenset(),
+    "NEW_IMAGE": frozenset({NEW_IMAGE}),
+    "OLD_IMAGE": frozenset({OLD_IMAGE}),
+    "NEW_AND_OLD_IMAGES": frozenset({NEW_IMAGE, OLD_IMAGE}),
+}
+
+# --- Deadline ---
+# One rule, used by the runtime (how long before the deadline it stops taking records) and by
+# the StreamConsumer construct (which refuses a timeout too short for one record).
+
+#: The safety margin is a fifth of the function's timeout, at least 0.5 s and at most 5 s. It
+#: must leave time to commit the pending transaction and send one quarantine message: tens of
+#: milliseconds usually, up to a few seconds when the standard retry mode backs off under
+#: throttling. 5 s covers that for long timeouts; a fifth keeps short timeouts mostly for
+#: records (Lambda's default 3 s keeps 2.4 s), and 0.5 s still covers a commit and a send with
+#: a retry at typical latencies.
+SAFETY_MARGIN_DIVISOR = 5
+MIN_SAFETY_MARGIN_MS = 500
+MAX_SAFETY_MARGIN_MS = 5_000
+#: The least time that must remain for records once the margin is kept: one record's
+#: projection, its transaction and, in side-effect mode, one external call.
+MIN_RECORD_TIME_MS = 1_000
+
+
+def safety_margin_ms(timeout_ms: int) -> int:
+    """The safety margin for a function whose timeout is ``timeout_ms``: stop taking records
+    when less than this is left."""
+    return max(MIN_SAFETY_MARGIN_MS, min(MAX_SAFETY_MARGIN_MS, timeout_ms // SAFETY_MARGIN_DIVISOR))
+
+
+def fits_one_record(timeout_ms: int) -> bool:
+    """Whether a function timeout leaves :data:`MIN_RECORD_TIME_MS` after its safety margin."""
+    return timeout_ms - safety_margin_ms(timeout_ms) >= MIN_RECORD_TIME_MS
+
+
+#: The shortest whole-second function timeout that fits one record (2 s: 0.5 s margin, 1.5 s
+#: for records); Lambda's 1 s minimum does not.
+MIN_FUNCTION_TIMEOUT_SECONDS = next(s for s in range(1, 901) if fits_one_record(s * 1000))
+
+# --- Side effects ---
+
+#: The longest a side effect's claim stays in progress: 10 s, or a quarter of the function's
+#: timeout when that is shorter. It bounds how long one crash (between the claim and its
+#: completion) blocks the record: the mapping retries at once, and the retry waits for the
+#: claim to expire (when its invocation has the time) and takes it over, instead of failing
+#: again until the batch runs out of retries. A side effect must finish within it: one that
+#: outlives its claim may be run again by a retry (the runtime logs a warning when a call
+#: overran). Set ``StreamProcessor(side_effect_timeout_ms=...)`` or the environment variable.
+DEFAULT_SIDE_EFFECT_TIMEOUT_MS = 10_000
+SIDE_EFFECT_TIMEOUT_ENV = "CDC_SIDE_EFFECT_TIMEOUT_MS"
+#: Waited past a claim's expiry before taking it over, for clock differences between hosts.
+CLAIM_TAKEOVER_SLACK_MS = 100
+
+
+def side_effect_timeout_ms(timeout_ms: int | None) -> int:
+    """The default side-effect timeout for a function whose timeout is ``timeout_ms`` (None:
+    unknown, no Lambda context)."""
+    if timeout_ms is None:
+        return DEFAULT_SIDE_EFFECT_TIMEOUT_MS
+    return max(1, min(DEFAULT_SIDE_EFFECT_TIMEOUT_MS, timeout_ms // 4))
+
 
 # --- boto3 clients ---
 

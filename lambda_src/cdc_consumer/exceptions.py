@@ -69,12 +69,63 @@ class TransientError(CdcConsumerError):
     """A failure worth retrying (the runtime's own wrapper for DynamoDB/SQS failures)."""
 
 
+class ForeignMarkerError(CdcConsumerError):
+    """The record's processed-marker (or side-effect claim) exists, but was written for another
+    stream: another consumer writes markers under this consumer's name into this idempotency
+    table, so treating the record as a duplicate would drop it. The record is reported failed
+    (never skipped) and the ``ForeignMarkers`` metric counts it; rename one consumer (the
+    StreamConsumer construct refuses such a pair at synthesis)."""
+
+
 class SideEffectInProgressError(TransientError):
-    """Another invocation holds an unexpired claim on this side effect; retry later."""
+    """Another invocation holds an unexpired claim on this side effect; retry later.
+
+    ``until_ms``: when the claim expires (epoch milliseconds), when the claim says.
+    """
+
+    def __init__(self, message: str, until_ms: int | None = None) -> None:
+        super().__init__(message)
+        self.until_ms = until_ms
 
 
 class ConfigurationError(CdcConsumerError):
     """The processor cannot run: a table, queue or name is missing. Raised out of ``handle``."""
+
+
+class MissingImageError(ConfigurationError):
+    """A record's stream view type lacks an image a registered projection or side effect reads.
+
+    A misconfiguration, not a bad record: every record of that stream lacks the image, so
+    quarantining them one by one would empty the stream into the queue while the view never
+    changes. ``handle`` commits what came before the record, then raises this error: a
+    function error, which the Errors alarm reports and Lambda retries (then sends to the
+    on-failure destination), so no record is counted as processed without its effect. Fix it
+    by giving the table the stream view type the consumer needs (a new stream), or by not
+    reading the image. ``sequence_number``, ``view_type``, ``missing`` (image names) and
+    ``reader`` (the projection or side effect) say which.
+    """
+
+    def __init__(
+        self, sequence_number: str, view_type: str, missing: Sequence[str], reader: str
+    ) -> None:
+        super().__init__(
+            f"record {sequence_number}: the stream's view type is {view_type}, which carries "
+            f"no {' and no '.join(missing)}, but {reader} reads it; give the table a stream "
+            f"whose view type carries {' and '.join(missing)} (NEW_AND_OLD_IMAGES carries both)"
+        )
+        self.sequence_number = sequence_number
+        self.view_type = view_type
+        self.missing = list(missing)
+        self.reader = reader
+
+
+class DeadlineError(CdcConsumerError):
+    """The invocation could take no record: less than the safety margin was left at its first.
+
+    Raised out of ``handle`` (a function error, which the Errors alarm reports) instead of
+    reporting the first record as failed, which would look like one bad record while every
+    invocation of this function fails the same way: its timeout is too short for the margin.
+    """
 
 
 class MalformedBatchError(CdcConsumerError):

@@ -20,6 +20,7 @@ from cdc_consumer.contract import (
     CONSUMER_DIMENSION,
     CONSUMER_METRICS,
     DUPLICATES_SKIPPED,
+    FOREIGN_MARKERS,
     ITERATOR_LAG_MS,
     RECORDS_PROCESSED,
     RECORDS_QUARANTINED,
@@ -40,6 +41,7 @@ class BatchMetrics:
     records_quarantined: int = 0
     ttl_expiries: int = 0
     batch_failures: int = 0
+    foreign_markers: int = 0
     newest_record_time: datetime | None = None
 
     def saw_record_time(self, created: datetime | None) -> None:
@@ -56,6 +58,7 @@ class BatchMetrics:
             RECORDS_QUARANTINED.name: self.records_quarantined,
             TTL_EXPIRIES.name: self.ttl_expiries,
             BATCH_FAILURES.name: self.batch_failures,
+            FOREIGN_MARKERS.name: self.foreign_markers,
         }
         if self.newest_record_time is not None:
             lag_ms = (now - self.newest_record_time.timestamp()) * 1000

@@ -188,22 +188,28 @@ class Outbox:
                 concurrent transaction on the same item); nothing was written.
             botocore.exceptions.ClientError: any other DynamoDB error, unchanged.
         """
-        app_actions = self._check_actions(actions)
-        problems: list[str] = []
-        if not isinstance(event_type, str) or not event_type.strip():
-            problems.append(f"event_type={event_type!r}: give a non-empty string")
-        elif len(event_type) > MAX_DETAIL_TYPE_LENGTH:
-            problems.append(
-                f"event_type is {len(event_type)} characters; EventBridge detail-type allows "
-                f"at most {MAX_DETAIL_TYPE_LENGTH}"
-            )
-        payload_text = self._payload_text(payload, problems)
-        if event_id is not None and (not isinstance(event_id, str) or not event_id):
-            problems.append(f"event_id={event_id!r}: give a non-empty string, or None")
-        if problems:
-            raise OutboxInputError("cannot write the outbox event: " + "; ".join(problems))
-
+        app_actions = _check_actions(actions)
+        payload_text = _check_event(event_type, payload, event_id)
         event_id = event_id or str(uuid.uuid4())
+        outbox_put, event = self._outbox_item(event_id, event_type, payload_text)
+        try:
+            self._client.transact_write_items(
+                TransactItems=[*app_actions, outbox_put],
+                # One token per call: the SDK's automatic retry of a call whose response was
+                # lost is then idempotent (DynamoDB replays the first outcome for 10 minutes)
+                # instead of failing the outbox item's condition as a false conflict.
+                ClientRequestToken=str(uuid.uuid4()),
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            raise _cancellation_error(error, len(app_actions)) from error
+        return event
+
+    def _outbox_item(
+        self, event_id: str, event_type: str, payload_text: str
+    ) -> tuple[dict[str, Any], OutboxEvent]:
+        """The outbox item's conditional Put, and the event it describes."""
         now = self._clock()
         key_value = f"{self.key_prefix}{event_id}"
         key = {self.partition_key: key_value}
@@ -225,114 +231,120 @@ class Outbox:
                 "ExpressionAttributeNames": {"#pk": self.partition_key},
             }
         }
-        try:
-            self._client.transact_write_items(
-                TransactItems=[*app_actions, outbox_put],
-                # One token per call: the SDK's automatic retry of a call whose response was
-                # lost is then idempotent (DynamoDB replays the first outcome for 10 minutes)
-                # instead of failing the outbox item's condition as a false conflict.
-                ClientRequestToken=str(uuid.uuid4()),
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-                raise
-            raise self._cancellation_error(error, len(app_actions)) from error
-        return OutboxEvent(
+        event = OutboxEvent(
             event_id=event_id,
             event_type=event_type,
             key=key,
             expires_at=expires_at,
             occurred_at=occurred_at,
         )
+        return outbox_put, event
 
-    # -- helpers -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_actions(actions: Any) -> list[Mapping[str, Any]]:
-        listed = [actions] if isinstance(actions, Mapping) else actions
-        if not isinstance(listed, Sequence) or isinstance(listed, str) or not listed:
-            raise OutboxInputError(
-                f"actions={actions!r}: give one TransactWriteItems action (e.g. "
-                '{"Put": {"TableName": ..., "Item": ...}}) or a non-empty list of them'
-            )
-        problems = []
-        if len(listed) > MAX_TRANSACTION_ACTIONS - 1:
+def _check_event(event_type: Any, payload: Any, event_id: Any) -> str:
+    """The payload as JSON text; :class:`OutboxInputError` naming every bad argument."""
+    problems: list[str] = []
+    if not isinstance(event_type, str) or not event_type.strip():
+        problems.append(f"event_type={event_type!r}: give a non-empty string")
+    elif len(event_type) > MAX_DETAIL_TYPE_LENGTH:
+        problems.append(
+            f"event_type is {len(event_type)} characters; EventBridge detail-type allows "
+            f"at most {MAX_DETAIL_TYPE_LENGTH}"
+        )
+    payload_text = _payload_text(payload, problems)
+    if event_id is not None and (not isinstance(event_id, str) or not event_id):
+        problems.append(f"event_id={event_id!r}: give a non-empty string, or None")
+    if problems:
+        raise OutboxInputError("cannot write the outbox event: " + "; ".join(problems))
+    return payload_text
+
+
+def _check_actions(actions: Any) -> list[Mapping[str, Any]]:
+    listed = [actions] if isinstance(actions, Mapping) else actions
+    if not isinstance(listed, Sequence) or isinstance(listed, str) or not listed:
+        raise OutboxInputError(
+            f"actions={actions!r}: give one TransactWriteItems action (e.g. "
+            '{"Put": {"TableName": ..., "Item": ...}}) or a non-empty list of them'
+        )
+    problems = []
+    if len(listed) > MAX_TRANSACTION_ACTIONS - 1:
+        problems.append(
+            f"{len(listed)} actions given; DynamoDB allows {MAX_TRANSACTION_ACTIONS} per "
+            f"transaction and the outbox item takes one, so at most "
+            f"{MAX_TRANSACTION_ACTIONS - 1}"
+        )
+    for index, action in enumerate(listed):
+        kinds = list(action) if isinstance(action, Mapping) else []
+        if len(kinds) != 1 or kinds[0] not in _WRITE_ACTIONS:
             problems.append(
-                f"{len(listed)} actions given; DynamoDB allows {MAX_TRANSACTION_ACTIONS} per "
-                f"transaction and the outbox item takes one, so at most "
-                f"{MAX_TRANSACTION_ACTIONS - 1}"
+                f"action {index} has keys {kinds or type(action).__name__}; each action "
+                f"needs exactly one of {list(_WRITE_ACTIONS)} (boto3 client shape)"
             )
-        for index, action in enumerate(listed):
-            kinds = list(action) if isinstance(action, Mapping) else []
-            if len(kinds) != 1 or kinds[0] not in _WRITE_ACTIONS:
-                problems.append(
-                    f"action {index} has keys {kinds or type(action).__name__}; each action "
-                    f"needs exactly one of {list(_WRITE_ACTIONS)} (boto3 client shape)"
-                )
-            elif not isinstance(action[kinds[0]], Mapping) or not action[kinds[0]].get("TableName"):
-                problems.append(f"action {index} ({kinds[0]}) has no TableName")
-        if problems:
-            raise OutboxInputError("invalid actions: " + "; ".join(problems))
-        return list(listed)
+        elif not isinstance(action[kinds[0]], Mapping) or not action[kinds[0]].get("TableName"):
+            problems.append(f"action {index} ({kinds[0]}) has no TableName")
+    if problems:
+        raise OutboxInputError("invalid actions: " + "; ".join(problems))
+    return list(listed)
 
-    @staticmethod
-    def _payload_text(payload: Any, problems: list[str]) -> str:
-        if isinstance(payload, str):
-            try:
-                json.loads(payload)
-            except ValueError as error:
-                problems.append(f"payload is a string but not JSON text ({error})")
-                return ""
-            text = payload
-        elif isinstance(payload, Mapping):
-            try:
-                text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-            except (TypeError, ValueError) as error:
-                problems.append(
-                    f"payload is not JSON-serializable ({error}); convert Decimal to str or int "
-                    "and datetime to an ISO-8601 string"
-                )
-                return ""
-        else:
-            problems.append(f"payload is a {type(payload).__name__}; give a mapping or JSON text")
+
+def _payload_text(payload: Any, problems: list[str]) -> str:
+    if isinstance(payload, str):
+        try:
+            json.loads(payload)
+        except ValueError as error:
+            problems.append(f"payload is a string but not JSON text ({error})")
             return ""
-        escaped = len(json.dumps(text).encode())
-        if escaped > MAX_PAYLOAD_BYTES:
+        text = payload
+    elif isinstance(payload, Mapping):
+        try:
+            text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as error:
             problems.append(
-                f"payload is {escaped} bytes once escaped into the event; EventBridge entries are "
-                f"limited to 256 KB, so keep it under {MAX_PAYLOAD_BYTES} bytes (publish a "
-                "reference to large data instead)"
+                f"payload is not JSON-serializable ({error}); convert Decimal to str or int "
+                "and datetime to an ISO-8601 string"
             )
-        return text
+            return ""
+    else:
+        problems.append(f"payload is a {type(payload).__name__}; give a mapping or JSON text")
+        return ""
+    escaped = len(json.dumps(text).encode())
+    if escaped > MAX_PAYLOAD_BYTES:
+        problems.append(
+            f"payload is {escaped} bytes once escaped into the event; EventBridge entries are "
+            f"limited to 256 KB, so keep it under {MAX_PAYLOAD_BYTES} bytes (publish a "
+            "reference to large data instead)"
+        )
+    return text
 
-    def _cancellation_error(self, error: ClientError, app_count: int) -> OutboxError:
-        reasons: list[dict[str, Any]] = list(error.response.get("CancellationReasons") or [])
 
-        def describe(index: int) -> str:
-            return "the outbox item" if index == app_count else f"action {index}"
+def _cancellation_error(error: ClientError, app_count: int) -> OutboxError:
+    reasons: list[dict[str, Any]] = list(error.response.get("CancellationReasons") or [])
 
-        failed = [
-            index
-            for index, reason in enumerate(reasons)
-            if reason.get("Code") == "ConditionalCheckFailed"
-        ]
-        if failed:
-            return OutboxConflictError(
-                "transaction cancelled, nothing was written: the condition of "
-                + ", ".join(describe(index) for index in failed)
-                + " failed"
-                + (" (an event with this event_id already exists)" if app_count in failed else ""),
-                failed,
-                reasons,
-            )
-        other = [
-            f"{describe(index)}: {reason.get('Code')} ({reason.get('Message', '')})"
-            for index, reason in enumerate(reasons)
-            if reason.get("Code") not in (None, "None")
-        ]
-        return OutboxCancelledError(
-            "transaction cancelled, nothing was written: "
-            + ("; ".join(other) or error.response.get("Error", {}).get("Message", "no reason"))
-            + ". Retrying may succeed.",
+    def describe(index: int) -> str:
+        return "the outbox item" if index == app_count else f"action {index}"
+
+    failed = [
+        index
+        for index, reason in enumerate(reasons)
+        if reason.get("Code") == "ConditionalCheckFailed"
+    ]
+    if failed:
+        return OutboxConflictError(
+            "transaction cancelled, nothing was written: the condition of "
+            + ", ".join(describe(index) for index in failed)
+            + " failed"
+            + (" (an event with this event_id already exists)" if app_count in failed else ""),
+            failed,
             reasons,
         )
+    other = [
+        f"{describe(index)}: {reason.get('Code')} ({reason.get('Message', '')})"
+        for index, reason in enumerate(reasons)
+        if reason.get("Code") not in (None, "None")
+    ]
+    return OutboxCancelledError(
+        "transaction cancelled, nothing was written: "
+        + ("; ".join(other) or error.response.get("Error", {}).get("Message", "no reason"))
+        + ". Retrying may succeed.",
+        reasons,
+    )

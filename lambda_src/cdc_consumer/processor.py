@@ -4,56 +4,24 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import boto3
 
-from cdc_consumer import contract, defaults, logs, metrics
-from cdc_consumer.change import Change
-from cdc_consumer.exceptions import (
-    ConfigurationError,
-    InvalidActionError,
-    MalformedBatchError,
-    PermanentError,
-    TransientError,
-    UndecodableRecordError,
-)
-from cdc_consumer.kinesis import item_identifier
-from cdc_consumer.quarantine import send_to_quarantine
-from cdc_consumer.side_effects import Claim, SideEffectClaims
-from cdc_consumer.transactions import (
-    RecordWrites,
-    TransactionGroup,
-    action_list,
-    commit,
-    marker_action,
-)
+from cdc_consumer import defaults, logs, metrics
+from cdc_consumer.batch import BatchRun, LambdaContext
+from cdc_consumer.decision import Projection, Reads
+from cdc_consumer.exceptions import ConfigurationError, DeadlineError, MalformedBatchError
+from cdc_consumer.ledger import Ledger
+from cdc_consumer.modes import SideEffect
+from cdc_consumer.outcomes import event_id, sequence_number
+from cdc_consumer.settings import Settings, resolve_settings
 
-Projection = Callable[[Change], Sequence[Mapping[str, Any]]]
-"""A function from a change to its TransactWriteItems actions (boto3 client shape)."""
-SideEffect = Callable[[Change], None]
-"""A function that performs an external call for a change."""
+__all__ = ["LambdaContext", "Projection", "Settings", "SideEffect", "StreamProcessor"]
 
 P = TypeVar("P", bound=Projection)
 S = TypeVar("S", bound=SideEffect)
-
-
-class LambdaContext(Protocol):
-    """The part of Lambda's context object the processor uses."""
-
-    def get_remaining_time_in_millis(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Names resolved for one invocation (explicit arguments first, then the environment)."""
-
-    consumer: str
-    idempotency_table: str
-    quarantine_queue_url: str
-    metrics_namespace: str
 
 
 class StreamProcessor:
@@ -82,8 +50,16 @@ class StreamProcessor:
     - ``metrics_namespace``: default env ``CDC_METRICS_NAMESPACE``, else ``"CdcConstructs"``,
       where the Monitoring construct's alarms look.
     - ``safety_margin_ms``: stop taking records when less invocation time is left; default
-      :data:`cdc_consumer.defaults.SAFETY_MARGIN_MS` (5 s, see there for why).
-    - ``clock``: epoch seconds; default ``time.time`` (tests pass their own).
+      ``None``: it follows the function's timeout (a fifth of it, between 0.5 and 5 s; see
+      :func:`cdc_consumer.defaults.safety_margin_ms` for why). An invocation that cannot take
+      even its first record raises :class:`DeadlineError` (a function error).
+    - ``side_effect_timeout_ms``: how long a side effect's claim stays in progress; default
+      env ``CDC_SIDE_EFFECT_TIMEOUT_MS``, else 10 s or a quarter of the function's timeout
+      if shorter. A retry that meets a crashed invocation's claim waits for it to expire and
+      takes it over when its invocation has the time (billed duration, at most one timeout);
+      a side effect must finish within it (see :mod:`cdc_consumer.side_effects`).
+    - ``clock``: epoch seconds; default ``time.time``; ``sleep``: default ``time.sleep``
+      (tests pass their own).
 
     Names are resolved at each :meth:`handle` call, so a processor can be built at import
     time; a missing one raises :class:`ConfigurationError` naming the variable.
@@ -98,58 +74,74 @@ class StreamProcessor:
         dynamodb_client: Any = None,
         sqs_client: Any = None,
         metrics_namespace: str | None = None,
-        safety_margin_ms: int = defaults.SAFETY_MARGIN_MS,
+        safety_margin_ms: int | None = None,
+        side_effect_timeout_ms: int | None = None,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if safety_margin_ms < 0:
-            raise ConfigurationError(
-                f"safety_margin_ms must be >= 0 milliseconds, got {safety_margin_ms}"
-            )
         self.consumer_name = consumer_name
         self.idempotency_table = idempotency_table
         self.quarantine_queue_url = quarantine_queue_url
         self.metrics_namespace = metrics_namespace
-        self.safety_margin_ms = safety_margin_ms
+        self.safety_margin_ms = _margin(safety_margin_ms)
+        self.side_effect_timeout_ms = _side_effect_timeout(side_effect_timeout_ms)
+        self.sleep = sleep
         self.clock = clock
         self._dynamodb = dynamodb_client
         self._sqs = sqs_client
         self.projections: list[Projection] = []
         self.side_effects: list[tuple[str, SideEffect]] = []
+        #: The images each projection and side effect declared it reads (``reads=``).
+        self.reads: list[Reads] = []
 
     # --- registration -------------------------------------------------------------------
 
-    def projection(self, function: P) -> P:
+    def projection(self, function: P | None = None, *, reads: Iterable[str] = ()) -> Any:
         """Register a projection: ``change -> list of TransactWriteItems actions``.
 
+        Usable as ``@processor.projection`` or ``@processor.projection(reads=["NewImage"])``.
         Its actions commit in one transaction with the record's processed-marker, so each
         takes effect exactly once. Projections run in registration order; their actions are
         concatenated. Return ``[]`` for a change that does not concern the projection.
         Raise :class:`PermanentError` for a change it can never interpret (quarantined); pass
         it ``actions=`` to have compensating actions committed for the quarantined record
-        (exactly once, after its quarantine message is sent; see :meth:`_Batch.compensate`).
+        (exactly once, after its quarantine message is sent; see
+        :meth:`cdc_consumer.batch.BatchRun.compensate`).
         When one projection raises, the record's other projections' actions are not applied.
-        """
-        self.projections.append(function)
-        return function
 
-    def side_effect(self, function: S | None = None, *, name: str | None = None) -> Any:
+        ``reads``: the images the projection reads, ``"NewImage"`` and/or ``"OldImage"``
+        (default: none declared, nothing checked). A record whose stream view type lacks a
+        declared image fails the invocation with :class:`MissingImageError` (see there why it
+        is not quarantined); an image the change simply has not (INSERT's old image) is None.
+        """
+
+        def add(function: Projection) -> str:
+            self.projections.append(function)
+            return f"projection {getattr(function, '__name__', repr(function))!r}"
+
+        return _registration(function, reads, add, self.reads)
+
+    def side_effect(
+        self, function: S | None = None, *, name: str | None = None, reads: Iterable[str] = ()
+    ) -> Any:
         """Register a side effect: ``change -> None``, an external call made once per record.
 
         Usable as ``@processor.side_effect`` or ``@processor.side_effect(name="notify")``.
         ``name`` (default: the function's ``__name__``) is part of the claim id
-        ``{consumer}#{eventID}#{name}``; keep it stable across deployments.
+        ``{consumer}#{eventID}#{name}``; keep it stable across deployments. ``reads``: as
+        for :meth:`projection`.
         """
 
-        def register(function: S) -> S:
+        def add(function: S) -> str:
             claim_name = name or function.__name__
             if any(existing == claim_name for existing, _ in self.side_effects):
                 raise ConfigurationError(
                     f"a side effect named {claim_name!r} is already registered; pass name="
                 )
             self.side_effects.append((claim_name, function))
-            return function
+            return f"side effect {claim_name!r}"
 
-        return register if function is None else register(function)
+        return _registration(function, reads, add, self.reads)
 
     # --- processing ---------------------------------------------------------------------
 
@@ -162,9 +154,11 @@ class StreamProcessor:
         duplicate or quarantined, else ``{"batchItemFailures": [{"itemIdentifier": seq}]}``
         with the sequence number of the first record not applied; nothing after it was
         applied. A bad record never raises. Raises :class:`ConfigurationError` when a name
-        is missing, and :class:`MalformedBatchError` when the event has no ``Records`` list or
-        a record has no sequence number: such a record cannot be reported alone, so the whole
-        batch fails (a function error, which Lambda retries and bisects, and which alarms).
+        is missing, :class:`MissingImageError` (after committing the records before it) when a
+        record's stream view type lacks an image a registered function reads, and
+        :class:`MalformedBatchError` when the event has no ``Records`` list or a record has no
+        sequence number: such a record cannot be reported alone, so the whole batch fails (a
+        function error, which Lambda retries and bisects, and which alarms).
         """
         if not self.projections and not self.side_effects:
             raise ConfigurationError(
@@ -173,64 +167,48 @@ class StreamProcessor:
             )
         settings = self.settings()
         started = self.clock()
-        batch = _Batch(self, settings, context)
+        ledger = Ledger(settle_at_commit=not self.side_effects)
         try:
             records = _records_of(event)
-        except MalformedBatchError as error:
-            batch.metrics.batch_failures = 1
+            failed = BatchRun.assemble(self, settings, context, records, ledger).run()
+        except (MalformedBatchError, ConfigurationError, DeadlineError) as error:
+            # The invocation cannot go on: a function error (alarmed, retried by Lambda).
+            ledger.metrics.batch_failures = 1
             logs.log(
                 "ERROR",
-                "batch rejected",
+                "batch rejected" if isinstance(error, MalformedBatchError) else "batch failed",
                 consumer=settings.consumer,
                 error=logs.describe_error(error),
             )
             metrics.emit(
-                settings.metrics_namespace, settings.consumer, batch.metrics, now=self.clock()
+                settings.metrics_namespace, settings.consumer, ledger.metrics, self.clock()
             )
             raise
-        failed = batch.run(records)
-        batch.metrics.batch_failures = int(failed is not None)
+        ledger.metrics.batch_failures = int(failed is not None)
         logs.log(
             "INFO",
             "batch processed",
             consumer=settings.consumer,
             records=len(records),
-            processed=batch.metrics.records_processed,
-            duplicates=batch.metrics.duplicates_skipped,
-            quarantined=batch.metrics.records_quarantined,
-            transactions=batch.transactions,
+            processed=ledger.metrics.records_processed,
+            duplicates=ledger.metrics.duplicates_skipped,
+            quarantined=ledger.metrics.records_quarantined,
+            transactions=ledger.transactions,
             failedSequenceNumber=failed,
-            firstSequenceNumber=_sequence_number(records[0]) if records else None,
-            lastSequenceNumber=_sequence_number(records[-1]) if records else None,
+            firstSequenceNumber=sequence_number(records[0]) if records else None,
+            lastSequenceNumber=sequence_number(records[-1]) if records else None,
             durationMs=round((self.clock() - started) * 1000),
         )
-        metrics.emit(settings.metrics_namespace, settings.consumer, batch.metrics, now=self.clock())
+        metrics.emit(settings.metrics_namespace, settings.consumer, ledger.metrics, self.clock())
         return {"batchItemFailures": [] if failed is None else [{"itemIdentifier": failed}]}
 
     def settings(self) -> Settings:
         """The names this invocation uses; :class:`ConfigurationError` names what is missing."""
-        problems = []
-        resolved: dict[str, str] = {}
-        for attribute, variable in (
-            ("consumer_name", contract.CONSUMER_NAME_ENV),
-            ("idempotency_table", contract.IDEMPOTENCY_TABLE_ENV),
-            ("quarantine_queue_url", contract.QUARANTINE_QUEUE_ENV),
-        ):
-            value: str = getattr(self, attribute) or os.environ.get(variable) or ""
-            if not value:
-                problems.append(
-                    f"{attribute} (pass it, or set the environment variable {variable})"
-                )
-            resolved[attribute] = value
-        if problems:
-            raise ConfigurationError("StreamProcessor is missing: " + "; ".join(problems))
-        return Settings(
-            consumer=resolved["consumer_name"],
-            idempotency_table=resolved["idempotency_table"],
-            quarantine_queue_url=resolved["quarantine_queue_url"],
-            metrics_namespace=self.metrics_namespace
-            or os.environ.get(contract.METRICS_NAMESPACE_ENV)
-            or contract.DEFAULT_METRICS_NAMESPACE,
+        return resolve_settings(
+            self.consumer_name,
+            self.idempotency_table,
+            self.quarantine_queue_url,
+            self.metrics_namespace,
         )
 
     @property
@@ -244,6 +222,52 @@ class StreamProcessor:
         if self._sqs is None:
             self._sqs = boto3.client("sqs", config=defaults.CLIENT_CONFIG)
         return self._sqs
+
+
+def _margin(given: int | None) -> int | None:
+    if given is not None and given < 0:
+        raise ConfigurationError(f"safety_margin_ms must be >= 0 milliseconds, got {given}")
+    return given
+
+
+def _side_effect_timeout(given: int | None) -> int | None:
+    """``given``, else the environment's; None: the default, decided per invocation."""
+    value: Any = given
+    if value is None:
+        value = os.environ.get(defaults.SIDE_EFFECT_TIMEOUT_ENV) or None
+        if value is None:
+            return None
+    try:
+        timeout = int(value)
+    except ValueError:
+        timeout = 0
+    if timeout <= 0:
+        raise ConfigurationError(
+            f"side_effect_timeout_ms (or {defaults.SIDE_EFFECT_TIMEOUT_ENV}) must be a positive "
+            f"number of milliseconds, got {value!r}"
+        )
+    return timeout
+
+
+def _registration(
+    function: Any, reads: Iterable[str], add: Callable[[Any], str], declared: list[Reads]
+) -> Any:
+    """Register ``function`` with ``add`` (now, or as a decorator when it is None) and its
+    declared images in ``declared``; :class:`ConfigurationError` for an unknown image name."""
+    images = frozenset([reads] if isinstance(reads, str) else reads)
+    unknown = sorted(images - {defaults.NEW_IMAGE, defaults.OLD_IMAGE})
+    if unknown:
+        raise ConfigurationError(
+            f"reads= takes {defaults.NEW_IMAGE!r} and/or {defaults.OLD_IMAGE!r}, got {unknown}"
+        )
+
+    def register(function: Any) -> Any:
+        reader = add(function)
+        if images:
+            declared.append((reader, images))
+        return function
+
+    return register if function is None else register(function)
 
 
 def _records_of(event: Mapping[str, Any]) -> list[Any]:
@@ -261,301 +285,10 @@ def _records_of(event: Mapping[str, Any]) -> list[Any]:
             f"a DynamoDB stream event is {{'Records': [...]}}, got {str(event)[:200]}"
         )
     for position, record in enumerate(records):
-        if _sequence_number(record) is None:
+        if sequence_number(record) is None:
             raise MalformedBatchError(
-                f"record {position} (eventID {_event_id(record)!r}) has no "
+                f"record {position} (eventID {event_id(record)!r}) has no "
                 "dynamodb.SequenceNumber (kinesis.sequenceNumber for a Kinesis record), so it "
                 "cannot be reported alone; failing the batch"
             )
     return records
-
-
-def _sequence_number(record: Any) -> str | None:
-    # A Kinesis record is named by its Kinesis sequence number (docs/design.md §9).
-    return item_identifier(record)
-
-
-def _event_id(record: Any) -> Any:
-    return record.get("eventID") if isinstance(record, Mapping) else None
-
-
-@dataclass(frozen=True)
-class _Stop:
-    """Stop: report the record at ``position`` (nothing from it on was applied)."""
-
-    position: int
-
-
-@dataclass(frozen=True)
-class _Resume:
-    """Go on from ``position`` (the records before it are done)."""
-
-    position: int
-
-
-_Step = _Stop | _Resume | None
-
-
-@dataclass
-class _Batch:
-    """The state of one :meth:`StreamProcessor.handle` call."""
-
-    processor: StreamProcessor
-    settings: Settings
-    context: LambdaContext | None
-    metrics: metrics.BatchMetrics = field(default_factory=metrics.BatchMetrics)
-    group: TransactionGroup = field(default_factory=TransactionGroup)
-    changes: dict[int, Change] = field(default_factory=dict)
-    duplicate_positions: set[int] = field(default_factory=set)
-    transactions: int = 0
-    records: list[Any] = field(default_factory=list)
-
-    def run(self, records: list[Any]) -> str | None:
-        """Process ``records``; the sequence number to report, or None if all are done."""
-        self.records = records
-        position = 0
-        while True:
-            if position >= len(records):
-                step = self.flush()
-                if step is None:
-                    return None
-            elif self.near_deadline():
-                step = self.flush()
-                if step is None:
-                    logs.log(
-                        "WARNING",
-                        "record failed",
-                        consumer=self.settings.consumer,
-                        sequenceNumber=_sequence_number(records[position]),
-                        eventID=_event_id(records[position]),
-                        reason="deadline",
-                        remainingMs=self.remaining_ms(),
-                        safetyMarginMs=self.processor.safety_margin_ms,
-                    )
-                    return _sequence_number(records[position])
-            else:
-                step = self.take(position)
-                if step is None:
-                    position += 1
-                    continue
-            if isinstance(step, _Stop):
-                return _sequence_number(records[step.position])
-            position = step.position
-
-    # --- one record ---------------------------------------------------------------------
-
-    def take(self, position: int) -> _Step:
-        record = self.records[position]
-        try:
-            change = Change.from_record(record)
-        except UndecodableRecordError as error:
-            return self.poison(position, error)
-        self.changes[position] = change
-        self.metrics.saw_record_time(change.approximate_creation_time)
-        if self.processor.projections:
-            try:
-                writes = self.project(position, change)
-            except PermanentError as error:
-                if error.actions:
-                    return self.compensate(position, change, error)
-                return self.poison(position, error)
-            except Exception as error:  # user code: anything but PermanentError is transient
-                return self.transient(position, error)
-            if not self.group.fits(writes):
-                step = self.flush()
-                if step is not None:
-                    return step
-            self.group.add(writes)
-        if not self.processor.side_effects:
-            return None
-        step = self.flush()
-        if step is not None:
-            return step
-        return self.run_side_effects(position, change)
-
-    def project(self, position: int, change: Change) -> RecordWrites:
-        actions: list[Any] = []
-        for projection in self.processor.projections:
-            actions.extend(action_list(projection(change)))
-        return RecordWrites.build(
-            position, self.marker(change), actions, self.settings.idempotency_table
-        )
-
-    def compensate(self, position: int, change: Change, error: PermanentError) -> _Step:
-        """Quarantine a poison record, then commit its marker with the compensating actions
-        its projection's error carries (its OLD image's contribution taken back, say).
-
-        Order: everything before the record is committed, then the quarantine message is
-        sent, then the marker and actions join the transaction group like any record's (and
-        commit with it, exactly once: a redelivery finds the marker and writes nothing). The
-        message goes FIRST because a quarantine report must never be lost: the view changes
-        for a poison record only once its report is in the queue, and if the send fails
-        nothing of the record is committed, so it is reported to Lambda and retried from the
-        same state. The price is a second message for the same record when it is delivered
-        again (a later transient failure, a redelivery after success): at-least-once, which
-        the queue's readers (redrive, operators) must tolerate anyway.
-        """
-        try:
-            writes = RecordWrites.build(
-                position,
-                self.marker(change),
-                error.actions,
-                self.settings.idempotency_table,
-                quarantined=True,
-            )
-        except InvalidActionError as invalid:
-            # The compensation itself is unusable: quarantine without it, naming both.
-            return self.poison(
-                position,
-                InvalidActionError(f"{error}; and its compensating actions are invalid: {invalid}"),
-            )
-        step = self.poison(position, error)
-        if step is not None:
-            return step
-        self.group.add(writes)  # the group is empty: poison() committed it
-        return None
-
-    def marker(self, change: Change) -> dict[str, Any]:
-        return marker_action(
-            self.settings.idempotency_table,
-            f"{self.settings.consumer}#{change.event_id}",
-            int(self.processor.clock()) + defaults.marker_ttl_seconds(),
-        )
-
-    def run_side_effects(self, position: int, change: Change) -> _Step:
-        claims = SideEffectClaims(
-            self.processor.dynamodb, self.settings.idempotency_table, self.processor.clock
-        )
-        ran = False
-        for name, side_effect in self.processor.side_effects:
-            claim_id = f"{self.settings.consumer}#{change.event_id}#{name}"
-            try:
-                if claims.claim(claim_id, self.remaining_ms()) is Claim.ALREADY_COMPLETED:
-                    continue
-            except TransientError as error:
-                return self.transient(position, error)
-            try:
-                side_effect(change)
-            except Exception as error:
-                try:
-                    claims.release(claim_id)
-                except TransientError as release_error:
-                    logs.log(
-                        "WARNING",
-                        "side effect claim not released",
-                        consumer=self.settings.consumer,
-                        claimId=claim_id,
-                        error=logs.describe_error(release_error),
-                    )
-                if isinstance(error, PermanentError):
-                    return self.poison(position, error)
-                return self.transient(position, error)
-            ran = True
-            try:
-                claims.complete(claim_id)
-            except TransientError as error:
-                return self.transient(position, error)
-        projected = bool(self.processor.projections)
-        if ran or (projected and position not in self.duplicate_positions):
-            self.count_applied(position)
-        else:
-            self.metrics.duplicates_skipped += 1
-        return None
-
-    # --- outcomes -----------------------------------------------------------------------
-
-    def flush(self) -> _Step:
-        """Commit the pending group. Poison found there is quarantined, then we resume after
-        it; a transient failure stops at the failing record."""
-        if not self.group:
-            return None
-        pending = self.group.take()
-        self.transactions += 1
-        outcome = commit(self.processor.dynamodb, pending)
-        for writes in outcome.committed:
-            if not self.processor.side_effects and not writes.quarantined:
-                self.count_applied(writes.position)
-        for writes in outcome.duplicates:
-            if writes.quarantined:
-                continue  # counted as quarantined when its message was sent
-            self.duplicate_positions.add(writes.position)
-            if not self.processor.side_effects:
-                self.metrics.duplicates_skipped += 1
-        if outcome.failed is None:
-            return None
-        position = outcome.failed.position
-        if isinstance(outcome.error, PermanentError):
-            return self.quarantine(position, outcome.error) or _Resume(position + 1)
-        return self.fail(position, outcome.error)
-
-    def poison(self, position: int, error: Exception) -> _Step:
-        """Quarantine the record after committing everything before it; then go on."""
-        step = self.flush()
-        if step is not None:
-            return step
-        return self.quarantine(position, error)
-
-    def transient(self, position: int, error: Exception) -> _Step:
-        """Commit everything before the record, then stop at it."""
-        step = self.flush()
-        if step is not None:
-            return step
-        return self.fail(position, error)
-
-    def quarantine(self, position: int, error: Exception) -> _Stop | None:
-        record = self.records[position]
-        try:
-            message_id = send_to_quarantine(
-                self.processor.sqs,
-                self.settings.quarantine_queue_url,
-                self.settings.consumer,
-                record,
-                error,
-            )
-        except TransientError as send_error:
-            return self.fail(position, send_error, cause=error)
-        self.metrics.records_quarantined += 1
-        logs.log(
-            "ERROR",
-            "record quarantined",
-            consumer=self.settings.consumer,
-            sequenceNumber=_sequence_number(record),
-            eventID=_event_id(record),
-            error=logs.describe_error(error),
-            messageId=message_id,
-        )
-        return None
-
-    def fail(self, position: int, error: Exception | None, cause: Exception | None = None) -> _Stop:
-        record = self.records[position]
-        fields: dict[str, Any] = {}
-        if cause is not None:
-            fields["poisonError"] = logs.describe_error(cause)
-        logs.log(
-            "ERROR",
-            "record failed",
-            consumer=self.settings.consumer,
-            sequenceNumber=_sequence_number(record),
-            eventID=_event_id(record),
-            reason="transient",
-            error=logs.describe_error(error) if error else None,
-            **fields,
-        )
-        return _Stop(position)
-
-    def count_applied(self, position: int) -> None:
-        self.metrics.records_processed += 1
-        change = self.changes.get(position)
-        if change is not None and change.is_ttl_expiry:
-            self.metrics.ttl_expiries += 1
-
-    # --- deadline -----------------------------------------------------------------------
-
-    def remaining_ms(self) -> int | None:
-        if self.context is None:
-            return None
-        return int(self.context.get_remaining_time_in_millis())
-
-    def near_deadline(self) -> bool:
-        remaining = self.remaining_ms()
-        return remaining is not None and remaining < self.processor.safety_margin_ms

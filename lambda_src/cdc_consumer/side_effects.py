@@ -14,8 +14,16 @@ The attribute names and values are those of Powertools for AWS Lambda's idempote
 ``in_progress_expiration`` epoch milliseconds), so the same table serves both.
 
 A side effect runs at least once and, unless an invocation dies between the call and
-*complete*, exactly once: a crash mid-call leaves an INPROGRESS claim that expires with the
-crashed invocation's deadline, after which a redelivery runs the call again.
+*complete*, exactly once: a crash mid-call leaves an INPROGRESS claim that expires after the
+side-effect timeout (``in_progress_expiration``: the claim's time plus the timeout, or the
+invocation's deadline if that comes first), after which a redelivery runs the call again.
+
+The rule for a retry that meets an in-progress claim (:class:`~cdc_consumer.modes.SideEffectMode`):
+it waits for the claim to expire and takes it over when the wait (at most one side-effect
+timeout) plus one side-effect timeout still fit in its invocation before the safety margin;
+otherwise it fails the record, to be retried. The cost of the wait is billed duration: up to
+one side-effect timeout per crashed claim, instead of a batch sent to the on-failure
+destination after a handful of quick retries.
 """
 
 from __future__ import annotations
@@ -33,9 +41,15 @@ from cdc_consumer.defaults import (
     STATUS_ATTRIBUTE,
     STATUS_COMPLETED,
     STATUS_IN_PROGRESS,
+    STREAM_ATTRIBUTE,
     marker_ttl_seconds,
 )
-from cdc_consumer.exceptions import SideEffectInProgressError, TransientError
+from cdc_consumer.exceptions import (
+    ForeignMarkerError,
+    SideEffectInProgressError,
+    TransientError,
+)
+from cdc_consumer.transactions import foreign_stream
 
 #: Claim window when there is no Lambda context to give the invocation's deadline: 15 min,
 #: Lambda's longest timeout, so no invocation can still be running when it ends.
@@ -74,23 +88,26 @@ class SideEffectClaims:
         self.table = table
         self.clock = clock
 
-    def claim(self, claim_id: str, remaining_ms: int | None) -> Claim:
+    def claim(self, claim_id: str, window_ms: int | None, stream: str | None = None) -> Claim:
         """Take the claim, or say the side effect already completed.
 
-        ``remaining_ms`` is the invocation's remaining time: the claim counts as in progress
-        until then (``in_progress_expiration``), so a crashed invocation's claim expires with
-        it. Raises :class:`SideEffectInProgressError` when another invocation holds an
-        unexpired claim, :class:`TransientError` when DynamoDB fails.
+        ``window_ms``: how long the claim counts as in progress (``in_progress_expiration``):
+        the side-effect timeout, or the invocation's remaining time when shorter, so a crashed
+        invocation's claim expires soon after it. ``stream``: recorded on the claim. Raises
+        :class:`SideEffectInProgressError` (with the claim's expiry) when another invocation
+        holds an unexpired claim, :class:`TransientError` when DynamoDB fails.
         """
         now = self.clock()
         now_ms = int(now * 1000)
-        window_ms = DEFAULT_IN_PROGRESS_MS if remaining_ms is None else remaining_ms
+        window_ms = DEFAULT_IN_PROGRESS_MS if window_ms is None else window_ms
         item = {
             ID_ATTRIBUTE: {"S": claim_id},
             EXPIRATION_ATTRIBUTE: {"N": str(int(now) + marker_ttl_seconds())},
             STATUS_ATTRIBUTE: {"S": STATUS_IN_PROGRESS},
             IN_PROGRESS_EXPIRATION_ATTRIBUTE: {"N": str(now_ms + window_ms)},
         }
+        if stream:
+            item[STREAM_ATTRIBUTE] = {"S": stream}
         try:
             self.client.put_item(
                 TableName=self.table,
@@ -108,7 +125,7 @@ class SideEffectClaims:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise TransientError(f"could not claim side effect {claim_id}: {error}") from error
             existing = error.response.get("Item") or self._read(claim_id)
-            return self._existing(claim_id, existing)
+            return self._existing(claim_id, existing, item)
         except BotoCoreError as error:
             raise TransientError(f"could not claim side effect {claim_id}: {error}") from error
         return Claim.CLAIMED
@@ -154,8 +171,15 @@ class SideEffectClaims:
         item: dict[str, Any] | None = response.get("Item")
         return item
 
-    def _existing(self, claim_id: str, item: dict[str, Any] | None) -> Claim:
+    def _existing(self, claim_id: str, item: dict[str, Any] | None, ours: dict[str, Any]) -> Claim:
         status = (item or {}).get(STATUS_ATTRIBUTE, {}).get("S")
+        other = foreign_stream(ours, item)
+        if status == STATUS_COMPLETED and other is not None:
+            raise ForeignMarkerError(
+                f"side effect {claim_id} was completed for another stream ({other}): two "
+                "consumers write claims under one name into this idempotency table, so this is "
+                "not a duplicate; the record is not skipped. Give the consumers different names"
+            )
         if status == STATUS_COMPLETED:
             return Claim.ALREADY_COMPLETED
         if item is None:
@@ -165,5 +189,6 @@ class SideEffectClaims:
         until = item.get(IN_PROGRESS_EXPIRATION_ATTRIBUTE, {}).get("N")
         raise SideEffectInProgressError(
             f"side effect {claim_id} is in progress in another invocation "
-            f"(status {status}, in progress until epoch ms {until}); not running it twice"
+            f"(status {status}, in progress until epoch ms {until}); not running it twice",
+            until_ms=int(until) if isinstance(until, str) and until.isdigit() else None,
         )

@@ -24,9 +24,10 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from cdc_consumer.aggregates import Aggregate, Owner, merged_request
 from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
-from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE
+from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE, STREAM_ATTRIBUTE
 from cdc_consumer.exceptions import (
     CdcConsumerError,
+    ForeignMarkerError,
     InvalidActionError,
     RejectedByDynamoDBError,
     TransientError,
@@ -55,19 +56,42 @@ PERMANENT_REASONS = frozenset({CONDITION_FAILED, "ValidationError"})
 ItemIdentity = tuple[str, str]
 
 
-def marker_action(table: str, marker_id: str, expiration: int) -> dict[str, Any]:
-    """The processed-marker Put: fails its condition when the record was already applied."""
+def marker_action(
+    table: str, marker_id: str, expiration: int, stream: str | None = None
+) -> dict[str, Any]:
+    """The processed-marker Put: fails its condition when the record was already applied.
+
+    ``stream`` (the record's ``eventSourceARN``) is kept on the marker, and a failed condition
+    returns the existing marker (``ReturnValuesOnConditionCheckFailure``, no extra request),
+    so a marker written for another stream is told from a duplicate (:func:`commit`).
+    """
+    item = {ID_ATTRIBUTE: {"S": marker_id}, EXPIRATION_ATTRIBUTE: {"N": str(expiration)}}
+    if stream:
+        item[STREAM_ATTRIBUTE] = {"S": stream}
     return {
         "Put": {
             "TableName": table,
-            "Item": {
-                ID_ATTRIBUTE: {"S": marker_id},
-                EXPIRATION_ATTRIBUTE: {"N": str(expiration)},
-            },
+            "Item": item,
             "ConditionExpression": "attribute_not_exists(#id)",
             "ExpressionAttributeNames": {"#id": ID_ATTRIBUTE},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
     }
+
+
+def foreign_stream(written: Any, existing: Any) -> str | None:
+    """The stream ``existing`` (an idempotency item) was written for, when it is not the stream
+    of ``written`` (the item we tried to write); None when they agree or either does not say
+    (markers written before streams were recorded count as this stream's)."""
+    theirs = _stream_of(existing)
+    ours = _stream_of(written)
+    return theirs if theirs and ours and theirs != ours else None
+
+
+def _stream_of(item: Any) -> str | None:
+    value = item.get(STREAM_ATTRIBUTE) if isinstance(item, Mapping) else None
+    stream = value.get("S") if isinstance(value, Mapping) else None
+    return stream if isinstance(stream, str) else None
 
 
 @dataclass(eq=False)
@@ -278,102 +302,116 @@ class CommitOutcome:
     failed: RecordWrites | None = None
     error: CdcConsumerError | None = None
 
-    def absorb(self, other: CommitOutcome) -> CommitOutcome:
-        self.committed += other.committed
-        self.duplicates += other.duplicates
-        self.failed, self.error = other.failed, other.error
-        return self
+
+@dataclass
+class _Attempt:
+    """What one TransactWriteItems call said about the records it carried.
+
+    ``duplicates``: records whose marker already existed. ``failed`` / ``error``: the first
+    record DynamoDB named as failing (None: the call committed, or only duplicates failed).
+    ``one_at_a_time``: DynamoDB (or botocore) refused the request without naming a record.
+    """
+
+    committed: bool = False
+    duplicates: list[RecordWrites] = field(default_factory=list)
+    failed: RecordWrites | None = None
+    error: CdcConsumerError | None = None
+    one_at_a_time: bool = False
 
 
 def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
     """Commit ``records`` (in order) in as few TransactWriteItems calls as DynamoDB allows.
 
     Never writes anything of a record after the first failing one. Records without items
-    count as committed once every record before them is.
+    count as committed once every record before them is. Each call either commits what it
+    carries, or shrinks what is left: duplicates are dropped, a failing record and everything
+    after it are cut off (the records before it are tried again, and an earlier failure found
+    then replaces it), a refusal that names no record sends the records one at a time.
     """
     outcome = CommitOutcome()
-    candidates = list(records)
-    while True:
-        writing = [record for record in candidates if record.items]
-        if not writing:
-            outcome.committed += candidates
-            return outcome
-        # Consecutive records' aggregates of one item travel as one action (hot aggregates):
-        # rebuilt from the records still to write at every attempt, so a duplicate dropped
-        # below neither drops nor doubles the others' contributions.
-        request, owners = merged_request([record.items for record in writing])
-        try:
-            client.transact_write_items(TransactItems=request)
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code")
-            if code == "TransactionCanceledException":
-                reasons = error.response.get("CancellationReasons")
-                duplicates, failed, reason_error, stale = _read_reasons(writing, owners, reasons)
-                for record, indexes in stale.items():
-                    record.drop_stale(indexes)
-                if failed is None and not duplicates and not stale:
-                    return outcome.absorb(
-                        _fail_first(candidates, TransientError(_unattributed(error)))
-                    )
-                if failed is None:
-                    outcome.duplicates += duplicates
-                    candidates = [record for record in candidates if record not in duplicates]
-                    continue
-                before = [
-                    record
-                    for record in candidates
-                    if record.position < failed.position and record not in duplicates
-                ]
-                prefix = commit(client, before)
-                prefix.duplicates += [d for d in duplicates if d.position < failed.position]
-                if prefix.failed is None:
-                    prefix.failed, prefix.error = failed, reason_error
-                return outcome.absorb(prefix)
-            if code == "ValidationException" and len(writing) > 1:
-                # DynamoDB does not say which record it rejects (for instance two Puts on one
-                # item of a table whose key we cannot see): commit them one at a time.
-                return outcome.absorb(_commit_one_by_one(client, candidates))
-            if code == "ValidationException":
-                refusal: CdcConsumerError = RejectedByDynamoDBError(
-                    f"DynamoDB rejected the record's transaction: {_message(error)}"
-                )
-            else:
-                refusal = TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
-            return outcome.absorb(_fail_first(candidates, refusal))
-        except ParamValidationError as error:
-            # botocore refused the request before sending it (e.g. a value in boto3's resource
-            # shape instead of the client shape): as deterministic as a ValidationException,
-            # and it does not say which record either.
-            if len(writing) > 1:
-                return outcome.absorb(_commit_one_by_one(client, candidates))
-            return outcome.absorb(
-                _fail_first(
-                    candidates,
-                    RejectedByDynamoDBError(f"botocore refused the record's actions: {error}"),
-                )
-            )
-        except BotoCoreError as error:
-            return outcome.absorb(
-                _fail_first(candidates, TransientError(f"TransactWriteItems failed: {error}"))
-            )
-        outcome.committed += candidates
-        return outcome
-
-
-def _commit_one_by_one(client: Any, records: list[RecordWrites]) -> CommitOutcome:
-    outcome = CommitOutcome()
-    for record in records:
-        outcome.absorb(commit(client, [record]))
-        if outcome.failed is not None:
-            return outcome
+    todo = list(records)
+    one_at_a_time = False
+    while todo:
+        chunk = todo[:1] if one_at_a_time else todo
+        if not any(record.items for record in chunk):
+            outcome.committed += chunk
+            todo = todo[len(chunk) :]
+            continue
+        attempt = _attempt(client, chunk)
+        if attempt.one_at_a_time:
+            one_at_a_time = True
+            continue
+        if attempt.committed:
+            outcome.committed += chunk
+            todo = todo[len(chunk) :]
+            continue
+        if attempt.failed is None:  # only duplicates: commit the rest without them
+            outcome.duplicates += attempt.duplicates
+            todo = [record for record in todo if record not in attempt.duplicates]
+            continue
+        cut = attempt.failed.position
+        outcome.duplicates += [d for d in attempt.duplicates if d.position < cut]
+        outcome.failed, outcome.error = attempt.failed, attempt.error
+        todo = [r for r in chunk if r.position < cut and r not in attempt.duplicates]
     return outcome
 
 
-def _fail_first(candidates: list[RecordWrites], error: CdcConsumerError) -> CommitOutcome:
-    """Everything before the first record with items is committed (it had nothing to write);
-    that record fails as a whole."""
-    first = next(index for index, record in enumerate(candidates) if record.items)
-    return CommitOutcome(committed=candidates[:first], failed=candidates[first], error=error)
+def _attempt(client: Any, chunk: list[RecordWrites]) -> _Attempt:
+    """One TransactWriteItems call carrying ``chunk``'s items, read into an :class:`_Attempt`."""
+    writing = [record for record in chunk if record.items]
+    # Consecutive records' aggregates of one item travel as one action (hot aggregates): rebuilt
+    # from the records still to write at every attempt, so a duplicate dropped after one
+    # attempt neither drops nor doubles the others' contributions.
+    request, owners = merged_request([record.items for record in writing])
+    try:
+        client.transact_write_items(TransactItems=request)
+    except ClientError as error:
+        return _refused(chunk, writing, owners, error)
+    except ParamValidationError as error:
+        # botocore refused the request before sending it (e.g. a value in boto3's resource
+        # shape instead of the client shape): as deterministic as a ValidationException,
+        # and it does not say which record either.
+        if len(writing) > 1:
+            return _Attempt(one_at_a_time=True)
+        return _fail_first(
+            chunk, RejectedByDynamoDBError(f"botocore refused the record's actions: {error}")
+        )
+    except BotoCoreError as error:
+        return _fail_first(chunk, TransientError(f"TransactWriteItems failed: {error}"))
+    return _Attempt(committed=True)
+
+
+def _refused(
+    chunk: list[RecordWrites], writing: list[RecordWrites], owners: Any, error: ClientError
+) -> _Attempt:
+    code = error.response.get("Error", {}).get("Code")
+    if code == "TransactionCanceledException":
+        reasons = error.response.get("CancellationReasons")
+        duplicates, failed, reason_error, stale = _read_reasons(writing, owners, reasons)
+        for record, indexes in stale.items():
+            record.drop_stale(indexes)  # no-ops now: the next attempt goes without them
+        if failed is None and not duplicates and not stale:
+            return _fail_first(chunk, TransientError(_unattributed(error)))
+        return _Attempt(duplicates=duplicates, failed=failed, error=reason_error)
+    if code == "ValidationException" and len(writing) > 1:
+        # DynamoDB does not say which record it rejects (for instance two Puts on one item of
+        # a table whose key we cannot see): commit them one at a time.
+        return _Attempt(one_at_a_time=True)
+    if code == "ValidationException":
+        return _fail_first(
+            chunk,
+            RejectedByDynamoDBError(
+                f"DynamoDB rejected the record's transaction: {_message(error)}"
+            ),
+        )
+    return _fail_first(
+        chunk, TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
+    )
+
+
+def _fail_first(chunk: list[RecordWrites], error: CdcConsumerError) -> _Attempt:
+    """The first record with items fails as a whole (those before it had nothing to write)."""
+    return _Attempt(failed=next(record for record in chunk if record.items), error=error)
 
 
 def _read_reasons(
@@ -404,8 +442,12 @@ def _read_reasons(
             continue
         is_marker = index == 0 and record.marker
         if is_marker and code == CONDITION_FAILED:
-            duplicates.append(record)
-            continue
+            existing = reason.get("Item") if isinstance(reason, Mapping) else None
+            other = foreign_stream(record.items[0]["Put"]["Item"], existing)
+            if other is None:
+                duplicates.append(record)
+                continue
+            return duplicates, record, ForeignMarkerError(_foreign(record, other)), stale
         if code == CONDITION_FAILED and not is_marker and is_guarded(record.items[index]):
             stale.setdefault(record, set()).add(index)
             continue
@@ -419,6 +461,15 @@ def _read_reasons(
             return duplicates, record, RejectedByDynamoDBError(message), stale
         return duplicates, record, TransientError(message), stale
     return duplicates, None, None, stale
+
+
+def _foreign(record: RecordWrites, other: str) -> str:
+    marker_id = record.items[0]["Put"]["Item"][ID_ATTRIBUTE]["S"]
+    return (
+        f"processed-marker {marker_id} exists but was written for another stream ({other}): "
+        "two consumers write markers under one name into this idempotency table, so this is "
+        "not a duplicate; the record is not skipped. Give the consumers different names"
+    )
 
 
 def _code(reason: Any) -> str | None:

@@ -136,7 +136,7 @@ def _deltas(new: Contribution | None, old: Contribution | None) -> dict[str, dic
     }
 
 
-@processor.projection
+@processor.projection(reads=["NewImage", "OldImage"])  # a change's delta needs both
 def order_stats(change: Change) -> list[dict[str, Any]]:
     """One UpdateItem ``ADD`` per customer whose statistics the change moves.
 

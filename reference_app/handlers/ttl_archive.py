@@ -41,7 +41,10 @@ from cdc_consumer import Change, PermanentError, StreamProcessor
 from cdc_consumer.wire import deserialize_image, to_wire
 from orders_schema import ARCHIVE_BUCKET_ENV, ARCHIVE_PREFIX, TTL_ARCHIVE_CONSUMER
 
-processor = StreamProcessor(TTL_ARCHIVE_CONSUMER)
+# A claim stays in progress 3 s (not the default 10 s): PutObject of one small JSON object
+# takes milliseconds, and a call that outlived its claim and ran twice would write the same
+# bytes to the same key. A retry after a crash then waits at most 3 s to take the claim over.
+processor = StreamProcessor(TTL_ARCHIVE_CONSUMER, side_effect_timeout_ms=3_000)
 _s3 = boto3.client("s3")  # created once per container; AWS_ENDPOINT_URL works locally
 
 
@@ -92,7 +95,7 @@ def archived_item(body: bytes | str) -> dict[str, Any]:
     return deserialize_image(json.loads(body)["oldImage"])
 
 
-@processor.side_effect
+@processor.side_effect(reads=["OldImage"])  # the expired item is the REMOVE's old image
 def archive_expired_order(change: Change) -> None:
     if not change.is_ttl_expiry:
         # The filter should admit TTL deletions only; quarantine anything else rather than

@@ -139,7 +139,7 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["ParallelizationFactor"] == 1
     on_failure = mapping["DestinationConfig"]["OnFailure"]["Destination"]
-    assert on_failure["Fn::GetAtt"][0].startswith("ReplicaOnFailureQueue")
+    assert on_failure["Fn::GetAtt"][0].startswith("ReplicaFailedBatchesBucket")
     # Kinesis read on this stream only; no DynamoDB stream actions; send on the queues only.
     kinesis_statements = actions_on(template, "kinesis:")
     assert kinesis_statements == [
@@ -162,7 +162,7 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
     assert variables["CDC_MARKER_TTL_SECONDS"] == str(168 * 3600 + 24 * 3600)
     assert set(consumer.alarms) >= {
         "IteratorAge",
-        "OnFailureQueueDepth",
+        "DroppedRecords",
         "FunctionErrors",
         "FunctionThrottles",
         "RecordsQuarantined",

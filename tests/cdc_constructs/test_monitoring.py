@@ -44,7 +44,7 @@ def test_default_alarms(stack):
     alarms = _alarms(template)
     assert set(alarms) == {
         "IteratorAge",
-        "OnFailureQueueDepth",
+        "DroppedRecords",
         "QuarantineQueueDepth",
         "RecordsQuarantined",
         "FunctionErrors",
@@ -56,10 +56,24 @@ def test_default_alarms(stack):
     assert lag["Statistic"] == "Maximum"
     assert lag["ComparisonOperator"] == "GreaterThanThreshold"
     assert lag["EvaluationPeriods"] == 3
-    for name in ("OnFailureQueueDepth", "QuarantineQueueDepth"):
+    for name in ("QuarantineQueueDepth",):
         assert alarms[name]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarms[name]["Threshold"] == 1
         assert alarms[name]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    # The on-failure alarm: records given up on, whatever the destination (issue 12).
+    dropped = alarms["DroppedRecords"]
+    assert (dropped["Namespace"], dropped["MetricName"]) == ("AWS/Lambda", "DroppedEventCount")
+    (mapping_id,) = resources(template, "AWS::Lambda::EventSourceMapping")
+    assert dropped["Dimensions"] == [
+        {"Name": "EventSourceMappingUUID", "Value": {"Ref": mapping_id}}
+    ]
+    assert (dropped["Statistic"], dropped["Period"], dropped["EvaluationPeriods"]) == (
+        "Sum",
+        60,
+        1,
+    )  # the first minute with a dropped record: well within five minutes
+    assert dropped["Threshold"] == 1
+    assert dropped["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarms["FunctionErrors"]["MetricName"] == "Errors"
     assert alarms["FunctionThrottles"]["MetricName"] == "Throttles"
     lost = alarms["RedriveLostRecords"]

@@ -244,7 +244,45 @@ def test_reads_images_are_image_names(stack, reads, expected):
     assert expected in str(_consumer_error(stack, reads_images=reads))
 
 
-def test_the_reference_app_declares_the_images_its_handlers_read(reference):
-    stack = reference.stack  # app.py's reference stack
+def test_the_reference_app_declares_the_images_its_handlers_read():
+    from reference_app.stack import CdcReferenceStack
+
+    stack = CdcReferenceStack(cdk.App(), "Ref")
     assert stack.order_stats.options.mapping.reads_images == ["NewImage", "OldImage"]
     assert stack.ttl_archive.options.mapping.reads_images == ["OldImage"]
+
+
+def test_a_timeout_that_cannot_fit_one_record_is_refused_with_the_rule(stack):
+    error = _consumer_error(stack, timeout=Duration.seconds(1))
+    assert (
+        "timeout='1 s': a timeout of at least 2 s: the runtime stops taking records a safety "
+        "margin before the deadline (a fifth of the timeout, between 500 and 5000 ms; here "
+        "500 ms) and one record needs 1000 ms after it, so this timeout could take no record"
+    ) in str(error)
+    assert len(error.problems) == 1
+
+
+def test_an_existing_functions_own_timeout_is_held_to_the_same_rule(stack):
+    function = lambda_.Function(
+        stack,
+        "Fn",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        handler="index.handler",
+        code=CODE,
+        timeout=Duration.seconds(1),
+    )
+    error = _consumer_error(stack, function=function)
+    assert "function='Test/Fn with a timeout of 1 s': a timeout of at least 2 s" in str(error)
+
+
+@pytest.mark.parametrize("timeout", [None, Duration.seconds(3)])
+def test_lambdas_default_3_s_fits_one_record(stack, timeout):
+    function = lambda_.Function(
+        stack,
+        "Fn",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        handler="index.handler",
+        code=CODE,
+        timeout=timeout,
+    )
+    StreamConsumer(stack, "Consumer", table=_table(stack), function=function)

@@ -10,6 +10,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
@@ -94,15 +95,17 @@ def test_mapping_defaults(default_consumer):
     }
     assert mapping["DestinationConfig"] == {
         "OnFailure": {
-            "Destination": {"Fn::GetAtt": [logical_id(template, "ConsumerOnFailureQueue"), "Arn"]}
+            "Destination": {
+                "Fn::GetAtt": [logical_id(template, "ConsumerFailedBatchesBucket"), "Arn"]
+            }
         }
     }
 
 
-def test_failure_queues_are_encrypted_tls_only_and_kept_14_days(default_consumer):
+def test_quarantine_queue_is_encrypted_tls_only_and_kept_14_days(default_consumer):
     _, template = default_consumer
     queues = resources(template, "AWS::SQS::Queue")
-    assert len(queues) == 2
+    assert len(queues) == 1  # the on-failure destination is a bucket by default
     for queue_id, queue in queues.items():
         assert queue["Properties"] == {
             "MessageRetentionPeriod": 14 * 24 * 3600,
@@ -167,7 +170,13 @@ def test_redrive_is_provisioned_by_default_for_this_consumer(default_consumer):
     assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": logical_id(template, "ConsumerFunction")}
     assert env["CDC_CONSUMER_NAME"] == "Consumer"
     assert env["STREAM_ARN"] == {"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]}
-    assert env["ON_FAILURE_QUEUE_URL"] == {"Ref": logical_id(template, "ConsumerOnFailureQueue")}
+    assert env["ON_FAILURE_BUCKET_NAME"] == {
+        "Ref": logical_id(template, "ConsumerFailedBatchesBucket")
+    }
+    assert env["EVENT_SOURCE_MAPPING_UUID"] == {
+        "Ref": logical_id(template, "ConsumerFunctionStreamMapping")
+    }
+    assert "ON_FAILURE_QUEUE_URL" not in env
     assert env["QUARANTINE_QUEUE_URL"] == {"Ref": logical_id(template, "ConsumerQuarantineQueue")}
     assert env["REDRIVE_RESERVE_SECONDS"] == "90"  # the consumer's 60 s + 30 s
     assert "CONSUMER_FILTERS" not in env
@@ -204,12 +213,14 @@ def test_escape_hatches(default_consumer):
     consumer, _ = default_consumer
     assert isinstance(consumer.function, lambda_.Function)
     assert isinstance(consumer.event_source_mapping, lambda_.EventSourceMapping)
-    assert isinstance(consumer.dead_letter_queue, sqs.Queue)
+    assert consumer.dead_letter_queue is None  # the destination is the bucket
+    assert isinstance(consumer.on_failure_bucket, s3.Bucket)
+    assert consumer.on_failure.kind == "s3"
     assert isinstance(consumer.quarantine_queue, sqs.Queue)
     assert consumer.log_group is not None and consumer.role is not None
     assert set(consumer.alarms) == {
         "IteratorAge",
-        "OnFailureQueueDepth",
+        "DroppedRecords",
         "QuarantineQueueDepth",
         "RecordsQuarantined",
         "FunctionErrors",
@@ -350,8 +361,12 @@ def test_existing_function_gets_layer_environment_and_grants(stack):
     assert ("dynamodb:PutItem", arn_of(logical_id(template, "ConsumerIdempotencyTable"))) in (
         role_grants
     )
-    for queue in ("ConsumerOnFailureQueue", "ConsumerQuarantineQueue"):
-        assert ("sqs:SendMessage", arn_of(logical_id(template, queue))) in role_grants
+    queue = "ConsumerQuarantineQueue"
+    assert ("sqs:SendMessage", arn_of(logical_id(template, queue))) in role_grants
+    bucket = arn_of(logical_id(template, "ConsumerFailedBatchesBucket"))
+    assert ("s3:PutObject", json.dumps({"Fn::Join": ["", [json.loads(bucket), "/*"]]})) in (
+        role_grants
+    )
     # The redrive waits for one invocation of the function's own timeout (30 s) plus 30 s.
     assert _redrive_environment(template)["REDRIVE_RESERVE_SECONDS"] == "60"
 

@@ -1,5 +1,5 @@
 """A third reader of one table's stream (a second, with replicas) is refused when it is made,
-naming the others, unless ``extra_reader_reason`` accepts it and acknowledges CDC-ESM10."""
+naming the others, unless ``extra_reader_reason`` accepts it and acknowledges CDC-ESM11."""
 
 from __future__ import annotations
 

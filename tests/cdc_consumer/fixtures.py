@@ -236,11 +236,12 @@ def error_response(code: str, message: str, **extra: Any) -> tuple[AWSResponse, 
 
 def marker_ids(body: dict[str, Any]) -> list[str | None]:
     """The marker id of each TransactItem (None for a projection's action): a marker is a Put
-    of exactly ``id`` and ``expiration``."""
+    of ``id`` and ``expiration`` (and the ``stream`` it was written for)."""
     ids: list[str | None] = []
     for item in body["TransactItems"]:
         attributes = item.get("Put", {}).get("Item", {})
-        ids.append(attributes["id"]["S"] if set(attributes) == {"id", "expiration"} else None)
+        is_marker = {"id", "expiration"} <= set(attributes) <= {"id", "expiration", "stream"}
+        ids.append(attributes["id"]["S"] if is_marker else None)
     return ids
 
 

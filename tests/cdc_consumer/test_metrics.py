@@ -29,6 +29,7 @@ def test_an_emf_line_declares_every_metric_under_the_consumer_dimension() -> Non
         "RecordsQuarantined": "Count",
         "TtlExpiries": "Count",
         "BatchFailures": "Count",
+        "ForeignMarkers": "Count",
         "IteratorLagMs": "Milliseconds",
     }
     assert document["_aws"]["Timestamp"] == 1_012_500

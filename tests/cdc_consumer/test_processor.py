@@ -9,7 +9,13 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from cdc_consumer import Change, ConfigurationError, MalformedBatchError, PermanentError
+from cdc_consumer import (
+    Change,
+    ConfigurationError,
+    DeadlineError,
+    MalformedBatchError,
+    PermanentError,
+)
 from cdc_consumer.testing import FakeContext, TableStream, redelivery, stream_event
 
 from tests.cdc_consumer.fixtures import (
@@ -465,11 +471,43 @@ def test_below_the_safety_margin_it_stops_and_reports_the_next_record(
     assert line["sequenceNumber"] == seq(records[2])
 
 
-def test_without_time_for_one_record_nothing_is_applied(resources: Resources, mirrored) -> None:
+def test_without_time_for_one_record_the_invocation_fails(
+    resources: Resources, mirrored, capsys
+) -> None:
+    """Issue 11 §4: a function error (the Errors alarm fires), not a quiet partial failure."""
     _, records = orders(2)
-    response = mirrored.handle(stream_event(records), FakeContext(remaining_ms=100))
-    assert response == failure(records[0])
+    with pytest.raises(DeadlineError, match=r"could take no record.* at least 2 s"):
+        mirrored.handle(stream_event(records), FakeContext(remaining_ms=100))
     assert resources.view() == {}
+    output = capsys.readouterr().out
+    assert log_lines(output, "batch failed")[0]["error"]["type"] == "DeadlineError"
+    assert emf_lines(output)[-1]["BatchFailures"] == 1
+
+
+def test_the_safety_margin_follows_the_function_timeout(resources: Resources, mirrored) -> None:
+    """Issue 11 §4: with Lambda's default 3 s timeout the margin is 0.6 s, not 5 s, so records
+    are taken (the fixed 5 s margin reported the first record as failed on every invocation)."""
+    stream, records = orders(3)
+    remaining = iter([3_000, 2_900, 2_800])
+    response = mirrored.handle(
+        stream_event(records), FakeContext(remaining_ms=lambda: next(remaining, 500))
+    )
+    assert response == OK
+    assert resources.view() == expected_view(stream, records)
+
+
+def test_the_margin_rule() -> None:
+    from cdc_consumer import defaults
+
+    assert [defaults.safety_margin_ms(t) for t in (1_000, 3_000, 10_000, 60_000, 900_000)] == [
+        500,
+        600,
+        2_000,
+        5_000,
+        5_000,
+    ]
+    assert not defaults.fits_one_record(1_000) and defaults.fits_one_record(2_000)
+    assert defaults.MIN_FUNCTION_TIMEOUT_SECONDS == 2
 
 
 # --- malformed batches and configuration ---------------------------------------------------

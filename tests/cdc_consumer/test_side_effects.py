@@ -63,7 +63,9 @@ def test_a_completed_side_effect_leaves_a_powertools_shaped_record_and_is_not_re
         "id": f"test-consumer#{records[0]['eventID']}#notify",
         "status": "COMPLETED",
         "expiration": int(T0) + 7 * 24 * 3600,
-        "in_progress_expiration": int(T0 * 1000) + 30_000,
+        # The side-effect timeout: a quarter of the 30 s the invocation had (at most 10 s).
+        "in_progress_expiration": int(T0 * 1000) + 7_500,
+        "stream": records[0]["eventSourceARN"],  # the stream it was claimed for
     }
     assert [
         (m["RecordsProcessed"], m["DuplicatesSkipped"]) for m in emf(capsys.readouterr().out)
@@ -102,8 +104,10 @@ def test_a_duplicate_delivery_while_in_progress_does_not_run_it_twice(
     @processor.side_effect
     def notify(change: Change) -> None:
         calls.append(change.event_id)
-        if len(calls) == 1:  # meanwhile, another invocation receives the same record
-            concurrent.append(processor.handle(stream_event(records), FakeContext()))
+        if len(calls) == 1:  # meanwhile, another invocation (without time to wait) receives it
+            concurrent.append(
+                processor.handle(stream_event(records), FakeContext(remaining_ms=5_000))
+            )
 
     assert processor.handle(stream_event(records), FakeContext()) == OK
 
@@ -117,7 +121,7 @@ def test_after_a_crash_mid_call_the_claim_expires_and_the_call_runs_again(
     resources: Resources,
 ) -> None:
     clock = Clock()
-    processor = resources.processor(clock=clock)
+    processor = resources.processor(clock=clock, side_effect_timeout_ms=8_000)
     records = one_record()
     calls: list[float] = []
 
@@ -130,15 +134,72 @@ def test_after_a_crash_mid_call_the_claim_expires_and_the_call_runs_again(
     with pytest.raises(Crash):
         processor.handle(stream_event(records), FakeContext(remaining_ms=30_000))
 
-    clock.now = T0 + 10  # the crashed invocation's deadline (T0 + 30 s) has not passed
-    assert processor.handle(stream_event(records), FakeContext()) == failure(records[0])
+    clock.now = T0 + 5  # the claim (T0 + 8 s) holds, and this retry has no time to wait
+    assert processor.handle(stream_event(records), FakeContext(remaining_ms=4_000)) == failure(
+        records[0]
+    )
     assert len(calls) == 1
 
-    clock.now = T0 + 31  # it has: the claim expired with it
+    clock.now = T0 + 9  # it expired
     assert processor.handle(stream_event(records), FakeContext()) == OK
-    assert calls == [T0, T0 + 31]
+    assert calls == [T0, T0 + 9]
     (claim,) = resources.markers()
     assert claim["status"] == "COMPLETED"
+
+
+def test_a_retry_waits_for_a_crashed_claim_and_takes_it_over(resources: Resources, capsys) -> None:
+    """Issue 11 §8: one crash between the claim and its completion does not by itself fail
+    the retries: the retry that meets the claim waits for it (billed time, at most one
+    side-effect timeout) and runs the call."""
+    clock = Clock()
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.now += seconds
+
+    processor = resources.processor(clock=clock, sleep=sleep)
+    records = one_record()
+    calls: list[float] = []
+
+    @processor.side_effect
+    def notify(change: Change) -> None:
+        calls.append(clock.now)
+        if len(calls) == 1:
+            raise Crash("the process died between the claim and its completion")
+
+    with pytest.raises(Crash):
+        processor.handle(stream_event(records), FakeContext(remaining_ms=60_000))
+    (claim,) = resources.markers()
+    assert claim["in_progress_expiration"] == int(T0 * 1000) + 10_000  # not the 60 s left
+
+    clock.now = T0 + 1  # the mapping retries at once
+    assert processor.handle(stream_event(records), FakeContext(remaining_ms=60_000)) == OK
+
+    assert slept == [pytest.approx(9.1)]  # until the claim expired, plus the takeover slack
+    assert calls == [T0, pytest.approx(T0 + 10.1)]
+    (claim,) = resources.markers()
+    assert claim["status"] == "COMPLETED"
+    waits = [
+        json.loads(line)
+        for line in capsys.readouterr().out.splitlines()
+        if '"waiting for a side effect claim to expire"' in line
+    ]
+    assert [w["waitMs"] for w in waits] == [9_100]
+
+
+def test_a_side_effect_timeout_that_is_not_a_positive_number_is_refused(
+    resources: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdc_consumer import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="side_effect_timeout_ms"):
+        resources.processor(side_effect_timeout_ms=0)
+    monkeypatch.setenv("CDC_SIDE_EFFECT_TIMEOUT_MS", "soon")
+    with pytest.raises(ConfigurationError, match="CDC_SIDE_EFFECT_TIMEOUT_MS"):
+        resources.processor()
+    monkeypatch.setenv("CDC_SIDE_EFFECT_TIMEOUT_MS", "2500")
+    assert resources.processor().side_effect_timeout_ms == 2_500
 
 
 def test_a_failed_call_releases_its_claim_so_the_retry_runs_it(resources: Resources) -> None:

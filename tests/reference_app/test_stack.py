@@ -81,9 +81,9 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
         f"{logical_id(reference.template, 'ExpiredOrdersArchive')}.Arn>/expired-orders/*]"
     ) in {rule for _, rule, _ in acks}
     # The orders stream's third reader, accepted with its reason until order-stats and the TTL
-    # archive share one mapping (CDC-ESM10; the pipe carries extra_reader_reason).
-    assert [(path, rule) for path, rule, _ in acks if rule == "CDC-ESM10"] == [
-        ("CdcReferenceStack/OrderPaid/Pipe", "CDC-ESM10")
+    # archive share one mapping (CDC-ESM11; the pipe carries extra_reader_reason).
+    assert [(path, rule) for path, rule, _ in acks if rule == "CDC-ESM11"] == [
+        ("CdcReferenceStack/OrderPaid/Pipe", "CDC-ESM11")
     ]
 
 
@@ -105,14 +105,16 @@ def test_mapping_of_the_reference_consumer(reference: Synthesized):
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["MetricsConfig"] == {"Metrics": ["EventCount"]}
     destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
-    queue = reference.template["Resources"][destination]
-    assert queue["Type"] == "AWS::SQS::Queue"
-    assert queue["Properties"]["MessageRetentionPeriod"] == 1_209_600
-    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    bucket = reference.template["Resources"][destination]
+    # The default on-failure destination: a bucket that keeps each failed batch whole.
+    assert destination.startswith("OrderStatsFailedBatchesBucket")
+    assert bucket["Type"] == "AWS::S3::Bucket"
+    assert bucket["DeletionPolicy"] == "Retain"
+    assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
     (policy,) = [
         p["Properties"]["PolicyDocument"]
-        for p in resources(reference.template, "AWS::SQS::QueuePolicy").values()
-        if p["Properties"]["Queues"] == [{"Ref": destination}]
+        for p in resources(reference.template, "AWS::S3::BucketPolicy").values()
+        if p["Properties"]["Bucket"] == {"Ref": destination}
     ]
     assert any(
         s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
@@ -187,12 +189,17 @@ def test_each_consumer_reads_only_its_stream_and_sends_only_to_its_own_queues(
     stream = json.dumps({"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]})
     stream_actions = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
     assert {r for a, r in role_grants if a in stream_actions} == {stream}
-    own_queues = {
-        json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}{queue}"), "Arn"]})
-        for queue in ("OnFailureQueue", "QuarantineQueue")
-    }
-    assert {r for a, r in role_grants if a.startswith("sqs:")} == own_queues
+    own_queue = json.dumps(
+        {"Fn::GetAtt": [logical_id(template, f"{consumer}QuarantineQueue"), "Arn"]}
+    )
+    assert {r for a, r in role_grants if a.startswith("sqs:")} == {own_queue}
     assert {a for a, _ in role_grants if a.startswith("sqs:")} == {"sqs:SendMessage"}
+    own_bucket = {"Fn::GetAtt": [logical_id(template, f"{consumer}FailedBatchesBucket"), "Arn"]}
+    objects = json.dumps({"Fn::Join": ["", [own_bucket, "/*"]]})
+    bucket_grants = {
+        (a, r) for a, r in role_grants if a.startswith("s3:") and "FailedBatchesBucket" in r
+    }
+    assert bucket_grants == {("s3:PutObject", objects), ("s3:ListBucket", json.dumps(own_bucket))}
     assert not any(a.startswith("lambda:") for a, _ in role_grants)
 
 
@@ -204,7 +211,7 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
             ("OrdersTable", "StreamArn"),
             ("IdempotencyTable", "Arn"),
             ("OrderStatsView", "Arn"),
-            ("OrderStatsOnFailureQueue", "Arn"),
+            ("OrderStatsFailedBatchesBucket", "Arn"),
             ("OrderStatsQuarantineQueue", "Arn"),
             ("OrderStatsLogGroup", "Arn"),
         ]
@@ -238,7 +245,13 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
                 "dynamodb:UpdateItem",
             )
         ],
-        ("sqs:SendMessage", by_prefix["OrderStatsOnFailureQueue"]),
+        (
+            "s3:PutObject",
+            json.dumps(
+                {"Fn::Join": ["", [json.loads(by_prefix["OrderStatsFailedBatchesBucket"]), "/*"]]}
+            ),
+        ),
+        ("s3:ListBucket", by_prefix["OrderStatsFailedBatchesBucket"]),
         ("sqs:SendMessage", by_prefix["OrderStatsQuarantineQueue"]),
         ("logs:CreateLogStream", by_prefix["OrderStatsLogGroup"]),
         ("logs:PutLogEvents", by_prefix["OrderStatsLogGroup"]),
@@ -250,8 +263,9 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     template = reference.template
     topic = logical_id(template, "AlarmsTopic")
     all_alarms = resources(template, "AWS::CloudWatch::Alarm")
-    # Per consumer (order-stats, ttl-archive): lag, two queue depths, quarantined, errors,
-    # throttles and the redrive's lost records; the fan-out: 3 pipe failures and its DLQ;
+    # Per consumer (order-stats, ttl-archive): lag, dropped records (the on-failure alarm,
+    # whatever the destination), quarantine depth, quarantined, errors, throttles and the
+    # redrive's lost records; the fan-out: 3 pipe failures and its DLQ;
     # each OrderPaid route: its dead-letter queue.
     assert len(all_alarms) == 2 * 7 + 4 + 2
     for alarm in all_alarms.values():
@@ -260,6 +274,7 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     names = {a["Properties"]["MetricName"] for a in all_alarms.values()}
     assert names == {
         "IteratorAge",
+        "DroppedEventCount",
         "ApproximateNumberOfMessagesVisible",
         "RecordsQuarantined",
         "Errors",
@@ -323,11 +338,16 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
     env = function["Environment"]["Variables"]
     assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": logical_id(template, f"{consumer}Function")}
     assert env["CDC_CONSUMER_NAME"] == name
-    assert env["ON_FAILURE_QUEUE_URL"] == {"Ref": logical_id(template, f"{consumer}OnFailureQueue")}
-    stream = json.dumps({"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]})
+    bucket_id = logical_id(template, f"{consumer}FailedBatchesBucket")
+    assert env["ON_FAILURE_BUCKET_NAME"] == {"Ref": bucket_id}
+    assert env["EVENT_SOURCE_MAPPING_UUID"] == {
+        "Ref": logical_id(template, f"{consumer}FunctionStreamMapping")
+    }
+    assert "ON_FAILURE_QUEUE_URL" not in env
+    bucket = {"Fn::GetAtt": [bucket_id, "Arn"]}
+    objects = json.dumps({"Fn::Join": ["", [bucket, "/*"]]})
     queues = [
-        json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}{queue}"), "Arn"]})
-        for queue in ("OnFailureQueue", "QuarantineQueue")
+        json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}QuarantineQueue"), "Arn"]})
     ]
     log_group = json.dumps(
         {"Fn::GetAtt": [logical_id(template, f"{consumer}RedriveLogGroup"), "Arn"]}
@@ -340,14 +360,10 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
             for action in ("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage")
             for queue in queues
         ],
-        *[
-            (action, stream)
-            for action in (
-                "dynamodb:DescribeStream",
-                "dynamodb:GetRecords",
-                "dynamodb:GetShardIterator",
-            )
-        ],
+        # The batches are in the bucket's objects: list, read, delete; never the stream.
+        ("s3:ListBucket", json.dumps(bucket)),
+        ("s3:GetObject", objects),
+        ("s3:DeleteObject", objects),
         ("logs:CreateLogStream", log_group),
         ("logs:PutLogEvents", log_group),
     }
@@ -381,8 +397,11 @@ def test_ttl_archive_may_only_put_objects_under_the_handlers_prefix(reference: S
 
     template = reference.template
     bucket = logical_id(template, "ExpiredOrdersArchive")
+    archive = json.dumps({"Fn::GetAtt": [bucket, "Arn"]})[:-2]  # the archive bucket's ARN
     s3_grants = {
-        (action, resource) for action, resource in grants(template) if action.startswith("s3:")
+        (action, resource)
+        for action, resource in grants(template)
+        if action.startswith("s3:") and archive in resource
     }
     assert s3_grants == {
         (
@@ -506,5 +525,5 @@ def test_reference_stack_counts(reference: Synthesized):
     assert counts["AWS::Lambda::EventSourceMapping"] == 2
     assert counts["AWS::Pipes::Pipe"] == 1
     assert counts["AWS::Events::Rule"] == 2
-    assert counts["AWS::S3::Bucket"] == 2
+    assert counts["AWS::S3::Bucket"] == 4  # archive, its access logs, two failed-batch buckets
     assert counts["AWS::Lambda::LayerVersion"] == 1

@@ -1,4 +1,4 @@
-"""CDC-ESM10: at most two readers per DynamoDB stream (one for a table with replicas), counting
+"""CDC-ESM11: at most two readers per DynamoDB stream (one for a table with replicas), counting
 event source mappings and Pipes in every stack of the app. Each case is an app of its own."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .validation_report import Finding, synthesize_with_checks
 
 pytestmark = pytest.mark.xdist_group("nag-rules")
 
-RULE = "CDC-ESM10"
+RULE = "CDC-ESM11"
 ENV = Environment(account="123456789012", region="us-east-1")
 
 

@@ -18,8 +18,14 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kinesis as kinesis
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from aws_cdk.aws_lambda_event_sources import DynamoEventSource, SqsDlq
+from aws_cdk.aws_lambda_event_sources import (
+    DynamoEventSource,
+    S3OnFailureDestination,
+    SqsDlq,
+)
 from constructs import Construct
 
 from cdc_constructs.nag import RULES, CdcChecks
@@ -28,8 +34,8 @@ from .validation_report import Finding, rule_ids, synthesize_with_checks
 
 STACK = "Fragments"
 #: The fragments share tables, so their streams have many readers; readers per stream
-#: (CDC-ESM10) are tested on apps of their own in test_readers.py.
-SHARED_TABLES = "CDC-ESM10"
+#: (CDC-ESM11) are tested on apps of their own in test_readers.py.
+SHARED_TABLES = "CDC-ESM11"
 PIPE_ROLE = "arn:aws:iam::123456789012:role/pipe"
 
 # One worker synthesizes this module's app once (the suite runs with --dist loadgroup).
@@ -53,7 +59,8 @@ def fragment(name: str, *expected: str) -> Callable[[Build], Build]:
 
 
 class Shared(Construct):
-    """What fragments share: tables of each stream view, a DLQ, and an alarmed function."""
+    """What fragments share: tables of each stream view, a DLQ, an on-failure bucket, a topic
+    and an alarmed function."""
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
@@ -67,6 +74,8 @@ class Shared(Construct):
             for view in dynamodb.StreamViewType
         }
         self.queue = sqs.Queue(self, "Dlq")
+        self.bucket = s3.Bucket(self, "FailedBatches")
+        self.topic = sns.Topic(self, "Failures")
         self.function = function(self, "Function")
         iterator_age_alarm(self, "IteratorAge", self.function)
 
@@ -109,18 +118,15 @@ def mapping(
     fn: lambda_.IFunction | None = None,
     **changes: Any,
 ) -> lambda_.CfnEventSourceMapping:
-    """An L1 event source mapping with every safe setting, except ``changes`` (None removes)."""
+    """An L1 event source mapping with every safe setting, except ``changes`` (None removes).
+    Its on-failure destination is an S3 bucket (it keeps the failed batch itself)."""
     properties: dict[str, Any] = {
         "starting_position": "TRIM_HORIZON",
         "maximum_retry_attempts": 5,
         "maximum_record_age_in_seconds": 3600,
         "bisect_batch_on_function_error": True,
         "function_response_types": ["ReportBatchItemFailures"],
-        "destination_config": lambda_.CfnEventSourceMapping.DestinationConfigProperty(
-            on_failure=lambda_.CfnEventSourceMapping.OnFailureProperty(
-                destination=shared.queue.queue_arn
-            )
-        ),
+        "destination_config": destination(shared.bucket.bucket_arn),
     }
     properties.update(changes)
     return lambda_.CfnEventSourceMapping(
@@ -129,6 +135,12 @@ def mapping(
         event_source_arn=event_source_arn or shared.table.table_stream_arn,
         function_name=(fn or shared.function).function_name,
         **{k: v for k, v in properties.items() if v is not None},
+    )
+
+
+def destination(arn: str) -> lambda_.CfnEventSourceMapping.DestinationConfigProperty:
+    return lambda_.CfnEventSourceMapping.DestinationConfigProperty(
+        on_failure=lambda_.CfnEventSourceMapping.OnFailureProperty(destination=arn)
     )
 
 
@@ -197,7 +209,7 @@ def _(scope: Construct, shared: Shared) -> None:
             max_record_age=Duration.hours(1),
             bisect_batch_on_error=True,
             report_batch_item_failures=True,
-            on_failure=SqsDlq(shared.queue),
+            on_failure=S3OnFailureDestination(shared.bucket),
             filters=[lambda_.FilterCriteria.filter(NEW_IMAGE_FILTER)],
         )
     )
@@ -466,6 +478,45 @@ def _(scope: Construct, shared: Shared) -> None:
     mapping(scope, shared, fn=fn)
 
 
+@fragment("sqs-destination-keeps-only-a-pointer", "CDC-ESM10")
+def _(scope: Construct, shared: Shared) -> None:
+    fn = function(scope, "Function")
+    iterator_age_alarm(scope, "Alarm", fn)
+    fn.add_event_source(
+        DynamoEventSource(
+            shared.table,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            retry_attempts=5,
+            max_record_age=Duration.hours(1),
+            bisect_batch_on_error=True,
+            report_batch_item_failures=True,
+            on_failure=SqsDlq(shared.queue),
+        )
+    )
+
+
+@fragment("sns-destination-keeps-only-a-pointer", "CDC-ESM10")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, destination_config=destination(shared.topic.topic_arn))
+
+
+@fragment("sqs-destination-as-literal-arn", "CDC-ESM10")
+def _(scope: Construct, shared: Shared) -> None:
+    arn = "arn:aws:sqs:us-east-1:123456789012:failed-batches"
+    mapping(scope, shared, destination_config=destination(arn))
+
+
+@fragment("sqs-destination-on-kinesis-not-reported")
+def _(scope: Construct, shared: Shared) -> None:
+    stream = kinesis.Stream(scope, "Stream")
+    mapping(
+        scope,
+        shared,
+        event_source_arn=stream.stream_arn,
+        destination_config=destination(shared.queue.queue_arn),
+    )
+
+
 @fragment(
     "everything-unsafe",
     "CDC-ESM1",
@@ -516,9 +567,11 @@ def test_every_rule_has_a_failing_fragment() -> None:
     assert failing == {rule.rule_id for rule in RULES} - {SHARED_TABLES}
 
 
-def test_start_position_and_alarm_are_warnings_the_rest_errors(findings: list[Finding]) -> None:
+def test_start_position_alarm_and_pointer_destination_are_warnings_the_rest_errors(
+    findings: list[Finding],
+) -> None:
     severities = {f.rule_id: f.severity for f in findings}
-    warnings = {"CDC-ESM6", "CDC-ESM8"}
+    warnings = {"CDC-ESM6", "CDC-ESM8", "CDC-ESM10"}
     assert {r for r, s in severities.items() if s == "warning"} == warnings
     assert {r for r, s in severities.items() if s == "error"} == {
         r.rule_id for r in RULES
@@ -531,6 +584,21 @@ def test_findings_explain_what_to_change(findings: list[Finding]) -> None:
     assert "Use TRIM_HORIZON" in finding.description
 
 
+def test_the_pointer_destination_finding_says_what_is_lost_and_the_fix(
+    findings: list[Finding],
+) -> None:
+    (finding,) = [
+        f
+        for f in findings
+        if f.construct_path.startswith(f"{STACK}/sqs-destination-keeps-only-a-pointer/")
+    ]
+    assert finding.severity == "warning"
+    assert "only a pointer is kept; after 24 h a redrive can only report the records lost" in (
+        finding.description
+    )
+    assert "on_failure=S3OnFailureDestination(bucket)" in finding.description
+
+
 def test_value_known_only_at_deployment_is_reported_with_the_value(tmp_path: Any) -> None:
     # On its own app: cdk-nag groups a rule's findings under the first one's description.
     app = App(outdir=str(tmp_path))
@@ -538,7 +606,7 @@ def test_value_known_only_at_deployment_is_reported_with_the_value(tmp_path: Any
     retries = CfnParameter(stack, "Retries", type="Number").value_as_number
     mapping(Construct(stack, "Consumer"), Shared(stack, "Shared"), maximum_retry_attempts=retries)
 
-    (finding,) = synthesize_with_checks(app)  # one reader of its stream: no CDC-ESM10
+    (finding,) = synthesize_with_checks(app)  # one reader of its stream: no CDC-ESM11
 
     assert finding.rule_id == "CDC-ESM1"
     assert finding.description.startswith("Rule threw an error during validation")

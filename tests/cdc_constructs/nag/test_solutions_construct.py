@@ -53,5 +53,11 @@ def test_its_missing_report_batch_item_failures_is_reported(findings: list[Findi
 
 
 def test_exactly_these_and_the_missing_iterator_age_alarm(findings: list[Finding]) -> None:
-    # Its finite retries, bisect, DLQ and TRIM_HORIZON pass; it creates no IteratorAge alarm.
-    assert rule_ids(findings, "SolutionsConstruct") == {"CDC-ESM2", "CDC-ESM5", "CDC-ESM8"}
+    # Its finite retries, bisect, DLQ and TRIM_HORIZON pass; it creates no IteratorAge alarm,
+    # and its DLQ is SQS (a pointer only).
+    assert rule_ids(findings, "SolutionsConstruct") == {
+        "CDC-ESM2",
+        "CDC-ESM5",
+        "CDC-ESM8",
+        "CDC-ESM10",
+    }

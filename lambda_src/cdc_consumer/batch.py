@@ -1,0 +1,265 @@
+"""One batch, in order, stopping at the first failure: the loop behind ``StreamProcessor.handle``.
+
+Each record is decided (:mod:`cdc_consumer.decision`), then carried out by the strategy of
+each registered mode (:mod:`cdc_consumer.modes`); the :class:`~cdc_consumer.ledger.Ledger`
+counts what became of it. Whatever must come after every earlier record (a quarantine, a
+failure, a side effect, the deadline, the end of the batch) goes through
+:meth:`BatchRun.after_pending`, the one place that commits the pending transaction first:
+a failure found there is earlier in the stream, so it wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cdc_consumer import defaults
+from cdc_consumer.change import Change
+from cdc_consumer.decision import (
+    Apply,
+    Compensate,
+    Decider,
+    Decision,
+    Misconfigured,
+    Poison,
+    Projection,
+    Reads,
+    Transient,
+)
+from cdc_consumer.exceptions import DeadlineError
+from cdc_consumer.ledger import Ledger
+from cdc_consumer.modes import ProjectionMode, SideEffect, SideEffectMode
+from cdc_consumer.outcomes import DONE, Next, Outcomes, Step, Stop, sequence_number
+from cdc_consumer.settings import Settings
+from cdc_consumer.side_effects import SideEffectClaims
+from cdc_consumer.transactions import RecordWrites, marker_action
+
+
+class LambdaContext(Protocol):
+    """The part of Lambda's context object the processor uses."""
+
+    def get_remaining_time_in_millis(self) -> int: ...
+
+
+class Registry(Protocol):
+    """What a batch needs of its :class:`~cdc_consumer.processor.StreamProcessor`."""
+
+    projections: list[Projection]
+    side_effects: list[tuple[str, SideEffect]]
+    reads: list[Reads]
+    safety_margin_ms: int | None
+    side_effect_timeout_ms: int | None
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+
+    @property
+    def dynamodb(self) -> Any: ...
+
+    @property
+    def sqs(self) -> Any: ...
+
+
+@dataclass
+class Deadline:
+    """The invocation's remaining time against the safety margin.
+
+    Unless ``fixed_margin_ms`` is given, the margin follows the function's timeout
+    (:func:`cdc_consumer.defaults.safety_margin_ms`), read as the time remaining at the first
+    check, which comes first thing in ``handle``: Lambda does not tell a function its
+    configured timeout, and at that point the remaining time is that timeout less the
+    handler's own preamble (milliseconds).
+    """
+
+    remaining: Callable[[], int | None]
+    fixed_margin_ms: int | None = None
+    margin_ms: int | None = None
+    #: The remaining time at the first check: the function's timeout, as far as we can tell.
+    timeout_ms: int | None = None
+
+    def near(self) -> tuple[bool, int | None]:
+        """Whether less than the margin is left, and the remaining milliseconds."""
+        remaining = self.remaining()
+        if remaining is None:
+            return False, None
+        if self.margin_ms is None:
+            self.timeout_ms = remaining
+            self.margin_ms = (
+                defaults.safety_margin_ms(remaining)
+                if self.fixed_margin_ms is None
+                else self.fixed_margin_ms
+            )
+        return remaining < self.margin_ms, remaining
+
+    def time_left_ms(self) -> int | None:
+        """The remaining time less the margin (None without a Lambda context)."""
+        _, remaining = self.near()
+        return None if remaining is None else remaining - (self.margin_ms or 0)
+
+    def error(self, remaining: int | None) -> DeadlineError:
+        return DeadlineError(
+            f"the invocation had {remaining} ms left at its first record, less than the safety "
+            f"margin of {self.margin_ms} ms, so it could take no record. The margin is a fifth "
+            f"of the function's timeout, between {defaults.MIN_SAFETY_MARGIN_MS} and "
+            f"{defaults.MAX_SAFETY_MARGIN_MS} ms, and {defaults.MIN_RECORD_TIME_MS} ms must "
+            "remain for records after it: give the function a timeout of at least "
+            f"{defaults.MIN_FUNCTION_TIMEOUT_SECONDS} s (Lambda's default is 3 s)"
+        )
+
+
+@dataclass
+class BatchRun:
+    """The state of one ``handle`` call over ``records``."""
+
+    records: Sequence[Any]
+    decider: Decider
+    ledger: Ledger
+    outcomes: Outcomes
+    deadline: Deadline
+    projection: ProjectionMode | None
+    side_effects: SideEffectMode | None
+
+    @classmethod
+    def assemble(
+        cls,
+        registry: Registry,
+        settings: Settings,
+        context: LambdaContext | None,
+        records: Sequence[Any],
+        ledger: Ledger,
+    ) -> BatchRun:
+        """The loop over ``records``, with one strategy per mode ``registry`` uses."""
+        outcomes = Outcomes(
+            settings.consumer, settings.quarantine_queue_url, records, ledger, lambda: registry.sqs
+        )
+
+        def remaining_ms() -> int | None:
+            return None if context is None else int(context.get_remaining_time_in_millis())
+
+        def writes_for(position: int, change: Change, actions: Any, quarantined: bool) -> Any:
+            marker = marker_action(
+                settings.idempotency_table,
+                f"{settings.consumer}#{change.event_id}",
+                int(registry.clock()) + defaults.marker_ttl_seconds(),
+                change.source_arn,
+            )
+            return RecordWrites.build(
+                position, marker, actions, settings.idempotency_table, quarantined=quarantined
+            )
+
+        deadline = Deadline(remaining_ms, registry.safety_margin_ms)
+
+        def side_effect_timeout_ms() -> int:
+            if registry.side_effect_timeout_ms is not None:
+                return registry.side_effect_timeout_ms
+            return defaults.side_effect_timeout_ms(deadline.timeout_ms)
+
+        projection = side_effects = None
+        if registry.projections:
+            projection = ProjectionMode(lambda: registry.dynamodb, ledger, outcomes)
+        if registry.side_effects:
+            side_effects = SideEffectMode(
+                registry.side_effects,
+                SideEffectClaims(registry.dynamodb, settings.idempotency_table, registry.clock),
+                settings.consumer,
+                ledger,
+                outcomes,
+                timeout_ms=side_effect_timeout_ms,
+                remaining_ms=remaining_ms,
+                time_left_ms=deadline.time_left_ms,
+                clock=registry.clock,
+                sleep=registry.sleep,
+            )
+        return cls(
+            records=records,
+            decider=Decider(registry.projections, writes_for, registry.reads),
+            ledger=ledger,
+            outcomes=outcomes,
+            deadline=deadline,
+            projection=projection,
+            side_effects=side_effects,
+        )
+
+    def run(self) -> str | None:
+        """Process the records; the sequence number to report, or None when all are settled."""
+        step: Step = Next(0)
+        while isinstance(step, Next):
+            step = self.advance(step.position)
+        return sequence_number(self.records[step.position]) if isinstance(step, Stop) else None
+
+    def advance(self, position: int) -> Step:
+        if position >= len(self.records):
+            return self.after_pending(lambda: DONE)
+        near, remaining = self.deadline.near()
+        if near and position == 0:  # no record taken: a function error, not a partial failure
+            raise self.deadline.error(remaining)
+        if near:
+            return self.after_pending(
+                lambda: self.outcomes.fail(
+                    position,
+                    None,
+                    reason="deadline",
+                    remainingMs=remaining,
+                    safetyMarginMs=self.deadline.margin_ms,
+                )
+            )
+        return self.carry_out(position, self.decider.decide(position, self.records[position]))
+
+    def carry_out(self, position: int, decision: Decision) -> Step:
+        if decision.change is not None:
+            self.ledger.saw(position, decision.change)
+        if isinstance(decision, Poison):
+            return self.after_pending(lambda: self.quarantine_and_go_on(position, decision.error))
+        if isinstance(decision, Transient):
+            return self.after_pending(lambda: self.outcomes.fail(position, decision.error))
+        if isinstance(decision, Compensate):
+            return self.after_pending(lambda: self.compensate(position, decision))
+        if isinstance(decision, Misconfigured):
+            return self.after_pending(lambda: _raise(decision.error))
+        return self.apply(position, decision)
+
+    def apply(self, position: int, decision: Apply) -> Step:
+        if self.projection is not None and decision.writes is not None:
+            step = self.projection.add(decision.writes)
+            if step is not None:
+                return step
+        if self.side_effects is None:
+            return Next(position + 1)
+        side_effects = self.side_effects
+        return self.after_pending(lambda: side_effects.run(position, decision.change))
+
+    def compensate(self, position: int, decision: Compensate) -> Step:
+        """Quarantine a poison record, then commit its marker with the compensating actions
+        its projection's error carries (its OLD image's contribution taken back, say).
+
+        Order: everything before the record is committed (:meth:`after_pending`), then the
+        quarantine message is sent, then the marker and actions join the transaction group
+        like any record's (and commit with it, exactly once: a redelivery finds the marker and
+        writes nothing). The message goes FIRST because a quarantine report must never be
+        lost: the view changes for a poison record only once its report is in the queue, and
+        if the send fails nothing of the record is committed, so it is reported to Lambda and
+        retried from the same state. The price is a second message for the same record when
+        it is delivered again (a later transient failure, a redelivery after success):
+        at-least-once, which the queue's readers (redrive, operators) must tolerate anyway.
+        """
+        stop = self.outcomes.quarantine(position, decision.error)
+        if stop is not None:
+            return stop
+        assert self.projection is not None  # only projections compensate
+        return self.projection.add(decision.writes) or Next(position + 1)
+
+    def quarantine_and_go_on(self, position: int, error: Exception) -> Step:
+        return self.outcomes.quarantine(position, error) or Next(position + 1)
+
+    def after_pending(self, then: Callable[[], Step]) -> Step:
+        """Commit the pending transaction, then do ``then``; a failure in the commit is earlier
+        in the stream than anything ``then`` would do, so it is the answer instead."""
+        if self.projection is not None:
+            step = self.projection.commit()
+            if step is not None:
+                return step
+        return then()
+
+
+def _raise(error: Exception) -> Step:
+    raise error

@@ -1,0 +1,145 @@
+"""The per-record decision: decode a record, run its projections, and say what to do with it.
+
+:func:`decide` touches nothing outside the process (no DynamoDB, no queue): it turns one stream
+record into one :data:`Decision`, which the batch loop carries out in order:
+
+- :class:`Apply`: the change and, in projection mode, its transaction writes (marker first);
+- :class:`Compensate`: poison whose projection asked for compensating writes (quarantine it,
+  then commit them exactly once);
+- :class:`Poison`: quarantine the record whole;
+- :class:`Transient`: stop at the record and report it;
+- :class:`Misconfigured`: the consumer cannot apply any such record (its stream lacks an image
+  a projection reads): fail the invocation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_consumer.change import Change
+from cdc_consumer.defaults import IMAGES_OF_VIEW_TYPE
+from cdc_consumer.exceptions import (
+    InvalidActionError,
+    MissingImageError,
+    PermanentError,
+    UndecodableRecordError,
+)
+from cdc_consumer.transactions import RecordWrites, action_list
+
+Projection = Callable[[Change], Sequence[Mapping[str, Any]]]
+"""A function from a change to its TransactWriteItems actions (boto3 client shape)."""
+
+
+@dataclass(frozen=True)
+class Apply:
+    """Apply the change: commit ``writes`` (projection mode; None without projections), then
+    run the side effects."""
+
+    change: Change
+    writes: RecordWrites | None
+
+
+@dataclass(frozen=True)
+class Compensate:
+    """Quarantine the record for ``error``, then commit ``writes``: its marker and the
+    compensating actions the projection's :class:`PermanentError` carried."""
+
+    change: Change
+    writes: RecordWrites
+    error: PermanentError
+
+
+@dataclass(frozen=True)
+class Poison:
+    """Quarantine the record whole: processing it again would fail again."""
+
+    error: Exception
+    change: Change | None = None  # None when the record could not be decoded
+
+
+@dataclass(frozen=True)
+class Transient:
+    """Stop at the record and report it: a retry may succeed."""
+
+    error: Exception
+    change: Change | None = None
+
+
+@dataclass(frozen=True)
+class Misconfigured:
+    """Fail the invocation: no record like this one can be applied by this consumer."""
+
+    error: MissingImageError
+    change: Change
+
+
+Decision = Apply | Compensate | Poison | Transient | Misconfigured
+
+Reads = tuple[str, frozenset[str]]
+"""A reader's name (projection or side effect) and the images it declared it reads."""
+
+
+@dataclass(frozen=True)
+class Decider:
+    """Decides records for one invocation.
+
+    ``writes_for(position, change, actions, quarantined)`` pairs a record's actions with its
+    processed-marker (see :meth:`RecordWrites.build`); it raises :class:`InvalidActionError`.
+    ``reads``: the images each projection and side effect declared it reads.
+    """
+
+    projections: Sequence[Projection]
+    writes_for: Callable[[int, Change, Any, bool], RecordWrites]
+    reads: Sequence[Reads] = ()
+
+    def decide(self, position: int, record: Any) -> Decision:
+        try:
+            change = Change.from_record(record)
+        except UndecodableRecordError as error:
+            return Poison(error)
+        missing = self.missing_image(change)
+        if missing is not None:
+            return Misconfigured(missing, change)
+        if not self.projections:
+            return Apply(change, None)
+        try:
+            actions: list[Any] = []
+            for projection in self.projections:
+                actions.extend(action_list(projection(change)))
+            return Apply(change, self.writes_for(position, change, actions, False))
+        except PermanentError as error:
+            return self._permanent(position, change, error)
+        except Exception as error:  # user code: anything but PermanentError is transient
+            return Transient(error, change)
+
+    def _permanent(self, position: int, change: Change, error: PermanentError) -> Decision:
+        if not error.actions:
+            return Poison(error, change)
+        try:
+            writes = self.writes_for(position, change, error.actions, True)
+        except InvalidActionError as invalid:
+            # The compensation itself is unusable: quarantine without it, naming both.
+            return Poison(
+                InvalidActionError(f"{error}; and its compensating actions are invalid: {invalid}"),
+                change,
+            )
+        return Compensate(change, writes, error)
+
+    def missing_image(self, change: Change) -> MissingImageError | None:
+        """The error for the first reader whose declared images the record's view type lacks.
+
+        Judged by the view type, not by the images present: an INSERT has no old image on any
+        stream (legitimately None), but a NEW_IMAGE stream never has one, so a reader of old
+        images cannot work there at all. A record that states no view type is not judged.
+        """
+        carried = IMAGES_OF_VIEW_TYPE.get(change.view_type or "")
+        if carried is None:
+            return None
+        for reader, images in self.reads:
+            lacking = sorted(images - carried)
+            if lacking:
+                assert change.view_type is not None
+                return MissingImageError(change.sequence_number, change.view_type, lacking, reader)
+        return None

@@ -1,0 +1,109 @@
+"""Where the batch goes after each step, and the two ways a record leaves it unapplied.
+
+A step of the batch loop answers with where to go on: :class:`Next` (carry on at a position:
+the next record, or the one after a poison record found while committing), :class:`Stop`
+(report the record at a position to Lambda: nothing from it on was applied) or :data:`DONE`.
+:class:`Outcomes` quarantines a poison record or fails a record, with their log lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cdc_consumer import logs
+from cdc_consumer.exceptions import TransientError
+from cdc_consumer.kinesis import item_identifier
+from cdc_consumer.ledger import Ledger
+from cdc_consumer.quarantine import send_to_quarantine
+
+
+@dataclass(frozen=True)
+class Next:
+    """Carry on with the record at ``position`` (everything before it is settled)."""
+
+    position: int
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Report the record at ``position`` (nothing from it on was applied)."""
+
+    position: int
+
+
+@dataclass(frozen=True)
+class Done:
+    """Every record is settled."""
+
+
+DONE: Final = Done()
+Step = Next | Stop | Done
+
+
+def sequence_number(record: Any) -> str | None:
+    """The sequence number that names a record in ``batchItemFailures``:
+    ``dynamodb.SequenceNumber``, or a Kinesis record's ``kinesis.sequenceNumber``
+    (docs/design.md §9); None when it has none."""
+    return item_identifier(record)
+
+
+def event_id(record: Any) -> Any:
+    return record.get("eventID") if isinstance(record, Mapping) else None
+
+
+@dataclass
+class Outcomes:
+    """Quarantine or fail the records of one batch, each with its log line."""
+
+    consumer: str
+    queue_url: str
+    records: Sequence[Any]
+    ledger: Ledger
+    sqs: Callable[[], Any]
+
+    def quarantine(self, position: int, error: Exception) -> Stop | None:
+        """Send the record whole to the quarantine queue (None: go on after it); a failed send
+        stops at it instead, so a poison record is never dropped."""
+        record = self.records[position]
+        try:
+            message_id = send_to_quarantine(
+                self.sqs(), self.queue_url, self.consumer, record, error
+            )
+        except TransientError as send_error:
+            return self.fail(position, send_error, poisonError=logs.describe_error(error))
+        self.ledger.quarantined()
+        logs.log(
+            "ERROR",
+            "record quarantined",
+            consumer=self.consumer,
+            sequenceNumber=sequence_number(record),
+            eventID=event_id(record),
+            error=logs.describe_error(error),
+            messageId=message_id,
+        )
+        return None
+
+    def foreign_marker(self, position: int, error: Exception) -> Stop:
+        """Stop at a record whose marker another stream's consumer wrote: counted
+        (``ForeignMarkers``, alarmed) and reported, never skipped as a duplicate."""
+        self.ledger.foreign_marker()
+        return self.fail(position, error, reason="foreign marker")
+
+    def fail(
+        self, position: int, error: Exception | None, reason: str = "transient", **fields: Any
+    ) -> Stop:
+        """Stop at the record: it is reported to Lambda and delivered again."""
+        record = self.records[position]
+        logs.log(
+            "WARNING" if reason == "deadline" else "ERROR",
+            "record failed",
+            consumer=self.consumer,
+            sequenceNumber=sequence_number(record),
+            eventID=event_id(record),
+            reason=reason,
+            error=logs.describe_error(error) if error else None,
+            **fields,
+        )
+        return Stop(position)
