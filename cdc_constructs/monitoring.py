@@ -10,7 +10,12 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import COUNT_METRICS, ITERATOR_LAG_MS, RECORDS_QUARANTINED
+from cdc_consumer.contract import (
+    COUNT_METRICS,
+    FOREIGN_MARKERS,
+    ITERATOR_LAG_MS,
+    RECORDS_QUARANTINED,
+)
 from constructs import Construct
 
 from cdc_constructs import defaults
@@ -95,6 +100,8 @@ class StreamConsumerMonitoring(Construct):
     - ``OnFailureQueueDepth`` (SQS destinations): visible on-failure messages ≥ 1.
     - ``QuarantineQueueDepth``: visible messages in the quarantine queue ≥ 1.
     - ``RecordsQuarantined``: the runtime's RecordsQuarantined metric (Sum) ≥ 1.
+    - ``ForeignMarkers``: the runtime's ForeignMarkers metric (Sum) ≥ 1: a marker of another
+      stream's consumer under the same name; the record is failed, never skipped.
     - ``FunctionErrors``: function errors (Sum) ≥ 1: crashes and timeouts, which the
       runtime's own failure reporting never causes.
     - ``FunctionThrottles``: throttles (Sum) ≥ 1: the shard waits.
@@ -176,34 +183,15 @@ class StreamConsumerMonitoring(Construct):
                 statistic=maximum, period=period
             ),
             RECORDS_QUARANTINED.name: _runtime_metric(self._consumer, RECORDS_QUARANTINED.name),
+            FOREIGN_MARKERS.name: _runtime_metric(self._consumer, FOREIGN_MARKERS.name),
             "FunctionErrors": function.metric_errors(statistic=total, period=period),
             "FunctionThrottles": function.metric_throttles(statistic=total, period=period),
         }
 
-    def _descriptions(self) -> dict[str, str]:
-        name = self._consumer.consumer_name
-        return {
-            "IteratorAge": (
-                f"{name}: the oldest record waits more than {self._threshold_seconds:g} s; at "
-                f"{self._age_seconds:g} s records go to the on-failure queue"
-            ),
-            "DroppedRecords": (
-                f"{name}: records were given up on (retries or record age ran out) and sent to "
-                "the on-failure destination; redrive them (docs/operations.md, 'When the "
-                "on-failure alarm fires')"
-            ),
-            "OnFailureQueueDepth": (
-                f"{name}: a batch ran out of retries or record age; redrive it before the "
-                "stream trims its records (24 h)"
-            ),
-            "QuarantineQueueDepth": f"{name}: poison records are waiting in the quarantine queue",
-            RECORDS_QUARANTINED.name: f"{name}: the runtime quarantined records",
-            "FunctionErrors": f"{name}: the consumer function crashed or timed out",
-            "FunctionThrottles": f"{name}: the consumer function was throttled",
-        }
-
     def _make_alarms(self) -> dict[str, cloudwatch.Alarm]:
-        descriptions = self._descriptions()
+        descriptions = _descriptions(
+            self._consumer.consumer_name, self._threshold_seconds, self._age_seconds
+        )
         lag = cloudwatch.Alarm(
             self,
             "IteratorAge",
@@ -323,3 +311,31 @@ def _runtime_metric(
     return consumer_metric(
         consumer.metrics_namespace, consumer.consumer_name, metric_name, statistic
     )
+
+
+def _descriptions(name: str, threshold_seconds: float, age_seconds: float) -> dict[str, str]:
+    """Each alarm's description: what fired and what to do."""
+    return {
+        "IteratorAge": (
+            f"{name}: the oldest record waits more than {threshold_seconds:g} s; at "
+            f"{age_seconds:g} s records go to the on-failure queue"
+        ),
+        "DroppedRecords": (
+            f"{name}: records were given up on (retries or record age ran out) and sent to "
+            "the on-failure destination; redrive them (docs/operations.md, 'When the "
+            "on-failure alarm fires')"
+        ),
+        "OnFailureQueueDepth": (
+            f"{name}: a batch ran out of retries or record age; redrive it before the "
+            "stream trims its records (24 h)"
+        ),
+        "QuarantineQueueDepth": f"{name}: poison records are waiting in the quarantine queue",
+        RECORDS_QUARANTINED.name: f"{name}: the runtime quarantined records",
+        FOREIGN_MARKERS.name: (
+            f"{name}: a record's idempotency marker was written by a consumer of another "
+            "stream under the same name; the record is failed, not skipped - give each "
+            "consumer its own consumer_name (docs/operations.md)"
+        ),
+        "FunctionErrors": f"{name}: the consumer function crashed or timed out",
+        "FunctionThrottles": f"{name}: the consumer function was throttled",
+    }

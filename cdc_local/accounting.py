@@ -24,6 +24,7 @@ from typing import Any
 from cdc_consumer.contract import (
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
+    ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
     OnFailureMessage,
     QuarantineMessage,
@@ -87,7 +88,9 @@ class ConsumerWiring:
                 destination.bucket if destination is not None and destination.bucket else None
             ),
             on_failure_prefix=(
-                f"aws/lambda/{destination.mapping_uuid}/" if destination is not None else ""
+                f"{ON_FAILURE_S3_PREFIX}{destination.mapping_uuid}/"
+                if destination is not None
+                else ""
             ),
         )
 

@@ -47,6 +47,7 @@ def test_default_alarms(stack):
         "DroppedRecords",
         "QuarantineQueueDepth",
         "RecordsQuarantined",
+        "ForeignMarkers",
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",

@@ -223,6 +223,7 @@ def test_escape_hatches(default_consumer):
         "DroppedRecords",
         "QuarantineQueueDepth",
         "RecordsQuarantined",
+        "ForeignMarkers",
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",

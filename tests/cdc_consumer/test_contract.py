@@ -138,6 +138,7 @@ def test_environment_metrics_and_limits() -> None:
         "RecordsQuarantined",
         "TtlExpiries",
         "BatchFailures",
+        "ForeignMarkers",
         "IteratorLagMs",
     ]
     assert contract.ITERATOR_LAG_MS.unit == "Milliseconds"

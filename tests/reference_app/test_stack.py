@@ -264,10 +264,10 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     topic = logical_id(template, "AlarmsTopic")
     all_alarms = resources(template, "AWS::CloudWatch::Alarm")
     # Per consumer (order-stats, ttl-archive): lag, dropped records (the on-failure alarm,
-    # whatever the destination), quarantine depth, quarantined, errors, throttles and the
-    # redrive's lost records; the fan-out: 3 pipe failures and its DLQ;
+    # whatever the destination), quarantine depth, quarantined, foreign markers, errors,
+    # throttles and the redrive's lost records; the fan-out: 3 pipe failures and its DLQ;
     # each OrderPaid route: its dead-letter queue.
-    assert len(all_alarms) == 2 * 7 + 4 + 2
+    assert len(all_alarms) == 2 * 8 + 4 + 2
     for alarm in all_alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
@@ -277,6 +277,7 @@ def test_alarms_notify_the_topic(reference: Synthesized):
         "DroppedEventCount",
         "ApproximateNumberOfMessagesVisible",
         "RecordsQuarantined",
+        "ForeignMarkers",
         "Errors",
         "Throttles",
         "RedriveLostRecords",
