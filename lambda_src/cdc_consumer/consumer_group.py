@@ -16,6 +16,12 @@ its filter, and its projections and side effects::
     def handler(event, context):
         return group.handle(event, context)
 
+With ``StreamConsumer(members=[ConsumerGroupMember("totals", filters=[...]), ...])`` the
+construct declares the members (``CDC_CONSUMER_GROUP``) and makes one mapping whose filter is
+the union of theirs; the handler then takes the order and filters from there::
+
+    group = ConsumerGroup.from_environment([totals, archive])
+
 Dispatch: each member, in the order given, handles the records of the batch its filter matches,
 in stream order (a member with no filter gets every record). What the members share, since they
 share one function and one mapping:

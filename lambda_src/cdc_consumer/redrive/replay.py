@@ -121,6 +121,10 @@ class Redrive:
             ``AWS_ENDPOINT_URL`` works locally).
         consumer_name: the consumer's name. Quarantine messages that name another consumer (or
             none) are kept, never replayed; a quarantine run without it cannot start.
+        member_names: the members of a consumer group behind the consumer's function
+            (``CDC_CONSUMER_GROUP``): quarantine messages naming any of them are replayed too;
+            the group hands each record to its members, and those that applied it already
+            skip it as a duplicate.
         function_name: the consumer function's name or ARN, when known: on-failure records that
             another function's mapping wrote are kept, never replayed.
         s3_client: boto3 S3 client for an S3 on-failure destination (default: plain
@@ -149,6 +153,7 @@ class Redrive:
     sqs_client: Any = None
     streams_client: Any = None
     consumer_name: str | None = None
+    member_names: Sequence[str] = ()
     function_name: str | None = None
     quarantine_queue_url: str | None = None
     s3_client: Any = None
@@ -407,7 +412,7 @@ class Redrive:
             quarantined = parse_quarantine_message(
                 message["Body"],
                 expected_stream_arn=self.stream_arn,
-                expected_consumer=str(self.consumer_name),
+                expected_consumer=(str(self.consumer_name), *self.member_names),
             )
         except MalformedMessageError:
             return  # not ours, or unreadable: the next run reports it
@@ -515,7 +520,7 @@ class Redrive:
                 quarantined = parse_quarantine_message(
                     message["Body"],
                     expected_stream_arn=self.stream_arn,
-                    expected_consumer=str(self.consumer_name),
+                    expected_consumer=(str(self.consumer_name), *self.member_names),
                 )
                 records = [quarantined.record]
                 shard_id = None
