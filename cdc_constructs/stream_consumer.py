@@ -416,8 +416,10 @@ def _validate(
     found = table_problems + group.problems(
         props["members"], props["filters"], props["reads_images"], view_type
     )
-    for name in [props["consumer_name"], *group.names]:
-        found += check_consumer_name(scope, construct_id, name, options.failure.idempotency_table)
+    idempotency_table = options.failure.idempotency_table
+    found += check_consumer_name(scope, construct_id, props["consumer_name"], idempotency_table)
+    for name in group.names:  # group.problems checked their form
+        found += ConsumerNames.of(scope).problems(scope, construct_id, name, idempotency_table)
     if not table_problems:
         path = f"{scope.node.path}/{construct_id}"
         reason = options.mapping.extra_reader_reason
