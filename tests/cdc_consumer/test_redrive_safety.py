@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cdc_consumer.contract import CONSUMER_GROUP_ENV
 from cdc_consumer.redrive import (
     ForeignMessageError,
     Redrive,
@@ -26,6 +27,7 @@ from cdc_consumer.redrive import (
     parse_quarantine_message,
     to_lambda_record,
 )
+from cdc_consumer.redrive_handler import _member_names
 
 from tests.cdc_consumer.redrive_world import (
     OTHER_STREAM_ARN,
@@ -153,6 +155,38 @@ def test_cli_without_consumer_name_never_replays_another_consumers_message(
     assert "is from consumer 'billing'" in kept["reason"]
     assert "KEPT" in err
     assert queue_bodies(sqs, quarantine_url) == [theirs]
+
+
+def test_a_groups_redrive_replays_every_members_quarantine_messages_and_keeps_others(
+    stream: Stream, sqs: Any, quarantine_url: str
+) -> None:
+    """Behind StreamConsumer(members=...), the members share one quarantine queue and one
+    function: the redrive (CDC_CONSUMER_GROUP) replays each member's message through the
+    group, and keeps a message of a consumer outside it."""
+    stream.write(3)
+    bodies = [
+        quarantine_message(lambda_record(stream, index), consumer=name)
+        for index, name in enumerate(("stats", "archive", "billing"))
+    ]
+    for body in bodies:
+        sqs.send_message(QueueUrl=quarantine_url, MessageBody=body)
+    consumer = Consumer()
+    environ = {CONSUMER_GROUP_ENV: '[{"name":"stats"},{"name":"archive"}]'}
+    redrive = make_redrive(
+        stream,
+        consumer,
+        consumer_name="orders-group",
+        member_names=_member_names(environ[CONSUMER_GROUP_ENV]),
+    )
+
+    report = redrive.run(quarantine_url, Source.QUARANTINE)
+
+    replayed = [json.loads(b)["record"]["dynamodb"]["SequenceNumber"] for b in bodies[:2]]
+    assert sorted(consumer.applied) == sorted(replayed)
+    (kept,) = report.kept
+    assert "is from consumer 'billing'" in kept.reason
+    assert "['orders-group', 'stats', 'archive']" in kept.reason
+    assert queue_bodies(sqs, quarantine_url) == [bodies[2]]
 
 
 def test_redrive_function_keeps_another_functions_on_failure_records(
