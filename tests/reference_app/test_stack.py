@@ -216,6 +216,7 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
             ("OrdersConsumersFailedBatchesBucket", "Arn"),
             ("OrdersConsumersQuarantineQueue", "Arn"),
             ("OrdersConsumersLogGroup", "Arn"),
+            ("ExpiredOrdersArchive", "Arn"),
         ]
     }
     expected = {
