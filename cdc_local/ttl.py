@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from cdc_consumer.change import TTL_PRINCIPAL
-from cdc_consumer.redrive.stream_reader import wire_json
+from cdc_consumer.wire import to_wire
 
 from cdc_local.endpoint import LocalEndpoint
 
@@ -36,7 +36,7 @@ MAX_TTL_AGE_SECONDS = 5 * 365 * 24 * 3600
 def _key(value: Mapping[str, Any]) -> str:
     """A canonical text form of a DynamoDB-JSON key, image or item: the sweeper's (from boto3,
     binary values as bytes) and the stream's (as Lambda delivers it, base64 text) compare equal."""
-    return json.dumps(wire_json(value), sort_keys=True)
+    return json.dumps(to_wire(value), sort_keys=True)
 
 
 def is_expired(attribute: Mapping[str, Any] | None, now: float) -> bool:
