@@ -102,6 +102,17 @@ def scan(ddb: Any, table: str) -> list[dict[str, Any]]:
     return items
 
 
+def processed_markers(ddb: Any, idempotency_table: str, consumer_name: str) -> set[str]:
+    """The eventIDs ``consumer_name`` has processed: its markers ``{consumer}#{eventID}`` in
+    the idempotency table (docs/interfaces.md §7)."""
+    prefix = f"{consumer_name}#"
+    return {
+        item["id"]["S"][len(prefix) :]
+        for item in scan(ddb, idempotency_table)
+        if item["id"]["S"].startswith(prefix)
+    }
+
+
 def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
     """Every message body of the queue, left in the queue (made visible again)."""
     bodies: dict[str, dict[str, Any]] = {}
@@ -185,12 +196,7 @@ def read_stream(ddb: Any, streams: Any, table: str) -> list[dict[str, Any]]:
 def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
     """Account for every record of the consumer's source stream; unaccounted ones are lost."""
     ddb, sqs = pipeline.client("dynamodb"), pipeline.client("sqs")
-    prefix = f"{wiring.consumer_name}#"
-    markers = {
-        item["id"]["S"][len(prefix) :]
-        for item in scan(ddb, wiring.idempotency_table)
-        if item["id"]["S"].startswith(prefix)
-    }
+    markers = processed_markers(ddb, wiring.idempotency_table, wiring.consumer_name)
     result = Accounting()
     result.quarantine_messages = peek_messages(sqs, wiring.quarantine_queue_url)
     quarantined = {
