@@ -31,6 +31,7 @@ from cdc_consumer.contract import (
 )
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
 
+from cdc_local.arns import stream_table_name
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.functions import LocalFunction
@@ -80,7 +81,7 @@ class ConsumerWiring:
             mapping=mapping,
             function=mapping.function,
             consumer_name=env[CONSUMER_NAME_ENV],
-            source_table=mapping.stream_arn.split(":", 5)[5].split("/")[1],
+            source_table=stream_table_name(mapping.stream_arn),
             idempotency_table=env[IDEMPOTENCY_TABLE_ENV],
             quarantine_queue_url=env[QUARANTINE_QUEUE_ENV],
             on_failure_queue_url=destination.queue_url if destination is not None else None,
