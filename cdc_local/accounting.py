@@ -34,6 +34,7 @@ from cdc_consumer.contract import (
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
 
+from cdc_local.arns import stream_table_name
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.functions import LocalFunction
@@ -95,7 +96,7 @@ class ConsumerWiring:
             members=GroupMemberSpec.decode(env[CONSUMER_GROUP_ENV])
             if env.get(CONSUMER_GROUP_ENV)
             else (),
-            source_table=mapping.stream_arn.split(":", 5)[5].split("/")[1],
+            source_table=stream_table_name(mapping.stream_arn),
             idempotency_table=env[IDEMPOTENCY_TABLE_ENV],
             quarantine_queue_url=env[QUARANTINE_QUEUE_ENV],
             on_failure_queue_url=destination.queue_url if destination is not None else None,
@@ -115,6 +116,17 @@ def scan(ddb: Any, table: str) -> list[dict[str, Any]]:
     for page in ddb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
         items += page["Items"]
     return items
+
+
+def processed_markers(ddb: Any, idempotency_table: str, consumer_name: str) -> set[str]:
+    """The eventIDs ``consumer_name`` has processed: its markers ``{consumer}#{eventID}`` in
+    the idempotency table (docs/interfaces.md §7)."""
+    prefix = f"{consumer_name}#"
+    return {
+        item["id"]["S"][len(prefix) :]
+        for item in scan(ddb, idempotency_table)
+        if item["id"]["S"].startswith(prefix)
+    }
 
 
 def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:

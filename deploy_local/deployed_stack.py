@@ -15,6 +15,7 @@ from typing import Any
 
 from cdc_consumer.contract import CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUARANTINE_QUEUE_ENV
 
+from cdc_local.arns import stream_table_name
 from deploy_local.exceptions import StepFailed
 from reference_app.handlers.orders_schema import VIEW_TABLE_ENV
 
@@ -57,8 +58,7 @@ class StreamMapping:
 
     @property
     def table_name(self) -> str:
-        # arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label>
-        return self.stream_arn.split(":", 5)[5].split("/")[1]
+        return stream_table_name(self.stream_arn)
 
 
 @dataclass(frozen=True)

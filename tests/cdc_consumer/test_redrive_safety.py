@@ -37,7 +37,7 @@ from tests.cdc_consumer.redrive_world import (
     on_failure_message,
     quarantine_message,
     queue_bodies,
-    send_on_failure,
+    send_failed_batch,
     session_for,
     write_handler_module,
 )
@@ -192,8 +192,7 @@ def test_a_groups_redrive_replays_every_members_quarantine_messages_and_keeps_ot
 def test_redrive_function_keeps_another_functions_on_failure_records(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
-    sequence_numbers = stream.write(1)
-    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[0])
+    _, body = send_failed_batch(sqs, queue_url, stream, 1)
     consumer = Consumer()
 
     report = make_redrive(stream, consumer, function_name="billing-consumer").run(queue_url)
@@ -262,8 +261,7 @@ def test_cli_a_record_quarantined_again_fails_the_run(
 def test_an_on_failure_replay_that_quarantines_a_record_again_is_not_ok(
     stream: Stream, sqs: Any, queue_url: str, quarantine_url: str
 ) -> None:
-    sequence_numbers = stream.write(2)
-    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
+    sequence_numbers, _ = send_failed_batch(sqs, queue_url, stream, 2)
     older = quarantine_message(lambda_record(stream, 0))  # from before the run: not counted
     sqs.send_message(QueueUrl=quarantine_url, MessageBody=older)
     redrive = make_redrive(
