@@ -42,9 +42,10 @@ from cdc_local.runner import LocalPipeline
 from reference_app.handlers.orders_schema import (
     ARCHIVE_PREFIX,
     ORDER_PREFIX,
+    TTL_ARCHIVE_CONSUMER,
 )
 from reference_app.handlers.orders_schema import (
-    TTL_ARCHIVE_HANDLER as TTL_HANDLER,
+    ORDERS_CONSUMERS_HANDLER as TTL_HANDLER,  # the TTL archive is a member of this group
 )
 from reference_app.workload import OrderWorkload, write_while_running
 
@@ -180,7 +181,7 @@ def test_expired_orders_are_archived_once_each_and_manual_deletes_never(
         assert pipeline.counters.ttl_deletions == len(expected.expired)
         injected = pipeline.faults.counters if pipeline.faults else None
         assert injected is not None and injected.duplicate_deliveries and injected.lost_responses
-        archive_metrics = pipeline.consumer_metrics[wiring.consumer_name]
+        archive_metrics = pipeline.consumer_metrics[TTL_ARCHIVE_CONSUMER]
         assert archive_metrics["DuplicatesSkipped"] > 0  # repeats reached the archive consumer
 
         versions = archive_versions(pipeline)
