@@ -241,8 +241,10 @@ def test_the_reference_app_declares_the_images_its_handlers_read():
     from reference_app.stack import CdcReferenceStack
 
     stack = CdcReferenceStack(cdk.App(), "Ref")
-    assert stack.order_stats.options.mapping.reads_images == ["NewImage", "OldImage"]
-    assert stack.ttl_archive.options.mapping.reads_images == ["OldImage"]
+    members = {m.consumer_name: m.reads_images for m in stack.orders_consumers.group.members}
+    assert members == {"order-stats": ["NewImage", "OldImage"], "ttl-archive": ["OldImage"]}
+    # The mapping checks the union against the stream's view type.
+    assert stack.orders_consumers.options.mapping.reads_images == ["NewImage", "OldImage"]
 
 
 def test_a_timeout_that_cannot_fit_one_record_is_refused_with_the_rule(stack):
