@@ -198,8 +198,8 @@ class StreamConsumerMonitoring(Construct):
     def _make_alarms(self) -> dict[str, cloudwatch.Alarm]:
         name = self._consumer.consumer_name
         descriptions = _descriptions(name, self._threshold_seconds, self._age_seconds)
-        for key, (metric, member) in _runtime_alarms(self._consumer).items():
-            descriptions[key] = _descriptions(member, 0, 0)[metric]
+        for key, (metric_name, member) in _runtime_alarms(self._consumer).items():
+            descriptions[key] = _descriptions(member, 0, 0)[metric_name]
         lag = cloudwatch.Alarm(
             self,
             "IteratorAge",
