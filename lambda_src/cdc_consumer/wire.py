@@ -58,6 +58,7 @@ class WireDeserializer(TypeDeserializer):
 
 
 _deserializer = WireDeserializer()
+_decimal = DYNAMODB_CONTEXT.create_decimal
 
 
 def deserialize_image(image: Mapping[str, Any]) -> dict[str, Any]:
@@ -66,7 +67,19 @@ def deserialize_image(image: Mapping[str, Any]) -> dict[str, Any]:
     Raises ``TypeError``, ``ValueError``, ``KeyError``, ``AttributeError`` or
     ``ArithmeticError`` (a number DynamoDB could not hold) for what is not an attribute value.
     """
-    return {name: _value(value) for name, value in image.items()}
+    decoded = {}
+    for name, value in image.items():
+        # Strings and numbers, most attributes, inline (a call per attribute costs more).
+        if type(value) is dict and len(value) == 1:
+            ((kind, inner),) = value.items()
+            if kind == "S":
+                decoded[name] = inner
+                continue
+            if kind == "N":
+                decoded[name] = _decimal(inner)
+                continue
+        decoded[name] = _value(value)
+    return decoded
 
 
 def _value(value: Any) -> Any:
