@@ -103,26 +103,27 @@ class Change:
     # --- decoded on first use ----------------------------------------------------------------
 
     def _decoded(self, slot: str, name: str) -> Any:
-        value = object.__getattribute__(self, slot)
-        if value is _UNDECODED:
-            value = _image(self._stream, name, self.event_id)
-            object.__setattr__(self, slot, value)
+        value = _image(self._stream, name, self.event_id)
+        object.__setattr__(self, slot, value)
         return value
 
     @property
     def keys(self) -> dict[str, Any]:
         """The item's key attributes."""
-        return self._decoded("_keys", "Keys")  # type: ignore[no-any-return]
+        value = self._keys
+        return self._decoded("_keys", "Keys") if value is _UNDECODED else value
 
     @property
     def new_image(self) -> dict[str, Any] | None:
         """The item after the change (None for REMOVE, or when the view type omits it)."""
-        return self._decoded("_new_image", "NewImage")  # type: ignore[no-any-return]
+        value = self._new_image
+        return self._decoded("_new_image", "NewImage") if value is _UNDECODED else value
 
     @property
     def old_image(self) -> dict[str, Any] | None:
         """The item before the change (None for INSERT, or when the view type omits it)."""
-        return self._decoded("_old_image", "OldImage")  # type: ignore[no-any-return]
+        value = self._old_image
+        return self._decoded("_old_image", "OldImage") if value is _UNDECODED else value
 
     @property
     def approximate_creation_time(self) -> datetime | None:
@@ -199,7 +200,8 @@ class Change:
                 )
             return cls._decode(decode_data(record), record, sequence_number, _kinesis_time_us)
         stream = record.get("dynamodb")
-        sequence_number = stream.get("SequenceNumber") if _is_mapping(stream) else None
+        is_object = type(stream) is dict or _is_mapping(stream)
+        sequence_number = stream.get("SequenceNumber") if is_object else None  # type: ignore[union-attr]
         if not isinstance(sequence_number, str) or not sequence_number:
             sequence_number = None
         return cls._decode(record, record, sequence_number, _stream_time_us)
@@ -223,7 +225,7 @@ class Change:
                 f"eventName must be one of {sorted(EVENT_NAMES)}, got {event_name!r}"
             )
         stream = document.get("dynamodb")
-        if not _is_mapping(stream):
+        if type(stream) is not dict and not _is_mapping(stream):
             raise UndecodableRecordError(
                 f"record {event_id}: 'dynamodb' must be an object, got {stream!r}"
             )
@@ -233,18 +235,14 @@ class Change:
                 f"got {stream.get('SequenceNumber')!r}"
             )
         keys = stream.get("Keys")
-        if not _is_mapping(keys) or not keys:
+        if (type(keys) is not dict and not _is_mapping(keys)) or not keys:
             raise UndecodableRecordError(
                 f"record {event_id}: dynamodb.Keys must be a non-empty object, got {keys!r}"
             )
         creation_time_us, created = time_us(stream, event_id)
         new_image, old_image = stream.get("NewImage"), stream.get("OldImage")
-        for name, image in (("NewImage", new_image), ("OldImage", old_image)):
-            if image is not None and not _is_mapping(image):
-                raise UndecodableRecordError(
-                    f"record {event_id}: dynamodb.{name} must be an object of attribute "
-                    f"values, got {image!r}"
-                )
+        if not (type(new_image) is dict and type(old_image) in _IMAGE_TYPES):  # not the usual
+            _check_images(event_id, new_image, old_image)
         # Built through _Building (no read-only __setattr__ in the way: ten times cheaper than
         # object.__setattr__ per field), then made a Change.
         change = _new(_Building)
@@ -279,6 +277,20 @@ _new = object.__new__
 
 #: In a Change's key or image slot: not decoded yet, read from its ``_stream`` on first use.
 _UNDECODED: Any = object()
+
+
+#: The types of an image that need no check: an object from JSON, or absent.
+_IMAGE_TYPES = (dict, type(None))
+
+
+def _check_images(event_id: str, new_image: Any, old_image: Any) -> None:
+    """:class:`UndecodableRecordError` when an image is present but not an object."""
+    for name, image in (("NewImage", new_image), ("OldImage", old_image)):
+        if image is not None and not _is_mapping(image):
+            raise UndecodableRecordError(
+                f"record {event_id}: dynamodb.{name} must be an object of attribute "
+                f"values, got {image!r}"
+            )
 
 
 def _is_mapping(value: Any) -> bool:

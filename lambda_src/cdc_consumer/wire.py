@@ -71,11 +71,12 @@ def deserialize_image(image: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in image.items():
         # Strings and numbers, most attributes, inline (a call per attribute costs more).
         if type(value) is dict and len(value) == 1:
-            ((kind, inner),) = value.items()
-            if kind == "S":
+            inner = value.get("S")
+            if inner is not None:
                 decoded[name] = inner
                 continue
-            if kind == "N":
+            inner = value.get("N")
+            if inner is not None:
                 decoded[name] = _decimal(inner)
                 continue
         decoded[name] = _value(value)
