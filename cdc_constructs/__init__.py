@@ -9,6 +9,7 @@ and refuse unsafe ones with one error that lists every problem.
 from cdc_constructs import _runtime  # noqa: F401  (first: makes cdc_consumer.contract importable)
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.change_capture_table import ChangeCaptureTable
+from cdc_constructs.consumer_group import ConsumerGroupMember
 from cdc_constructs.exceptions import (
     CdcAssetError,
     CdcConfigurationError,
@@ -42,6 +43,7 @@ __all__ = [
     "CdcConfigurationError",
     "CdcError",
     "ChangeCaptureTable",
+    "ConsumerGroupMember",
     "ConsumerRuntimeLayer",
     "FanOutConfigurationError",
     "IdempotencyTable",

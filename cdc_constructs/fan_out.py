@@ -42,7 +42,6 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import FanOutConfigurationError, Problem
-from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.outbox_publisher import (
     PATH_SEGMENT,
     OutboxEvents,
@@ -231,16 +230,14 @@ class StreamFanOut(StreamPipe):
             table=table,
             source=source,
             pipe_events=outbox or change,
-            mapping=StreamMappingOptions(
-                batch_size=batch_size,
-                max_batching_window=max_batching_window,
-                retry_attempts=retry_attempts,
-                max_record_age=max_record_age,
-                parallelization_factor=parallelization_factor,
-                extra_reader_reason=extra_reader_reason,
-                filters=() if outbox else filters,
-            ),
             event_bus=event_bus,
+            filters=() if outbox else filters,
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            retry_attempts=retry_attempts,
+            max_record_age=max_record_age,
+            parallelization_factor=parallelization_factor,
+            extra_reader_reason=extra_reader_reason,
             dead_letter_queue=dead_letter_queue,
             alarm_topic=alarm_topic,
             log_level=log_level,

@@ -118,7 +118,7 @@ def _check_images(
     images = IMAGES_BY_VIEW_TYPE.get(stream_view_type or "")
     if images is None:
         return []
-    named = set()
+    named: set[str] = set()
     for branch in _branches(pattern):
         body = branch.get("dynamodb")
         for inner in _branches(body) if isinstance(body, Mapping) else ():

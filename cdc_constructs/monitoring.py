@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from aws_cdk import Duration
@@ -58,6 +58,11 @@ class MonitoredConsumer(Protocol):
     @property
     def consumer_name(self) -> str:
         """The ``Consumer`` dimension of the runtime's metrics."""
+
+    @property
+    def runtime_consumers(self) -> Sequence[str]:
+        """The ``Consumer`` dimensions the runtime's metrics carry: ``[consumer_name]``, or
+        the names of the members of a consumer group behind one function."""
 
     @property
     def metrics_namespace(self) -> str: ...
@@ -182,16 +187,19 @@ class StreamConsumerMonitoring(Construct):
             "QuarantineQueueDepth": quarantine.metric_approximate_number_of_messages_visible(
                 statistic=maximum, period=period
             ),
-            RECORDS_QUARANTINED.name: _runtime_metric(self._consumer, RECORDS_QUARANTINED.name),
-            FOREIGN_MARKERS.name: _runtime_metric(self._consumer, FOREIGN_MARKERS.name),
+            **{
+                key: _runtime_metric(self._consumer, metric, member)
+                for key, (metric, member) in _runtime_alarms(self._consumer).items()
+            },
             "FunctionErrors": function.metric_errors(statistic=total, period=period),
             "FunctionThrottles": function.metric_throttles(statistic=total, period=period),
         }
 
     def _make_alarms(self) -> dict[str, cloudwatch.Alarm]:
-        descriptions = _descriptions(
-            self._consumer.consumer_name, self._threshold_seconds, self._age_seconds
-        )
+        name = self._consumer.consumer_name
+        descriptions = _descriptions(name, self._threshold_seconds, self._age_seconds)
+        for key, (metric_name, member) in _runtime_alarms(self._consumer).items():
+            descriptions[key] = _descriptions(member, 0, 0)[metric_name]
         lag = cloudwatch.Alarm(
             self,
             "IteratorAge",
@@ -218,7 +226,9 @@ class StreamConsumerMonitoring(Construct):
     def _widgets(self) -> list[cloudwatch.IWidget]:
         consumer, metrics, period = self._consumer, self._metrics, self._period
         function = consumer.function
-        lag_ms = _runtime_metric(consumer, ITERATOR_LAG_MS.name, cloudwatch.Stats.MAXIMUM)
+        lag_ms = _runtime_metric(
+            consumer, ITERATOR_LAG_MS.name, consumer.runtime_consumers[0], cloudwatch.Stats.MAXIMUM
+        )
         return [
             cloudwatch.TextWidget(
                 markdown=f"## Stream consumer `{consumer.consumer_name}`", width=24, height=1
@@ -257,7 +267,11 @@ class StreamConsumerMonitoring(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Runtime (records)",
-                left=[_runtime_metric(consumer, metric.name) for metric in COUNT_METRICS],
+                left=[
+                    _runtime_metric(consumer, metric.name, member)
+                    for member in consumer.runtime_consumers
+                    for metric in COUNT_METRICS
+                ],
                 width=12,
             ),
             cloudwatch.GraphWidget(
@@ -306,11 +320,26 @@ def check_iterator_age_threshold(
 
 
 def _runtime_metric(
-    consumer: MonitoredConsumer, metric_name: str, statistic: str = cloudwatch.Stats.SUM
+    consumer: MonitoredConsumer,
+    metric_name: str,
+    dimension: str,
+    statistic: str = cloudwatch.Stats.SUM,
 ) -> cloudwatch.Metric:
-    return consumer_metric(
-        consumer.metrics_namespace, consumer.consumer_name, metric_name, statistic
-    )
+    """The runtime's metric of one consumer (``dimension``: a runtime consumer's name)."""
+    return consumer_metric(consumer.metrics_namespace, dimension, metric_name, statistic)
+
+
+def _runtime_alarms(consumer: MonitoredConsumer) -> dict[str, tuple[str, str]]:
+    """Alarm name -> (runtime metric, Consumer dimension): ``RecordsQuarantined`` and
+    ``ForeignMarkers`` of the consumer, or ``<metric>-<member>`` of each group member."""
+    members = list(consumer.runtime_consumers)
+    if members == [consumer.consumer_name]:
+        return {m.name: (m.name, members[0]) for m in (RECORDS_QUARANTINED, FOREIGN_MARKERS)}
+    return {
+        f"{m.name}-{member}": (m.name, member)
+        for m in (RECORDS_QUARANTINED, FOREIGN_MARKERS)
+        for member in members
+    }
 
 
 def _descriptions(name: str, threshold_seconds: float, age_seconds: float) -> dict[str, str]:

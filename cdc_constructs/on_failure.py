@@ -144,6 +144,7 @@ class OnFailureTarget:
 
     def grant_put(self, grantee: iam.IGrantable) -> None:
         """What the mapping (on the function's role) needs to deliver, and nothing more."""
+        key_actions: tuple[str, ...]
         if self.kind is OnFailureKind.S3:
             statements = [
                 allow(BUCKET_WRITE_ACTIONS, [f"{self.arn}/*"]),

@@ -22,7 +22,6 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
-from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.pipe import StreamPipe
 from cdc_constructs.source_table import UNKNOWN_VIEW_TYPE, SourceTable
 from cdc_constructs.validation import IMAGES_BY_VIEW_TYPE
@@ -159,15 +158,14 @@ class OutboxPublisher(StreamPipe):
             table=table,
             source=source,
             pipe_events=OutboxEvents(key_prefix, key_attribute),
-            mapping=StreamMappingOptions(
-                batch_size=batch_size,
-                max_batching_window=max_batching_window,
-                retry_attempts=retry_attempts,
-                max_record_age=max_record_age,
-                parallelization_factor=parallelization_factor,
-                extra_reader_reason=extra_reader_reason,
-            ),
             event_bus=event_bus,
+            filters=(),
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            retry_attempts=retry_attempts,
+            max_record_age=max_record_age,
+            parallelization_factor=parallelization_factor,
+            extra_reader_reason=extra_reader_reason,
             dead_letter_queue=dead_letter_queue,
             alarm_topic=alarm_topic,
             log_level=log_level,

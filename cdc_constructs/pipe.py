@@ -16,7 +16,7 @@ stable, and this construct adds what the alpha would (grants, log wiring) in a f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from aws_cdk import Duration, Stack
@@ -94,8 +94,9 @@ class StreamPipe(Construct):
     """The pipe, its role, dead-letter queue, log group and alarms (see the module docstring).
 
     Subclasses validate their own props into a :class:`PipeEvents` (``pipe_events``) and
-    pass it here with the props every pipe has (documented on
-    :class:`~cdc_constructs.StreamFanOut`).
+    pass it here with the props every pipe has (documented, with their defaults, on
+    :class:`~cdc_constructs.StreamFanOut`); the base reads the stream with them
+    (:class:`StreamMappingOptions`).
 
     Attributes: ``pipe``, ``role``, ``policy``, ``event_bus``, ``dead_letter_queue``,
     ``log_group``, ``alarm_topic``, ``alarms`` (by name), ``input_template``,
@@ -110,25 +111,34 @@ class StreamPipe(Construct):
         table: SourceTable,
         source: str,
         pipe_events: PipeEvents,
-        mapping: StreamMappingOptions,
-        event_bus: events.IEventBus | None = None,
-        dead_letter_queue: sqs.IQueue | None = None,
-        alarm_topic: sns.ITopic | None = None,
-        log_level: str = defaults.PIPE_LOG_LEVEL,
-        log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
+        event_bus: events.IEventBus | None,
+        filters: Sequence[Mapping[str, Any]] | None,
+        batch_size: int,
+        max_batching_window: Duration | None,
+        retry_attempts: int,
+        max_record_age: Duration | None,
+        parallelization_factor: int,
+        extra_reader_reason: str | None,
+        dead_letter_queue: sqs.IQueue | None,
+        alarm_topic: sns.ITopic | None,
+        log_level: str,
+        log_retention: logs.RetentionDays,
         problems: Sequence[Problem] = (),
     ) -> None:
+        mapping = StreamMappingOptions(
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            retry_attempts=retry_attempts,
+            max_record_age=max_record_age,
+            parallelization_factor=parallelization_factor,
+            extra_reader_reason=extra_reader_reason,
+            filters=filters,
+        )
         found = [*problems, *_check_source(source), *_check_log_level(log_level)]
         found += check_instance(
             "log_retention", log_retention, logs.RetentionDays, "a logs.RetentionDays"
         )
-        table_problems = check_source_table(table)
-        view_type = None if table_problems else stream_view_type_of(table)
-        found += mapping.problems(view_type, lambda_settings=False)
-        found += table_problems + pipe_events.problems(view_type)
-        if not table_problems:
-            path, reason = f"{scope.node.path}/{construct_id}", mapping.extra_reader_reason
-            found += StreamReaders.of(scope).problems(as_table(table), path, reason)
+        found += _reading_problems(scope, construct_id, table, mapping, pipe_events)
         name = f"{type(self).__name__} {construct_id!r}"
         raise_if_any(name, found, FanOutConfigurationError)
 
@@ -274,6 +284,25 @@ class StreamPipe(Construct):
             topic=self.alarm_topic,
         )
         return alarms
+
+
+def _reading_problems(
+    scope: Construct,
+    construct_id: str,
+    table: SourceTable,
+    mapping: StreamMappingOptions,
+    pipe_events: PipeEvents,
+) -> list[Problem]:
+    """Every problem with how the pipe reads its table's stream: the mapping's settings, the
+    table, what the events read of it, and the stream's readers."""
+    table_problems = check_source_table(table)
+    view_type = None if table_problems else stream_view_type_of(table)
+    found = mapping.problems(view_type, lambda_settings=False)
+    found += table_problems + pipe_events.problems(view_type)
+    if not table_problems:
+        path, reason = f"{scope.node.path}/{construct_id}", mapping.extra_reader_reason
+        found += StreamReaders.of(scope).problems(as_table(table), path, reason)
+    return found
 
 
 def _dead_letter_queue(scope: Construct) -> sqs.Queue:

@@ -31,6 +31,7 @@ from aws_cdk import aws_sqs as sqs
 from cdc_consumer.contract import (
     CONSUMER_FILTERS_ENV,
     CONSUMER_FUNCTION_NAME_ENV,
+    CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
     MAPPING_UUID_ENV,
@@ -41,6 +42,7 @@ from cdc_consumer.contract import (
     REDRIVE_LOST_RECORDS,
     REDRIVE_RESERVE_SECONDS_ENV,
     STREAM_ARN_ENV,
+    GroupMemberSpec,
 )
 from constructs import Construct
 
@@ -93,6 +95,9 @@ class StreamRedrive(Construct):
     :param filters: the event source mapping's filter patterns. Default none. An on-failure
         range covers every record between its sequence numbers; the redrive replays only
         those the mapping would have delivered.
+    :param members: the consumer group behind ``consumer_function``
+        (``StreamConsumer(members=...)``), as ``CDC_CONSUMER_GROUP``: quarantine messages of
+        any member are replayed through the group. Default none.
     :param timeout: Default 15 minutes (Lambda's maximum): it replays message after message.
     :param log_retention: Default one month, as the consumer's logs.
     :param log_encryption_key: a customer-managed KMS key for its log group. Default: none
@@ -124,6 +129,7 @@ class StreamRedrive(Construct):
         quarantine_queue: sqs.IQueue | None = None,
         consumer_timeout: Duration | None = None,
         filters: Sequence[Mapping[str, Any]] = (),
+        members: Sequence[GroupMemberSpec] = (),
         timeout: Duration | None = None,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
         log_encryption_key: kms.IKey | None = None,
@@ -152,6 +158,8 @@ class StreamRedrive(Construct):
             variables[MAPPING_UUID_ENV] = event_source_mapping_id
         if quarantine_queue is not None:
             variables[QUARANTINE_QUEUE_ENV] = quarantine_queue.queue_url
+        if members:
+            variables[CONSUMER_GROUP_ENV] = GroupMemberSpec.encode(members)
         if filters:
             variables[CONSUMER_FILTERS_ENV] = json.dumps([dict(f) for f in filters])
         self.role, self.log_group, self.function = make_function(

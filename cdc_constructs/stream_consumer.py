@@ -16,16 +16,19 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdc_consumer.contract import (
+    CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
     IDEMPOTENCY_TABLE_ENV,
     METRICS_NAMESPACE_ENV,
     QUARANTINE_QUEUE_ENV,
     REDRIVE_LOST_RECORDS,
+    GroupMemberSpec,
 )
 from constructs import Construct
 
 from cdc_constructs import defaults
+from cdc_constructs.consumer_group import ConsumerGroupMember, GroupOfConsumers
 from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.failure_options import FailureHandlingOptions
@@ -68,11 +71,10 @@ class StreamConsumer(Construct):
 
     The function runs ``code`` + ``handler``, or is an existing ``function``; in every case
     the consumer runtime layer (``cdc_consumer``) is attached and the environment variables
-    the runtime reads are set. Props are flat keyword
-    arguments, as in aws-cdk-lib; the construct groups them by concern into option objects,
-    each documenting its props (what, default, why) and checking them. Every invalid prop is
-    refused at once, in one :class:`~cdc_constructs.CdcConfigurationError`, before anything
-    is made.
+    the runtime reads are set. Props are flat keyword arguments, as in aws-cdk-lib, grouped
+    by concern into option objects, each documenting its props (what, default, why) and
+    checking them. Every invalid prop is refused at once, in one
+    :class:`~cdc_constructs.CdcConfigurationError`, before anything is made.
 
     :param table: a :class:`ChangeCaptureTable`, or any ``dynamodb.ITable``/``ITableV2`` with
         a stream.
@@ -86,6 +88,10 @@ class StreamConsumer(Construct):
         (:mod:`~cdc_constructs.consumer_names`). A name another consumer of the app (any stack)
         already writes markers under into the same idempotency table is refused: each would
         take the other's records for duplicates.
+    :param members: several consumers behind this function and mapping, each a
+        :class:`~cdc_constructs.ConsumerGroupMember` (name, filters, images): more consumers
+        than the stream serves readers (:mod:`~cdc_constructs.consumer_group`). The mapping
+        filters on their union. Default: none, one consumer.
 
     The function: ``code``, ``handler``, ``function``, ``memory_size``, ``timeout``,
     ``log_retention``, ``tracing``, ``environment``, ``reserved_concurrent_executions``,
@@ -120,6 +126,8 @@ class StreamConsumer(Construct):
     :mod:`~cdc_constructs.consumer_names`), :attr:`options` (the props, by concern).
     """
 
+    group = GroupOfConsumers()  # no members: one consumer (KinesisConsumer keeps this)
+
     def __init__(
         self,
         scope: Construct,
@@ -128,6 +136,7 @@ class StreamConsumer(Construct):
         table: SourceTable,
         stream_view_type: dynamodb.StreamViewType | None = None,
         consumer_name: str | None = None,
+        members: Sequence[ConsumerGroupMember] = (),
         code: lambda_.Code | None = None,
         handler: str | None = None,
         function: lambda_.Function | None = None,
@@ -163,12 +172,10 @@ class StreamConsumer(Construct):
         metrics_namespace: str = DEFAULT_METRICS_NAMESPACE,
         redrive: bool = defaults.REDRIVE,
     ) -> None:
-        options = ConsumerOptions.from_props(locals())
-        _validate(scope, construct_id, table, stream_view_type, consumer_name, options)
+        options, self.group = _options(scope, construct_id, dict(locals()))
         super().__init__(scope, construct_id)
         self.options = options
-        names = ConsumerNames.of(self)
-        self.consumer_name = names.register(self, consumer_name, options.failure.idempotency_table)
+        self.consumer_name = _register_names(self, consumer_name, options)
         self.metrics_namespace = options.monitoring.metrics_namespace
         self.max_record_age = options.mapping.record_age
         self.retry_attempts = options.mapping.retry_attempts
@@ -180,6 +187,11 @@ class StreamConsumer(Construct):
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
         self.redrive = _make_redrive(self, options)
         self.monitoring = _make_monitoring(self, options.monitoring)
+
+    @property
+    def runtime_consumers(self) -> list[str]:
+        """The runtime metrics' ``Consumer`` dimensions: the members', else the consumer's."""
+        return self.group.names or [self.consumer_name]
 
     @property
     def alarms(self) -> dict[str, cloudwatch.Alarm]:
@@ -329,6 +341,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         layer=ConsumerRuntimeLayer.of(consumer),
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,
+        members=consumer.group.specs(),
         log_retention=options.function.log_retention,
         log_encryption_key=options.function.log_encryption_key,
         metrics_namespace=consumer.metrics_namespace,
@@ -355,31 +368,58 @@ def _runtime_environment(
     consumer: StreamConsumer, extra: Mapping[str, str] | None
 ) -> dict[str, str]:
     """What the runtime reads (names in :mod:`cdc_consumer.contract`), then ``extra``."""
+    group = consumer.group.specs()
     return {
         CONSUMER_NAME_ENV: consumer.consumer_name,
         IDEMPOTENCY_TABLE_ENV: consumer.idempotency_table.table_name,
         QUARANTINE_QUEUE_ENV: consumer.quarantine_queue.queue_url,
         METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
+        **({CONSUMER_GROUP_ENV: GroupMemberSpec.encode(group)} if group else {}),
         **(extra or {}),
     }
 
 
+def _options(
+    scope: Construct, construct_id: str, props: dict[str, Any]
+) -> tuple[ConsumerOptions, GroupOfConsumers]:
+    """The props by concern (with ``members``: their filters and images), checked."""
+    group = GroupOfConsumers.of(props["members"])
+    filters, images = (
+        group.mapping_filters(props["filters"]),
+        group.reads_images(props["reads_images"]),
+    )
+    options = ConsumerOptions.from_props({**props, "filters": filters, "reads_images": images})
+    _validate(scope, construct_id, props, options)
+    return options, group
+
+
+def _register_names(consumer: StreamConsumer, name: str | None, options: ConsumerOptions) -> str:
+    """The consumer's name (a lazy default when ``name`` is None); the members' are reserved
+    too: each is a namespace of markers in the idempotency table."""
+    names, table = ConsumerNames.of(consumer), options.failure.idempotency_table
+    for member in consumer.group.names:
+        names.register(consumer, member, table)
+    return names.register(consumer, name, table)
+
+
 def _validate(
-    scope: Construct,
-    construct_id: str,
-    table: Any,
-    stream_view_type: Any,
-    consumer_name: Any,
-    options: ConsumerOptions,
+    scope: Construct, construct_id: str, props: Mapping[str, Any], options: ConsumerOptions
 ) -> None:
-    """Raise one error naming every invalid prop, before anything is made."""
+    """Raise one error naming every invalid prop, before anything is made. ``props``: the
+    StreamConsumer's as given; ``options``: grouped, with the members' filters and images."""
+    table = props["table"]
     table_problems = check_source_table(table)
-    view_type = view_type_name(stream_view_type) or (
+    view_type = view_type_name(props["stream_view_type"]) or (
         None if table_problems else stream_view_type_of(table)
     )
-    found = table_problems + check_consumer_name(
-        scope, construct_id, consumer_name, options.failure.idempotency_table
+    group = GroupOfConsumers.of(props["members"])
+    found = table_problems + group.problems(
+        props["members"], props["filters"], props["reads_images"], view_type
     )
+    idempotency_table = options.failure.idempotency_table
+    found += check_consumer_name(scope, construct_id, props["consumer_name"], idempotency_table)
+    for name in group.names:  # group.problems checked their form
+        found += ConsumerNames.of(scope).problems(scope, construct_id, name, idempotency_table)
     if not table_problems:
         path = f"{scope.node.path}/{construct_id}"
         reason = options.mapping.extra_reader_reason

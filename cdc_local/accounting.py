@@ -22,15 +22,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_consumer.contract import (
+    CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
     ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
+    GroupMemberSpec,
     OnFailureMessage,
     QuarantineMessage,
 )
+from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
 
+from cdc_local.arns import stream_table_name
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.functions import LocalFunction
@@ -53,6 +57,15 @@ class ConsumerWiring:
     """The S3 on-failure destination (the default): its objects hold the failed batches."""
     on_failure_prefix: str = ""
     """Where this mapping's objects are in the bucket: ``aws/lambda/<mapping UUID>/``."""
+    members: tuple[GroupMemberSpec, ...] = ()
+    """The consumers behind the mapping (``CDC_CONSUMER_GROUP``); none: the one consumer
+    named ``consumer_name``."""
+
+    @property
+    def consumers(self) -> tuple[GroupMemberSpec, ...]:
+        """Each consumer behind the mapping with its filter: the group's members, or the
+        consumer itself (no filter: the mapping's)."""
+        return self.members or (GroupMemberSpec(self.consumer_name),)
 
     @classmethod
     def of(cls, pipeline: LocalPipeline, handler: str) -> ConsumerWiring:
@@ -80,7 +93,10 @@ class ConsumerWiring:
             mapping=mapping,
             function=mapping.function,
             consumer_name=env[CONSUMER_NAME_ENV],
-            source_table=mapping.stream_arn.split(":", 5)[5].split("/")[1],
+            members=GroupMemberSpec.decode(env[CONSUMER_GROUP_ENV])
+            if env.get(CONSUMER_GROUP_ENV)
+            else (),
+            source_table=stream_table_name(mapping.stream_arn),
             idempotency_table=env[IDEMPOTENCY_TABLE_ENV],
             quarantine_queue_url=env[QUARANTINE_QUEUE_ENV],
             on_failure_queue_url=destination.queue_url if destination is not None else None,
@@ -100,6 +116,17 @@ def scan(ddb: Any, table: str) -> list[dict[str, Any]]:
     for page in ddb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
         items += page["Items"]
     return items
+
+
+def processed_markers(ddb: Any, idempotency_table: str, consumer_name: str) -> set[str]:
+    """The eventIDs ``consumer_name`` has processed: its markers ``{consumer}#{eventID}`` in
+    the idempotency table (docs/interfaces.md §7)."""
+    prefix = f"{consumer_name}#"
+    return {
+        item["id"]["S"][len(prefix) :]
+        for item in scan(ddb, idempotency_table)
+        if item["id"]["S"].startswith(prefix)
+    }
 
 
 def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
@@ -183,18 +210,17 @@ def read_stream(ddb: Any, streams: Any, table: str) -> list[dict[str, Any]]:
 
 
 def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
-    """Account for every record of the consumer's source stream; unaccounted ones are lost."""
+    """Account for every record of the consumer's source stream; unaccounted ones are lost.
+
+    Behind a consumer group, a record is processed when every member its filter gives it to
+    has its marker, and quarantined when one of them quarantined it."""
     ddb, sqs = pipeline.client("dynamodb"), pipeline.client("sqs")
-    prefix = f"{wiring.consumer_name}#"
-    markers = {
-        item["id"]["S"][len(prefix) :]
-        for item in scan(ddb, wiring.idempotency_table)
-        if item["id"]["S"].startswith(prefix)
-    }
+    markers = {item["id"]["S"] for item in scan(ddb, wiring.idempotency_table)}
     result = Accounting()
     result.quarantine_messages = peek_messages(sqs, wiring.quarantine_queue_url)
     quarantined = {
-        QuarantineMessage.from_dict(m).record["eventID"] for m in result.quarantine_messages
+        (message.consumer, message.record["eventID"])
+        for message in map(QuarantineMessage.from_dict, result.quarantine_messages)
     }
     result.on_failure_messages = on_failure_batches(pipeline, wiring)
     acknowledged = wiring.mapping.acknowledged
@@ -207,22 +233,26 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
     ranges = [
         (int(batch.start_sequence_number), int(batch.end_sequence_number)) for batch in batches
     ]
+    consumers = [
+        (spec.name, FilterCriteria(list(spec.filters), where=spec.name))
+        for spec in wiring.consumers
+    ]
     for record in stream_records(pipeline, wiring.source_table):
         result.records += 1
-        sequence = int(record["dynamodb"]["SequenceNumber"])
+        sequence, event_id = int(record["dynamodb"]["SequenceNumber"]), record["eventID"]
+        delivered = to_lambda_record(record, wiring.mapping.stream_arn)
+        due = [name for name, criteria in consumers if criteria.matches(delivered)]
         # Quarantine first: a poison record whose projection compensated (PermanentError with
         # actions) has a marker too, and is still a quarantined record.
-        if record["eventID"] in quarantined:
+        if any((name, event_id) in quarantined for name in due):
             result.quarantined += 1
-        elif record["eventID"] in markers:
+        elif due and all(f"{name}#{event_id}" in markers for name in due):
             result.processed += 1
         elif any(first <= sequence <= last for first, last in ranges):
             result.on_failure += 1
         elif record["dynamodb"]["SequenceNumber"] in acknowledged:
             result.acknowledged_without_marker += 1
-        elif wiring.mapping.settings.filters.matches(
-            to_lambda_record(record, wiring.mapping.stream_arn)
-        ):
+        elif wiring.mapping.settings.filters.matches(delivered):
             result.lost.append(record["dynamodb"]["SequenceNumber"])
     return result
 
@@ -243,6 +273,7 @@ def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redri
             pipeline.client("dynamodbstreams"), pipeline.ttl_ledger, wiring.mapping.stream_arn
         ),
         consumer_name=wiring.consumer_name,
+        member_names=[spec.name for spec in wiring.members],
         receive_wait_seconds=0,
         filters=[p.pattern for p in wiring.mapping.settings.filters.patterns],
         s3_client=pipeline.client("s3"),

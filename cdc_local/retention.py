@@ -63,13 +63,14 @@ def apply() -> None:
 
     @functools.wraps(original_iterator)
     def get_shard_iterator(
-        self: Any, arn: str, shard_id: str, iterator_type: str, sequence_number: Any = None
+        self: Any, arn: str, shard_id: str, shard_iterator_type: str, sequence_number: Any = None
     ) -> Any:
-        iterator = original_iterator(self, arn, shard_id, iterator_type, sequence_number)
+        # moto's parameter names: the patch has the signature of the method it replaces.
+        iterator = original_iterator(self, arn, shard_id, shard_iterator_type, sequence_number)
         horizon = horizon_of(iterator.stream_shard)
-        if iterator_type == "TRIM_HORIZON":
+        if shard_iterator_type == "TRIM_HORIZON":
             iterator.sequence_number = max(iterator.sequence_number, horizon)
-        elif iterator_type != "LATEST" and int(sequence_number) < horizon:
+        elif shard_iterator_type != "LATEST" and int(sequence_number) < horizon:
             raise _trimmed(int(sequence_number))  # AT_ or AFTER_SEQUENCE_NUMBER
         return iterator
 
@@ -80,6 +81,7 @@ def apply() -> None:
         return original_get(self, limit)
 
     setattr(get_shard_iterator, _MARKER, True)
+    # Patching moto's classes in place: mypy refuses any assignment to a method.
     models.DynamoDBStreamsBackend.get_shard_iterator = get_shard_iterator  # type: ignore[method-assign]
     models.ShardIterator.get = get  # type: ignore[method-assign]
 

@@ -324,7 +324,8 @@ class LocalPipeline:
         assert self.endpoint is not None
         kinesis = ":kinesis:" in properties["EventSourceArn"]
         mapping_class = KinesisEventSourceMapping if kinesis else EventSourceMapping
-        arrivals = {"arrivals": self.kinesis_arrivals} if kinesis else {}
+        # Keyword arguments only the Kinesis mapping takes (any value type, as **kwargs are).
+        arrivals: dict[str, Any] = {"arrivals": self.kinesis_arrivals} if kinesis else {}
         return mapping_class(
             **arrivals,
             name=logical_id,

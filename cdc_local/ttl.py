@@ -25,8 +25,9 @@ from decimal import Decimal
 from typing import Any
 
 from cdc_consumer.change import TTL_PRINCIPAL
-from cdc_consumer.redrive.stream_reader import wire_json
+from cdc_consumer.wire import to_wire
 
+from cdc_local.arns import stream_table_name
 from cdc_local.endpoint import LocalEndpoint
 
 #: DynamoDB skips TTL values more than five years in the past.
@@ -36,7 +37,7 @@ MAX_TTL_AGE_SECONDS = 5 * 365 * 24 * 3600
 def _key(value: Mapping[str, Any]) -> str:
     """A canonical text form of a DynamoDB-JSON key, image or item: the sweeper's (from boto3,
     binary values as bytes) and the stream's (as Lambda delivers it, base64 text) compare equal."""
-    return json.dumps(wire_json(value), sort_keys=True)
+    return json.dumps(to_wire(value), sort_keys=True)
 
 
 def is_expired(attribute: Mapping[str, Any] | None, now: float) -> bool:
@@ -77,7 +78,7 @@ class TtlLedger:
         with self._lock:
             bound = self._bound.get((stream_arn, sequence))
             if bound is None:
-                bound = self._claim(_table_of(stream_arn), record["dynamodb"])
+                bound = self._claim(stream_table_name(stream_arn), record["dynamodb"])
                 self._bound[(stream_arn, sequence)] = bound
         return {**record, "userIdentity": dict(TTL_PRINCIPAL)} if bound else record
 
@@ -90,11 +91,6 @@ class TtlLedger:
             return False
         pending.popleft()
         return True
-
-
-def _table_of(stream_arn: str) -> str:
-    # arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label>
-    return stream_arn.split(":", 5)[5].split("/")[1]
 
 
 class TtlSweeper:

@@ -13,10 +13,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import CONSUMER_NAME_ENV, IDEMPOTENCY_TABLE_ENV, QUARANTINE_QUEUE_ENV
+from cdc_consumer.contract import (
+    CONSUMER_GROUP_ENV,
+    CONSUMER_NAME_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    QUARANTINE_QUEUE_ENV,
+    GroupMemberSpec,
+)
 
+from cdc_local.arns import stream_table_name
 from deploy_local.exceptions import StepFailed
-from reference_app.handlers.orders_schema import VIEW_TABLE_ENV
+from reference_app.handlers.orders_schema import ORDER_STATS_CONSUMER, VIEW_TABLE_ENV
 
 # VIEW_TABLE_ENV, the order-stats handler's view table (docs/interfaces.md §2), is the variable
 # that marks the order-stats consumer among the stack's stream consumers.
@@ -57,8 +64,7 @@ class StreamMapping:
 
     @property
     def table_name(self) -> str:
-        # arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label>
-        return self.stream_arn.split(":", 5)[5].split("/")[1]
+        return stream_table_name(self.stream_arn)
 
 
 @dataclass(frozen=True)
@@ -158,12 +164,22 @@ class OrderStatsWiring:
             )
         return cls(
             function=function,
-            consumer_name=env[CONSUMER_NAME_ENV],
+            consumer_name=_order_stats_name(env),
             source_table=stack.mapping_of(function).table_name,
             view_table=env[VIEW_TABLE_ENV],
             idempotency_table=env[IDEMPOTENCY_TABLE_ENV],
             quarantine_queue_url=env[QUARANTINE_QUEUE_ENV],
         )
+
+
+def _order_stats_name(env: Mapping[str, str]) -> str:
+    """The order-stats consumer's name (its markers' namespace): the function's, or, when the
+    function hosts a consumer group (CdcReferenceStack: order-stats and the TTL archive), its
+    order-stats member's."""
+    group = env.get(CONSUMER_GROUP_ENV)
+    if group and ORDER_STATS_CONSUMER in [m.name for m in GroupMemberSpec.decode(group)]:
+        return ORDER_STATS_CONSUMER
+    return env[CONSUMER_NAME_ENV]
 
 
 def _function(config: Mapping[str, Any]) -> DeployedFunction:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_local.accounting import peek_messages, read_stream, scan
+from cdc_local.accounting import peek_messages, processed_markers, read_stream, scan
 from deploy_local.deployed_stack import OrderStatsWiring
 from reference_app.oracle import actual_view, contribution, expected_view
 from reference_app.workload import OrderWorkload, apply
@@ -84,12 +84,7 @@ def check_markers(ddb: Any, streams: Any, wiring: OrderStatsWiring) -> MarkerRep
     (docs/interfaces.md §7), and every marker names a record of the stream. A record without
     an effect on the view (e.g. an amended pending order) gets no marker: the runtime writes
     none when a projection returns no actions."""
-    prefix = f"{wiring.consumer_name}#"
-    markers = {
-        item["id"]["S"][len(prefix) :]
-        for item in scan(ddb, wiring.idempotency_table)
-        if item["id"]["S"].startswith(prefix)
-    }
+    markers = processed_markers(ddb, wiring.idempotency_table, wiring.consumer_name)
     report = MarkerReport(markers=len(markers))
     event_ids = set()
     for record in read_stream(ddb, streams, wiring.source_table):

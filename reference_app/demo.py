@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -158,10 +159,17 @@ def redrive_every_consumer(pipeline: LocalPipeline) -> tuple[int, int]:
     return replayed, left
 
 
-def print_summary(summary: DemoSummary, console: Console) -> None:
-    table = Table(title="cdc-constructs local pipeline: CdcReferenceStack order-stats")
+def summary_table(title: str, rows: Iterable[tuple[str, object]]) -> Table:
+    """A demo's summary for people: one row per figure (what, value)."""
+    table = Table(title=title)
     table.add_column("what")
     table.add_column("value", justify="right")
+    for name, value in rows:
+        table.add_row(name, str(value))
+    return table
+
+
+def print_summary(summary: DemoSummary, console: Console) -> None:
     rows = [
         ("changes written", summary.changes_written),
         ("records delivered (retries and duplicates included)", summary.records_delivered),
@@ -179,7 +187,6 @@ def print_summary(summary: DemoSummary, console: Console) -> None:
         ("seconds", summary.seconds),
     ]
     rows += [("warning", warning) for warning in summary.warnings]
-    for name, value in rows:
-        table.add_row(name, str(value))
-    console.print(table)
+    title = "cdc-constructs local pipeline: CdcReferenceStack order-stats"
+    console.print(summary_table(title, rows))
     print(json.dumps({"summary": "cdc-local-demo", **asdict(summary)}), flush=True)

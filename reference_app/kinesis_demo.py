@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from cdc_local.accounting import peek_messages, scan
 from cdc_local.endpoint import LocalEndpoint
@@ -24,6 +23,7 @@ from cdc_local.exceptions import LocalPipelineError
 from cdc_local.faults import FaultPlan
 from cdc_local.kinesis import KinesisEventSourceMapping
 from cdc_local.runner import LocalPipeline
+from reference_app.demo import summary_table
 from reference_app.handlers.orders_schema import (
     ORDER_STATS_HANDLER,
     ORDERS_REPLICA_HANDLER,
@@ -216,12 +216,8 @@ def run_kinesis_demo(
 
 
 def print_summary(summary: KinesisDemoSummary, console: Console) -> None:
-    table = Table(title="cdc-constructs local pipeline: CdcKinesisReferenceStack")
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    for name, value in asdict(summary).items():
-        table.add_row(name.replace("_", " "), str(value))
-    console.print(table)
+    rows = [(name.replace("_", " "), value) for name, value in asdict(summary).items()]
+    console.print(summary_table("cdc-constructs local pipeline: CdcKinesisReferenceStack", rows))
     console.print(json.dumps({**asdict(summary), "ok": summary.ok}))
 
 

@@ -22,7 +22,7 @@ from reference_app.handlers.orders_schema import (
     COUNT_PREFIX,
     CUSTOMER_PREFIX,
     ORDER_PREFIX,
-    ORDER_STATS_HANDLER,
+    ORDERS_CONSUMERS_HANDLER,
     PAID,
     PAID_AMOUNT,
     VIEW_TABLE_ENV,
@@ -30,8 +30,9 @@ from reference_app.handlers.orders_schema import (
 
 
 def order_stats_wiring(pipeline: LocalPipeline) -> ConsumerWiring:
-    """The order-stats consumer's wiring on the local pipeline."""
-    return ConsumerWiring.of(pipeline, ORDER_STATS_HANDLER)
+    """The wiring of the mapping the order-stats consumer is behind (with the TTL archive, a
+    consumer group: reference_app/handlers/orders_consumers.py) on the local pipeline."""
+    return ConsumerWiring.of(pipeline, ORDERS_CONSUMERS_HANDLER)
 
 
 def view_table(wiring: ConsumerWiring) -> str:

@@ -22,6 +22,7 @@ from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.alarms import alarm_on_any
 from cdc_constructs.assets import ASSET_EXCLUDES
 from cdc_constructs.change_capture_table import ChangeCaptureTable
+from cdc_constructs.consumer_group import ConsumerGroupMember
 from cdc_constructs.fan_out import StreamFanOut
 from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
@@ -32,14 +33,15 @@ from reference_app.handlers.orders_schema import (
     ARCHIVE_BUCKET_ENV,
     ARCHIVE_PREFIX,
     ORDER_STATS_CONSUMER,
-    ORDER_STATS_HANDLER,
+    ORDERS_CONSUMERS,
+    ORDERS_CONSUMERS_HANDLER,
     TTL_ARCHIVE_CONSUMER,
-    TTL_ARCHIVE_HANDLER,
     VIEW_TABLE_ENV,
 )
 
 HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
-"""The example's Lambda code (order_stats.py, ttl_archive.py, orders_schema.py): the code asset
+"""The example's Lambda code (orders_consumers.py, order_stats.py, ttl_archive.py,
+orders_schema.py): the code asset
 of its functions, found from this file, never from the working directory."""
 
 ORDERS_TTL_ATTRIBUTE = defaults.TIME_TO_LIVE_ATTRIBUTE
@@ -70,11 +72,16 @@ ORDER_PAID_FILTERS = tuple(
 """Orders whose status *becomes* paid: a MODIFY to ``paid`` from another status (or none).
 A MODIFY of an order already paid (e.g. a shipping address change) is not published again."""
 
-ORDERS_THIRD_READER = (
-    "The orders stream has three readers (order-stats, TTL archive, this pipe) until order-stats "
-    "and the TTL archive share one mapping; DynamoDB Streams may throttle the third."
+ORDERS_CONSUMER_MEMBERS = (
+    ConsumerGroupMember(ORDER_STATS_CONSUMER, reads_images=["NewImage", "OldImage"]),
+    ConsumerGroupMember(
+        TTL_ARCHIVE_CONSUMER, [StreamFilters.ttl_deletions_only()], reads_images=["OldImage"]
+    ),
 )
-"""Why the reference stack accepts a third reader of its orders stream, for now (CDC-ESM11)."""
+"""The orders stream's Lambda consumers, behind one mapping (the stream serves two readers
+per shard; the OrderPaid pipe is the other): order-stats takes every change (a TTL deletion
+removes the order's contribution; it takes old, adds new), the TTL archive only TTL deletions
+(it archives the expired item's old image)."""
 
 ORDER_PAID_ROUTES = ("Invoicing", "Fulfilment")
 """The two subscribers of OrderPaid in the reference app, a queue each."""
@@ -105,14 +112,14 @@ class CdcReferenceStack(Stack):
     - ``orders``: a :class:`ChangeCaptureTable` (pk ``pk`` S, TTL ``expireAt``).
     - ``order_stats_view``: the view table the reference handler keeps (pk ``pk`` S).
     - ``idempotency``: one :class:`IdempotencyTable` shared by the stack's consumers.
-    - ``order_stats``: a :class:`StreamConsumer` running ``order_stats.handler``
-      (reference_app/handlers), every change except TTL deletions.
-    - ``ttl_archive``: a :class:`StreamConsumer` running ``ttl_archive.handler`` on TTL
-      deletions only, writing each expired order to ``archive_bucket`` (with
-      ``access_log_bucket``).
+    - ``orders_consumers``: a :class:`StreamConsumer` with two members behind one mapping
+      (``orders_consumers.handler``, reference_app/handlers): ``order-stats`` keeps the view
+      from every change; ``ttl-archive`` writes each order TTL deleted to ``archive_bucket``
+      (with ``access_log_bucket``). With the ``order_paid`` pipe, the orders stream has two
+      readers, what DynamoDB Streams serves per shard.
     - ``order_paid``: a :class:`StreamFanOut` publishing ``OrderPaid`` events to its bus;
       ``order_paid_queues`` (Invoicing, Fulfilment) each receive them through a rule.
-    - Each consumer has its redrive function (``.redrive``) and alarms.
+    - The consumers have their redrive function (``.redrive``) and alarms.
     - ``alarm_topic``: every alarm goes here; ``alarm_emails`` are subscribed.
     - ``dashboard``: one dashboard for the whole pipeline.
 
@@ -151,23 +158,11 @@ class CdcReferenceStack(Stack):
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=f"{construct_id}-pipeline"
         )
-        self.order_stats = StreamConsumer(
-            self,
-            "OrderStats",
-            table=self.orders,
-            consumer_name=ORDER_STATS_CONSUMER,
-            code=handlers_code(),
-            handler=ORDER_STATS_HANDLER,
-            reads_images=["NewImage", "OldImage"],  # order_stats.py takes old, adds new
-            idempotency_table=self.idempotency,
-            alarm_topic=self.alarm_topic.topic,
-            dashboard=self.dashboard,
-        )
-        self.order_stats.grant_view_table(self.order_stats_view, env_var=VIEW_TABLE_ENV)
-        self._ttl_archive()
+        self._archive_buckets()
+        self._orders_consumers()
         self._order_paid_fan_out()
 
-    def _ttl_archive(self) -> None:
+    def _archive_buckets(self) -> None:
         self.access_log_bucket = s3.Bucket(
             self,
             "ArchiveAccessLogs",
@@ -210,24 +205,26 @@ class CdcReferenceStack(Stack):
             ],
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.ttl_archive = StreamConsumer(
+
+    def _orders_consumers(self) -> None:
+        self.orders_consumers = StreamConsumer(
             self,
-            "TtlArchive",
+            "OrdersConsumers",
             table=self.orders,
-            consumer_name=TTL_ARCHIVE_CONSUMER,  # ttl_archive.py's StreamProcessor name
+            consumer_name=ORDERS_CONSUMERS,
+            members=list(ORDERS_CONSUMER_MEMBERS),
             code=handlers_code(),
-            handler=TTL_ARCHIVE_HANDLER,
-            filters=[StreamFilters.ttl_deletions_only()],
-            reads_images=["OldImage"],  # ttl_archive.py archives the expired item's old image
+            handler=ORDERS_CONSUMERS_HANDLER,
             environment={ARCHIVE_BUCKET_ENV: self.archive_bucket.bucket_name},
             idempotency_table=self.idempotency,
             alarm_topic=self.alarm_topic.topic,
             dashboard=self.dashboard,
         )
+        self.orders_consumers.grant_view_table(self.order_stats_view, env_var=VIEW_TABLE_ENV)
         # The handler's only S3 call is PutObject under ARCHIVE_PREFIX (SSE-S3: no key grant).
         object_arns = self.archive_bucket.arn_for_objects(f"{ARCHIVE_PREFIX}*")
-        self.ttl_archive.function.add_to_role_policy(allow(["s3:PutObject"], [object_arns]))
-        role = self.ttl_archive.role
+        self.orders_consumers.function.add_to_role_policy(allow(["s3:PutObject"], [object_arns]))
+        role = self.orders_consumers.role
         assert role is not None  # StreamConsumer made the function, so it made the role
         acknowledge(
             role,
@@ -248,7 +245,6 @@ class CdcReferenceStack(Stack):
             key_attributes={"pk": "S"},
             new_image_attributes={"status": "S", "customerId": "S", "amount": "N"},
             alarm_topic=self.alarm_topic.topic,
-            extra_reader_reason=ORDERS_THIRD_READER,
         )
         self.order_paid_queues: dict[str, sqs.Queue] = {}
         route_alarms = []

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aws_cdk import CfnResource, Stack, Validations
 from cdc_consumer.contract import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
@@ -148,9 +148,10 @@ class AppStreamReaders:
 def _templates(scope: IConstruct) -> Iterator[_Template]:
     for construct in scope.node.root.node.find_all():
         if Stack.is_stack(construct):
-            path = template_path(construct)
+            stack = cast(Stack, construct)  # is_stack is not a TypeGuard in the jsii stubs
+            path = template_path(stack)
             if path.is_file():
-                yield _Template(path, construct, json.loads(path.read_text(encoding="utf-8")))
+                yield _Template(path, stack, json.loads(path.read_text(encoding="utf-8")))
 
 
 def _reader_nodes(

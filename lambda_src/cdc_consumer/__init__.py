@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "CdcConsumerError": "cdc_consumer.exceptions",
     "Change": "cdc_consumer.change",
+    "ConsumerGroup": "cdc_consumer.consumer_group",
     "ConfigurationError": "cdc_consumer.exceptions",
     "DeadlineError": "cdc_consumer.exceptions",
     "FilterPatternError": "cdc_consumer.exceptions",
+    "GroupMember": "cdc_consumer.consumer_group",
     "ForeignMarkerError": "cdc_consumer.exceptions",
     "InvalidActionError": "cdc_consumer.exceptions",
     "InvocationError": "cdc_consumer.exceptions",
@@ -60,9 +62,11 @@ __all__ = [
     "CdcConsumerError",
     "Change",
     "ConfigurationError",
+    "ConsumerGroup",
     "DeadlineError",
     "FilterPatternError",
     "ForeignMarkerError",
+    "GroupMember",
     "InvalidActionError",
     "InvocationError",
     "LambdaContext",
@@ -97,6 +101,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from cdc_consumer.change import (
         Change,
     )
+    from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
     from cdc_consumer.exceptions import (
         CdcConsumerError,
         ConfigurationError,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from boto3.dynamodb.types import TypeSerializer
 
@@ -251,7 +251,8 @@ def merged_request(
             if isinstance(item, Aggregate):
                 at = merged_at.get(item.identity)
                 if at is not None:
-                    merged = items[at].then(item)  # type: ignore[union-attr]
+                    # merged_at indexes aggregates only.
+                    merged = cast(Aggregate, items[at]).then(item)
                     if merged is not None:
                         items[at] = merged
                         owners[at].append((r, i))

@@ -16,6 +16,12 @@ its filter, and its projections and side effects::
     def handler(event, context):
         return group.handle(event, context)
 
+With ``StreamConsumer(members=[ConsumerGroupMember("totals", filters=[...]), ...])`` the
+construct declares the members (``CDC_CONSUMER_GROUP``) and makes one mapping whose filter is
+the union of theirs; the handler then takes the order and filters from there::
+
+    group = ConsumerGroup.from_environment([totals, archive])
+
 Dispatch: each member, in the order given, handles the records of the batch its filter matches,
 in stream order (a member with no filter gets every record). What the members share, since they
 share one function and one mapping:
@@ -35,10 +41,12 @@ share one function and one mapping:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_consumer.contract import CONSUMER_GROUP_ENV, ContractError, GroupMemberSpec
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.processor import LambdaContext, StreamProcessor
@@ -78,6 +86,39 @@ class ConsumerGroup:
     @property
     def names(self) -> list[str]:
         return [member.name for member in self.members]
+
+    @classmethod
+    def from_environment(
+        cls, processors: Sequence[StreamProcessor], environ: Mapping[str, str] | None = None
+    ) -> ConsumerGroup:
+        """The group a StreamConsumer with ``members`` declares (``CDC_CONSUMER_GROUP``): its
+        members' order and filters, one of ``processors`` per member, matched by name.
+
+        Raises :class:`ConfigurationError` when the variable is missing or malformed, or when
+        the processors' names are not exactly the declared members' (a member without a
+        processor would skip records silently; a processor without a member would never run).
+        """
+        environ = os.environ if environ is None else environ
+        value = environ.get(CONSUMER_GROUP_ENV)
+        if not value:
+            raise ConfigurationError(
+                f"{CONSUMER_GROUP_ENV} is not set: give the StreamConsumer members=[...], or "
+                "build ConsumerGroup([GroupMember(processor, filters), ...]) yourself"
+            )
+        try:
+            specs = GroupMemberSpec.decode(value)
+        except ContractError as error:
+            raise ConfigurationError(str(error)) from None
+        names = [str(processor.consumer_name) for processor in processors]
+        declared = [spec.name for spec in specs]
+        if sorted(names) != sorted(declared):
+            raise ConfigurationError(
+                f"the StreamConsumer declares the members {declared!r}, the handler gives "
+                f"processors named {names!r}: give one StreamProcessor(consumer_name) per "
+                "member, with the same names"
+            )
+        by_name = dict(zip(names, processors, strict=True))
+        return cls([GroupMember(by_name[spec.name], spec.filters) for spec in specs])
 
     def handle(
         self, event: Mapping[str, Any], context: LambdaContext | None = None

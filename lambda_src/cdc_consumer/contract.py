@@ -13,7 +13,8 @@ It ships in the consumer runtime layer with the rest of ``cdc_consumer``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -23,6 +24,7 @@ __all__ = [
     "CONSUMER_ENVIRONMENT",
     "CONSUMER_FILTERS_ENV",
     "CONSUMER_FUNCTION_NAME_ENV",
+    "CONSUMER_GROUP_ENV",
     "CONSUMER_METRICS",
     "CONSUMER_NAME_ENV",
     "COUNT_METRICS",
@@ -63,6 +65,7 @@ __all__ = [
     "TTL_EXPIRIES",
     "ContractError",
     "ErrorDescription",
+    "GroupMemberSpec",
     "Metric",
     "OnFailureMessage",
     "OnFailureRequestContext",
@@ -126,6 +129,12 @@ REDRIVE_RESERVE_SECONDS_ENV: Final = "REDRIVE_RESERVE_SECONDS"
 CONSUMER_FILTERS_ENV: Final = "CONSUMER_FILTERS"
 """Redrive: the mapping's filter patterns, a JSON list (records they drop are not replayed)."""
 
+CONSUMER_GROUP_ENV: Final = "CDC_CONSUMER_GROUP"
+"""Several consumers behind one mapping (StreamConsumer ``members``): a JSON list of
+:class:`GroupMemberSpec` objects, in dispatch order. Set on the consumer function, which builds
+its ``ConsumerGroup`` from it, and on its redrive, which replays the quarantine messages of
+every member."""
+
 CONSUMER_ENVIRONMENT: Final = (
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
@@ -146,9 +155,10 @@ REDRIVE_ENVIRONMENT: Final = (
     METRICS_NAMESPACE_ENV,
     REDRIVE_RESERVE_SECONDS_ENV,
     CONSUMER_FILTERS_ENV,
+    CONSUMER_GROUP_ENV,
 )
 """Every variable a redrive function may get from StreamRedrive (the on-failure queue or the
-bucket, the quarantine queue and the filters only when the consumer has them)."""
+bucket, the quarantine queue, the filters and the group only when the consumer has them)."""
 
 
 # --- Metrics ---------------------------------------------------------------------------------
@@ -558,3 +568,46 @@ class OutboxEventDetail:
             stream_event_id=str(_field(document, cls.STREAM_EVENT_ID, what)),
             sequence_number=str(_field(document, cls.SEQUENCE_NUMBER, what)),
         )
+
+
+@dataclass(frozen=True)
+class GroupMemberSpec:
+    """One member of a consumer group as the constructs declare it (:data:`CONSUMER_GROUP_ENV`):
+    its consumer name (its markers' namespace, ``Consumer`` metric dimension and quarantine
+    messages' ``consumer``) and the Lambda filter patterns of the records it consumes (none:
+    every record the mapping delivers)."""
+
+    name: str
+    filters: tuple[Mapping[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "filters": [dict(f) for f in self.filters]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GroupMemberSpec:
+        name = data.get("name") if isinstance(data, Mapping) else None
+        filters = data.get("filters", []) if isinstance(data, Mapping) else None
+        if not isinstance(name, str) or not name or not isinstance(filters, list):
+            raise ContractError(
+                f"a consumer group member is {{'name': str, 'filters': [pattern, ...]}}, "
+                f"got {data!r}"
+            )
+        if not all(isinstance(f, Mapping) for f in filters):
+            raise ContractError(f"member {name!r}: each filter is a JSON object, got {filters!r}")
+        return cls(name, tuple(filters))
+
+    @staticmethod
+    def encode(members: Sequence[GroupMemberSpec]) -> str:
+        """The :data:`CONSUMER_GROUP_ENV` value for ``members``."""
+        return json.dumps([member.to_dict() for member in members], separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, value: str) -> tuple[GroupMemberSpec, ...]:
+        """The members a :data:`CONSUMER_GROUP_ENV` value declares."""
+        try:
+            data = json.loads(value)
+        except ValueError as error:
+            raise ContractError(f"{CONSUMER_GROUP_ENV} is not JSON ({error}): {value!r}") from None
+        if not isinstance(data, list) or not data:
+            raise ContractError(f"{CONSUMER_GROUP_ENV} is a non-empty JSON list, got {value!r}")
+        return tuple(cls.from_dict(item) for item in data)

@@ -133,7 +133,7 @@ class KinesisDelivery:
         """The Kinesis records for ``stream_records`` (None entries, writes that changed
         nothing, are skipped), in delivery order; also appended to :attr:`delivered`."""
         rng = random.Random(self.seed + len(self.delivered))
-        slots: list[tuple[float, int, Mapping[str, Any]]] = []
+        slots: list[tuple[float, int, dict[str, Any]]] = []
         for position, record in enumerate(r for r in stream_records if r is not None):
             data = kinesis_data(record, table_name=self.table_name, precision=self.precision)
             delay = rng.randint(1, self.max_delay) if rng.random() < self.reorder else 0

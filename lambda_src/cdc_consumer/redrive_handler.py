@@ -41,6 +41,7 @@ from cdc_consumer.contract import (
     CONSUMER_DIMENSION,
     CONSUMER_FILTERS_ENV,
     CONSUMER_FUNCTION_NAME_ENV,
+    CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
     MAPPING_UUID_ENV,
@@ -56,6 +57,8 @@ from cdc_consumer.contract import (
     REDRIVE_RECORDS_REPLAYED,
     REDRIVE_RESERVE_SECONDS_ENV,
     STREAM_ARN_ENV,
+    ContractError,
+    GroupMemberSpec,
 )
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
 
@@ -141,6 +144,7 @@ def handler(
             invoker=LambdaInvoker(function_name),
             stream_arn=_required(environ, STREAM_ARN_ENV),
             consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
+            member_names=_member_names(environ.get(CONSUMER_GROUP_ENV, "")),
             function_name=function_name,
             quarantine_queue_url=environ.get(QUARANTINE_QUEUE_ENV) or None,
             mapping_uuid=environ.get(MAPPING_UUID_ENV) or None,
@@ -194,3 +198,13 @@ def handler(
         "requarantinedRecords": sum(len(r.requarantined) for r in reports),
         "reports": [r.to_log() for r in reports],
     }
+
+
+def _member_names(value: str) -> tuple[str, ...]:
+    """The consumer group's member names (``CDC_CONSUMER_GROUP``), none when unset."""
+    if not value:
+        return ()
+    try:
+        return tuple(spec.name for spec in GroupMemberSpec.decode(value))
+    except ContractError as error:
+        raise RuntimeError(f"{error}; the StreamConsumer construct sets it") from None

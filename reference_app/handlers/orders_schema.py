@@ -35,11 +35,18 @@ ARCHIVE_PREFIX: Final = "expired-orders/"
 
 ORDER_STATS_HANDLER: Final = "order_stats.handler"
 TTL_ARCHIVE_HANDLER: Final = "ttl_archive.handler"
-"""The handler strings of the example's functions (module.function in this directory)."""
+ORDERS_CONSUMERS_HANDLER: Final = "orders_consumers.handler"
+"""The handler strings of the example's functions (module.function in this directory):
+CdcReferenceStack runs order-stats and the TTL archive behind one mapping
+(``orders_consumers``); the Kinesis example runs ``order_stats`` alone."""
 
 ORDER_STATS_CONSUMER: Final = "order-stats"
 TTL_ARCHIVE_CONSUMER: Final = "ttl-archive"
 """The consumer names (idempotency-marker namespaces) of the example's consumers."""
+
+ORDERS_CONSUMERS: Final = "orders-consumers"
+"""The name of the reference stack's consumer group (its function, mapping, alarms and
+redrive); its members keep their own names above."""
 
 REPLICA_TABLE_ENV: Final = "REPLICA_TABLE_NAME"
 """The orders-replica function's environment variable naming its replica table (Kinesis

@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint
+
+from cdc_constructs import CdcConfigurationError, ChangeCaptureTable, StreamConsumer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_DIR = REPO_ROOT / "tests" / "snapshots"
@@ -53,6 +57,27 @@ def with_code(props: dict[str, Any]) -> dict[str, Any]:
     if {"code", "function", "handler"} & set(props):
         return props
     return {**consumer_code(), **props}
+
+
+def orders_table(
+    stack: cdk.Stack,
+    view: dynamodb.StreamViewType = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+    name: str = "Orders",
+) -> ChangeCaptureTable:
+    """A ChangeCaptureTable keyed on ``pk`` whose stream carries ``view``."""
+    pk = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+    return ChangeCaptureTable(stack, name, partition_key=pk, stream=view)
+
+
+def consumer_error(stack: cdk.Stack, **props: Any) -> CdcConfigurationError:
+    """The error of a StreamConsumer ``Consumer`` with ``props`` (code and, unless given, an
+    :func:`orders_table` added), checking that nothing was built."""
+    if "table" not in props:
+        props["table"] = orders_table(stack)
+    with pytest.raises(CdcConfigurationError) as caught:
+        StreamConsumer(stack, "Consumer", **with_code(props))
+    assert stack.node.try_find_child("Consumer") is None, "nothing may be built on error"
+    return caught.value
 
 
 def normalize(template: dict[str, Any]) -> dict[str, Any]:

@@ -10,28 +10,31 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Template
 
 from cdc_constructs import (
-    ChangeCaptureTable,
     FanOutConfigurationError,
     OutboxPublisher,
     StreamFanOut,
 )
 from cdc_constructs.pipe import StreamPipe
+from tests.cdc_constructs.support import orders_table
 
 SOURCE = "com.example.orders"
-
-
-def _table(stack: Stack, view=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES) -> ChangeCaptureTable:
-    pk = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-    return ChangeCaptureTable(stack, "Orders", partition_key=pk, stream=view)
 
 
 def test_outbox_publisher_makes_the_pipe_the_fan_out_made_for_the_outbox():
     publisher_stack, fan_out_stack = Stack(App(), "S"), Stack(App(), "S")
     publisher = OutboxPublisher(
-        publisher_stack, "Outbox", table=_table(publisher_stack), source=SOURCE, key_prefix="O#"
+        publisher_stack,
+        "Outbox",
+        table=orders_table(publisher_stack),
+        source=SOURCE,
+        key_prefix="O#",
     )
     fan_out = StreamFanOut(
-        fan_out_stack, "Outbox", table=_table(fan_out_stack), source=SOURCE, outbox_key_prefix="O#"
+        fan_out_stack,
+        "Outbox",
+        table=orders_table(fan_out_stack),
+        source=SOURCE,
+        outbox_key_prefix="O#",
     )
     assert isinstance(publisher, StreamPipe) and isinstance(fan_out, StreamPipe)
     assert (
@@ -42,7 +45,7 @@ def test_outbox_publisher_makes_the_pipe_the_fan_out_made_for_the_outbox():
 
 def test_pipe_alarms_are_a_dict_by_stable_name_as_the_consumers():
     stack = Stack(App(), "S")
-    fan = StreamFanOut(stack, "F", table=_table(stack), source=SOURCE)
+    fan = StreamFanOut(stack, "F", table=orders_table(stack), source=SOURCE)
     assert list(fan.alarms) == [
         "ExecutionFailed",
         "ExecutionPartiallyFailed",
@@ -63,7 +66,7 @@ def test_outbox_publisher_refuses_bad_props_in_one_error(props, expected):
     stack = Stack(App(), "S")
     arguments = {"key_prefix": "O#"} | props
     with pytest.raises(FanOutConfigurationError, match=re.escape(expected)) as caught:
-        OutboxPublisher(stack, "Outbox", table=_table(stack), source=SOURCE, **arguments)
+        OutboxPublisher(stack, "Outbox", table=orders_table(stack), source=SOURCE, **arguments)
     assert str(caught.value).startswith("OutboxPublisher 'Outbox': 1 invalid prop")
     assert stack.node.try_find_child("Outbox") is None
 
@@ -74,7 +77,7 @@ def test_outbox_publisher_needs_a_stream_with_new_images():
         OutboxPublisher(
             stack,
             "Outbox",
-            table=_table(stack, dynamodb.StreamViewType.KEYS_ONLY),
+            table=orders_table(stack, dynamodb.StreamViewType.KEYS_ONLY),
             source=SOURCE,
             key_prefix="O#",
         )

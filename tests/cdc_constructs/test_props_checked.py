@@ -15,31 +15,20 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from cdc_constructs import (
-    CdcConfigurationError,
-    ChangeCaptureTable,
     FanOutConfigurationError,
     OutboxPublisher,
     StreamConsumer,
     StreamFanOut,
 )
-from tests.cdc_constructs.support import consumer_code, only, with_code
+from tests.cdc_constructs.support import (
+    consumer_code,
+    consumer_error,
+    only,
+    orders_table,
+)
 
 NAN, INF = math.nan, math.inf
 CODE = lambda_.Code.from_inline("def handler(event, context):\n    return {}\n")
-
-
-def _table(stack: cdk.Stack, view=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES, name="Orders"):
-    pk = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-    return ChangeCaptureTable(stack, name, partition_key=pk, stream=view)
-
-
-def _consumer_error(stack: cdk.Stack, **props) -> CdcConfigurationError:
-    if "table" not in props:
-        props["table"] = _table(stack)
-    with pytest.raises(CdcConfigurationError) as caught:
-        StreamConsumer(stack, "Consumer", **with_code(props))
-    assert stack.node.try_find_child("Consumer") is None, "nothing may be built on error"
-    return caught.value
 
 
 @pytest.mark.parametrize(
@@ -71,7 +60,7 @@ def _consumer_error(stack: cdk.Stack, **props) -> CdcConfigurationError:
     ],
 )
 def test_a_bad_number_or_type_is_named_in_the_error(stack, props, expected):
-    error = _consumer_error(stack, code=CODE, handler="index.handler", **props)
+    error = consumer_error(stack, code=CODE, handler="index.handler", **props)
     assert expected in str(error)
     assert len(error.problems) == 1, str(error)
 
@@ -88,16 +77,18 @@ def test_a_bad_number_or_type_is_named_in_the_error(stack, props, expected):
     ],
 )
 def test_nan_or_infinity_in_a_filter_is_refused_and_the_kernel_survives(stack, pattern, expected):
-    error = _consumer_error(stack, filters=[pattern])
+    error = consumer_error(stack, filters=[pattern])
     assert expected in str(error)
     # The same process can still make constructs: nothing non-finite reached the jsii kernel.
-    consumer = StreamConsumer(stack, "After", **consumer_code(), table=_table(stack, name="Other"))
+    consumer = StreamConsumer(
+        stack, "After", **consumer_code(), table=orders_table(stack, name="Other")
+    )
     assert consumer.event_source_mapping.node.path == "Test/After/Function/StreamMapping"
     assert Template.from_stack(stack).to_json()["Resources"]
 
 
 def test_a_misspelled_filter_rule_is_refused_with_the_matchers_words(stack):
-    error = _consumer_error(
+    error = consumer_error(
         stack, filters=[{"dynamodb": {"Keys": {"pk": {"S": [{"prefx": "O#"}]}}}}]
     )
     message = str(error)
@@ -108,7 +99,9 @@ def test_a_misspelled_filter_rule_is_refused_with_the_matchers_words(stack):
 
 def test_or_is_accepted_and_synthesized_as_given(stack):
     pattern = {"$or": [{"eventName": ["INSERT"]}, {"dynamodb": {"Keys": {"pk": {"S": ["x"]}}}}]}
-    StreamConsumer(stack, "Consumer", **consumer_code(), table=_table(stack), filters=[pattern])
+    StreamConsumer(
+        stack, "Consumer", **consumer_code(), table=orders_table(stack), filters=[pattern]
+    )
     mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")
     assert mapping["FilterCriteria"]["Filters"] == [
         {"Pattern": '{"$or":[{"eventName":["INSERT"]},{"dynamodb":{"Keys":{"pk":{"S":["x"]}}}}]}'}
@@ -127,8 +120,8 @@ def test_or_is_accepted_and_synthesized_as_given(stack):
     ],
 )
 def test_or_branches_are_checked_like_the_pattern(stack, pattern, expected):
-    error = _consumer_error(
-        stack, table=_table(stack, dynamodb.StreamViewType.KEYS_ONLY), filters=[pattern]
+    error = consumer_error(
+        stack, table=orders_table(stack, dynamodb.StreamViewType.KEYS_ONLY), filters=[pattern]
     )
     assert expected in str(error)
 
@@ -137,7 +130,7 @@ def test_an_existing_function_the_layer_cannot_serve_is_in_the_one_error(stack):
     function = lambda_.Function(
         stack, "Old", runtime=lambda_.Runtime.PYTHON_3_10, handler="index.handler", code=CODE
     )
-    error = _consumer_error(stack, function=function, batch_size=0, retry_attempts=2.5)
+    error = consumer_error(stack, function=function, batch_size=0, retry_attempts=2.5)
     assert [p.prop for p in error.problems] == ["function", "batch_size", "retry_attempts"]
     assert (
         "function='Test/Old on runtime python3.10': a function on a runtime the consumer "
@@ -149,7 +142,7 @@ def test_an_existing_function_on_any_supported_python_takes_the_layer(stack):
     function = lambda_.Function(
         stack, "Fn", runtime=lambda_.Runtime.PYTHON_3_12, handler="index.handler", code=CODE
     )
-    StreamConsumer(stack, "Consumer", table=_table(stack), function=function)
+    StreamConsumer(stack, "Consumer", table=orders_table(stack), function=function)
     layer = only(Template.from_stack(stack).to_json(), "AWS::Lambda::LayerVersion")
     assert layer["CompatibleRuntimes"] == ["python3.11", "python3.12", "python3.13", "python3.14"]
 
@@ -168,7 +161,7 @@ def test_an_existing_function_on_any_supported_python_takes_the_layer(stack):
 def test_fan_out_checks_its_numbers_and_filters_alike(props, expected):
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(FanOutConfigurationError, match=re.escape(expected)):
-        StreamFanOut(stack, "F", table=_table(stack), source="com.example", **props)
+        StreamFanOut(stack, "F", table=orders_table(stack), source="com.example", **props)
     StreamFanOut(stack, "After", table=_imported(stack), source="x.y")
 
 
@@ -184,7 +177,7 @@ def _imported(stack: cdk.Stack) -> dynamodb.ITableV2:
 def test_outbox_publisher_checks_its_numbers(stack):
     with pytest.raises(FanOutConfigurationError, match=re.escape("retry_attempts=0.5")):
         OutboxPublisher(
-            stack, "O", table=_table(stack), source="x.y", key_prefix="O#", retry_attempts=0.5
+            stack, "O", table=orders_table(stack), source="x.y", key_prefix="O#", retry_attempts=0.5
         )
 
 
@@ -194,7 +187,7 @@ def test_filter_criteria_filter_output_is_accepted(stack):
         stack,
         "Consumer",
         **consumer_code(),
-        table=_table(stack),
+        table=orders_table(stack),
         filters=[lambda_.FilterCriteria.filter(pattern)],
         max_record_age=Duration.hours(2),
     )
@@ -206,8 +199,8 @@ def test_filter_criteria_filter_output_is_accepted(stack):
 
 def test_filter_criteria_filter_output_is_checked_like_a_dict(stack):
     bad = lambda_.FilterCriteria.filter({"dynamodb": {"NewImage": {"a": {"S": ["x"]}}}})
-    error = _consumer_error(
-        stack, table=_table(stack, dynamodb.StreamViewType.KEYS_ONLY), filters=[bad]
+    error = consumer_error(
+        stack, table=orders_table(stack, dynamodb.StreamViewType.KEYS_ONLY), filters=[bad]
     )
     assert "view type KEYS_ONLY carries no NewImage" in str(error)
 
@@ -222,14 +215,14 @@ def test_filter_criteria_filter_output_is_checked_like_a_dict(stack):
     ],
 )
 def test_a_stream_without_the_images_the_handler_reads_is_refused(stack, view, reads, missing):
-    table = _table(stack, dynamodb.StreamViewType[view])
-    error = _consumer_error(stack, table=table, reads_images=reads)
+    table = orders_table(stack, dynamodb.StreamViewType[view])
+    error = consumer_error(stack, table=table, reads_images=reads)
     assert f"reads_images={reads!r}: images the stream carries: its view type {view} " in str(error)
     assert missing + ", which the handler reads" in str(error)
 
 
 def test_declared_images_the_stream_carries_pass(stack):
-    table = _table(stack, dynamodb.StreamViewType.NEW_IMAGE)
+    table = orders_table(stack, dynamodb.StreamViewType.NEW_IMAGE)
     StreamConsumer(stack, "Consumer", **consumer_code(), table=table, reads_images=["NewImage"])
 
 
@@ -241,19 +234,21 @@ def test_declared_images_the_stream_carries_pass(stack):
     ],
 )
 def test_reads_images_are_image_names(stack, reads, expected):
-    assert expected in str(_consumer_error(stack, reads_images=reads))
+    assert expected in str(consumer_error(stack, reads_images=reads))
 
 
 def test_the_reference_app_declares_the_images_its_handlers_read():
     from reference_app.stack import CdcReferenceStack
 
     stack = CdcReferenceStack(cdk.App(), "Ref")
-    assert stack.order_stats.options.mapping.reads_images == ["NewImage", "OldImage"]
-    assert stack.ttl_archive.options.mapping.reads_images == ["OldImage"]
+    members = {m.consumer_name: m.reads_images for m in stack.orders_consumers.group.members}
+    assert members == {"order-stats": ["NewImage", "OldImage"], "ttl-archive": ["OldImage"]}
+    # The mapping checks the union against the stream's view type.
+    assert stack.orders_consumers.options.mapping.reads_images == ["NewImage", "OldImage"]
 
 
 def test_a_timeout_that_cannot_fit_one_record_is_refused_with_the_rule(stack):
-    error = _consumer_error(stack, timeout=Duration.seconds(1))
+    error = consumer_error(stack, timeout=Duration.seconds(1))
     assert (
         "timeout='1 s': a timeout of at least 2 s: the runtime stops taking records a safety "
         "margin before the deadline (a fifth of the timeout, between 500 and 5000 ms; here "
@@ -271,7 +266,7 @@ def test_an_existing_functions_own_timeout_is_held_to_the_same_rule(stack):
         code=CODE,
         timeout=Duration.seconds(1),
     )
-    error = _consumer_error(stack, function=function)
+    error = consumer_error(stack, function=function)
     assert "function='Test/Fn with a timeout of 1 s': a timeout of at least 2 s" in str(error)
 
 
@@ -285,4 +280,4 @@ def test_lambdas_default_3_s_fits_one_record(stack, timeout):
         code=CODE,
         timeout=timeout,
     )
-    StreamConsumer(stack, "Consumer", table=_table(stack), function=function)
+    StreamConsumer(stack, "Consumer", table=orders_table(stack), function=function)

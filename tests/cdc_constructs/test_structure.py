@@ -102,7 +102,7 @@ def test_every_stream_consumer_prop_belongs_to_one_concern():
     ]
     grouped = ConsumerOptions.prop_names()
     assert len(grouped) == len(set(grouped))
-    source_props = {"table", "stream_view_type", "consumer_name"}
+    source_props = {"table", "stream_view_type", "consumer_name", "members"}
     assert sorted(set(props) - source_props) == sorted(grouped)
 
 

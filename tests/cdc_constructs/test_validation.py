@@ -3,34 +3,13 @@ construct is added to the tree."""
 
 from __future__ import annotations
 
-import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 
 from cdc_constructs import CdcConfigurationError, ChangeCaptureTable, StreamConsumer, StreamFilters
-from tests.cdc_constructs.support import consumer_code, with_code
-
-
-def _table(
-    stack: cdk.Stack, stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
-) -> ChangeCaptureTable:
-    return ChangeCaptureTable(
-        stack,
-        "Orders",
-        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        stream=stream,
-    )
-
-
-def _error(stack: cdk.Stack, **props) -> CdcConfigurationError:
-    if "table" not in props:
-        props["table"] = _table(stack)
-    with pytest.raises(CdcConfigurationError) as caught:
-        StreamConsumer(stack, "Consumer", **with_code(props))
-    assert stack.node.try_find_child("Consumer") is None, "nothing may be built on error"
-    return caught.value
+from tests.cdc_constructs.support import consumer_code, consumer_error, orders_table
 
 
 @pytest.mark.parametrize(
@@ -85,7 +64,7 @@ def _error(stack: cdk.Stack, **props) -> CdcConfigurationError:
     ],
 )
 def test_bad_prop_is_named_with_its_value_and_what_is_allowed(stack, props, expected):
-    error = _error(stack, **props)
+    error = consumer_error(stack, **props)
     assert expected in str(error)
     assert len(error.problems) == 1, str(error)
 
@@ -95,7 +74,7 @@ def test_latest_is_allowed_with_explicit_opt_in(stack):
         stack,
         "Consumer",
         **consumer_code(),
-        table=_table(stack),
+        table=orders_table(stack),
         starting_position=lambda_.StartingPosition.LATEST,
         allow_latest_starting_position=True,
     )
@@ -111,14 +90,14 @@ def test_latest_is_allowed_with_explicit_opt_in(stack):
     ],
 )
 def test_filter_on_an_image_the_stream_lacks(stack, view_type, pattern, image):
-    table = _table(stack, dynamodb.StreamViewType[view_type])
-    error = _error(stack, table=table, filters=[pattern])
+    table = orders_table(stack, dynamodb.StreamViewType[view_type])
+    error = consumer_error(stack, table=table, filters=[pattern])
     assert f"a stream with view type {view_type} carries no {image}" in str(error)
     assert error.problems[0].prop == "filters[0]"
 
 
 def test_key_filters_work_on_keys_only_streams(stack):
-    table = _table(stack, dynamodb.StreamViewType.KEYS_ONLY)
+    table = orders_table(stack, dynamodb.StreamViewType.KEYS_ONLY)
     StreamConsumer(
         stack,
         "Consumer",
@@ -135,7 +114,7 @@ def test_imported_table_filters_checked_against_given_view_type(stack):
         table_name="orders",
         table_stream_arn="arn:aws:dynamodb:eu-west-1:111111111111:table/orders/stream/2024",
     )
-    error = _error(
+    error = consumer_error(
         stack,
         table=table,
         stream_view_type=dynamodb.StreamViewType.KEYS_ONLY,
@@ -146,12 +125,12 @@ def test_imported_table_filters_checked_against_given_view_type(stack):
 
 def test_table_without_stream_is_rejected(stack):
     table = dynamodb.TableV2.from_table_name(stack, "NoStream", "orders")
-    error = _error(stack, table=table)
+    error = consumer_error(stack, table=table)
     assert "table='Test/NoStream': a table with a stream" in str(error)
 
 
 def test_every_problem_is_listed_in_one_error(stack):
-    error = _error(
+    error = consumer_error(
         stack,
         retry_attempts=-1,
         max_record_age=Duration.hours(24),
@@ -191,7 +170,7 @@ def test_a_long_consumer_timeout_is_fine_without_the_redrive(stack):
         stack,
         "Consumer",
         **consumer_code(),
-        table=_table(stack),
+        table=orders_table(stack),
         timeout=Duration.seconds(880),
         redrive=False,
     )

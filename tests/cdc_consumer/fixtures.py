@@ -12,11 +12,12 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import pytest
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ReadTimeoutError
 from cdc_consumer import Change, StreamProcessor
 from cdc_consumer.testing import FakeContext, redelivery, stream_event
 
@@ -68,6 +69,12 @@ class Resources:
 
     def markers(self) -> list[dict[str, Any]]:
         return self.scan(self.idempotency_table)
+
+    def new_table(self, prefix: str) -> str:
+        """A new table (``pk``, on demand) named ``{prefix}-<random>``; returns its name."""
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        create_table(self.dynamodb, name)
+        return name
 
     def quarantined(self) -> list[dict[str, Any]]:
         """Every message in the quarantine queue (received, not deleted), bodies decoded."""
@@ -232,6 +239,34 @@ def error_response(code: str, message: str, **extra: Any) -> tuple[AWSResponse, 
         **extra,
     }
     return AWSResponse("http://fault.invalid", 400, {}, None), parsed
+
+
+class TransactionHooks:
+    """Hooks :meth:`before` and :meth:`after` on a client's TransactWriteItems calls while
+    entered. :meth:`before` lets every call through (subclasses answer some with an error);
+    :meth:`after` raises a read timeout once :attr:`lose_response` is set: the transaction
+    committed, but its response was lost."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.lose_response = False
+
+    def before(self, **_: Any) -> Any:
+        return None
+
+    def after(self, **_: Any) -> None:
+        if self.lose_response:
+            self.lose_response = False
+            raise ReadTimeoutError(endpoint_url="http://dynamodb (simulated: committed, lost)")
+
+    def __enter__(self) -> Self:
+        self.client.meta.events.register("before-call.dynamodb.TransactWriteItems", self.before)
+        self.client.meta.events.register("after-call.dynamodb.TransactWriteItems", self.after)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.meta.events.unregister("before-call.dynamodb.TransactWriteItems", self.before)
+        self.client.meta.events.unregister("after-call.dynamodb.TransactWriteItems", self.after)
 
 
 def marker_ids(body: dict[str, Any]) -> list[str | None]:

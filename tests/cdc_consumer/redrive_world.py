@@ -112,6 +112,16 @@ def send_on_failure(sqs: Any, queue_url: str, stream: Stream, *args: Any, **over
     return body
 
 
+def send_failed_batch(
+    sqs: Any, queue_url: str, stream: Stream, count: int
+) -> tuple[list[str], str]:
+    """Write ``count`` records and send the on-failure message of the batch of them all:
+    their sequence numbers, and the body sent."""
+    sequence_numbers = stream.write(count)
+    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[-1], count)
+    return sequence_numbers, body
+
+
 def quarantine_message(record: dict[str, Any], consumer: str = "orders") -> str:
     """A quarantine message (interfaces §4)."""
     return json.dumps(

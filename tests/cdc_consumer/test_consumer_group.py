@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
 import pytest
 from cdc_consumer import Change, ConfigurationError, PermanentError
 from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
+from cdc_consumer.contract import CONSUMER_GROUP_ENV, GroupMemberSpec
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
 from tests.cdc_consumer.fixtures import Resources, deliver
@@ -136,3 +138,45 @@ def _processor(name: str) -> Any:
     from cdc_consumer import StreamProcessor
 
     return StreamProcessor(name)
+
+
+def test_from_environment_takes_the_declared_order_and_filters(resources: Resources) -> None:
+    """The StreamConsumer declares the members (CDC_CONSUMER_GROUP); the handler gives one
+    processor per member, in any order, and the group dispatches as declared."""
+    declared = GroupMemberSpec.encode(
+        [
+            GroupMemberSpec("stats", (NOT_TTL_DELETIONS,)),
+            GroupMemberSpec("archive", (TTL_DELETIONS,)),
+            GroupMemberSpec("audit"),
+        ]
+    )
+    processors = []
+    for name in ("audit", "archive", "stats"):
+        processor = resources.processor(name)
+        processor.projection(counter(resources.view_table, name))
+        processors.append(processor)
+    consumer_group = ConsumerGroup.from_environment(processors, {CONSUMER_GROUP_ENV: declared})
+    assert consumer_group.names == ["stats", "archive", "audit"]
+    assert consumer_group.handle(stream_event(changes()), FakeContext()) == {
+        "batchItemFailures": []
+    }
+    assert resources.view() == expected()
+
+
+@pytest.mark.parametrize(
+    ("value", "names", "message"),
+    [
+        (None, ["a"], "CDC_CONSUMER_GROUP is not set: give the StreamConsumer members"),
+        ("[", ["a"], "CDC_CONSUMER_GROUP is not JSON"),
+        ('[{"name": "a"}, {"filters": []}]', ["a"], "a consumer group member is"),
+        ('[{"name": "a"}, {"name": "b"}]', ["a"], "declares the members ['a', 'b']"),
+        ('[{"name": "a"}]', ["a", "b"], "processors named ['a', 'b']"),
+        ('[{"name": "a"}]', ["a", "a"], "processors named ['a', 'a']"),
+    ],
+)
+def test_from_environment_refuses_a_mismatch(
+    value: str | None, names: list[str], message: str
+) -> None:
+    environ = {} if value is None else {CONSUMER_GROUP_ENV: value}
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        ConsumerGroup.from_environment([_processor(name) for name in names], environ)

@@ -5,12 +5,10 @@ ends equal to the table and the order-stats aggregate exact. The same on a Dynam
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from botocore.exceptions import ReadTimeoutError
 from cdc_consumer import LatestImage, StreamProcessor
 from cdc_consumer.kinesis_testing import (
     KinesisDelivery,
@@ -23,18 +21,12 @@ from cdc_consumer.kinesis_testing import (
 from cdc_consumer.testing import FakeContext, TableStream, redelivery, stream_event
 
 from cdc_local.endpoint import patched_environ
-from tests.cdc_consumer.fixtures import Resources, create_table, error_response
+from tests.cdc_consumer.fixtures import Resources, TransactionHooks, error_response
 from tests.reference_app.handlers.orders import handler_module, recompute
 
 ORDERS = [f"ORDER#{n}" for n in range(8)]
 CUSTOMERS = ["c1", "c2", "c3"]
 STATUSES = ["pending", "paid", "cancelled", "shipped"]
-
-
-def replica_table(resources: Resources) -> str:
-    name = f"replica-{uuid.uuid4().hex[:8]}"
-    create_table(resources.dynamodb, name)
-    return name
 
 
 def replica(resources: Resources, table: str, latest: LatestImage) -> dict[str, dict[str, Any]]:
@@ -65,33 +57,20 @@ def write_orders(stream: TableStream, count: int, seed: int) -> None:
         )
 
 
-class FlakyTransactions:
+class FlakyTransactions(TransactionHooks):
     """Every ``every``-th TransactWriteItems is throttled; the one after it commits but its
     response is lost (the runtime sees a timeout and the batch is redelivered)."""
 
     def __init__(self, client: Any, every: int) -> None:
-        self.client, self.every, self.calls, self.lose = client, every, 0, False
+        super().__init__(client)
+        self.every, self.calls = every, 0
 
     def before(self, **_: Any) -> Any:
         self.calls += 1
         if self.calls % self.every == 0:
             return error_response("ThrottlingException", "Rate of requests exceeds the allowed")
-        self.lose = self.calls % self.every == 1 and self.calls > 1
+        self.lose_response = self.calls % self.every == 1 and self.calls > 1
         return None
-
-    def after(self, **_: Any) -> None:
-        if self.lose:
-            self.lose = False
-            raise ReadTimeoutError(endpoint_url="http://dynamodb (simulated: committed, lost)")
-
-    def __enter__(self) -> FlakyTransactions:
-        self.client.meta.events.register("before-call.dynamodb.TransactWriteItems", self.before)
-        self.client.meta.events.register("after-call.dynamodb.TransactWriteItems", self.after)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.client.meta.events.unregister("before-call.dynamodb.TransactWriteItems", self.before)
-        self.client.meta.events.unregister("after-call.dynamodb.TransactWriteItems", self.after)
 
 
 def consume(
@@ -132,7 +111,7 @@ def test_kinesis_out_of_order_and_repeated_views_end_equal_to_the_table(
     assert len(records) > len(stream.records)  # some delivered twice
     assert _out_of_order_items(records) > 0
 
-    table = replica_table(resources)
+    table = resources.new_table("replica")
     latest = LatestImage(table_name=table)
     processor = resources.processor(f"kinesis-{seed}")
     processor.projection(latest)
@@ -168,7 +147,7 @@ def _out_of_order_items(records: list[dict[str, Any]]) -> int:
 def test_dynamodb_stream_route_keeps_the_replica_equal_too(resources: Resources) -> None:
     stream = TableStream(keys=("pk",), clock=MicrosecondClock(step_us=250_000))
     write_orders(stream, 100, seed=9)
-    table = replica_table(resources)
+    table = resources.new_table("replica")
     latest = LatestImage(table_name=table)
     processor = resources.processor("stream-replica")
     processor.projection(latest)
@@ -181,7 +160,7 @@ def test_older_and_equal_changes_are_no_ops_and_a_tombstone_stays(resources: Res
     first = stream.put({"pk": "a", "n": 1})
     second = stream.put({"pk": "a", "n": 2})
     removed = stream.delete(("a",))
-    table = replica_table(resources)
+    table = resources.new_table("replica")
     latest = LatestImage(table_name=table)
     processor = resources.processor("guard")
     processor.projection(latest)

@@ -4,21 +4,19 @@ a no-op, and a record with any other action keeps its marker."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from cdc_consumer import LatestImage
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
-from tests.cdc_consumer.fixtures import RequestCounter, Resources, create_table
+from tests.cdc_consumer.fixtures import RequestCounter, Resources
 
 
 def test_latest_image_records_carry_no_marker_and_redeliveries_are_no_ops(
     resources: Resources, count_requests: Callable[[Any], RequestCounter]
 ) -> None:
-    table = f"replica-{uuid.uuid4().hex[:8]}"
-    create_table(resources.dynamodb, table)
+    table = resources.new_table("replica")
     latest = LatestImage(table_name=table)
     processor = resources.processor()
     processor.projection(latest)

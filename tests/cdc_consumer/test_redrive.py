@@ -41,6 +41,7 @@ from tests.cdc_consumer.redrive_world import (
     on_failure_message,
     quarantine_message,
     queue_bodies,
+    send_failed_batch,
     send_on_failure,
     session_for,
     write_handler_module,
@@ -104,8 +105,7 @@ def test_messages_are_redriven_in_stream_order_whatever_order_the_queue_returns(
 def test_records_delivered_as_lambda_delivers_them(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
-    sequence_numbers = stream.write(1)
-    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[0])
+    send_failed_batch(sqs, queue_url, stream, 1)
     events: list[dict[str, Any]] = []
 
     def consumer(event: dict[str, Any], context: Any) -> None:
@@ -122,8 +122,7 @@ def test_records_delivered_as_lambda_delivers_them(
 def test_a_consumer_that_keeps_failing_keeps_the_message_after_bounded_attempts(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
-    sequence_numbers = stream.write(3)
-    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[2], 3)
+    sequence_numbers, body = send_failed_batch(sqs, queue_url, stream, 3)
     consumer = Consumer(fail={sequence_numbers[1]: 100})
 
     report = make_redrive(stream, consumer, max_attempts=3).run(queue_url)
@@ -140,8 +139,7 @@ def test_a_consumer_that_keeps_failing_keeps_the_message_after_bounded_attempts(
 def test_a_function_error_fails_the_whole_batch_and_keeps_the_message(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
-    sequence_numbers = stream.write(2)
-    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
+    _, body = send_failed_batch(sqs, queue_url, stream, 2)
 
     report = make_redrive(stream, Consumer(raises=True), max_attempts=2).run(queue_url)
 
@@ -154,8 +152,7 @@ def test_a_function_error_fails_the_whole_batch_and_keeps_the_message(
 def test_a_failure_naming_no_record_of_the_batch_fails_the_whole_batch(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
-    sequence_numbers = stream.write(2)
-    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
+    send_failed_batch(sqs, queue_url, stream, 2)
 
     def consumer(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"batchItemFailures": [{"itemIdentifier": "not-a-sequence-number"}]}
@@ -170,8 +167,7 @@ def test_a_failure_naming_no_record_of_the_batch_fails_the_whole_batch(
 def test_long_ranges_are_replayed_in_invocations_of_bounded_size_in_order(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
-    sequence_numbers = stream.write(5)
-    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[4], 5)
+    sequence_numbers, _ = send_failed_batch(sqs, queue_url, stream, 5)
     sizes: list[int] = []
     consumer = Consumer()
 
@@ -450,8 +446,7 @@ def test_dry_run_lists_what_would_be_replayed_without_invoking_or_deleting(
 def test_cli_replays_through_an_in_process_handler_and_exits_zero(
     stream: Stream, sqs: Any, queue_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sequence_numbers = stream.write(3)
-    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[2], 3)
+    sequence_numbers, _ = send_failed_batch(sqs, queue_url, stream, 3)
     write_handler_module(tmp_path, "cli_consumer_ok")
     argv = ["--queue-url", queue_url, "--stream-arn", stream.arn, "--json"]
     argv += ["--handler", "cli_consumer_ok:handler", "--path", str(tmp_path)]
@@ -470,8 +465,7 @@ def test_cli_replays_through_an_in_process_handler_and_exits_zero(
 def test_cli_exits_non_zero_and_names_the_lost_sequence_numbers(
     stream: Stream, sqs: Any, queue_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sequence_numbers = stream.write(2)
-    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
+    sequence_numbers, body = send_failed_batch(sqs, queue_url, stream, 2)
     session = session_for(stream.aws)
     inject_stream_error(
         session, "GetShardIterator", "TrimmedDataAccessException", lambda request: True
@@ -630,8 +624,7 @@ def test_redrive_function_is_configured_from_its_environment(
 def test_redrive_function_starts_nothing_near_its_deadline(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
-    sequence_numbers = stream.write(1)
-    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[0])
+    _, body = send_failed_batch(sqs, queue_url, stream, 1)
     environ = {"ON_FAILURE_QUEUE_URL": queue_url, "CDC_CONSUMER_NAME": "orders"}
     consumer = Consumer()
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cdc_consumer.contract import CONSUMER_GROUP_ENV
 from cdc_consumer.redrive import (
     ForeignMessageError,
     Redrive,
@@ -26,6 +27,7 @@ from cdc_consumer.redrive import (
     parse_quarantine_message,
     to_lambda_record,
 )
+from cdc_consumer.redrive_handler import _member_names
 
 from tests.cdc_consumer.redrive_world import (
     OTHER_STREAM_ARN,
@@ -35,7 +37,7 @@ from tests.cdc_consumer.redrive_world import (
     on_failure_message,
     quarantine_message,
     queue_bodies,
-    send_on_failure,
+    send_failed_batch,
     session_for,
     write_handler_module,
 )
@@ -155,11 +157,42 @@ def test_cli_without_consumer_name_never_replays_another_consumers_message(
     assert queue_bodies(sqs, quarantine_url) == [theirs]
 
 
+def test_a_groups_redrive_replays_every_members_quarantine_messages_and_keeps_others(
+    stream: Stream, sqs: Any, quarantine_url: str
+) -> None:
+    """Behind StreamConsumer(members=...), the members share one quarantine queue and one
+    function: the redrive (CDC_CONSUMER_GROUP) replays each member's message through the
+    group, and keeps a message of a consumer outside it."""
+    stream.write(3)
+    bodies = [
+        quarantine_message(lambda_record(stream, index), consumer=name)
+        for index, name in enumerate(("stats", "archive", "billing"))
+    ]
+    for body in bodies:
+        sqs.send_message(QueueUrl=quarantine_url, MessageBody=body)
+    consumer = Consumer()
+    environ = {CONSUMER_GROUP_ENV: '[{"name":"stats"},{"name":"archive"}]'}
+    redrive = make_redrive(
+        stream,
+        consumer,
+        consumer_name="orders-group",
+        member_names=_member_names(environ[CONSUMER_GROUP_ENV]),
+    )
+
+    report = redrive.run(quarantine_url, Source.QUARANTINE)
+
+    replayed = [json.loads(b)["record"]["dynamodb"]["SequenceNumber"] for b in bodies[:2]]
+    assert sorted(consumer.applied) == sorted(replayed)
+    (kept,) = report.kept
+    assert "is from consumer 'billing'" in kept.reason
+    assert "['orders-group', 'stats', 'archive']" in kept.reason
+    assert queue_bodies(sqs, quarantine_url) == [bodies[2]]
+
+
 def test_redrive_function_keeps_another_functions_on_failure_records(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
-    sequence_numbers = stream.write(1)
-    body = send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[0])
+    _, body = send_failed_batch(sqs, queue_url, stream, 1)
     consumer = Consumer()
 
     report = make_redrive(stream, consumer, function_name="billing-consumer").run(queue_url)
@@ -228,8 +261,7 @@ def test_cli_a_record_quarantined_again_fails_the_run(
 def test_an_on_failure_replay_that_quarantines_a_record_again_is_not_ok(
     stream: Stream, sqs: Any, queue_url: str, quarantine_url: str
 ) -> None:
-    sequence_numbers = stream.write(2)
-    send_on_failure(sqs, queue_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
+    sequence_numbers, _ = send_failed_batch(sqs, queue_url, stream, 2)
     older = quarantine_message(lambda_record(stream, 0))  # from before the run: not counted
     sqs.send_message(QueueUrl=quarantine_url, MessageBody=older)
     redrive = make_redrive(

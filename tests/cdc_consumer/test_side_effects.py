@@ -4,10 +4,11 @@ a crashed invocation's claim expires."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from cdc_consumer import Change, PermanentError
+from cdc_consumer import Change, PermanentError, StreamProcessor
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
 from tests.cdc_consumer.fixtures import Resources, mirror_projection
@@ -36,6 +37,25 @@ def one_record() -> list[dict[str, Any]]:
     record = TableStream().put({"pk": "ORDER#1", "status": "paid"})
     assert record is not None
     return [record]
+
+
+def failing_once(
+    processor: StreamProcessor,
+    error: BaseException,
+    note: Callable[[Change], Any] = lambda change: change.event_id,
+    **options: Any,
+) -> list[Any]:
+    """Register the side effect ``notify`` (``options``: as for ``processor.side_effect``): it
+    notes each call, ``note(change)``, and raises ``error`` on the first. Returns the notes."""
+    calls: list[Any] = []
+
+    def notify(change: Change) -> None:
+        calls.append(note(change))
+        if len(calls) == 1:
+            raise error
+
+    processor.side_effect(notify, **options)
+    return calls
 
 
 def emf(output: str) -> list[dict[str, Any]]:
@@ -123,13 +143,7 @@ def test_after_a_crash_mid_call_the_claim_expires_and_the_call_runs_again(
     clock = Clock()
     processor = resources.processor(clock=clock, side_effect_timeout_ms=8_000)
     records = one_record()
-    calls: list[float] = []
-
-    @processor.side_effect
-    def notify(change: Change) -> None:
-        calls.append(clock.now)
-        if len(calls) == 1:
-            raise Crash("the function timed out mid-call")
+    calls = failing_once(processor, Crash("the function timed out mid-call"), lambda _: clock.now)
 
     with pytest.raises(Crash):
         processor.handle(stream_event(records), FakeContext(remaining_ms=30_000))
@@ -160,13 +174,8 @@ def test_a_retry_waits_for_a_crashed_claim_and_takes_it_over(resources: Resource
 
     processor = resources.processor(clock=clock, sleep=sleep)
     records = one_record()
-    calls: list[float] = []
-
-    @processor.side_effect
-    def notify(change: Change) -> None:
-        calls.append(clock.now)
-        if len(calls) == 1:
-            raise Crash("the process died between the claim and its completion")
+    crash = Crash("the process died between the claim and its completion")
+    calls = failing_once(processor, crash, lambda _: clock.now)
 
     with pytest.raises(Crash):
         processor.handle(stream_event(records), FakeContext(remaining_ms=60_000))
@@ -205,13 +214,7 @@ def test_a_side_effect_timeout_that_is_not_a_positive_number_is_refused(
 def test_a_failed_call_releases_its_claim_so_the_retry_runs_it(resources: Resources) -> None:
     processor = resources.processor()
     records = one_record()
-    calls: list[str] = []
-
-    @processor.side_effect
-    def notify(change: Change) -> None:
-        calls.append(change.event_id)
-        if len(calls) == 1:
-            raise ConnectionError("webhook unreachable")
+    calls = failing_once(processor, ConnectionError("webhook unreachable"))
 
     assert processor.handle(stream_event(records), FakeContext()) == failure(records[0])
     assert resources.markers() == []  # released
@@ -243,13 +246,7 @@ def test_projection_and_side_effect_together_retry_only_what_is_missing(
     processor = resources.processor()
     processor.projection(mirror_projection(resources.view_table))
     records = one_record()
-    calls: list[str] = []
-
-    @processor.side_effect(name="notify-v1")
-    def notify(change: Change) -> None:
-        calls.append(change.event_id)
-        if len(calls) == 1:
-            raise TimeoutError("webhook timed out")
+    calls = failing_once(processor, TimeoutError("webhook timed out"), name="notify-v1")
 
     assert processor.handle(stream_event(records), FakeContext()) == failure(records[0])
     assert processor.handle(stream_event(records), FakeContext()) == OK

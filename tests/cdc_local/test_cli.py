@@ -25,7 +25,7 @@ def test_the_demo_needs_the_reference_consumer(
     # `aws` empties moto first: every moto server in a process shares one backend, so the
     # demo's own endpoint would otherwise meet the tables earlier tests left behind.
     assert main(["--assembly", str(assembly_dir), "--stack", "Basic", "--demo"]) == 2
-    assert "handler is 'order_stats.handler'" in capsys.readouterr().err
+    assert "handler is 'orders_consumers.handler'" in capsys.readouterr().err
 
 
 def test_emf_lines_yield_their_metric_values_and_other_lines_nothing() -> None:

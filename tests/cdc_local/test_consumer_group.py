@@ -13,7 +13,8 @@ import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 
-from cdc_constructs import ChangeCaptureTable, StreamConsumer
+from cdc_constructs import ChangeCaptureTable, ConsumerGroupMember, StreamConsumer
+from cdc_local.accounting import ConsumerWiring, account
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
 from cdc_local.runner import LocalPipeline
@@ -33,6 +34,11 @@ def group_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         stack,
         "Consumers",
         table=table,
+        consumer_name="group",
+        members=[
+            ConsumerGroupMember("stats", [{"userIdentity": {"type": [{"exists": False}]}}]),
+            ConsumerGroupMember("audit"),
+        ],
         code=lambda_.Code.from_asset(str(HANDLER)),
         handler="index.handler",
         batch_size=10,
@@ -53,7 +59,9 @@ def test_each_consumer_applies_each_record_once_and_owns_its_poison(
         crash_probability=0.05,
         transient_error_probability=0.05,
     )
-    with LocalPipeline(group_assembly, "Group", endpoint=aws, faults=faults) as pipeline:
+    with LocalPipeline(
+        group_assembly, "Group", endpoint=aws, faults=faults, track_records=True
+    ) as pipeline:
         ddb = pipeline.client("dynamodb")
         orders = pipeline.table_name("Orders")
         for n in range(30):
@@ -63,6 +71,11 @@ def test_each_consumer_applies_each_record_once_and_owns_its_poison(
             ddb.put_item(TableName=orders, Item={"pk": {"S": f"o{n}"}, "v": {"N": "2"}})
         pipeline.drain()
         assert pipeline.counters.records_discarded == 0
+        # Every record is accounted for, member by member: marked by each member its filter
+        # gives it to, or quarantined by one of them.
+        accounting = account(pipeline, ConsumerWiring.of(pipeline, "index.handler"))
+        assert accounting.lost == [] and accounting.on_failure == 0
+        assert (accounting.processed, accounting.quarantined) == (40, 1)
         view = {
             item["pk"]["S"]: int(item["n"]["N"])
             for item in ddb.scan(TableName=pipeline.table_name("View"))["Items"]

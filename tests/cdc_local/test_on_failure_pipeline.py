@@ -55,7 +55,7 @@ def sqs_reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     app = cdk.App(outdir=str(outdir))
     stack = reference_stack.CdcReferenceStack(app, STACK)
     queue = sqs.Queue(stack, "OrderStatsPointers")
-    mapping = stack.order_stats.event_source_mapping.node.default_child
+    mapping = stack.orders_consumers.event_source_mapping.node.default_child
     mapping.add_property_override(  # type: ignore[union-attr]
         "DestinationConfig.OnFailure.Destination", queue.queue_arn
     )

@@ -79,6 +79,7 @@ def redrive_quarantine(pipeline: LocalPipeline, wiring: ConsumerWiring, handler:
         sqs_client=pipeline.client("sqs"),
         streams_client=pipeline.client("dynamodbstreams"),
         consumer_name=wiring.consumer_name,
+        member_names=[member.name for member in wiring.members],  # order-stats, ttl-archive
         receive_wait_seconds=0,
     ).run(wiring.quarantine_queue_url, redrive.Source.QUARANTINE)
 

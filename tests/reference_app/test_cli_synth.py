@@ -63,3 +63,42 @@ def test_npx_cdk_synth_writes_the_template_and_reports_cdk_nag(tmp_path: Path):
         "Protocol": "email",
         "TopicArn": subscription["TopicArn"],
     }
+
+    # DynamoDB Streams serves two readers per shard: no template make synth writes has more.
+    assert readers_per_dynamodb_stream(tmp_path) == {
+        ("CdcReferenceStack", logical_id_of(template, "OrdersTable")): 2,  # consumers + pipe
+        ("CdcKinesisReferenceStack", kinesis_orders(tmp_path)): 0,  # it streams to Kinesis
+    }
+
+
+def logical_id_of(template: dict, prefix: str) -> str:
+    (found,) = [lid for lid in template["Resources"] if lid.startswith(prefix)]
+    return found
+
+
+def kinesis_orders(assembly: Path) -> str:
+    template = json.loads((assembly / "CdcKinesisReferenceStack.template.json").read_text())
+    return logical_id_of(template, "OrdersTable")
+
+
+def readers_per_dynamodb_stream(assembly: Path) -> dict[tuple[str, str], int]:
+    """(stack, table) -> event source mappings and pipes reading the table's DynamoDB stream,
+    for every table with a stream in every template of the assembly."""
+    counts: dict[tuple[str, str], int] = {}
+    for path in sorted(assembly.glob("*.template.json")):
+        stack = path.name.removesuffix(".template.json")
+        found = json.loads(path.read_text())["Resources"]
+        for lid, resource in found.items():
+            is_table = resource["Type"] in ("AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable")
+            if is_table and resource["Properties"].get("StreamSpecification"):
+                counts[(stack, lid)] = 0
+        for resource in found.values():
+            source = resource.get("Properties", {})
+            arn = {
+                "AWS::Lambda::EventSourceMapping": source.get("EventSourceArn"),
+                "AWS::Pipes::Pipe": source.get("Source"),
+            }.get(resource["Type"])
+            attribute = arn.get("Fn::GetAtt") if isinstance(arn, dict) else None
+            if attribute and attribute[1] == "StreamArn":
+                counts[(stack, attribute[0])] += 1
+    return counts

@@ -18,6 +18,7 @@ from cdc_local.accounting import account, redrive_on_failure
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
 from cdc_local.runner import LocalPipeline
+from reference_app.handlers.orders_schema import ORDER_STATS_CONSUMER
 from reference_app.oracle import order_stats_wiring, view_reconciled
 from reference_app.workload import OrderWorkload, apply, write_while_running
 
@@ -121,7 +122,7 @@ def test_reference_stack_keeps_the_view_exactly(
         assert accounting.records == 400 + pipeline.counters.ttl_deletions
         check_poison_quarantined(accounting, 1)
         assert view_reconciled(pipeline, wiring)
-        consumer_metrics = pipeline.consumer_metrics[wiring.consumer_name]
+        consumer_metrics = pipeline.consumer_metrics[ORDER_STATS_CONSUMER]
         assert consumer_metrics["TtlExpiries"] == pipeline.counters.ttl_deletions > 0
 
 

@@ -80,11 +80,9 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
         "AwsSolutions-IAM5[Resource::<"
         f"{logical_id(reference.template, 'ExpiredOrdersArchive')}.Arn>/expired-orders/*]"
     ) in {rule for _, rule, _ in acks}
-    # The orders stream's third reader, accepted with its reason until order-stats and the TTL
-    # archive share one mapping (CDC-ESM11; the pipe carries extra_reader_reason).
-    assert [(path, rule) for path, rule, _ in acks if rule == "CDC-ESM11"] == [
-        ("CdcReferenceStack/OrderPaid/Pipe", "CDC-ESM11")
-    ]
+    # Two readers of the orders stream (the consumers' mapping and the OrderPaid pipe): no
+    # third reader to accept (CDC-ESM11).
+    assert [rule for _, rule, _ in acks if rule == "CDC-ESM11"] == []
 
 
 def test_cfn_lint_is_clean(reference: Synthesized):
@@ -97,7 +95,7 @@ def _resource(template: dict, prefix: str) -> dict:
 
 
 def test_mapping_of_the_reference_consumer(reference: Synthesized):
-    mapping = _resource(reference.template, "OrderStatsFunctionStreamMapping")
+    mapping = _resource(reference.template, "OrdersConsumersFunctionStreamMapping")
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
     assert mapping["BisectBatchOnFunctionError"] is True
     assert mapping["MaximumRetryAttempts"] == 5
@@ -107,7 +105,7 @@ def test_mapping_of_the_reference_consumer(reference: Synthesized):
     destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
     bucket = reference.template["Resources"][destination]
     # The default on-failure destination: a bucket that keeps each failed batch whole.
-    assert destination.startswith("OrderStatsFailedBatchesBucket")
+    assert destination.startswith("OrdersConsumersFailedBatchesBucket")
     assert bucket["Type"] == "AWS::S3::Bucket"
     assert bucket["DeletionPolicy"] == "Retain"
     assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
@@ -134,8 +132,12 @@ def test_reference_tables(reference: Synthesized):
 
 
 def test_function_environment_names_every_resource_the_runtime_uses(reference: Synthesized):
-    env = _resource(reference.template, "OrderStatsFunction")["Environment"]["Variables"]
-    assert env["CDC_CONSUMER_NAME"] == "order-stats"
+    env = _resource(reference.template, "OrdersConsumersFunction")["Environment"]["Variables"]
+    assert env["CDC_CONSUMER_NAME"] == "orders-consumers"
+    assert [m["name"] for m in json.loads(env["CDC_CONSUMER_GROUP"])] == [
+        "order-stats",
+        "ttl-archive",
+    ]
     assert env["CDC_METRICS_NAMESPACE"] == "CdcConstructs"
     for name in ("IDEMPOTENCY_TABLE_NAME", "QUARANTINE_QUEUE_URL", "VIEW_TABLE_NAME"):
         assert set(env[name]) == {"Ref"}, name
@@ -180,7 +182,7 @@ def _as_list(value):
     return value if isinstance(value, list) else [value]
 
 
-@pytest.mark.parametrize("consumer", ["OrderStats", "TtlArchive"])
+@pytest.mark.parametrize("consumer", ["OrdersConsumers"])
 def test_each_consumer_reads_only_its_stream_and_sends_only_to_its_own_queues(
     reference: Synthesized, consumer: str
 ):
@@ -211,9 +213,10 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
             ("OrdersTable", "StreamArn"),
             ("IdempotencyTable", "Arn"),
             ("OrderStatsView", "Arn"),
-            ("OrderStatsFailedBatchesBucket", "Arn"),
-            ("OrderStatsQuarantineQueue", "Arn"),
-            ("OrderStatsLogGroup", "Arn"),
+            ("OrdersConsumersFailedBatchesBucket", "Arn"),
+            ("OrdersConsumersQuarantineQueue", "Arn"),
+            ("OrdersConsumersLogGroup", "Arn"),
+            ("ExpiredOrdersArchive", "Arn"),
         ]
     }
     expected = {
@@ -248,26 +251,43 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
         (
             "s3:PutObject",
             json.dumps(
-                {"Fn::Join": ["", [json.loads(by_prefix["OrderStatsFailedBatchesBucket"]), "/*"]]}
+                {
+                    "Fn::Join": [
+                        "",
+                        [json.loads(by_prefix["OrdersConsumersFailedBatchesBucket"]), "/*"],
+                    ]
+                }
             ),
         ),
-        ("s3:ListBucket", by_prefix["OrderStatsFailedBatchesBucket"]),
-        ("sqs:SendMessage", by_prefix["OrderStatsQuarantineQueue"]),
-        ("logs:CreateLogStream", by_prefix["OrderStatsLogGroup"]),
-        ("logs:PutLogEvents", by_prefix["OrderStatsLogGroup"]),
+        ("s3:ListBucket", by_prefix["OrdersConsumersFailedBatchesBucket"]),
+        ("sqs:SendMessage", by_prefix["OrdersConsumersQuarantineQueue"]),
+        ("logs:CreateLogStream", by_prefix["OrdersConsumersLogGroup"]),
+        ("logs:PutLogEvents", by_prefix["OrdersConsumersLogGroup"]),
+        # The TTL archive member's one S3 call, under its prefix only.
+        (
+            "s3:PutObject",
+            json.dumps(
+                {
+                    "Fn::Join": [
+                        "",
+                        [json.loads(by_prefix["ExpiredOrdersArchive"]), "/expired-orders/*"],
+                    ]
+                }
+            ),
+        ),
     }
-    assert grants(template, role=logical_id(template, "OrderStatsRole")) == expected
+    assert grants(template, role=logical_id(template, "OrdersConsumersRole")) == expected
 
 
 def test_alarms_notify_the_topic(reference: Synthesized):
     template = reference.template
     topic = logical_id(template, "AlarmsTopic")
     all_alarms = resources(template, "AWS::CloudWatch::Alarm")
-    # Per consumer (order-stats, ttl-archive): lag, dropped records (the on-failure alarm,
-    # whatever the destination), quarantine depth, quarantined, foreign markers, errors,
-    # throttles and the redrive's lost records; the fan-out: 3 pipe failures and its DLQ;
-    # each OrderPaid route: its dead-letter queue.
-    assert len(all_alarms) == 2 * 8 + 4 + 2
+    # The consumers' function and mapping: lag, dropped records (the on-failure alarm,
+    # whatever the destination), quarantine depth, errors, throttles and the redrive's lost
+    # records; per member (order-stats, ttl-archive): quarantined and foreign markers; the
+    # fan-out: 3 pipe failures and its DLQ; each OrderPaid route: its dead-letter queue.
+    assert len(all_alarms) == 6 + 2 * 2 + 4 + 2
     for alarm in all_alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
@@ -288,7 +308,7 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     alarms = {
         a["Properties"]["MetricName"]: a["Properties"]
         for lid, a in all_alarms.items()
-        if lid.startswith("OrderStats")
+        if lid.startswith("OrdersConsumers") and "ttlarchive" not in lid
     }
     lag = alarms["IteratorAge"]
     assert lag["Statistic"] == "Maximum"
@@ -299,7 +319,7 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     assert quarantined["Threshold"] == 1
     assert quarantined["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     lost = alarms["RedriveLostRecords"]
-    assert lost["Dimensions"] == [{"Name": "Consumer", "Value": "order-stats"}]
+    assert lost["Dimensions"] == [{"Name": "Consumer", "Value": "orders-consumers"}]
     assert len(resources(template, "AWS::CloudWatch::Dashboard")) == 1
 
 
@@ -327,9 +347,7 @@ def test_no_email_subscription_without_context(reference: Synthesized):
 # ---- redrive -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("consumer", "name"), [("OrderStats", "order-stats"), ("TtlArchive", "ttl-archive")]
-)
+@pytest.mark.parametrize(("consumer", "name"), [("OrdersConsumers", "orders-consumers")])
 def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer: str, name: str):
     template = reference.template
     function = _resource(template, f"{consumer}RedriveFunction")
@@ -339,6 +357,8 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
     env = function["Environment"]["Variables"]
     assert env["CONSUMER_FUNCTION_NAME"] == {"Ref": logical_id(template, f"{consumer}Function")}
     assert env["CDC_CONSUMER_NAME"] == name
+    consumer_env = _resource(template, f"{consumer}Function")["Environment"]["Variables"]
+    assert env["CDC_CONSUMER_GROUP"] == consumer_env["CDC_CONSUMER_GROUP"]
     bucket_id = logical_id(template, f"{consumer}FailedBatchesBucket")
     assert env["ON_FAILURE_BUCKET_NAME"] == {"Ref": bucket_id}
     assert env["EVENT_SOURCE_MAPPING_UUID"] == {
@@ -373,23 +393,36 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
 # ---- TTL archive ----------------------------------------------------------------------------
 
 
-def test_ttl_archive_receives_only_ttl_deletions(reference: Synthesized):
-    mapping = _resource(reference.template, "TtlArchiveFunctionStreamMapping")
-    patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
-    assert patterns == [
-        {
-            "eventName": ["REMOVE"],
-            "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
-        }
-    ]
+def test_order_stats_and_the_ttl_archive_share_one_mapping(reference: Synthesized):
+    """The orders stream serves two readers per shard: the consumers' mapping and the pipe.
+    The mapping delivers every change (order-stats takes them all); the group hands the TTL
+    archive only TTL deletions."""
+    template = reference.template
+    mappings = resources(template, "AWS::Lambda::EventSourceMapping")
+    pipes = resources(template, "AWS::Pipes::Pipe")
+    assert len(mappings) + len(pipes) == 2
+    mapping = _resource(template, "OrdersConsumersFunctionStreamMapping")
+    assert "FilterCriteria" not in mapping
     assert mapping["MaximumRetryAttempts"] == 5 and mapping["BisectBatchOnFunctionError"]
-    function = _resource(reference.template, "TtlArchiveFunction")
-    assert function["Handler"] == "ttl_archive.handler"
+    function = _resource(template, "OrdersConsumersFunction")
+    assert function["Handler"] == "orders_consumers.handler"
     env = function["Environment"]["Variables"]
-    assert env["ARCHIVE_BUCKET_NAME"] == {
-        "Ref": logical_id(reference.template, "ExpiredOrdersArchive")
-    }
-    assert env["CDC_CONSUMER_NAME"] == "ttl-archive"
+    assert env["ARCHIVE_BUCKET_NAME"] == {"Ref": logical_id(template, "ExpiredOrdersArchive")}
+    assert json.loads(env["CDC_CONSUMER_GROUP"]) == [
+        {"name": "order-stats", "filters": []},
+        {
+            "name": "ttl-archive",
+            "filters": [
+                {
+                    "eventName": ["REMOVE"],
+                    "userIdentity": {
+                        "type": ["Service"],
+                        "principalId": ["dynamodb.amazonaws.com"],
+                    },
+                }
+            ],
+        },
+    ]
 
 
 def test_ttl_archive_may_only_put_objects_under_the_handlers_prefix(reference: Synthesized):
@@ -522,9 +555,9 @@ def test_reference_stack_counts(reference: Synthesized):
     counts: dict[str, int] = {}
     for resource in reference.template["Resources"].values():
         counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
-    assert counts["AWS::Lambda::Function"] == 4  # two consumers, their two redrives
-    assert counts["AWS::Lambda::EventSourceMapping"] == 2
+    assert counts["AWS::Lambda::Function"] == 2  # the consumers (a group), their redrive
+    assert counts["AWS::Lambda::EventSourceMapping"] == 1
     assert counts["AWS::Pipes::Pipe"] == 1
     assert counts["AWS::Events::Rule"] == 2
-    assert counts["AWS::S3::Bucket"] == 4  # archive, its access logs, two failed-batch buckets
+    assert counts["AWS::S3::Bucket"] == 3  # archive, its access logs, the failed-batch bucket
     assert counts["AWS::Lambda::LayerVersion"] == 1

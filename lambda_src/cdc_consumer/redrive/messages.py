@@ -11,6 +11,7 @@ import enum
 import itertools
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,7 +187,7 @@ def parse_quarantine_message(
     body: str,
     *,
     expected_stream_arn: str,
-    expected_consumer: str,
+    expected_consumer: str | Sequence[str],
 ) -> QuarantinedRecord:
     """Validate a quarantine message body (interfaces §4) and return its record.
 
@@ -194,8 +195,11 @@ def parse_quarantine_message(
     with ``eventID`` and ``dynamodb.SequenceNumber``; :class:`ForeignMessageError` when it names
     another consumer or stream than the configured ones, or does not name both (the runtime
     always writes ``consumer`` and ``sourceArn``: a message without them cannot be shown to be
-    this consumer's, so it is kept, never replayed on a guess).
+    this consumer's, so it is kept, never replayed on a guess). ``expected_consumer`` may name
+    several consumers: the members of a consumer group, which share one function and queue.
     """
+    accepted = (expected_consumer,) if isinstance(expected_consumer, str) else expected_consumer
+    expected = accepted[0] if len(accepted) == 1 else list(accepted)
     document = _load_json_object(body, "quarantine message")
     record = document.get("record")  # the one field read before the contract's reading
     if not isinstance(record, dict):
@@ -219,12 +223,12 @@ def parse_quarantine_message(
     if not consumer:
         raise ForeignMessageError(
             "quarantine message names no consumer; redrive replays only messages that name"
-            f" its consumer {expected_consumer!r} (kept)"
+            f" its consumer {expected!r} (kept)"
         )
-    if consumer != expected_consumer:
+    if consumer not in accepted:
         raise ForeignMessageError(
             f"quarantine message is from consumer {consumer!r}, not the configured consumer"
-            f" {expected_consumer!r}; redrive it with that consumer (kept)"
+            f" {expected!r}; redrive it with that consumer (kept)"
         )
     for source_arn in (message.source_arn, record.get("eventSourceARN")):
         if not source_arn:

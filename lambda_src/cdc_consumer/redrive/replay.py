@@ -84,6 +84,19 @@ def setup_error(error: Exception, what: str, fix: str) -> RedriveSetupError:
     return RedriveSetupError(f"cannot {what} ({error}): {fix}")
 
 
+def check_access(
+    read: Callable[[], object], what: str, missing_codes: frozenset[str], missing: str, fix: str
+) -> None:
+    """Make one cheap ``read`` of a queue or bucket; if AWS refuses it, raise the one-line
+    :func:`setup_error` with the fix ``missing`` (the error code says it does not exist) or
+    ``fix`` (anything else)."""
+    try:
+        read()
+    except (ClientError, BotoCoreError) as error:
+        code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+        raise setup_error(error, what, missing if code in missing_codes else fix) from None
+
+
 def _chunk_stop(
     records: Sequence[dict[str, Any]], start: int, max_records: int, max_bytes: int
 ) -> int:
@@ -121,6 +134,10 @@ class Redrive:
             ``AWS_ENDPOINT_URL`` works locally).
         consumer_name: the consumer's name. Quarantine messages that name another consumer (or
             none) are kept, never replayed; a quarantine run without it cannot start.
+        member_names: the members of a consumer group behind the consumer's function
+            (``CDC_CONSUMER_GROUP``): quarantine messages naming any of them are replayed too;
+            the group hands each record to its members, and those that applied it already
+            skip it as a duplicate.
         function_name: the consumer function's name or ARN, when known: on-failure records that
             another function's mapping wrote are kept, never replayed.
         s3_client: boto3 S3 client for an S3 on-failure destination (default: plain
@@ -149,6 +166,7 @@ class Redrive:
     sqs_client: Any = None
     streams_client: Any = None
     consumer_name: str | None = None
+    member_names: Sequence[str] = ()
     function_name: str | None = None
     quarantine_queue_url: str | None = None
     s3_client: Any = None
@@ -187,16 +205,15 @@ class Redrive:
                 " CDC_CONSUMER_NAME in the consumer's environment): it replays only that"
                 " consumer's messages"
             )
-        try:
-            self.sqs_client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
-        except (ClientError, BotoCoreError) as error:
-            code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
-            fix = (
-                "check --queue-url (the queue does not exist in this account and region)"
-                if code in MISSING_QUEUE_CODES
-                else "check --queue-url and that these credentials may read it"
-            )
-            raise setup_error(error, f"read queue {queue_url}", fix) from None
+        check_access(
+            lambda: self.sqs_client.get_queue_attributes(
+                QueueUrl=queue_url, AttributeNames=["QueueArn"]
+            ),
+            f"read queue {queue_url}",
+            MISSING_QUEUE_CODES,
+            "check --queue-url (the queue does not exist in this account and region)",
+            "check --queue-url and that these credentials may read it",
+        )
 
     # The run loop ---------------------------------------------------------------------------
 
@@ -270,16 +287,13 @@ class Redrive:
         check_stream_arn(self.stream_arn)
         if self.s3_client is None:
             self.s3_client = boto3.client("s3")
-        try:
-            self.s3_client.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
-        except (ClientError, BotoCoreError) as error:
-            code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
-            fix = (
-                "check --bucket (no such bucket in this account)"
-                if code in MISSING_BUCKET_CODES
-                else "check --bucket and that these credentials may list and read it"
-            )
-            raise setup_error(error, f"list bucket {bucket}", fix) from None
+        check_access(
+            lambda: self.s3_client.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1),
+            f"list bucket {bucket}",
+            MISSING_BUCKET_CODES,
+            "check --bucket (no such bucket in this account)",
+            "check --bucket and that these credentials may list and read it",
+        )
 
     def run_bucket(
         self,
@@ -333,8 +347,7 @@ class Redrive:
                     )
                 )
                 continue
-            records = [r for r in item.records if self._criteria.matches(r)]
-            report.records_filtered += len(item.records) - len(records)
+            records = self._delivered(item.records, report)
             if dry_run:
                 report.planned.append(
                     PlannedMessage(
@@ -407,7 +420,7 @@ class Redrive:
             quarantined = parse_quarantine_message(
                 message["Body"],
                 expected_stream_arn=self.stream_arn,
-                expected_consumer=str(self.consumer_name),
+                expected_consumer=(str(self.consumer_name), *self.member_names),
             )
         except MalformedMessageError:
             return  # not ours, or unreadable: the next run reports it
@@ -508,14 +521,12 @@ class Redrive:
                         )
                     )
                     return False
-                delivered = [r for r in records if self._criteria.matches(r)]
-                report.records_filtered += len(records) - len(delivered)
-                records = delivered
+                records = self._delivered(records, report)
             else:
                 quarantined = parse_quarantine_message(
                     message["Body"],
                     expected_stream_arn=self.stream_arn,
-                    expected_consumer=str(self.consumer_name),
+                    expected_consumer=(str(self.consumer_name), *self.member_names),
                 )
                 records = [quarantined.record]
                 shard_id = None
@@ -538,6 +549,15 @@ class Redrive:
             report.failed.append(FailedMessage(message_id, failure))
             return False
         return True
+
+    def _delivered(
+        self, records: Sequence[dict[str, Any]], report: RedriveReport
+    ) -> list[dict[str, Any]]:
+        """The on-failure ``records`` the mapping's filters deliver (the rest are counted as
+        filtered: the mapping never delivered them, so they are not replayed)."""
+        delivered = [r for r in records if self._criteria.matches(r)]
+        report.records_filtered += len(records) - len(delivered)
+        return delivered
 
     def _replay(self, records: Sequence[dict[str, Any]], report: RedriveReport) -> str | None:
         """Replay ``records`` in order; None when all succeeded, else why not."""

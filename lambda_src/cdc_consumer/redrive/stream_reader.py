@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,23 +15,12 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_PAGE_LIMIT,
     LOST_ERROR_CODES,
 )
+from cdc_consumer.wire import to_wire
 
-__all__ = ["StreamRangeReader", "to_lambda_record", "wire_json"]
+__all__ = ["StreamRangeReader", "to_lambda_record"]
 
-
-def wire_json(value: Any) -> Any:
-    """``value`` as the JSON on the wire: datetimes as epoch seconds (whole seconds, as DynamoDB
-    Streams rounds ``ApproximateCreationDateTime`` down to the second) and bytes (binary
-    attributes) as base64 text, recursively; boto3 parses both into Python objects."""
-    if isinstance(value, Mapping):
-        return {key: wire_json(inner) for key, inner in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [wire_json(inner) for inner in value]
-    if isinstance(value, datetime):
-        return int(value.timestamp())
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(bytes(value)).decode()
-    return value
+#: The one value of a GetRecords record that boto3 parses into a datetime (in ``dynamodb``).
+_CREATED = "ApproximateCreationDateTime"
 
 
 def to_lambda_record(record: Mapping[str, Any], stream_arn: str) -> dict[str, Any]:
@@ -40,11 +28,15 @@ def to_lambda_record(record: Mapping[str, Any], stream_arn: str) -> dict[str, An
 
     Lambda's event differs from boto3's GetRecords response in these ways: it adds
     ``eventSourceARN``; it carries the wire JSON, so ``dynamodb.ApproximateCreationDateTime`` is
-    epoch seconds and binary attributes are base64 text (see :func:`wire_json`); and
-    ``userIdentity`` has lower-case keys (``type``, ``principalId``), which is what TTL filters
-    and the runtime's TTL detection look at. ``record`` is not changed.
+    epoch seconds (whole seconds, as DynamoDB Streams rounds it down to the second) and binary
+    attributes are base64 text (see :func:`cdc_consumer.wire.to_wire`); and ``userIdentity``
+    has lower-case keys (``type``, ``principalId``), which is what TTL filters and the
+    runtime's TTL detection look at. ``record`` is not changed.
     """
-    converted: dict[str, Any] = wire_json(record)
+    converted: dict[str, Any] = to_wire(record)  # a copy: every mapping in it is new
+    stream = converted.get("dynamodb")
+    if isinstance(stream, dict) and isinstance(stream.get(_CREATED), datetime):
+        stream[_CREATED] = int(stream[_CREATED].timestamp())
     identity = converted.get("userIdentity")
     if isinstance(identity, Mapping):
         converted["userIdentity"] = {

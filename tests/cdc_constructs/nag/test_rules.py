@@ -184,6 +184,50 @@ def filter_criteria(l1: Any, patterns: list[dict[str, Any]] | None) -> Any:
     )
 
 
+def filtered_mapping(
+    scope: Construct,
+    shared: Shared,
+    pattern: dict[str, Any],
+    view: dynamodb.StreamViewType | None = None,
+    *,
+    event_source_arn: str | None = None,
+) -> None:
+    """A safe mapping with one filter pattern on a stream: the shared table of ``view``'s, or
+    ``event_source_arn``."""
+    if view is not None:
+        event_source_arn = shared.tables[view].table_stream_arn
+    mapping(
+        scope,
+        shared,
+        event_source_arn=event_source_arn,
+        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [pattern]),
+    )
+
+
+def kinesis_mapping(scope: Construct, shared: Shared, **stream_props: Any) -> None:
+    """A safe mapping on a new Kinesis stream, with a record age (about 28 h) that only a
+    retention over the default 24 h allows."""
+    stream = kinesis.Stream(scope, "Stream", **stream_props)
+    mapping(
+        scope, shared, event_source_arn=stream.stream_arn, maximum_record_age_in_seconds=100_000
+    )
+
+
+def l2_event_source(scope: Construct, shared: Shared, **changes: Any) -> None:
+    """An alarmed function with the L2 DynamoEventSource, every safe setting but ``changes``."""
+    fn = function(scope, "Function")
+    iterator_age_alarm(scope, "Alarm", fn)
+    properties: dict[str, Any] = {
+        "starting_position": lambda_.StartingPosition.TRIM_HORIZON,
+        "retry_attempts": 5,
+        "max_record_age": Duration.hours(1),
+        "bisect_batch_on_error": True,
+        "report_batch_item_failures": True,
+        "on_failure": S3OnFailureDestination(shared.bucket),
+    }
+    fn.add_event_source(DynamoEventSource(shared.table, **{**properties, **changes}))
+
+
 NEW_IMAGE_FILTER = {"dynamodb": {"NewImage": {"status": {"S": ["PAID"]}}}}
 OLD_IMAGE_FILTER = {"$or": [{"eventName": ["REMOVE"]}, {"dynamodb": {"OldImage": {}}}]}
 TTL_DELETIONS_FILTER = {"userIdentity": {"type": ["Service"]}}
@@ -199,20 +243,7 @@ def _(scope: Construct, shared: Shared) -> None:
 
 @fragment("compliant-l2-event-source")
 def _(scope: Construct, shared: Shared) -> None:
-    fn = function(scope, "Function")
-    iterator_age_alarm(scope, "Alarm", fn)
-    fn.add_event_source(
-        DynamoEventSource(
-            shared.table,
-            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            retry_attempts=5,
-            max_record_age=Duration.hours(1),
-            bisect_batch_on_error=True,
-            report_batch_item_failures=True,
-            on_failure=S3OnFailureDestination(shared.bucket),
-            filters=[lambda_.FilterCriteria.filter(NEW_IMAGE_FILTER)],
-        )
-    )
+    l2_event_source(scope, shared, filters=[lambda_.FilterCriteria.filter(NEW_IMAGE_FILTER)])
 
 
 @fragment("compliant-pipe")
@@ -222,10 +253,7 @@ def _(scope: Construct, shared: Shared) -> None:
 
 @fragment("compliant-kinesis-longer-retention")
 def _(scope: Construct, shared: Shared) -> None:
-    stream = kinesis.Stream(scope, "Stream", retention_period=Duration.hours(48))
-    mapping(
-        scope, shared, event_source_arn=stream.stream_arn, maximum_record_age_in_seconds=100_000
-    )
+    kinesis_mapping(scope, shared, retention_period=Duration.hours(48))
 
 
 @fragment("compliant-through-property-override")
@@ -243,24 +271,12 @@ def _(scope: Construct, shared: Shared) -> None:
 
 @fragment("compliant-filter-on-carried-image")
 def _(scope: Construct, shared: Shared) -> None:
-    table = shared.tables[dynamodb.StreamViewType.NEW_IMAGE]
-    mapping(
-        scope,
-        shared,
-        event_source_arn=table.table_stream_arn,
-        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [NEW_IMAGE_FILTER]),
-    )
+    filtered_mapping(scope, shared, NEW_IMAGE_FILTER, dynamodb.StreamViewType.NEW_IMAGE)
 
 
 @fragment("compliant-filter-without-images-on-keys-only")
 def _(scope: Construct, shared: Shared) -> None:
-    table = shared.tables[dynamodb.StreamViewType.KEYS_ONLY]
-    mapping(
-        scope,
-        shared,
-        event_source_arn=table.table_stream_arn,
-        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [TTL_DELETIONS_FILTER]),
-    )
+    filtered_mapping(scope, shared, TTL_DELETIONS_FILTER, dynamodb.StreamViewType.KEYS_ONLY)
 
 
 @fragment("compliant-metric-math-alarm")
@@ -359,10 +375,7 @@ def _(scope: Construct, shared: Shared) -> None:
 
 @fragment("record-age-above-kinesis-default-retention", "CDC-ESM2")
 def _(scope: Construct, shared: Shared) -> None:
-    stream = kinesis.Stream(scope, "Stream")
-    mapping(
-        scope, shared, event_source_arn=stream.stream_arn, maximum_record_age_in_seconds=100_000
-    )
+    kinesis_mapping(scope, shared)
 
 
 def _kinesis_consumer(scope: Construct, retention_days: int, **props: Any) -> None:
@@ -430,24 +443,12 @@ def _(scope: Construct, shared: Shared) -> None:
 
 @fragment("new-image-filter-on-keys-only", "CDC-ESM7")
 def _(scope: Construct, shared: Shared) -> None:
-    table = shared.tables[dynamodb.StreamViewType.KEYS_ONLY]
-    mapping(
-        scope,
-        shared,
-        event_source_arn=table.table_stream_arn,
-        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [NEW_IMAGE_FILTER]),
-    )
+    filtered_mapping(scope, shared, NEW_IMAGE_FILTER, dynamodb.StreamViewType.KEYS_ONLY)
 
 
 @fragment("old-image-filter-in-or-on-new-image", "CDC-ESM7")
 def _(scope: Construct, shared: Shared) -> None:
-    table = shared.tables[dynamodb.StreamViewType.NEW_IMAGE]
-    mapping(
-        scope,
-        shared,
-        event_source_arn=table.table_stream_arn,
-        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [OLD_IMAGE_FILTER]),
-    )
+    filtered_mapping(scope, shared, OLD_IMAGE_FILTER, dynamodb.StreamViewType.NEW_IMAGE)
 
 
 @fragment("pipe-new-image-filter-on-old-image", "CDC-ESM7")
@@ -458,12 +459,8 @@ def _(scope: Construct, shared: Shared) -> None:
 
 @fragment("new-image-filter-on-table-v2-keys-only", "CDC-ESM7")
 def _(scope: Construct, shared: Shared) -> None:
-    mapping(
-        scope,
-        shared,
-        event_source_arn=table_v2(scope, "KEYS_ONLY").table_stream_arn,
-        filter_criteria=filter_criteria(lambda_.CfnEventSourceMapping, [NEW_IMAGE_FILTER]),
-    )
+    stream_arn = table_v2(scope, "KEYS_ONLY").table_stream_arn
+    filtered_mapping(scope, shared, NEW_IMAGE_FILTER, event_source_arn=stream_arn)
 
 
 @fragment("no-iterator-age-alarm", "CDC-ESM8")
@@ -480,19 +477,7 @@ def _(scope: Construct, shared: Shared) -> None:
 
 @fragment("sqs-destination-keeps-only-a-pointer", "CDC-ESM10")
 def _(scope: Construct, shared: Shared) -> None:
-    fn = function(scope, "Function")
-    iterator_age_alarm(scope, "Alarm", fn)
-    fn.add_event_source(
-        DynamoEventSource(
-            shared.table,
-            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            retry_attempts=5,
-            max_record_age=Duration.hours(1),
-            bisect_batch_on_error=True,
-            report_batch_item_failures=True,
-            on_failure=SqsDlq(shared.queue),
-        )
-    )
+    l2_event_source(scope, shared, on_failure=SqsDlq(shared.queue))
 
 
 @fragment("sns-destination-keeps-only-a-pointer", "CDC-ESM10")

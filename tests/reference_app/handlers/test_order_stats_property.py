@@ -19,14 +19,13 @@ from collections.abc import Iterator
 from itertools import cycle
 from typing import Any
 
-from botocore.exceptions import ReadTimeoutError
 from cdc_consumer import Change
 from cdc_consumer.testing import FakeContext, redelivery, stream_event
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_local.endpoint import patched_environ
-from tests.cdc_consumer.fixtures import Resources, create_table, error_response
+from tests.cdc_consumer.fixtures import Resources, TransactionHooks, error_response
 from tests.reference_app.handlers.orders import (
     handler_module,
     new_orders_stream,
@@ -63,19 +62,12 @@ faults = st.lists(
 )
 
 
-def create_view_table(resources: Resources) -> str:
-    name = f"view-{uuid.uuid4().hex[:8]}"
-    create_table(resources.dynamodb, name)
-    return name
-
-
-class InjectedFaults:
+class InjectedFaults(TransactionHooks):
     """Answers the n-th TransactWriteItems call as the n-th drawn fault says."""
 
     def __init__(self, client: Any, plan: list[tuple[Any, ...]]) -> None:
-        self.client = client
+        super().__init__(client)
         self.plan: Iterator[tuple[Any, ...]] = iter(plan)
-        self.lose_response = False
 
     def before(self, params: dict[str, Any], **_: Any) -> Any:
         fault = next(self.plan, ("ok",))
@@ -93,20 +85,6 @@ class InjectedFaults:
             )
         self.lose_response = fault[0] == "lost response"
         return None
-
-    def after(self, **_: Any) -> None:
-        if self.lose_response:
-            self.lose_response = False
-            raise ReadTimeoutError(endpoint_url="http://dynamodb (simulated: committed, lost)")
-
-    def __enter__(self) -> InjectedFaults:
-        self.client.meta.events.register("before-call.dynamodb.TransactWriteItems", self.before)
-        self.client.meta.events.register("after-call.dynamodb.TransactWriteItems", self.after)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.client.meta.events.unregister("before-call.dynamodb.TransactWriteItems", self.before)
-        self.client.meta.events.unregister("after-call.dynamodb.TransactWriteItems", self.after)
 
 
 @settings(
@@ -139,7 +117,7 @@ def test_view_equals_recomputation_from_the_final_table(
             stream.put(image)
         else:
             stream.delete((write[1],), ttl_expiry=write[2])
-    view_table = create_view_table(resources)
+    view_table = resources.new_table("view")
     environment = {
         "CDC_CONSUMER_NAME": f"order-stats-{uuid.uuid4().hex[:8]}",
         "IDEMPOTENCY_TABLE_NAME": resources.idempotency_table,

@@ -1,10 +1,11 @@
-"""Two consumers behind one mapping: ``stats`` (every change but TTL deletions, poison on
-pk "poison") and ``audit`` (every change); each adds 1 to ``<member>#<pk>`` in VIEW_TABLE."""
+"""Two consumers behind one mapping: ``stats`` (poison on pk "poison") and ``audit``; each
+adds 1 to ``<member>#<pk>`` in VIEW_TABLE. Their order and filters come from the
+StreamConsumer's ``members`` (CDC_CONSUMER_GROUP)."""
 
 import os
 
 from cdc_consumer import PermanentError, StreamProcessor
-from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
+from cdc_consumer.consumer_group import ConsumerGroup
 
 
 def counter(member, poison=None):
@@ -30,13 +31,11 @@ stats = StreamProcessor("stats")
 stats.projection(counter("stats", poison="poison"))
 audit = StreamProcessor("audit")
 audit.projection(counter("audit"))
-group = ConsumerGroup(
-    [
-        GroupMember(stats, [{"userIdentity": {"type": [{"exists": False}]}}]),
-        GroupMember(audit),
-    ]
-)
+group = None
 
 
 def handler(event, context):
+    global group
+    if group is None:
+        group = ConsumerGroup.from_environment([stats, audit])
     return group.handle(event, context)
