@@ -136,17 +136,6 @@ class BatchRun:
         def remaining_ms() -> int | None:
             return None if context is None else int(context.get_remaining_time_in_millis())
 
-        def writes_for(position: int, change: Change, actions: Any, quarantined: bool) -> Any:
-            marker = marker_action(
-                settings.idempotency_table,
-                f"{settings.consumer}#{change.event_id}",
-                int(registry.clock()) + defaults.marker_ttl_seconds(),
-                change.source_arn,
-            )
-            return RecordWrites.build(
-                position, marker, actions, settings.idempotency_table, quarantined=quarantined
-            )
-
         deadline = Deadline(remaining_ms, registry.safety_margin_ms)
 
         def side_effect_timeout_ms() -> int:
@@ -172,7 +161,9 @@ class BatchRun:
             )
         return cls(
             records=records,
-            decider=Decider(registry.projections, writes_for, registry.reads),
+            decider=Decider(
+                registry.projections, _writes_for(settings, registry.clock), registry.reads
+            ),
             ledger=ledger,
             outcomes=outcomes,
             deadline=deadline,
@@ -182,12 +173,19 @@ class BatchRun:
 
     def run(self) -> str | None:
         """Process the records; the sequence number to report, or None when all are settled."""
-        step: Step = Next(0)
-        while isinstance(step, Next):
-            step = self.advance(step.position)
+        position = 0
+        while True:
+            step = self.advance(position)
+            if step is None:  # the common case: on to the next record (no Next to make)
+                position += 1
+            elif type(step) is Next:
+                position = step.position
+            else:
+                break
         return sequence_number(self.records[step.position]) if isinstance(step, Stop) else None
 
-    def advance(self, position: int) -> Step:
+    def advance(self, position: int) -> Step | None:
+        """Take the record at ``position``; None: go on with the next one."""
         if position >= len(self.records):
             return self.after_pending(lambda: DONE)
         near, remaining = self.deadline.near()
@@ -205,9 +203,11 @@ class BatchRun:
             )
         return self.carry_out(position, self.decider.decide(position, self.records[position]))
 
-    def carry_out(self, position: int, decision: Decision) -> Step:
+    def carry_out(self, position: int, decision: Decision) -> Step | None:
         if decision.change is not None:
             self.ledger.saw(position, decision.change)
+        if type(decision) is Apply:  # the common case first
+            return self.apply(position, decision)
         if isinstance(decision, Poison):
             return self.after_pending(lambda: self.quarantine_and_go_on(position, decision.error))
         if isinstance(decision, Transient):
@@ -218,13 +218,13 @@ class BatchRun:
             return self.after_pending(lambda: _raise(decision.error))
         return self.apply(position, decision)
 
-    def apply(self, position: int, decision: Apply) -> Step:
+    def apply(self, position: int, decision: Apply) -> Step | None:
         if self.projection is not None and decision.writes is not None:
             step = self.projection.add(decision.writes)
             if step is not None:
                 return step
         if self.side_effects is None:
-            return Next(position + 1)
+            return None
         side_effects = self.side_effects
         return self.after_pending(lambda: side_effects.run(position, decision.change))
 
@@ -259,6 +259,24 @@ class BatchRun:
             if step is not None:
                 return step
         return then()
+
+
+def _writes_for(
+    settings: Settings, clock: Callable[[], float]
+) -> Callable[[int, Change, Any, bool], RecordWrites]:
+    """What pairs a record's actions with its processed-marker (:meth:`RecordWrites.build`)."""
+    table, consumer = settings.idempotency_table, settings.consumer
+    marker_ttl = defaults.marker_ttl_seconds()  # read once per batch
+
+    def writes_for(position: int, change: Change, actions: Any, quarantined: bool) -> Any:
+        if type(actions) is list and not actions:  # nothing to write: no marker either
+            return RecordWrites(position, [], frozenset(), 0, quarantined)
+        marker = marker_action(
+            table, f"{consumer}#{change.event_id}", int(clock()) + marker_ttl, change.source_arn
+        )
+        return RecordWrites.build(position, marker, actions, table, quarantined=quarantined)
+
+    return writes_for
 
 
 def _raise(error: Exception) -> Step:

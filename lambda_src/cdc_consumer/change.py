@@ -42,6 +42,7 @@ class Change:
         "_keys",
         "_new_image",
         "_old_image",
+        "_stream",
         "_time",
         "creation_time_us",
         "event_id",
@@ -87,6 +88,7 @@ class Change:
         set_(self, "_keys", keys)
         set_(self, "_new_image", new_image)
         set_(self, "_old_image", old_image)
+        set_(self, "_stream", None)
         set_(self, "sequence_number", sequence_number)
         set_(self, "_time", approximate_creation_time)
         set_(self, "is_ttl_expiry", is_ttl_expiry)
@@ -101,26 +103,27 @@ class Change:
     # --- decoded on first use ----------------------------------------------------------------
 
     def _decoded(self, slot: str, name: str) -> Any:
-        value = object.__getattribute__(self, slot)
-        if type(value) is _Wire:
-            value = _image(value.stream, name, self.event_id)
-            object.__setattr__(self, slot, value)
+        value = _image(self._stream, name, self.event_id)
+        object.__setattr__(self, slot, value)
         return value
 
     @property
     def keys(self) -> dict[str, Any]:
         """The item's key attributes."""
-        return self._decoded("_keys", "Keys")  # type: ignore[no-any-return]
+        value = self._keys
+        return self._decoded("_keys", "Keys") if value is _UNDECODED else value
 
     @property
     def new_image(self) -> dict[str, Any] | None:
         """The item after the change (None for REMOVE, or when the view type omits it)."""
-        return self._decoded("_new_image", "NewImage")  # type: ignore[no-any-return]
+        value = self._new_image
+        return self._decoded("_new_image", "NewImage") if value is _UNDECODED else value
 
     @property
     def old_image(self) -> dict[str, Any] | None:
         """The item before the change (None for INSERT, or when the view type omits it)."""
-        return self._decoded("_old_image", "OldImage")  # type: ignore[no-any-return]
+        value = self._old_image
+        return self._decoded("_old_image", "OldImage") if value is _UNDECODED else value
 
     @property
     def approximate_creation_time(self) -> datetime | None:
@@ -184,7 +187,7 @@ class Change:
         values are decoded on first use (see the class): one that is not an attribute value (an
         unknown type, a number DynamoDB could not hold, binary that is not base64) raises then.
         """
-        if not _is_mapping(record):
+        if type(record) is not dict and not _is_mapping(record):
             raise UndecodableRecordError(
                 f"a stream record must be a JSON object, got {type(record).__name__}"
             )
@@ -197,7 +200,8 @@ class Change:
                 )
             return cls._decode(decode_data(record), record, sequence_number, _kinesis_time_us)
         stream = record.get("dynamodb")
-        sequence_number = stream.get("SequenceNumber") if _is_mapping(stream) else None
+        is_object = type(stream) is dict or _is_mapping(stream)
+        sequence_number = stream.get("SequenceNumber") if is_object else None  # type: ignore[union-attr]
         if not isinstance(sequence_number, str) or not sequence_number:
             sequence_number = None
         return cls._decode(record, record, sequence_number, _stream_time_us)
@@ -221,7 +225,7 @@ class Change:
                 f"eventName must be one of {sorted(EVENT_NAMES)}, got {event_name!r}"
             )
         stream = document.get("dynamodb")
-        if not _is_mapping(stream):
+        if type(stream) is not dict and not _is_mapping(stream):
             raise UndecodableRecordError(
                 f"record {event_id}: 'dynamodb' must be an object, got {stream!r}"
             )
@@ -231,50 +235,68 @@ class Change:
                 f"got {stream.get('SequenceNumber')!r}"
             )
         keys = stream.get("Keys")
-        if not _is_mapping(keys) or not keys:
+        if (type(keys) is not dict and not _is_mapping(keys)) or not keys:
             raise UndecodableRecordError(
                 f"record {event_id}: dynamodb.Keys must be a non-empty object, got {keys!r}"
             )
         creation_time_us, created = time_us(stream, event_id)
-        wire = _Wire(stream)
-        images = []
-        for name in ("NewImage", "OldImage"):
-            image = stream.get(name)
-            if image is not None and not _is_mapping(image):
-                raise UndecodableRecordError(
-                    f"record {event_id}: dynamodb.{name} must be an object of attribute "
-                    f"values, got {image!r}"
-                )
-            images.append(None if image is None else wire)
-        return cls(
-            event_id=event_id,
-            event_name=event_name,
-            keys=wire,  # type: ignore[arg-type]
-            new_image=images[0],
-            old_image=images[1],
-            sequence_number=sequence_number,
-            approximate_creation_time=created,
-            is_ttl_expiry=event_name == "REMOVE" and _is_ttl_identity(document.get("userIdentity")),
-            source_arn=raw.get("eventSourceARN"),
-            raw=raw,
-            creation_time_us=creation_time_us,
-            view_type=stream.get("StreamViewType"),
+        new_image, old_image = stream.get("NewImage"), stream.get("OldImage")
+        if not (type(new_image) is dict and type(old_image) in _IMAGE_TYPES):  # not the usual
+            _check_images(event_id, new_image, old_image)
+        # Built through _Building (no read-only __setattr__ in the way: ten times cheaper than
+        # object.__setattr__ per field), then made a Change.
+        change = _new(_Building)
+        change.event_id = event_id
+        change.event_name = event_name
+        change._stream = stream
+        change._keys = _UNDECODED
+        change._new_image = None if new_image is None else _UNDECODED
+        change._old_image = None if old_image is None else _UNDECODED
+        change.sequence_number = sequence_number
+        change._time = created
+        change.is_ttl_expiry = event_name == "REMOVE" and _is_ttl_identity(
+            document.get("userIdentity")
         )
+        change.source_arn = raw.get("eventSourceARN")
+        change.raw = raw
+        change.creation_time_us = creation_time_us
+        change.view_type = stream.get("StreamViewType")
+        change.__class__ = cls
+        return change  # type: ignore[return-value]
 
 
-class _Wire:
-    """An image not decoded yet: the record's ``dynamodb`` object it is read from."""
+class _Building(Change):
+    """A :class:`Change` being built by :meth:`Change._decode`: the same slots, writable."""
 
-    __slots__ = ("stream",)
+    __slots__ = ()
+    __setattr__ = object.__setattr__
 
-    def __init__(self, stream: Mapping[str, Any]) -> None:
-        self.stream = stream
+
+_new = object.__new__
+
+
+#: In a Change's key or image slot: not decoded yet, read from its ``_stream`` on first use.
+_UNDECODED: Any = object()
+
+
+#: The types of an image that need no check: an object from JSON, or absent.
+_IMAGE_TYPES = (dict, type(None))
+
+
+def _check_images(event_id: str, new_image: Any, old_image: Any) -> None:
+    """:class:`UndecodableRecordError` when an image is present but not an object."""
+    for name, image in (("NewImage", new_image), ("OldImage", old_image)):
+        if image is not None and not _is_mapping(image):
+            raise UndecodableRecordError(
+                f"record {event_id}: dynamodb.{name} must be an object of attribute "
+                f"values, got {image!r}"
+            )
 
 
 def _is_mapping(value: Any) -> bool:
-    """isinstance(value, Mapping), with the common case (a dict, from JSON) first: the ABC
-    check costs several times more."""
-    return type(value) is dict or isinstance(value, Mapping)
+    """isinstance(value, Mapping), with the common cases (a dict, from JSON, or None) first: the
+    ABC check costs several times more."""
+    return type(value) is dict or (value is not None and isinstance(value, Mapping))
 
 
 def _image(stream: Mapping[str, Any], name: str, event_id: str) -> dict[str, Any] | None:
@@ -299,9 +321,13 @@ Created = tuple[int | None, datetime | None]
 def _stream_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
     """A DynamoDB stream record's ApproximateCreationDateTime (epoch seconds) in microseconds,
     and as a datetime."""
+    global _last_time
     value = stream.get("ApproximateCreationDateTime")
     if value is None:
         return None, None
+    last = _last_time  # one read: (value, its microseconds, its datetime)
+    if value == last[0] and type(value) is type(last[0]):
+        return last[1], last[2]  # the records of a batch mostly share their second
     try:
         if type(value) is float and value.is_integer():
             time_us = int(value) * 1_000_000  # the common case, exactly, without Decimal
@@ -313,7 +339,13 @@ def _stream_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
             f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch seconds, "
             f"got {value!r}"
         ) from error
+    _last_time = (value, time_us, created)
     return time_us, created
+
+
+#: The last ApproximateCreationDateTime decoded, and what it decoded to (replaced whole, so a
+#: reader never sees half of it).
+_last_time: tuple[Any, int | None, datetime | None] = (None, None, None)
 
 
 def _kinesis_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
@@ -334,6 +366,8 @@ def _kinesis_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
 
 
 def _is_ttl_identity(identity: Any) -> bool:
-    return isinstance(identity, Mapping) and all(
-        identity.get(name) == value for name, value in TTL_PRINCIPAL.items()
+    return (
+        identity is not None
+        and isinstance(identity, Mapping)
+        and all(identity.get(name) == value for name, value in TTL_PRINCIPAL.items())
     )

@@ -15,7 +15,6 @@ record into one :data:`Decision`, which the batch loop carries out in order:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from cdc_consumer.change import Change
@@ -32,47 +31,70 @@ Projection = Callable[[Change], Sequence[Mapping[str, Any]]]
 """A function from a change to its TransactWriteItems actions (boto3 client shape)."""
 
 
-@dataclass(frozen=True)
-class Apply:
+class _Decided:
+    """A decision's fields, read-only by convention. Plain slotted classes, not dataclasses:
+    one is made per record, and a frozen dataclass costs several times more to make (and to
+    import)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Apply(_Decided):
     """Apply the change: commit ``writes`` (projection mode; None without projections), then
     run the side effects."""
 
-    change: Change
-    writes: RecordWrites | None
+    __slots__ = ("change", "writes")
+
+    def __init__(self, change: Change, writes: RecordWrites | None) -> None:
+        self.change = change
+        self.writes = writes
 
 
-@dataclass(frozen=True)
-class Compensate:
+class Compensate(_Decided):
     """Quarantine the record for ``error``, then commit ``writes``: its marker and the
     compensating actions the projection's :class:`PermanentError` carried."""
 
-    change: Change
-    writes: RecordWrites
-    error: PermanentError
+    __slots__ = ("change", "error", "writes")
+
+    def __init__(self, change: Change, writes: RecordWrites, error: PermanentError) -> None:
+        self.change = change
+        self.writes = writes
+        self.error = error
 
 
-@dataclass(frozen=True)
-class Poison:
-    """Quarantine the record whole: processing it again would fail again."""
+class Poison(_Decided):
+    """Quarantine the record whole: processing it again would fail again (``change`` is None
+    when the record could not be decoded)."""
 
-    error: Exception
-    change: Change | None = None  # None when the record could not be decoded
+    __slots__ = ("change", "error")
+
+    def __init__(self, error: Exception, change: Change | None = None) -> None:
+        self.error = error
+        self.change = change
 
 
-@dataclass(frozen=True)
-class Transient:
+class Transient(_Decided):
     """Stop at the record and report it: a retry may succeed."""
 
-    error: Exception
-    change: Change | None = None
+    __slots__ = ("change", "error")
+
+    def __init__(self, error: Exception, change: Change | None = None) -> None:
+        self.error = error
+        self.change = change
 
 
-@dataclass(frozen=True)
-class Misconfigured:
+class Misconfigured(_Decided):
     """Fail the invocation: no record like this one can be applied by this consumer."""
 
-    error: MissingImageError
-    change: Change
+    __slots__ = ("change", "error")
+
+    def __init__(self, error: MissingImageError, change: Change) -> None:
+        self.error = error
+        self.change = change
 
 
 Decision = Apply | Compensate | Poison | Transient | Misconfigured
@@ -81,7 +103,6 @@ Reads = tuple[str, frozenset[str]]
 """A reader's name (projection or side effect) and the images it declared it reads."""
 
 
-@dataclass(frozen=True)
 class Decider:
     """Decides records for one invocation.
 
@@ -90,24 +111,35 @@ class Decider:
     ``reads``: the images each projection and side effect declared it reads.
     """
 
-    projections: Sequence[Projection]
-    writes_for: Callable[[int, Change, Any, bool], RecordWrites]
-    reads: Sequence[Reads] = ()
+    __slots__ = ("projections", "reads", "writes_for")
+
+    def __init__(
+        self,
+        projections: Sequence[Projection],
+        writes_for: Callable[[int, Change, Any, bool], RecordWrites],
+        reads: Sequence[Reads] = (),
+    ) -> None:
+        self.projections = projections
+        self.writes_for = writes_for
+        self.reads = reads
 
     def decide(self, position: int, record: Any) -> Decision:
         try:
             change = Change.from_record(record)
         except UndecodableRecordError as error:
             return Poison(error)
-        missing = self.missing_image(change)
-        if missing is not None:
-            return Misconfigured(missing, change)
+        if self.reads:
+            missing = self.missing_image(change)
+            if missing is not None:
+                return Misconfigured(missing, change)
         if not self.projections:
             return Apply(change, None)
         try:
             actions: list[Any] = []
             for projection in self.projections:
-                actions.extend(action_list(projection(change)))
+                returned = projection(change)
+                # A list, as projections return: no need to check it is a sequence.
+                actions.extend(returned if type(returned) is list else action_list(returned))
             return Apply(change, self.writes_for(position, change, actions, False))
         except PermanentError as error:
             return self._permanent(position, change, error)

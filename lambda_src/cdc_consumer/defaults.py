@@ -11,8 +11,6 @@ import os
 
 from botocore.config import Config
 
-from cdc_consumer.contract import MARKER_TTL_ENV
-
 # --- Idempotency records ---
 
 #: How long a processed-marker or side-effect record is kept (epoch-seconds TTL): 7 days.
@@ -31,6 +29,8 @@ def marker_ttl_seconds() -> int:
     """How long markers and claims are kept: ``CDC_MARKER_TTL_SECONDS`` when set to a positive
     whole number, else IDEMPOTENCY_TTL_SECONDS (a wrong value falls back: a marker kept 7 days
     is the documented default, and a configuration typo must not drop idempotency)."""
+    from cdc_consumer.contract import MARKER_TTL_ENV  # not at import: see processor's docstring
+
     value = os.environ.get(MARKER_TTL_ENV, "")
     return int(value) if value.isdigit() and int(value) > 0 else IDEMPOTENCY_TTL_SECONDS
 

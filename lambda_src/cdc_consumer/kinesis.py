@@ -60,6 +60,15 @@ def kinesis_sequence_number(record: Any) -> str | None:
 def item_identifier(record: Any) -> str | None:
     """What Lambda's ``batchItemFailures`` names ``record`` by: the Kinesis sequence number of a
     Kinesis record, ``dynamodb.SequenceNumber`` of a DynamoDB stream record; None if missing."""
+    if (
+        type(record) is dict
+        and record.get("eventSource") != KINESIS_EVENT_SOURCE
+        and record.get("kinesis") is None
+    ):  # a DynamoDB stream record as JSON: no ABC checks (once per record per batch)
+        stream = record.get("dynamodb")
+        value = stream.get("SequenceNumber") if type(stream) is dict else None
+        if type(value) is str and value:
+            return value
     if is_kinesis_record(record):
         return kinesis_sequence_number(record)
     stream = record.get("dynamodb") if isinstance(record, Mapping) else None

@@ -19,23 +19,41 @@ from cdc_consumer.ledger import Ledger
 from cdc_consumer.quarantine import send_to_quarantine
 
 
-@dataclass(frozen=True)
-class Next:
+class _At:
+    """A step at a record's ``position``. Plain slotted classes, not dataclasses: one is made
+    per record, and a frozen dataclass costs several times more to make (and to import)."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.position == self.position  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.position))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(position={self.position})"
+
+
+class Next(_At):
     """Carry on with the record at ``position`` (everything before it is settled)."""
 
-    position: int
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Stop:
+class Stop(_At):
     """Report the record at ``position`` (nothing from it on was applied)."""
 
-    position: int
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
 class Done:
     """Every record is settled."""
+
+    __slots__ = ()
 
 
 DONE: Final = Done()

@@ -1,27 +1,52 @@
-"""StreamProcessor: in-order, stop-at-first-failure processing of a DynamoDB stream batch."""
+"""StreamProcessor: in-order, stop-at-first-failure processing of a DynamoDB stream batch.
+
+Importing this module (what a handler module does at cold start) loads only what registering
+projections and side effects needs; the batch machinery (:mod:`cdc_consumer.batch` and what it
+imports, the contract's message shapes among them) is imported by the first :meth:`handle`,
+so the import stays close to bare boto3's and the first batch pays the rest
+(docs/design.md §4).
+"""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 
-from cdc_consumer import defaults, logs, metrics
-from cdc_consumer.batch import BatchRun, LambdaContext
-from cdc_consumer.decision import Projection, Reads
+from cdc_consumer import defaults
 from cdc_consumer.exceptions import ConfigurationError, DeadlineError, MalformedBatchError
-from cdc_consumer.ledger import Ledger
-from cdc_consumer.modes import SideEffect
-from cdc_consumer.outcomes import event_id, sequence_number
-from cdc_consumer.settings import Settings, resolve_settings
+
+if TYPE_CHECKING:
+    from cdc_consumer.batch import LambdaContext
+    from cdc_consumer.decision import Projection, Reads
+    from cdc_consumer.ledger import Ledger
+    from cdc_consumer.modes import SideEffect
+    from cdc_consumer.settings import Settings
 
 __all__ = ["LambdaContext", "Projection", "Settings", "SideEffect", "StreamProcessor"]
 
-P = TypeVar("P", bound=Projection)
-S = TypeVar("S", bound=SideEffect)
+#: Names this module re-exports from the batch machinery, imported on first use (PEP 562).
+_LAZY = {
+    "LambdaContext": "cdc_consumer.batch",
+    "Projection": "cdc_consumer.decision",
+    "SideEffect": "cdc_consumer.modes",
+    "Settings": "cdc_consumer.settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+P = TypeVar("P", bound="Projection")
+S = TypeVar("S", bound="SideEffect")
 
 
 class StreamProcessor:
@@ -165,6 +190,11 @@ class StreamProcessor:
                 "the processor has neither a projection nor a side effect: register one with "
                 "@processor.projection or @processor.side_effect"
             )
+        # The batch machinery, imported by the first batch (see the module's docstring).
+        from cdc_consumer import logs, metrics
+        from cdc_consumer.batch import BatchRun
+        from cdc_consumer.ledger import Ledger
+
         settings = self.settings()
         started = self.clock()
         ledger = Ledger(settle_at_commit=not self.side_effects)
@@ -185,25 +215,14 @@ class StreamProcessor:
             )
             raise
         ledger.metrics.batch_failures = int(failed is not None)
-        logs.log(
-            "INFO",
-            "batch processed",
-            consumer=settings.consumer,
-            records=len(records),
-            processed=ledger.metrics.records_processed,
-            duplicates=ledger.metrics.duplicates_skipped,
-            quarantined=ledger.metrics.records_quarantined,
-            transactions=ledger.transactions,
-            failedSequenceNumber=failed,
-            firstSequenceNumber=sequence_number(records[0]) if records else None,
-            lastSequenceNumber=sequence_number(records[-1]) if records else None,
-            durationMs=round((self.clock() - started) * 1000),
-        )
+        _log_processed(settings, records, ledger, failed, round((self.clock() - started) * 1000))
         metrics.emit(settings.metrics_namespace, settings.consumer, ledger.metrics, self.clock())
         return {"batchItemFailures": [] if failed is None else [{"itemIdentifier": failed}]}
 
     def settings(self) -> Settings:
         """The names this invocation uses; :class:`ConfigurationError` names what is missing."""
+        from cdc_consumer.settings import resolve_settings
+
         return resolve_settings(
             self.consumer_name,
             self.idempotency_table,
@@ -222,6 +241,29 @@ class StreamProcessor:
         if self._sqs is None:
             self._sqs = boto3.client("sqs", config=defaults.CLIENT_CONFIG)
         return self._sqs
+
+
+def _log_processed(
+    settings: Settings, records: list[Any], ledger: Ledger, failed: str | None, duration_ms: int
+) -> None:
+    """The batch's log line."""
+    from cdc_consumer import logs
+    from cdc_consumer.outcomes import sequence_number
+
+    logs.log(
+        "INFO",
+        "batch processed",
+        consumer=settings.consumer,
+        records=len(records),
+        processed=ledger.metrics.records_processed,
+        duplicates=ledger.metrics.duplicates_skipped,
+        quarantined=ledger.metrics.records_quarantined,
+        transactions=ledger.transactions,
+        failedSequenceNumber=failed,
+        firstSequenceNumber=sequence_number(records[0]) if records else None,
+        lastSequenceNumber=sequence_number(records[-1]) if records else None,
+        durationMs=duration_ms,
+    )
 
 
 def _margin(given: int | None) -> int | None:
@@ -279,6 +321,8 @@ def _records_of(event: Mapping[str, Any]) -> list[Any]:
     batch so the other records still get through, and redrive and the local pipeline read an
     exception as "the whole batch failed" without a special case.
     """
+    from cdc_consumer.outcomes import event_id, sequence_number
+
     records = event.get("Records") if isinstance(event, Mapping) else None
     if not isinstance(records, list):
         raise MalformedBatchError(

@@ -94,7 +94,7 @@ def _stream_of(item: Any) -> str | None:
     return stream if isinstance(stream, str) else None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RecordWrites:
     """One record's transaction items: its marker first, then its projection's actions.
 
@@ -250,6 +250,8 @@ class TransactionGroup:
     def fits(self, writes: RecordWrites) -> bool:
         """Whether ``writes`` can join without breaking a DynamoDB transaction limit. An item
         already in the group is allowed only where both sides are aggregates that merge."""
+        if not writes.items:  # a record without effect always fits
+            return True
         shared = self._merges(writes)
         return (
             shared is not None
@@ -270,8 +272,10 @@ class TransactionGroup:
         return shared
 
     def add(self, writes: RecordWrites) -> None:
-        shared = self._merges(writes) or {}
         self.records.append(writes)
+        if not writes.items:
+            return
+        shared = self._merges(writes) or {}
         self.actions += len(writes.items) - len(shared)
         self.size += writes.size
         for identity in writes.identities - self.identities:

@@ -58,6 +58,7 @@ class WireDeserializer(TypeDeserializer):
 
 
 _deserializer = WireDeserializer()
+_decimal = DYNAMODB_CONTEXT.create_decimal
 
 
 def deserialize_image(image: Mapping[str, Any]) -> dict[str, Any]:
@@ -66,7 +67,20 @@ def deserialize_image(image: Mapping[str, Any]) -> dict[str, Any]:
     Raises ``TypeError``, ``ValueError``, ``KeyError``, ``AttributeError`` or
     ``ArithmeticError`` (a number DynamoDB could not hold) for what is not an attribute value.
     """
-    return {name: _value(value) for name, value in image.items()}
+    decoded = {}
+    for name, value in image.items():
+        # Strings and numbers, most attributes, inline (a call per attribute costs more).
+        if type(value) is dict and len(value) == 1:
+            inner = value.get("S")
+            if inner is not None:
+                decoded[name] = inner
+                continue
+            inner = value.get("N")
+            if inner is not None:
+                decoded[name] = _decimal(inner)
+                continue
+        decoded[name] = _value(value)
+    return decoded
 
 
 def _value(value: Any) -> Any:
