@@ -35,8 +35,12 @@ layer.
 Modules: :mod:`~cdc_consumer.redrive.messages` (parsing and validating queue messages),
 :mod:`~cdc_consumer.redrive.stream_reader` (reading a range back, in Lambda's record shape),
 :mod:`~cdc_consumer.redrive.invokers` (delivering events to the consumer),
-:mod:`~cdc_consumer.redrive.replay` (the run), :mod:`~cdc_consumer.redrive.report` (its outcome),
-:mod:`~cdc_consumer.redrive.cli` (the command line), :mod:`~cdc_consumer.redrive.defaults`.
+:mod:`~cdc_consumer.redrive.replay` (the run: :class:`Redrive`, composing
+:mod:`~cdc_consumer.redrive.queue_drain`, :mod:`~cdc_consumer.redrive.queue_messages`,
+:mod:`~cdc_consumer.redrive.bucket_replay`, :mod:`~cdc_consumer.redrive.replayer`,
+:mod:`~cdc_consumer.redrive.requarantine` and :mod:`~cdc_consumer.redrive.access`),
+:mod:`~cdc_consumer.redrive.report` (its outcome), :mod:`~cdc_consumer.redrive.cli` (the command
+line), :mod:`~cdc_consumer.redrive.defaults`.
 The errors are in :mod:`cdc_consumer.exceptions`.
 """
 

@@ -1,0 +1,93 @@
+"""What one queue message asks to replay: an on-failure pointer's range, read back from the
+stream (and filtered as the mapping filters), or a quarantine message's record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
+from cdc_consumer.redrive.messages import (
+    Source,
+    parse_on_failure_message,
+    parse_quarantine_message,
+)
+from cdc_consumer.redrive.replayer import Replayer
+from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
+from cdc_consumer.redrive.stream_reader import StreamRangeReader
+
+__all__ = ["MessageRecords", "QueueMessageReader"]
+
+
+@dataclass(frozen=True)
+class MessageRecords:
+    """The records a message asks to replay, and where they are in the stream."""
+
+    records: list[dict[str, Any]]
+    shard_id: str | None
+    first: str
+    last: str
+
+
+@dataclass
+class QueueMessageReader:
+    """Reads the records of ``source`` queue messages for the consumer(s) ``consumers`` (a
+    quarantine message) or the function ``function_name`` (an on-failure message)."""
+
+    source: Source
+    stream_arn: str
+    streams_client: Any
+    max_empty_pages: int
+    function_name: str | None
+    consumers: Sequence[str]
+    replayer: Replayer
+
+    def read(self, message: Mapping[str, Any], report: RedriveReport) -> MessageRecords | None:
+        """The message's records; None (the message is kept) when it is another's, malformed,
+        or its records are lost or could not be read, each reported with the reason."""
+        message_id = message["MessageId"]
+        try:
+            if self.source is Source.ON_FAILURE:
+                return self._on_failure(message, report)
+            return self._quarantined(message)
+        except ForeignMessageError as error:
+            report.kept.append(FailedMessage(message_id, str(error)))
+        except MalformedMessageError as error:
+            report.failed.append(FailedMessage(message_id, str(error)))
+        except (ClientError, BotoCoreError) as error:
+            # Not a sign of lost records (those raise RecordsLostError): keep it for another run.
+            report.failed.append(FailedMessage(message_id, f"reading the stream failed: {error}"))
+        return None
+
+    def _on_failure(
+        self, message: Mapping[str, Any], report: RedriveReport
+    ) -> MessageRecords | None:
+        batch = parse_on_failure_message(message["Body"], self.stream_arn, self.function_name)
+        first, last = batch.start_sequence_number, batch.end_sequence_number
+        try:
+            records = StreamRangeReader(
+                self.streams_client, self.stream_arn, self.max_empty_pages
+            ).read(batch.shard_id, first, last)
+        except RecordsLostError as lost:
+            report.lost.append(
+                LostRange(
+                    message["MessageId"],
+                    lost.shard_id,
+                    lost.first,
+                    lost.last,
+                    batch.batch_size,
+                    lost.reason,
+                )
+            )
+            return None
+        return MessageRecords(self.replayer.delivered(records, report), batch.shard_id, first, last)
+
+    def _quarantined(self, message: Mapping[str, Any]) -> MessageRecords:
+        quarantined = parse_quarantine_message(
+            message["Body"], expected_stream_arn=self.stream_arn, expected_consumer=self.consumers
+        )
+        sequence_number = quarantined.sequence_number
+        return MessageRecords([quarantined.record], None, sequence_number, sequence_number)
