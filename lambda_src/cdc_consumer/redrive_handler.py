@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cdc_consumer.contract import (
@@ -139,21 +139,11 @@ def handler(
     event = event or {}
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, CONSUMER_FUNCTION_NAME_ENV)
     if redrive is None:
-        function_name = _required(environ, CONSUMER_FUNCTION_NAME_ENV)
-        redrive = Redrive(
-            invoker=LambdaInvoker(function_name),
-            stream_arn=_required(environ, STREAM_ARN_ENV),
-            consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
-            member_names=_member_names(environ.get(CONSUMER_GROUP_ENV, "")),
-            function_name=function_name,
-            quarantine_queue_url=environ.get(QUARANTINE_QUEUE_ENV) or None,
-            mapping_uuid=environ.get(MAPPING_UUID_ENV) or None,
-            filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
-        )
+        redrive = _redrive(environ)
     wanted = str(event.get("source", "all"))
-    bucket = environ.get(ON_FAILURE_BUCKET_ENV, "")
     queues = {
-        Source.ON_FAILURE: bucket or environ.get(ON_FAILURE_QUEUE_ENV, ""),
+        Source.ON_FAILURE: environ.get(ON_FAILURE_BUCKET_ENV, "")
+        or environ.get(ON_FAILURE_QUEUE_ENV, ""),
         Source.QUARANTINE: environ.get(QUARANTINE_QUEUE_ENV, ""),
     }
     if wanted not in ("all", *queues):
@@ -170,27 +160,60 @@ def handler(
     for source, queue_url in queues.items():
         if wanted not in ("all", source.value) or not queue_url or budget <= 0:
             continue
-        if source is Source.ON_FAILURE and bucket:
-            report = redrive.run_bucket(
-                bucket,
-                _prefix(environ),
-                dry_run=bool(event.get("dryRun", False)),
-                max_objects=budget,
-                should_stop=should_stop,
-            )
-        else:
-            report = redrive.run(
-                queue_url,
-                source,
-                dry_run=bool(event.get("dryRun", False)),
-                max_messages=budget,
-                should_stop=should_stop,
-            )
+        report = _run(redrive, source, queue_url, environ, event, budget, should_stop)
         budget -= report.messages_received + report.messages_deferred
         print(json.dumps(report.to_log(), default=str))
         reports.append(report)
     namespace = environ.get(METRICS_NAMESPACE_ENV) or DEFAULT_METRICS_NAMESPACE
     print(json.dumps(emf_line(reports, consumer, namespace)))
+    return _result(reports)
+
+
+def _redrive(environ: Mapping[str, str]) -> Redrive:
+    """The redrive the StreamRedrive construct's environment describes."""
+    function_name = _required(environ, CONSUMER_FUNCTION_NAME_ENV)
+    return Redrive(
+        invoker=LambdaInvoker(function_name),
+        stream_arn=_required(environ, STREAM_ARN_ENV),
+        consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
+        member_names=_member_names(environ.get(CONSUMER_GROUP_ENV, "")),
+        function_name=function_name,
+        quarantine_queue_url=environ.get(QUARANTINE_QUEUE_ENV) or None,
+        mapping_uuid=environ.get(MAPPING_UUID_ENV) or None,
+        filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
+    )
+
+
+def _run(
+    redrive: Redrive,
+    source: Source,
+    queue_url: str,
+    environ: Mapping[str, str],
+    event: Mapping[str, Any],
+    budget: int,
+    should_stop: Callable[[], bool],
+) -> RedriveReport:
+    """Redrive one source: the bucket (when the on-failure destination is S3) or a queue."""
+    bucket = environ.get(ON_FAILURE_BUCKET_ENV, "")
+    if source is Source.ON_FAILURE and bucket:
+        return redrive.run_bucket(
+            bucket,
+            _prefix(environ),
+            dry_run=bool(event.get("dryRun", False)),
+            max_objects=budget,
+            should_stop=should_stop,
+        )
+    return redrive.run(
+        queue_url,
+        source,
+        dry_run=bool(event.get("dryRun", False)),
+        max_messages=budget,
+        should_stop=should_stop,
+    )
+
+
+def _result(reports: list[RedriveReport]) -> dict[str, Any]:
+    """The function's response: whether all went well, the counts to act on, the reports."""
     return {
         "ok": all(r.ok for r in reports),
         "lostRecords": sum(r.lost_record_count for r in reports),

@@ -121,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
             " (one line says what to fix), nothing touched."
         ),
     )
+    _add_source_arguments(parser)
+    _add_consumer_arguments(parser)
+    _add_run_arguments(parser)
+    return parser
+
+
+def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the failed batches are: a queue (on-failure or quarantine) or a bucket."""
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--queue-url", help="the on-failure or quarantine queue")
     where.add_argument(
@@ -146,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
         const=Source.QUARANTINE.value,
         help="same as --source quarantine",
     )
+
+
+def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
+    """The consumer replayed into: its stream, function or handler, name, queue and filters."""
     parser.add_argument("--stream-arn", required=True, help="the consumer's stream")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--function-name", help="invoke this Lambda function synchronously")
@@ -180,6 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the event source mapping's filter pattern, as JSON (repeatable): records of a"
         " range that match none are not replayed",
     )
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """How much one run does, and what it prints."""
     parser.add_argument(
         "--max-messages", type=int, help="stop after this many messages (objects with --bucket)"
     )
@@ -197,7 +213,6 @@ def build_parser() -> argparse.ArgumentParser:
         " count) without invoking or deleting anything",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    return parser
 
 
 def _consumer_name(args: argparse.Namespace, session: Any) -> str | None:

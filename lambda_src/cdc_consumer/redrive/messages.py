@@ -199,8 +199,23 @@ def parse_quarantine_message(
     several consumers: the members of a consumer group, which share one function and queue.
     """
     accepted = (expected_consumer,) if isinstance(expected_consumer, str) else expected_consumer
-    expected = accepted[0] if len(accepted) == 1 else list(accepted)
     document = _load_json_object(body, "quarantine message")
+    record = _quarantined_record(document)
+    message = QuarantineMessage.from_dict(document)
+    consumer = message.consumer
+    _check_quarantine_consumer(consumer, accepted)
+    _check_quarantine_stream(
+        (message.source_arn, record.get("eventSourceARN")), expected_stream_arn
+    )
+    return QuarantinedRecord(
+        record=record,
+        consumer=consumer,
+        error=message.error.to_dict() if message.error is not None else None,
+    )
+
+
+def _quarantined_record(document: dict[str, Any]) -> dict[str, Any]:
+    """The quarantine message's ``record``, checked to be a DynamoDB stream record."""
     record = document.get("record")  # the one field read before the contract's reading
     if not isinstance(record, dict):
         raise MalformedMessageError(
@@ -218,8 +233,12 @@ def parse_quarantine_message(
             "quarantine message's record has dynamodb.SequenceNumber"
             f" {dynamodb.get('SequenceNumber')!r}; expected a string of digits"
         )
-    message = QuarantineMessage.from_dict(document)
-    consumer = message.consumer
+    return record
+
+
+def _check_quarantine_consumer(consumer: str | None, accepted: Sequence[str]) -> None:
+    """Refuse a quarantine message that names no consumer, or one not ``accepted``."""
+    expected = accepted[0] if len(accepted) == 1 else list(accepted)
     if not consumer:
         raise ForeignMessageError(
             "quarantine message names no consumer; redrive replays only messages that name"
@@ -230,7 +249,12 @@ def parse_quarantine_message(
             f"quarantine message is from consumer {consumer!r}, not the configured consumer"
             f" {expected!r}; redrive it with that consumer (kept)"
         )
-    for source_arn in (message.source_arn, record.get("eventSourceARN")):
+
+
+def _check_quarantine_stream(source_arns: Sequence[Any], expected_stream_arn: str) -> None:
+    """Refuse a quarantine message whose ``sourceArn`` or record's ``eventSourceARN`` is
+    missing or another stream's."""
+    for source_arn in source_arns:
         if not source_arn:
             raise ForeignMessageError(
                 "quarantine message names no stream (sourceArn and the record's"
@@ -242,11 +266,6 @@ def parse_quarantine_message(
                 f"quarantine message is for stream {source_arn!r}, not the configured stream"
                 f" {expected_stream_arn!r}; redrive it with the consumer of that stream (kept)"
             )
-    return QuarantinedRecord(
-        record=record,
-        consumer=consumer,
-        error=message.error.to_dict() if message.error is not None else None,
-    )
 
 
 #: The key Lambda gives an S3 on-failure object (anywhere below the bucket's root):
@@ -322,12 +341,7 @@ def parse_on_failure_object(
             f"{what}: the key is not in AWS's shape aws/lambda/<mapping UUID>/<shard id>/"
             "YYYY/MM/DD/<timestamp>-<uuid>; not an on-failure object of a stream mapping"
         )
-    if isinstance(body, bytes):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise MalformedMessageError(f"{what} is not UTF-8 text ({error})") from None
-    document = _load_json_object(body, what)
+    document = _load_json_object(_text(body, what), what)
     batch = _batch_of(document, expected_stream_arn, expected_function, what)
     if expected_mapping_uuid and match["mapping"].lower() != expected_mapping_uuid.lower():
         raise ForeignMessageError(
@@ -340,6 +354,27 @@ def parse_on_failure_object(
             f" {batch.shard_id!r}; expected the same shard"
         )
     records = _payload_records(document, what)
+    _check_payload_matches(records, batch, expected_stream_arn, what)
+    return OnFailureObject(
+        key=key, mapping_uuid=match["mapping"], batch=batch, records=list(records)
+    )
+
+
+def _text(body: bytes | str, what: str) -> str:
+    """An object's body as text; it must be UTF-8."""
+    if isinstance(body, bytes):
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise MalformedMessageError(f"{what} is not UTF-8 text ({error})") from None
+    return body
+
+
+def _check_payload_matches(
+    records: list[dict[str, Any]], batch: OnFailureBatch, expected_stream_arn: str, what: str
+) -> None:
+    """Refuse a payload with another stream's record, or one that is not the batch its
+    ``DDBStreamBatchInfo`` describes (first and last sequence numbers, order, size)."""
     for record in records:
         source = record.get("eventSourceARN")
         if source not in (None, expected_stream_arn):
@@ -364,6 +399,3 @@ def parse_on_failure_object(
         raise MalformedMessageError(
             f"{what}'s payload does not match its DDBStreamBatchInfo: {'; '.join(problems)}"
         )
-    return OnFailureObject(
-        key=key, mapping_uuid=match["mapping"], batch=batch, records=list(records)
-    )
