@@ -233,6 +233,16 @@ def _consumer_name(args: argparse.Namespace, session: Any) -> str | None:
     return None
 
 
+def _invoker(args: argparse.Namespace, session: Any) -> Invoker:
+    """--handler in this process, else --function-name invoked synchronously."""
+    if args.handler:
+        return CallableInvoker(_load_handler(args.handler, args.path))
+    return LambdaInvoker(
+        args.function_name,
+        session.client("lambda", config=Config(read_timeout=LAMBDA_READ_TIMEOUT_SECONDS)),
+    )
+
+
 def _run(argv: Sequence[str] | None, session: Any) -> int:
     args = build_parser().parse_args(argv)
     if args.max_messages is not None and args.max_messages < 1:
@@ -240,13 +250,7 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
     if args.max_attempts < 1:
         raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
     session = session or boto3.session.Session()
-    if args.handler:
-        invoker: Invoker = CallableInvoker(_load_handler(args.handler, args.path))
-    else:
-        invoker = LambdaInvoker(
-            args.function_name,
-            session.client("lambda", config=Config(read_timeout=LAMBDA_READ_TIMEOUT_SECONDS)),
-        )
+    invoker = _invoker(args, session)
     sqs_client = session.client("sqs")
     redrive = Redrive(
         invoker=invoker,
