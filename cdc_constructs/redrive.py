@@ -49,7 +49,7 @@ from constructs import Construct
 from cdc_constructs import defaults
 from cdc_constructs.alarms import alarm_on_any, consumer_metric
 from cdc_constructs.exceptions import Problem, RedriveConfigurationError
-from cdc_constructs.function import make_function
+from cdc_constructs.function import FunctionParts, make_function
 from cdc_constructs.on_failure import OnFailureTarget
 from cdc_constructs.permissions import (
     INVOKE_ACTIONS,
@@ -142,57 +142,38 @@ class StreamRedrive(Construct):
         raise_if_any(f"StreamRedrive {construct_id!r}", problems, RedriveConfigurationError)
         assert consumer_timeout is not None  # _check reports a missing one
         super().__init__(scope, construct_id)
-
+        optional = {  # set only when the consumer has them
+            ON_FAILURE_QUEUE_ENV: on_failure_queue.queue_url if on_failure_queue else None,
+            ON_FAILURE_BUCKET_ENV: on_failure_bucket.bucket_name if on_failure_bucket else None,
+            MAPPING_UUID_ENV: event_source_mapping_id,
+            QUARANTINE_QUEUE_ENV: quarantine_queue.queue_url if quarantine_queue else None,
+            CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
+            CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
+        }
         variables = {
             CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,
             CONSUMER_NAME_ENV: consumer_name,
             STREAM_ARN_ENV: stream_arn,
             METRICS_NAMESPACE_ENV: metrics_namespace,
             REDRIVE_RESERVE_SECONDS_ENV: str(reserve_seconds(consumer_timeout)),
+            **{name: value for name, value in optional.items() if value is not None},
         }
-        if on_failure_queue is not None:
-            variables[ON_FAILURE_QUEUE_ENV] = on_failure_queue.queue_url
-        if on_failure_bucket is not None:
-            variables[ON_FAILURE_BUCKET_ENV] = on_failure_bucket.bucket_name
-        if event_source_mapping_id is not None:
-            variables[MAPPING_UUID_ENV] = event_source_mapping_id
-        if quarantine_queue is not None:
-            variables[QUARANTINE_QUEUE_ENV] = quarantine_queue.queue_url
-        if members:
-            variables[CONSUMER_GROUP_ENV] = GroupMemberSpec.encode(members)
-        if filters:
-            variables[CONSUMER_FILTERS_ENV] = json.dumps([dict(f) for f in filters])
-        self.role, self.log_group, self.function = make_function(
-            self,
-            description=f"cdc-constructs redrive of stream consumer {consumer_name}",
-            # The handler lives in the runtime layer; the function's own code is only a pointer.
-            code=lambda_.Code.from_inline(
-                f"# The redrive handler is {REDRIVE_HANDLER}, in the runtime layer.\n"
-            ),
-            handler=REDRIVE_HANDLER,
-            layers=[layer],
-            environment=variables,
-            memory_size=defaults.REDRIVE_MEMORY_SIZE_MB,
-            timeout=timeout,
-            log_retention=log_retention,
-            log_encryption_key=log_encryption_key,
-            invoked_by="Invoked by hand (console or aws lambda invoke) once a fault is fixed",
-            reserved_concurrent_executions=defaults.REDRIVE_RESERVED_CONCURRENCY,
+        self.role, self.log_group, self.function = _make_function(
+            self, consumer_name, variables, layer, timeout, log_retention, log_encryption_key
         )
+        _grant_replay(
+            self.function,
+            consumer_function,
+            stream_arn,
+            on_failure_queue,
+            on_failure_bucket,
+            quarantine_queue,
+        )
+        self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
 
-        queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
-        statements = [allow(INVOKE_ACTIONS, [consumer_function.function_arn])]
-        if queues:
-            statements.append(allow(QUEUE_DRAIN_ACTIONS, [queue.queue_arn for queue in queues]))
-        if on_failure_queue is not None:  # pointers: the records are read back from the stream
-            statements.append(allow(STREAM_REPLAY_ACTIONS, [stream_arn]))
-        for statement in statements:
-            self.function.add_to_role_policy(statement)
-        if on_failure_bucket is not None:
-            OnFailureTarget.of_bucket(on_failure_bucket).grant_redrive(self.function)
-        for queue in queues:
-            grant_key(self.function, queue.encryption_master_key, QUEUE_DRAIN_KEY_ACTIONS)
-
+    def _alarm_lost_records(
+        self, consumer_name: str, metrics_namespace: str, alarm_topic: sns.ITopic | None
+    ) -> None:
         self.lost_records_metric = consumer_metric(
             metrics_namespace, consumer_name, REDRIVE_LOST_RECORDS.name, cloudwatch.Stats.SUM
         )
@@ -207,6 +188,60 @@ class StreamRedrive(Construct):
             topic=alarm_topic,
         )
         """Fires when a redrive reported lost records."""
+
+
+def _make_function(
+    redrive: StreamRedrive,
+    consumer_name: str,
+    variables: Mapping[str, str],
+    layer: lambda_.ILayerVersion,
+    timeout: Duration,
+    log_retention: logs.RetentionDays,
+    log_encryption_key: kms.IKey | None,
+) -> FunctionParts:
+    """The redrive function: the runtime layer's handler, reserved concurrency 1."""
+    return make_function(
+        redrive,
+        description=f"cdc-constructs redrive of stream consumer {consumer_name}",
+        # The handler lives in the runtime layer; the function's own code is only a pointer.
+        code=lambda_.Code.from_inline(
+            f"# The redrive handler is {REDRIVE_HANDLER}, in the runtime layer.\n"
+        ),
+        handler=REDRIVE_HANDLER,
+        layers=[layer],
+        environment=dict(variables),
+        memory_size=defaults.REDRIVE_MEMORY_SIZE_MB,
+        timeout=timeout,
+        log_retention=log_retention,
+        log_encryption_key=log_encryption_key,
+        invoked_by="Invoked by hand (console or aws lambda invoke) once a fault is fixed",
+        reserved_concurrent_executions=defaults.REDRIVE_RESERVED_CONCURRENCY,
+    )
+
+
+def _grant_replay(
+    redrive: lambda_.Function,
+    consumer_function: lambda_.IFunction,
+    stream_arn: str,
+    on_failure_queue: sqs.IQueue | None,
+    on_failure_bucket: s3.IBucket | None,
+    quarantine_queue: sqs.IQueue | None,
+) -> None:
+    """What the redrive may do, and nothing more: invoke the consumer, drain its queues (and
+    read the stream back for an SQS destination's pointers), read and delete the bucket's
+    batches, use the queues' keys."""
+    queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
+    statements = [allow(INVOKE_ACTIONS, [consumer_function.function_arn])]
+    if queues:
+        statements.append(allow(QUEUE_DRAIN_ACTIONS, [queue.queue_arn for queue in queues]))
+    if on_failure_queue is not None:  # pointers: the records are read back from the stream
+        statements.append(allow(STREAM_REPLAY_ACTIONS, [stream_arn]))
+    for statement in statements:
+        redrive.add_to_role_policy(statement)
+    if on_failure_bucket is not None:
+        OnFailureTarget.of_bucket(on_failure_bucket).grant_redrive(redrive)
+    for queue in queues:
+        grant_key(redrive, queue.encryption_master_key, QUEUE_DRAIN_KEY_ACTIONS)
 
 
 def consumer_timeout_of(function: lambda_.IFunction) -> Duration | None:
