@@ -249,49 +249,7 @@ class CdcReferenceStack(Stack):
         self.order_paid_queues: dict[str, sqs.Queue] = {}
         route_alarms = []
         for name in ORDER_PAID_ROUTES:
-            # Events EventBridge could not deliver to the queue, and messages the subscriber
-            # failed on 5 times, land here.
-            undelivered = dead_letter_queue(
-                self,
-                f"{name}DeadLetters",
-                purpose=f"OrderPaid events the {name} rule or its subscriber could not handle",
-            )
-            queue = sqs.Queue(
-                self,
-                f"{name}Queue",
-                encryption=sqs.QueueEncryption.SQS_MANAGED,
-                enforce_ssl=True,
-                retention_period=Duration.days(defaults.ON_FAILURE_QUEUE_RETENTION_DAYS),
-                dead_letter_queue=sqs.DeadLetterQueue(queue=undelivered, max_receive_count=5),
-            )
-            events.Rule(
-                self,
-                f"{name}Rule",
-                description=f"OrderPaid events to the {name} queue",
-                event_bus=self.order_paid.event_bus,
-                event_pattern=events.EventPattern(
-                    source=[ORDER_EVENTS_SOURCE], detail_type=[ORDER_PAID]
-                ),
-                targets=[
-                    targets.SqsQueue(
-                        queue,
-                        dead_letter_queue=undelivered,
-                        retry_attempts=defaults.RETRY_ATTEMPTS,
-                        max_event_age=Duration.seconds(defaults.MAX_RECORD_AGE_SECONDS),
-                    )
-                ],
-            )
-            alarm = alarm_on_any(
-                self,
-                f"{name}DeadLettersAlarm",
-                undelivered.metric_approximate_number_of_messages_visible(
-                    statistic=cloudwatch.Stats.MAXIMUM,
-                    period=Duration.seconds(defaults.ALARM_PERIOD_SECONDS),
-                ),
-                description=f"OrderPaid events for {name} could not be delivered or processed;"
-                " they wait in its dead-letter queue (14 days).",
-                topic=self.alarm_topic.topic,
-            )
+            queue, alarm = _order_paid_route(self, name, self.order_paid, self.alarm_topic)
             route_alarms.append(alarm)
             self.order_paid_queues[name] = queue
         self.dashboard.add_widgets(
@@ -310,3 +268,52 @@ class CdcReferenceStack(Stack):
 
     def _logical_id(self, construct: Construct) -> str:
         return self.get_logical_id(construct.node.default_child)  # type: ignore[arg-type]
+
+
+def _order_paid_route(
+    stack: Stack, name: str, fan_out: StreamFanOut, alarm_topic: AlarmTopic
+) -> tuple[sqs.Queue, cloudwatch.Alarm]:
+    """One subscriber of OrderPaid: its queue, the bus rule to it, a dead-letter queue for
+    what EventBridge or the subscriber cannot handle, and the alarm on it."""
+    # Events EventBridge could not deliver to the queue, and messages the subscriber
+    # failed on 5 times, land here.
+    undelivered = dead_letter_queue(
+        stack,
+        f"{name}DeadLetters",
+        purpose=f"OrderPaid events the {name} rule or its subscriber could not handle",
+    )
+    queue = sqs.Queue(
+        stack,
+        f"{name}Queue",
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        retention_period=Duration.days(defaults.ON_FAILURE_QUEUE_RETENTION_DAYS),
+        dead_letter_queue=sqs.DeadLetterQueue(queue=undelivered, max_receive_count=5),
+    )
+    events.Rule(
+        stack,
+        f"{name}Rule",
+        description=f"OrderPaid events to the {name} queue",
+        event_bus=fan_out.event_bus,
+        event_pattern=events.EventPattern(source=[ORDER_EVENTS_SOURCE], detail_type=[ORDER_PAID]),
+        targets=[
+            targets.SqsQueue(
+                queue,
+                dead_letter_queue=undelivered,
+                retry_attempts=defaults.RETRY_ATTEMPTS,
+                max_event_age=Duration.seconds(defaults.MAX_RECORD_AGE_SECONDS),
+            )
+        ],
+    )
+    alarm = alarm_on_any(
+        stack,
+        f"{name}DeadLettersAlarm",
+        undelivered.metric_approximate_number_of_messages_visible(
+            statistic=cloudwatch.Stats.MAXIMUM,
+            period=Duration.seconds(defaults.ALARM_PERIOD_SECONDS),
+        ),
+        description=f"OrderPaid events for {name} could not be delivered or processed;"
+        " they wait in its dead-letter queue (14 days).",
+        topic=alarm_topic.topic,
+    )
+    return queue, alarm
