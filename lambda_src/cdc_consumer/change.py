@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from cdc_consumer.exceptions import MissingVersionError, UndecodableRecordError
 from cdc_consumer.kinesis import (
@@ -100,9 +100,7 @@ class Change:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Change is read-only: cannot set {name!r}")
 
-    # --- decoded on first use ----------------------------------------------------------------
-
-    def _decoded(self, slot: str, name: str) -> Any:
+    def _decoded(self, slot: str, name: str) -> Any:  # an image, decoded on first use
         value = _image(self._stream, name, self.event_id)
         object.__setattr__(self, slot, value)
         return value
@@ -135,27 +133,15 @@ class Change:
         _ = (self.keys, self.new_image, self.old_image)
         return self
 
-    _FIELDS = (
-        "event_id",
-        "event_name",
-        "keys",
-        "new_image",
-        "old_image",
-        "sequence_number",
-        "approximate_creation_time",
-        "is_ttl_expiry",
-        "source_arn",
-    )
-
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS)
         return f"Change({fields})"
 
     @property
@@ -166,13 +152,7 @@ class Change:
         Raises :class:`MissingVersionError` (poison) when the record has no
         ``ApproximateCreationDateTime``: a projection that orders by version cannot place it.
         """
-        if self.creation_time_us is None:
-            raise MissingVersionError(
-                f"record {self.sequence_number} (eventID {self.event_id}) has no "
-                "dynamodb.ApproximateCreationDateTime, so it has no version: a version-guarded "
-                "projection cannot order it"
-            )
-        return format_version(self.creation_time_us, self.sequence_number)
+        return _version(self.creation_time_us, self.sequence_number, self.event_id)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Change:
@@ -183,9 +163,9 @@ class Change:
         Raises :class:`UndecodableRecordError` naming what is wrong when the record lacks
         ``eventID``, has an ``eventName`` other than INSERT/MODIFY/REMOVE, lacks
         ``dynamodb.Keys`` or ``dynamodb.SequenceNumber`` (a Kinesis record: ``sequenceNumber``,
-        or data that is not a DynamoDB change), or has an image that is not an object. Attribute
-        values are decoded on first use (see the class): one that is not an attribute value (an
-        unknown type, a number DynamoDB could not hold, binary that is not base64) raises then.
+        or data that is not a DynamoDB change), or has an image that is not an object. A value
+        that is not an attribute value (an unknown type, a number DynamoDB could not hold,
+        binary that is not base64) raises when first read (see the class).
         """
         if type(record) is not dict and not _is_mapping(record):
             raise UndecodableRecordError(
@@ -216,29 +196,7 @@ class Change:
     ) -> Change:
         """The Change of a DynamoDB change ``document`` (the record itself, or a Kinesis
         record's data); ``raw`` is the record as delivered. Images stay undecoded."""
-        event_id = document.get("eventID")
-        if not isinstance(event_id, str) or not event_id:
-            raise UndecodableRecordError(f"eventID must be a non-empty string, got {event_id!r}")
-        event_name = document.get("eventName")
-        if event_name not in EVENT_NAMES:
-            raise UndecodableRecordError(
-                f"eventName must be one of {sorted(EVENT_NAMES)}, got {event_name!r}"
-            )
-        stream = document.get("dynamodb")
-        if type(stream) is not dict and not _is_mapping(stream):
-            raise UndecodableRecordError(
-                f"record {event_id}: 'dynamodb' must be an object, got {stream!r}"
-            )
-        if sequence_number is None:
-            raise UndecodableRecordError(
-                f"record {event_id}: dynamodb.SequenceNumber must be a non-empty string, "
-                f"got {stream.get('SequenceNumber')!r}"
-            )
-        keys = stream.get("Keys")
-        if (type(keys) is not dict and not _is_mapping(keys)) or not keys:
-            raise UndecodableRecordError(
-                f"record {event_id}: dynamodb.Keys must be a non-empty object, got {keys!r}"
-            )
+        event_id, event_name, stream, sequence_number = _checked(document, sequence_number)
         creation_time_us, created = time_us(stream, event_id)
         new_image, old_image = stream.get("NewImage"), stream.get("OldImage")
         if not (type(new_image) is dict and type(old_image) in _IMAGE_TYPES):  # not the usual
@@ -263,6 +221,61 @@ class Change:
         change.view_type = stream.get("StreamViewType")
         change.__class__ = cls
         return change  # type: ignore[return-value]
+
+
+def _checked(
+    document: Mapping[str, Any], sequence_number: str | None
+) -> tuple[str, EventName, Mapping[str, Any], str]:
+    """The record's eventID, eventName, ``dynamodb`` object and sequence number, each checked;
+    :class:`UndecodableRecordError` (poison) naming the first that is not as DynamoDB sends."""
+    event_id = document.get("eventID")
+    if not isinstance(event_id, str) or not event_id:
+        raise UndecodableRecordError(f"eventID must be a non-empty string, got {event_id!r}")
+    event_name = document.get("eventName")
+    if event_name not in EVENT_NAMES:
+        raise UndecodableRecordError(
+            f"eventName must be one of {sorted(EVENT_NAMES)}, got {event_name!r}"
+        )
+    stream = document.get("dynamodb")
+    if type(stream) is not dict and not _is_mapping(stream):
+        raise UndecodableRecordError(
+            f"record {event_id}: 'dynamodb' must be an object, got {stream!r}"
+        )
+    if sequence_number is None:
+        raise UndecodableRecordError(
+            f"record {event_id}: dynamodb.SequenceNumber must be a non-empty string, "
+            f"got {stream.get('SequenceNumber')!r}"
+        )
+    keys = stream.get("Keys")
+    if (type(keys) is not dict and not _is_mapping(keys)) or not keys:
+        raise UndecodableRecordError(
+            f"record {event_id}: dynamodb.Keys must be a non-empty object, got {keys!r}"
+        )
+    return event_id, cast(EventName, event_name), cast(Mapping[str, Any], stream), sequence_number
+
+
+_FIELDS = (
+    "event_id",
+    "event_name",
+    "keys",
+    "new_image",
+    "old_image",
+    "sequence_number",
+    "approximate_creation_time",
+    "is_ttl_expiry",
+    "source_arn",
+)
+"""What a Change is compared and shown by."""
+
+
+def _version(creation_time_us: int | None, sequence_number: str, event_id: str) -> str:
+    if creation_time_us is None:
+        raise MissingVersionError(
+            f"record {sequence_number} (eventID {event_id}) has no "
+            "dynamodb.ApproximateCreationDateTime, so it has no version: a version-guarded "
+            "projection cannot order it"
+        )
+    return format_version(creation_time_us, sequence_number)
 
 
 class _Building(Change):
