@@ -14,14 +14,16 @@ from cdc_consumer.exceptions import RedriveSetupError
 __all__ = [
     "MISSING_BUCKET_CODES",
     "MISSING_QUEUE_CODES",
-    "STREAM_ARN",
+    "STREAM_ARN_PATTERN",
     "check_access",
     "check_stream_arn",
     "setup_error",
 ]
 
 #: A DynamoDB stream ARN: ``arn:<partition>:dynamodb:<region>:<account>:table/<t>/stream/<label>``.
-STREAM_ARN = re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[^/]+/stream/[^/]+$")
+STREAM_ARN_PATTERN = re.compile(
+    r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[^/]+/stream/[^/]+$"
+)
 #: SQS error codes for a queue that does not exist (query and JSON protocols).
 MISSING_QUEUE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 #: S3 error codes for a bucket that does not exist.
@@ -30,7 +32,7 @@ MISSING_BUCKET_CODES = frozenset({"NoSuchBucket", "404"})
 
 def check_stream_arn(stream_arn: str) -> None:
     """Raise :class:`RedriveSetupError` unless ``stream_arn`` is a DynamoDB stream ARN."""
-    if not STREAM_ARN.match(stream_arn or ""):
+    if not STREAM_ARN_PATTERN.match(stream_arn or ""):
         raise RedriveSetupError(
             f"stream ARN {stream_arn!r} is not a DynamoDB stream ARN"
             " (arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/stream/LABEL): pass the consumer's"
