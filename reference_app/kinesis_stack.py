@@ -74,7 +74,7 @@ class CdcKinesisReferenceStack(Stack):
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=f"{construct_id}-pipeline"
         )
-        shared = {
+        shared: dict[str, Any] = {
             "table": self.orders,
             "code": handlers_code(),
             "idempotency_table": self.idempotency,

@@ -22,6 +22,17 @@ EVENT_NAMES: frozenset[str] = frozenset({"INSERT", "MODIFY", "REMOVE"})
 TTL_PRINCIPAL = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
 
 
+def _equal(change: Change, other: object) -> bool:
+    if other.__class__ is not change.__class__:
+        return NotImplemented
+    return all(getattr(change, f) == getattr(other, f) for f in _FIELDS)
+
+
+def _shown(change: Change) -> str:
+    fields = ", ".join(f"{f}={getattr(change, f)!r}" for f in _FIELDS)
+    return f"Change({fields})"
+
+
 class Change:
     """A stream record with its attribute values deserialized: numbers become ``Decimal``,
     binary values (``B``, base64 text in Lambda's event) ``bytes`` and ``BS`` a set of
@@ -65,6 +76,11 @@ class Change:
     view_type: str | None
     """``dynamodb.StreamViewType`` (KEYS_ONLY, NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES), or None
     when the record does not say."""
+    _stream: Any  # the record's "dynamodb" object, undecoded (None: built from decoded values)
+    _keys: Any  # each decoded on first use (_UNDECODED until then)
+    _new_image: Any
+    _old_image: Any
+    _time: datetime | None
 
     def __init__(
         self,
@@ -126,23 +142,16 @@ class Change:
     @property
     def approximate_creation_time(self) -> datetime | None:
         """``ApproximateCreationDateTime`` as an aware UTC datetime (None when absent)."""
-        return self._time  # type: ignore[no-any-return]
+        return self._time
 
     def decode(self) -> Change:
         """Decode everything now (raises :class:`UndecodableRecordError` as first use would)."""
         _ = (self.keys, self.new_image, self.old_image)
         return self
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
-
+    __eq__ = _equal
     __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS)
-        return f"Change({fields})"
+    __repr__ = _shown
 
     @property
     def version(self) -> str:
@@ -219,8 +228,8 @@ class Change:
         change.raw = raw
         change.creation_time_us = creation_time_us
         change.view_type = stream.get("StreamViewType")
-        change.__class__ = cls
-        return change  # type: ignore[return-value]
+        change.__class__ = cls  # type: ignore[assignment]  # the built object becomes a Change
+        return change
 
 
 def _checked(
@@ -236,7 +245,7 @@ def _checked(
         raise UndecodableRecordError(
             f"eventName must be one of {sorted(EVENT_NAMES)}, got {event_name!r}"
         )
-    stream = document.get("dynamodb")
+    stream: Any = document.get("dynamodb")
     if type(stream) is not dict and not _is_mapping(stream):
         raise UndecodableRecordError(
             f"record {event_id}: 'dynamodb' must be an object, got {stream!r}"
@@ -282,7 +291,7 @@ class _Building(Change):
     """A :class:`Change` being built by :meth:`Change._decode`: the same slots, writable."""
 
     __slots__ = ()
-    __setattr__ = object.__setattr__
+    __setattr__ = object.__setattr__  # type: ignore[assignment]  # writable while being built
 
 
 _new = object.__new__
