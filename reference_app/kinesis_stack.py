@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.idempotency_table import IdempotencyTable
@@ -32,7 +31,7 @@ from reference_app.handlers.orders_schema import (
     REPLICA_TABLE_ENV,
     VIEW_TABLE_ENV,
 )
-from reference_app.stack import ORDERS_TTL_ATTRIBUTE, handlers_code
+from reference_app.stack import ORDERS_TTL_ATTRIBUTE, handlers_code, view_table
 
 _KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -67,8 +66,8 @@ class CdcKinesisReferenceStack(Stack):
             time_to_live_attribute=ORDERS_TTL_ATTRIBUTE,
             kinesis=KinesisDestination(),
         )
-        self.replica = _view_table(self, "OrdersReplica")
-        self.order_stats_view = _view_table(self, "OrderStatsView")
+        self.replica = view_table(self, "OrdersReplica")
+        self.order_stats_view = view_table(self, "OrderStatsView")
         self.idempotency = IdempotencyTable(self, "Idempotency")
         self.alarm_topic = AlarmTopic(self, "Alarms", emails=alarm_emails)
         self.dashboard = cloudwatch.Dashboard(
@@ -99,17 +98,3 @@ class CdcKinesisReferenceStack(Stack):
             **shared,
         )
         self.order_stats.grant_view_table(self.order_stats_view, env_var=VIEW_TABLE_ENV)
-
-
-def _view_table(scope: Construct, construct_id: str) -> dynamodb.TableV2:
-    return dynamodb.TableV2(
-        scope,
-        construct_id,
-        partition_key=_KEY,
-        billing=dynamodb.Billing.on_demand(),
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=defaults.POINT_IN_TIME_RECOVERY
-        ),
-        deletion_protection=defaults.DELETION_PROTECTION,
-        removal_policy=RemovalPolicy.RETAIN,
-    )

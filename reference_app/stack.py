@@ -101,6 +101,22 @@ ACCESS_LOG_EXPIRATION = Duration.days(365)
 """A year of access logs of the archive: who read or wrote expired orders."""
 
 
+def view_table(scope: Construct, construct_id: str) -> dynamodb.TableV2:
+    """A table the example's handlers keep (pk ``pk`` S): on demand, point-in-time recovery,
+    deletion protection, retained with the stack's data."""
+    return dynamodb.TableV2(
+        scope,
+        construct_id,
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        billing=dynamodb.Billing.on_demand(),
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=defaults.POINT_IN_TIME_RECOVERY
+        ),
+        deletion_protection=defaults.DELETION_PROTECTION,
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+
+
 def handlers_code() -> lambda_.Code:
     """The example's handlers directory as a Lambda code asset."""
     return lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=list(ASSET_EXCLUDES))
@@ -142,17 +158,7 @@ class CdcReferenceStack(Stack):
             partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
             time_to_live_attribute=ORDERS_TTL_ATTRIBUTE,
         )
-        self.order_stats_view = dynamodb.TableV2(
-            self,
-            "OrderStatsView",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            billing=dynamodb.Billing.on_demand(),
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=defaults.POINT_IN_TIME_RECOVERY
-            ),
-            deletion_protection=defaults.DELETION_PROTECTION,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        self.order_stats_view = view_table(self, "OrderStatsView")
         self.idempotency = IdempotencyTable(self, "Idempotency")
         self.alarm_topic = AlarmTopic(self, "Alarms", emails=alarm_emails)
         self.dashboard = cloudwatch.Dashboard(
