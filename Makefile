@@ -10,11 +10,14 @@ export PATH := $(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 
+# What `make synth` installs: the library itself, editable, with the dependencies and the `nag`
+# extra its pyproject.toml declares (the one place the app's dependencies are declared), at the
+# versions requirements.txt pins. Editable: `cdc_consumer` importable and the console scripts
+# (cdc-redrive, cdc-local) on .venv/bin, as the docs show them after the quick start.
+# tests/packaging/test_synth_install.py reads this recipe (make -n) and fails when a module the
+# synthesized app imports would not be installed by it.
 APP_DEPS := $(VENV)/.app-deps
 DEV_DEPS := $(VENV)/.dev-deps
-# The library itself, editable: `cdc_consumer` importable and the console scripts
-# (cdc-redrive, cdc-local) on .venv/bin, as the docs show them after the quick start.
-EDITABLE := $(VENV)/.editable
 CLI_DEPS := node_modules/.cli-deps
 # MiniStack's own virtualenv (make deploy-local, make test); deploy_local/emulator_venv.py
 # makes it from requirements-ministack.txt.
@@ -28,16 +31,12 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(APP_DEPS): requirements.txt | $(VENV)/bin/python
-	$(BIN)/pip install --quiet -r requirements.txt
+$(APP_DEPS): requirements.txt pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install --quiet --requirement requirements.txt --editable ".[nag]"
 	touch $@
 
-$(DEV_DEPS): requirements.txt requirements-dev.txt | $(VENV)/bin/python
-	$(BIN)/pip install --quiet -r requirements-dev.txt
-	touch $(APP_DEPS) $@
-
-$(EDITABLE): pyproject.toml $(APP_DEPS)
-	$(BIN)/pip install --quiet --no-deps --editable .
+$(DEV_DEPS): requirements-dev.txt $(APP_DEPS)
+	$(BIN)/pip install --quiet --requirement requirements-dev.txt
 	touch $@
 
 # npm ci deletes node_modules' contents first: when node_modules is a symlink to an install
@@ -50,16 +49,16 @@ $(CLI_DEPS): package.json package-lock.json $(APP_DEPS)
 	fi
 	touch $@
 
-$(MINISTACK_DEPS): requirements-ministack.txt $(DEV_DEPS) $(EDITABLE)
+$(MINISTACK_DEPS): requirements-ministack.txt $(DEV_DEPS)
 	$(BIN)/python -m deploy_local --install-emulator
 	touch $@
 
 ## synth: install, synthesize CdcReferenceStack into cdk.out/, run cdk-nag
-synth: $(APP_DEPS) $(EDITABLE) $(CLI_DEPS)
+synth: $(APP_DEPS) $(CLI_DEPS)
 	cdk synth --quiet
 
 ## test: install, run the whole test suite
-test: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
+test: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
@@ -68,14 +67,14 @@ snapshots: $(DEV_DEPS) $(CLI_DEPS)
 
 ## local: synthesize, then run the reference stack's pipeline on this machine (moto) under a
 ## demo workload with injected faults; prints a summary table and one JSON line
-local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS)
+local: $(DEV_DEPS) $(CLI_DEPS)
 	cdk synth --quiet
 	$(BIN)/python -m cdc_local --assembly cdk.out --stack $(STACK) --demo
 
 ## deploy-local: deploy the reference stack with the real CDK CLI to MiniStack (a local AWS
 ## emulator, in its own virtualenv, on 127.0.0.1) and exercise it; prints a summary
 ## (docs/deploy-local.md)
-deploy-local: $(DEV_DEPS) $(EDITABLE) $(CLI_DEPS) $(MINISTACK_DEPS)
+deploy-local: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m deploy_local
 
 ## bench: the benchmarks in bench/ (about 5 minutes on 2 cores); writes bench/RESULTS.md and
@@ -84,7 +83,7 @@ bench: $(DEV_DEPS)
 	$(BIN)/python -m bench
 
 ## deploy: deploy the reference stack to the AWS account of your credentials (not run in CI)
-deploy: $(APP_DEPS) $(EDITABLE) $(CLI_DEPS)
+deploy: $(APP_DEPS) $(CLI_DEPS)
 	cdk deploy CdcReferenceStack
 
 ## docs: build the documentation site into site/ (MkDocs, strict: a broken link fails)
