@@ -127,8 +127,10 @@ class BatchRun:
         context: LambdaContext | None,
         records: Sequence[Any],
         ledger: Ledger,
+        decode: Callable[[Any], Change] = Change.from_record,
     ) -> BatchRun:
-        """The loop over ``records``, with one strategy per mode ``registry`` uses."""
+        """The loop over ``records``, with one strategy per mode ``registry`` uses;
+        ``decode`` makes a record's Change (a snapshot batch's: :class:`SnapshotChange`)."""
         outcomes = Outcomes(
             settings.consumer, settings.quarantine_queue_url, records, ledger, lambda: registry.sqs
         )
@@ -162,7 +164,7 @@ class BatchRun:
         return cls(
             records=records,
             decider=Decider(
-                registry.projections, _writes_for(settings, registry.clock), registry.reads
+                registry.projections, _writes_for(settings, registry.clock), registry.reads, decode
             ),
             ledger=ledger,
             outcomes=outcomes,

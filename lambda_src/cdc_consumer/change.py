@@ -65,6 +65,8 @@ class Change:
         "view_type",
     )
 
+    is_snapshot = False  # True for a backfill's row (cdc_consumer.snapshots.SnapshotChange)
+
     event_id: str
     event_name: EventName
     sequence_number: str

@@ -46,9 +46,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer.contract import CONSUMER_GROUP_ENV, ContractError, GroupMemberSpec
+from cdc_consumer.contract import (
+    BACKFILL_EVENT_KEY,
+    CONSUMER_GROUP_ENV,
+    ContractError,
+    GroupMemberSpec,
+    SnapshotBatch,
+)
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
-from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.filter_patterns import FilterCriteria, FilterPattern
 from cdc_consumer.processor import LambdaContext, StreamProcessor
 
 __all__ = ["ConsumerGroup", "GroupMember"]
@@ -122,23 +128,57 @@ class ConsumerGroup:
 
     def handle(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
-    ) -> dict[str, list[dict[str, str]]]:
-        """Handle one batch; return the partial batch response for the whole group."""
+    ) -> dict[str, Any]:
+        """Handle one batch; return the partial batch response for the whole group. A
+        backfill's probe (docs/backfill.md) asks every member a snapshot row can reach."""
+        snapshot = SnapshotBatch.of(event)
+        if snapshot is not None and snapshot.probe:
+            return self._probe(event, context)
         records = event.get("Records") if isinstance(event, Mapping) else None
         if not isinstance(records, list):
             raise MalformedBatchError("the event has no Records list; expected a stream batch")
         positions = {_sequence_number(record): index for index, record in enumerate(records)}
         limit = len(records)  # records from here on are held for a member's failure
+        quarantined = 0  # a snapshot batch's answer (docs/backfill.md)
         for member, criteria in zip(self.members, self._criteria, strict=True):
             mine = [record for record in records[:limit] if criteria.matches(record)]
             if not mine:
                 continue
             response = member.processor.handle({**event, "Records": mine}, context)
+            quarantined += response.get(BACKFILL_EVENT_KEY, {}).get("quarantined", 0)
             for failure in response.get("batchItemFailures") or []:
                 limit = min(limit, positions[str(failure["itemIdentifier"])])
-        if limit == len(records):
-            return {"batchItemFailures": []}
-        return {"batchItemFailures": [{"itemIdentifier": _sequence_number(records[limit])}]}
+        failures = [] if limit == len(records) else [_sequence_number(records[limit])]
+        answer: dict[str, Any] = {"batchItemFailures": [{"itemIdentifier": n} for n in failures]}
+        if snapshot is not None:
+            answer[BACKFILL_EVENT_KEY] = {"consumers": self.names, "quarantined": quarantined}
+        return answer
+
+    def _probe(self, event: Mapping[str, Any], context: LambdaContext | None) -> dict[str, Any]:
+        """Each member whose filters admit an INSERT answers the probe (raising
+        :class:`SnapshotRefusedError` when it cannot take snapshot rows)."""
+        probed = []
+        for member, criteria in zip(self.members, self._criteria, strict=True):
+            if may_receive_snapshots(criteria):
+                member.processor.handle(event, context)
+                probed.append(member.name)
+        return {"batchItemFailures": [], BACKFILL_EVENT_KEY: {"consumers": probed}}
+
+
+def may_receive_snapshots(criteria: FilterCriteria) -> bool:
+    """Whether a snapshot row (an INSERT without ``userIdentity``) may pass ``criteria``: some
+    pattern neither asks for a ``userIdentity`` (the service's, a TTL deletion's) nor names
+    event names without INSERT. Judged without the row's images, so a filter on them counts as
+    admitting (the probe errs towards asking)."""
+    insert = {"eventName": "INSERT"}
+    return not criteria.patterns or any(
+        "userIdentity" not in p.pattern
+        and (
+            "eventName" not in p.pattern
+            or FilterPattern({"eventName": p.pattern["eventName"]}).matches(insert)
+        )
+        for p in criteria.patterns
+    )
 
 
 def _sequence_number(record: Any) -> str:
