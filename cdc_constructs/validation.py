@@ -19,19 +19,6 @@ from cdc_consumer.contract import STREAM_RETENTION_SECONDS
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import CdcConfigurationError, Problem
 
-# Top-level fields of a DynamoDB stream record as Lambda delivers it; a filter on any other
-# field can never match (a typo would silently drop every record).
-STREAM_RECORD_FIELDS = (
-    "awsRegion",
-    "dynamodb",
-    "eventID",
-    "eventName",
-    "eventSource",
-    "eventSourceARN",
-    "eventVersion",
-    "userIdentity",
-)
-
 IMAGES_BY_VIEW_TYPE = {
     "KEYS_ONLY": frozenset(),
     "NEW_IMAGE": frozenset({"NewImage"}),
