@@ -454,19 +454,20 @@ def _read_reasons(
             if other is None:
                 duplicates.append(record)
                 continue
-            error = ForeignMarkerError(_foreign(record, other))
-            return _Attempt(duplicates=duplicates, failed=record, error=error), stale
+            foreign = ForeignMarkerError(_foreign(record, other))
+            return _Attempt(duplicates=duplicates, failed=record, error=foreign), stale
         if code == CONDITION_FAILED and not is_marker and is_guarded(record.items[index]):
             stale.setdefault(record, set()).add(index)
             continue
         if code in PERMANENT_REASONS and len(carried) > 1:
             return _Attempt(one_at_a_time=True), stale
         message = _cancelled_at(record, index, is_marker, len(carried), code, reason)
-        if code in PERMANENT_REASONS:
-            return _Attempt(
-                duplicates, failed=record, error=RejectedByDynamoDBError(message)
-            ), stale
-        return _Attempt(duplicates, failed=record, error=TransientError(message)), stale
+        error: CdcConsumerError = (
+            RejectedByDynamoDBError(message)
+            if code in PERMANENT_REASONS
+            else TransientError(message)
+        )
+        return _Attempt(duplicates=duplicates, failed=record, error=error), stale
     return _Attempt(duplicates=duplicates), stale
 
 
