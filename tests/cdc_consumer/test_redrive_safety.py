@@ -346,7 +346,7 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("python -m cdc_consumer.redrive: error: ")
+    assert lines[0].startswith("cdc-redrive: error: ")
     return lines[0]
 
 
@@ -423,7 +423,7 @@ def test_the_command_without_credentials_is_one_line_and_exit_2(tmp_path: Path) 
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("python -m cdc_consumer.redrive: error: no AWS credentials")
+    assert line.startswith("cdc-redrive: error: no AWS credentials")
 
 
 def test_redrive_refuses_a_stream_arn_that_is_not_one(stream: Stream, queue_url: str) -> None:

@@ -45,7 +45,9 @@ EXIT_OK = 0
 EXIT_NOT_OK = 1
 #: Exit status: an operator mistake stopped the run before it touched anything.
 EXIT_SETUP = 2
-PROG = "python -m cdc_consumer.redrive"
+#: The console script's name (pyproject.toml [project.scripts]): what usage and errors call it
+#: (``python -m cdc_consumer.redrive`` is the same program).
+PROG = "cdc-redrive"
 
 
 class _Parser(argparse.ArgumentParser):
