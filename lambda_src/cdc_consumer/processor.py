@@ -25,7 +25,7 @@ from cdc_consumer.exceptions import (
 )
 
 if TYPE_CHECKING:
-    from cdc_consumer.batch import LambdaContext
+    from cdc_consumer.batch import GroupTurn, LambdaContext
     from cdc_consumer.decision import Projection, Reads
     from cdc_consumer.ledger import Ledger
     from cdc_consumer.modes import SideEffect
@@ -178,7 +178,11 @@ class StreamProcessor:
     # --- processing ---------------------------------------------------------------------
 
     def handle(
-        self, event: Mapping[str, Any], context: LambdaContext | None = None
+        self,
+        event: Mapping[str, Any],
+        context: LambdaContext | None = None,
+        *,
+        turn: GroupTurn | None = None,
     ) -> dict[str, list[dict[str, str]]]:
         """Process a Lambda DynamoDB stream event; return the partial batch response.
 
@@ -191,6 +195,9 @@ class StreamProcessor:
         :class:`MalformedBatchError` when the event has no ``Records`` list or a record has no
         sequence number: such a record cannot be reported alone, so the whole batch fails (a
         function error, which Lambda retries and bisects, and which alarms).
+
+        ``turn``: given by :class:`~cdc_consumer.ConsumerGroup` to each member (what it shares
+        with the members before it in the invocation: see :class:`cdc_consumer.batch.GroupTurn`).
         """
         if not self.projections and not self.side_effects:
             raise ConfigurationError(
@@ -207,7 +214,7 @@ class StreamProcessor:
         ledger = Ledger(settle_at_commit=not self.side_effects)
         try:
             records = _records_of(event)
-            failed = BatchRun.assemble(self, settings, context, records, ledger).run()
+            failed = BatchRun.assemble(self, settings, context, records, ledger, turn).run()
         except (MalformedBatchError, ConfigurationError, DeadlineError) as error:
             # The invocation cannot go on: a function error (alarmed, retried by Lambda).
             ledger.metrics.batch_failures = 1
