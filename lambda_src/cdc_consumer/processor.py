@@ -140,11 +140,9 @@ class StreamProcessor:
         When one projection raises, the record's other projections' actions are not applied.
 
         ``reads``: the images the projection reads, ``"NewImage"`` and/or ``"OldImage"``
-        (default: none declared). A record whose stream view type lacks a declared image fails
-        the invocation with :class:`MissingImageError` before the projection runs (see there
-        why it is not quarantined); so does reading an image the view type lacks from the
-        change, declared or not. An image the change simply has not (INSERT's old image) is
-        None.
+        (default: none declared). A record whose view type lacks a declared image fails the
+        invocation with :class:`MissingImageError` before it runs (see there why), as reading
+        one from the change does, declared or not; INSERT's old image (say) is just None.
         """
 
         def add(function: Projection) -> str:
