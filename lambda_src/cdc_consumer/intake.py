@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cdc_consumer import logs, metrics
-from cdc_consumer.batch import BatchRun
+from cdc_consumer.batch import BatchRun, GroupTurn
 from cdc_consumer.change import Change
 from cdc_consumer.contract import BACKFILL_EVENT_KEY, SnapshotBatch
 from cdc_consumer.exceptions import (
@@ -37,7 +37,10 @@ __all__ = ["handle_batch", "snapshot_refusal"]
 
 
 def handle_batch(
-    processor: StreamProcessor, event: Mapping[str, Any], context: LambdaContext | None
+    processor: StreamProcessor,
+    event: Mapping[str, Any],
+    context: LambdaContext | None,
+    turn: GroupTurn | None = None,
 ) -> dict[str, Any]:
     """:meth:`StreamProcessor.handle` (see there)."""
     if not processor.projections and not processor.side_effects:
@@ -60,7 +63,7 @@ def handle_batch(
         for start_batch in processor.batch_hooks:
             start_batch(records)
         decode = Change.from_record if snapshot is None else SnapshotChange.from_record
-        run = BatchRun.assemble(processor, settings, context, records, ledger, decode)
+        run = BatchRun.assemble(processor, settings, context, records, ledger, turn, decode)
         failed = run.run()
     except (MalformedBatchError, ConfigurationError, DeadlineError) as error:
         # The invocation cannot go on: a function error (alarmed, retried by Lambda).
@@ -75,6 +78,19 @@ def handle_batch(
             settings.metrics_namespace, settings.consumer, ledger.metrics, processor.clock()
         )
         raise
+    return _answered(processor, settings, snapshot, records, ledger, failed, started)
+
+
+def _answered(
+    processor: StreamProcessor,
+    settings: Settings,
+    snapshot: SnapshotBatch | None,
+    records: list[Any],
+    ledger: Ledger,
+    failed: str | None,
+    started: float,
+) -> dict[str, Any]:
+    """Log, emit the metrics and record the progress of a batch run; its response."""
     ledger.metrics.batch_failures = int(failed is not None)
     if snapshot is not None:
         ledger.metrics.newest_record_time = None  # a row's horizon is not the stream's lag
@@ -82,6 +98,7 @@ def handle_batch(
     _log_processed(settings, records, ledger, failed, duration_ms)
     metrics.emit(settings.metrics_namespace, settings.consumer, ledger.metrics, processor.clock())
     if snapshot is None and ProgressRecorder.enabled():
+        processor.progress = processor.progress or ProgressRecorder(processor.clock)
         processor.progress.note(
             processor.dynamodb,
             settings.idempotency_table,

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import boto3
 
 from cdc_consumer import defaults
-from cdc_consumer.exceptions import ConfigurationError
+from cdc_consumer.exceptions import ConfigurationError, projection_reader
 
 if TYPE_CHECKING:
-    from cdc_consumer.batch import LambdaContext
+    from cdc_consumer.batch import GroupTurn, LambdaContext
     from cdc_consumer.decision import Projection, Reads
     from cdc_consumer.modes import SideEffect
     from cdc_consumer.progress import ProgressRecorder
@@ -122,7 +122,8 @@ class StreamProcessor:
         self.snapshot_refusers: list[str] = []
         #: Each projection's ``start_batch(records)``, called before a batch is decided.
         self.batch_hooks: list[Callable[[list[Any]], None]] = []
-        self._progress: ProgressRecorder | None = None
+        #: What records this consumer's progress (:mod:`cdc_consumer.progress`), when asked.
+        self.progress: ProgressRecorder | None = None
 
     # --- registration -------------------------------------------------------------------
 
@@ -142,9 +143,9 @@ class StreamProcessor:
         When one projection raises, the record's other projections' actions are not applied.
 
         ``reads``: the images the projection reads, ``"NewImage"`` and/or ``"OldImage"``
-        (default: none declared, nothing checked). A record whose stream view type lacks a
-        declared image fails the invocation with :class:`MissingImageError` (see there why it
-        is not quarantined); an image the change simply has not (INSERT's old image) is None.
+        (default: none declared). A record whose view type lacks a declared image fails the
+        invocation with :class:`MissingImageError` before it runs (see there why), as reading
+        one from the change does, declared or not; INSERT's old image (say) is just None.
 
         ``snapshots``: whether it takes a backfill's snapshot rows (docs/backfill.md); default:
         the function's ``takes_snapshots`` attribute (True for :class:`LatestImage` and
@@ -154,7 +155,7 @@ class StreamProcessor:
 
         def add(function: Projection) -> str:
             self.projections.append(function)
-            name = f"projection {getattr(function, '__name__', repr(function))!r}"
+            name = projection_reader(function)
             takes = getattr(function, "takes_snapshots", False) if snapshots is None else snapshots
             if not takes:
                 self.snapshot_refusers.append(name)
@@ -198,7 +199,11 @@ class StreamProcessor:
     # --- processing ---------------------------------------------------------------------
 
     def handle(
-        self, event: Mapping[str, Any], context: LambdaContext | None = None
+        self,
+        event: Mapping[str, Any],
+        context: LambdaContext | None = None,
+        *,
+        turn: GroupTurn | None = None,
     ) -> dict[str, Any]:
         """Process a Lambda DynamoDB stream event; return the partial batch response.
 
@@ -213,10 +218,13 @@ class StreamProcessor:
         function error, which Lambda retries and bisects, and which alarms). A backfill's
         snapshot batch is refused whole with :class:`SnapshotRefusedError` when a registered
         function cannot take snapshot rows (docs/backfill.md).
+
+        ``turn``: given by :class:`~cdc_consumer.ConsumerGroup` to each member (what it shares
+        with the members before it in the invocation: see :class:`cdc_consumer.batch.GroupTurn`).
         """
         from cdc_consumer.intake import handle_batch  # the batch machinery (module docstring)
 
-        return handle_batch(self, event, context)
+        return handle_batch(self, event, context, turn)
 
     def settings(self) -> Settings:
         """The names this invocation uses; :class:`ConfigurationError` names what is missing."""
@@ -228,14 +236,6 @@ class StreamProcessor:
             self.quarantine_queue_url,
             self.metrics_namespace,
         )
-
-    @property
-    def progress(self) -> ProgressRecorder:
-        """What records this consumer's progress (:mod:`cdc_consumer.progress`)."""
-        from cdc_consumer.progress import ProgressRecorder
-
-        self._progress = self._progress or ProgressRecorder(self.clock)
-        return self._progress
 
     @property
     def dynamodb(self) -> Any:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from cdc_consumer import Contributions, LatestImage, StreamProcessor
+from cdc_consumer import Contributions, LatestImage
 from cdc_consumer.backfill.handler import Backfill
 from cdc_consumer.backfill.settings import BackfillSettings
 from cdc_consumer.contract import (

@@ -98,9 +98,8 @@ def test_a_contribution_replaced_meanwhile_is_retried_not_lost(resources: Resour
     with patched_environ({"VIEW_TABLE_NAME": resources.view_table}):
         for projection in consumer.batch_hooks:
             projection([paid])  # the stream's batch reads: no contribution yet
-        assert backfill.handle(snapshot_event([row], horizon=HORIZON), FakeContext()) == {
-            "batchItemFailures": []
-        }
+        answer = backfill.handle(snapshot_event([row], horizon=HORIZON), FakeContext())
+        assert answer["batchItemFailures"] == []
         consumer.batch_hooks.clear()  # as if it had read before the row was written
         first = consumer.handle(stream_event([paid]), FakeContext())
         consumer.batch_hooks.extend(p.start_batch for p in consumer.projections)
