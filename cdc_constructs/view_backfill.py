@@ -244,6 +244,13 @@ class ViewBackfill(Construct):
         )
         own_map_policy(self.state_machine)
         acknowledge_engine(self.state_machine, self.function)
+        if self.options.items_per_second is None:
+            acknowledge(
+                self.state_machine,
+                "CDC-BF3",
+                "items_per_second=None was given to this ViewBackfill: its segments read as "
+                "fast as the table serves them, by choice.",
+            )
 
 
 def _dashboard_of(consumer: StreamConsumer) -> cloudwatch.Dashboard | None:
