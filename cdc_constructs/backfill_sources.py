@@ -3,16 +3,21 @@ member of its group), its table and stream; and the refusals knowable at synthes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import aws_dynamodb as dynamodb
 
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.filter_checks import as_pattern
 from cdc_constructs.kinesis_consumer import KinesisConsumer
 from cdc_constructs.stream_consumer import StreamConsumer
 
 __all__ = ["BackfillSource", "check_consumer"]
+
+SNAPSHOT_EVENT_NAME = "INSERT"
+"""The ``eventName`` of a snapshot row (``cdc_consumer.snapshots``: a stream-shaped INSERT)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,36 @@ def check_consumer(consumer: Any, member: Any) -> list[Problem]:
         return [Problem("consumer", consumer, "a StreamConsumer")]
     if consumer.source_table.table_stream_arn is None:
         return [Problem("consumer", consumer.node.path, "a consumer of a table with a stream")]
-    return _check_member(consumer, member)
+    found = _check_member(consumer, member)
+    return found or _check_takes_rows(consumer, member)
+
+
+def _check_takes_rows(consumer: StreamConsumer, member: str | None) -> list[Problem]:
+    """The consumer backfilled can take a snapshot row (an INSERT): some filter pattern of
+    its own (a member's; a single consumer's mapping) does not pin ``eventName`` without it."""
+    if member is not None and consumer.group.names:
+        (chosen,) = [m for m in consumer.group.members if m.consumer_name == member]
+        patterns, whose = list(chosen.filters), f"member {member!r}"
+    else:
+        patterns, whose = list(consumer.options.mapping.filter_patterns), "its mapping"
+    if not patterns or any(_admits_insert(as_pattern(p)) for p in patterns):
+        return []
+    prop, value = ("member", member) if member is not None else ("consumer", consumer.node.path)
+    return [
+        Problem(
+            prop,
+            value,
+            f"a consumer that takes INSERT changes: the filters of {whose} admit no INSERT, "
+            "and a backfill hands each item over as one (a snapshot row)",
+        )
+    ]
+
+
+def _admits_insert(pattern: Any) -> bool:
+    names = pattern.get("eventName") if isinstance(pattern, Mapping) else None
+    if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+        return SNAPSHOT_EVENT_NAME in names
+    return True
 
 
 def _check_member(consumer: StreamConsumer, member: Any) -> list[Problem]:

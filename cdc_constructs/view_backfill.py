@@ -12,6 +12,8 @@ dashboard widget.
 
 from __future__ import annotations
 
+import json
+
 from aws_cdk import Duration, Size
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
@@ -24,6 +26,7 @@ from cdc_consumer.contract import (
     BACKFILL_PAGE_SIZE_ENV,
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_TABLE_ENV,
+    CONSUMER_FILTERS_ENV,
     CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_NAME_ENV,
     CONSUMER_PROGRESS_ENV,
@@ -193,6 +196,9 @@ class ViewBackfill(Construct):
             METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
             BACKFILL_PAGE_SIZE_ENV: str(int(options.page_size)),
         }
+        filters = consumer.options.mapping.filter_patterns
+        if filters:  # a snapshot batch is invoked directly: the mapping's filter is not applied
+            variables[CONSUMER_FILTERS_ENV] = json.dumps([dict(f) for f in filters])
         rate = options.segment_items_per_second
         if rate is not None:
             variables[BACKFILL_ITEMS_PER_SECOND_ENV] = f"{rate:g}"

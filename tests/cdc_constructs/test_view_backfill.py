@@ -20,6 +20,7 @@ from cdc_consumer.contract import (
     BACKFILL_REFUSED_ERROR,
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_TABLE_ENV,
+    CONSUMER_FILTERS_ENV,
     CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_NAME_ENV,
     CONSUMER_PROGRESS_ENV,
@@ -382,3 +383,28 @@ def test_the_nag_packs_find_nothing_unacknowledged(
     app.synth()  # raises ValidationFailed on any unacknowledged finding
     report = json.loads((tmp_path / "validation-report.json").read_text())
     assert [v for r in report["pluginReports"] for v in r["violations"]] == []
+
+
+def test_a_member_that_takes_no_insert_is_refused(stack: cdk.Stack) -> None:
+    message = _error(stack, consumer=_group(stack), member="archive")
+    assert (
+        "member='archive': a consumer that takes INSERT changes: the filters of member "
+        "'archive' admit no INSERT, and a backfill hands each item over as one"
+    ) in message
+
+
+def test_a_consumer_whose_mapping_takes_no_insert_is_refused(stack: cdk.Stack) -> None:
+    consumer = _consumer(stack, filters=[StreamFilters.event_names("MODIFY", "REMOVE")])
+    message = _error(stack, consumer=consumer)
+    assert (
+        "consumer='Test/Consumer': a consumer that takes INSERT changes: the filters of "
+        "its mapping admit no INSERT" in message
+    )
+
+
+def test_the_mappings_filters_go_to_the_segment_function(stack: cdk.Stack) -> None:
+    paid = StreamFilters.new_image_attribute_equals("status", "paid")
+    ViewBackfill(stack, "Backfill", consumer=_consumer(stack, filters=[paid]))
+    variables = _segment_function(_template(stack))["Environment"]["Variables"]
+    # Invoked directly, a snapshot batch skips the mapping's filter: the worker applies it.
+    assert json.loads(variables[CONSUMER_FILTERS_ENV]) == [paid]
