@@ -178,7 +178,7 @@ class StreamFanOut(StreamPipe):
             Streams throttles a third reader); the reason also acknowledges CDC-ESM11.
         dead_letter_queue: where failed batches' pointers go (shard, sequence numbers).
             Default: a new queue, SQS-managed encryption, TLS only, 14 days retention (the
-            library's dead-letter queue, as StreamConsumer's on-failure queue).
+            library's dead-letter queue, as for an SQS on-failure destination of StreamConsumer).
         alarm_topic: where alarms notify. Default: a new :class:`AlarmTopic` (customer key,
             TLS only).
         log_level: ``OFF``, ``ERROR``, ``INFO`` or ``TRACE``. Default ``ERROR``: failures only,
