@@ -355,6 +355,67 @@ def test_cli_replays_an_object_whose_records_the_stream_no_longer_holds(
     assert keys(s3) == []
 
 
+def shared_bucket(stream: Stream) -> tuple[str, str]:
+    """Our mapping's failed batch and another consumer's (its own mapping and function) in one
+    bucket; return their keys."""
+    records = lambda_records(stream)
+    ours = put_batch(stream, records[:1])
+    theirs = put_batch(
+        stream,
+        records[1:],
+        mapping=str(uuid.uuid4()),
+        function_arn=FUNCTION_ARN.replace("orders-", "billing-"),
+    )
+    return ours, theirs
+
+
+def test_cli_scoped_to_its_mapping_never_replays_another_consumers_object(
+    stream: Stream, s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shared bucket, the default prefix: with --mapping-uuid only this consumer's object is
+    replayed and deleted; the other consumer's stays (issue 23 §4)."""
+    stream.write(2)
+    ours, theirs = shared_bucket(stream)
+    write_handler_module(tmp_path, "cli_consumer_s3_scoped")
+    argv = ["--bucket", BUCKET, "--stream-arn", stream.arn, "--mapping-uuid", MAPPING]
+    argv += ["--handler", "cli_consumer_s3_scoped:handler", "--path", str(tmp_path), "--json"]
+
+    status = main(argv, session=session_for(stream.aws))
+
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert sys.modules["cli_consumer_s3_scoped"].applied == [
+        lambda_records(stream)[0]["dynamodb"]["SequenceNumber"]
+    ]
+    assert json.loads(out)["queue_url"] == f"s3://{BUCKET}/aws/lambda/{MAPPING}/"
+    assert keys(s3) == [theirs] and ours not in keys(s3)
+
+
+def test_cli_without_its_mapping_refuses_a_bucket_and_touches_nothing(
+    stream: Stream, s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--bucket with --handler and the default prefix names no consumer: one line, exit 2,
+    nothing replayed or deleted (it replayed and deleted the other consumer's object)."""
+    stream.write(2)
+    before = sorted(shared_bucket(stream))
+    write_handler_module(tmp_path, "cli_consumer_s3_unscoped")
+    argv = ["--bucket", BUCKET, "--stream-arn", stream.arn]
+    argv += ["--handler", "cli_consumer_s3_unscoped:handler", "--path", str(tmp_path)]
+
+    assert main(argv, session=session_for(stream.aws)) == 2
+
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "whose batches?" in line and "give --mapping-uuid UUID" in line
+    assert sys.modules["cli_consumer_s3_unscoped"].applied == []
+    assert keys(s3) == before
+
+    argv += ["--prefix", "aws/lambda/", "--mapping-uuid", str(uuid.uuid4())]
+    argv[-3] = f"aws/lambda/{MAPPING}/"  # a prefix naming another mapping than --mapping-uuid
+    assert main(argv, session=session_for(stream.aws)) == 2
+    assert "name two mappings" in capsys.readouterr().err
+    assert keys(s3) == before
+
+
 def test_cli_dry_run_lists_objects_and_bad_objects_exit_1(
     stream: Stream, s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -364,6 +425,7 @@ def test_cli_dry_run_lists_objects_and_bad_objects_exit_1(
     write_handler_module(tmp_path, "cli_consumer_s3_dry")
     argv = ["--bucket", BUCKET, "--stream-arn", stream.arn, "--dry-run"]
     argv += ["--handler", "cli_consumer_s3_dry:handler", "--path", str(tmp_path)]
+    argv += ["--mapping-uuid", MAPPING]
 
     assert main(argv, session=session_for(stream.aws)) == 1
 
@@ -380,6 +442,7 @@ def test_cli_a_bucket_that_does_not_exist_is_one_line_and_exit_2(
     write_handler_module(tmp_path, "cli_consumer_s3_missing")
     argv = ["--bucket", "no-such-bucket", "--stream-arn", stream.arn]
     argv += ["--handler", "cli_consumer_s3_missing:handler", "--path", str(tmp_path)]
+    argv += ["--mapping-uuid", MAPPING]
 
     assert main(argv, session=session_for(stream.aws)) == 2
 
