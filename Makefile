@@ -77,7 +77,7 @@ snapshots: $(DEV_DEPS) $(CLI_DEPS)
 ## demo workload with injected faults; prints a summary table and one JSON line
 local: $(DEV_DEPS) $(CLI_DEPS)
 	cdk synth --quiet
-	$(BIN)/python -m cdc_local --assembly cdk.out --stack $(STACK) --demo
+	$(BIN)/python -m reference_app --assembly cdk.out --stack $(STACK)
 
 ## deploy-local: deploy the reference stack with the real CDK CLI to MiniStack (a local AWS
 ## emulator, in its own virtualenv, on 127.0.0.1) and exercise it; prints a summary

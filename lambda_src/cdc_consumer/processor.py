@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import boto3
 
 from cdc_consumer import defaults
-from cdc_consumer.exceptions import ConfigurationError, DeadlineError, MalformedBatchError
+from cdc_consumer.exceptions import (
+    ConfigurationError,
+    DeadlineError,
+    MalformedBatchError,
+    projection_reader,
+)
 
 if TYPE_CHECKING:
     from cdc_consumer.batch import GroupTurn, LambdaContext
@@ -135,14 +140,14 @@ class StreamProcessor:
         When one projection raises, the record's other projections' actions are not applied.
 
         ``reads``: the images the projection reads, ``"NewImage"`` and/or ``"OldImage"``
-        (default: none declared, nothing checked). A record whose stream view type lacks a
-        declared image fails the invocation with :class:`MissingImageError` (see there why it
-        is not quarantined); an image the change simply has not (INSERT's old image) is None.
+        (default: none declared). A record whose view type lacks a declared image fails the
+        invocation with :class:`MissingImageError` before it runs (see there why), as reading
+        one from the change does, declared or not; INSERT's old image (say) is just None.
         """
 
         def add(function: Projection) -> str:
             self.projections.append(function)
-            return f"projection {getattr(function, '__name__', repr(function))!r}"
+            return projection_reader(function)
 
         return _registration(function, reads, add, self.reads)
 
