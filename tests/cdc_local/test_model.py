@@ -38,8 +38,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
-from cdc_consumer import redrive
 from cdc_consumer.contract import CONSUMER_GROUP_ENV, GroupMemberSpec
+from cdc_consumer.redrive import CallableInvoker, Redrive, Source
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -55,12 +55,12 @@ from cdc_local.accounting import (
     ConsumerWiring,
     on_failure_batches,
     peek_messages,
-    redrive_on_failure,
     scan,
 )
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
 from cdc_local.runner import LocalPipeline
+from cdc_local.ttl import TtlAnnotatedStreams
 
 HANDLER = Path(__file__).parent / "handlers" / "model"
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -254,6 +254,13 @@ class PipelineModel(RuleBasedStateMachine):
         self.deployments[-1].drained_to = len(self.history)
         self._check(before, self._read(), self._check_stream_order)
 
+    @rule()
+    def roll_shards(self) -> None:
+        """DynamoDB closes the stream's shard and opens a child (about every 4 hours), maybe
+        while a batch of the parent is failing or unread: Lambda reads the parent first."""
+        self.steps += 1
+        self.pipeline.roll_shards()
+
     @rule(days=st.sampled_from([1, 3, 8]))
     def days_pass(self, days: int) -> None:
         """The clock moves on (after the streams are drained, so no record ages out unread):
@@ -305,16 +312,21 @@ class PipelineModel(RuleBasedStateMachine):
         self.steps += 1
         before = self._read()
         with self._faults(fault, seed):
-            redrive_on_failure(self.pipeline, self.wiring)
-        self._check(before, self._read(), self._redrive_order(self._bucket_pending()))
+            assert self.wiring.on_failure_bucket is not None
+            redriver(self.pipeline, self.wiring).run_bucket(
+                self.wiring.on_failure_bucket, self.wiring.on_failure_prefix
+            )
+        self._check(before, self._read(), self._redrive_order(self._pending()))
 
     @precondition(lambda self: self.fixed)
     @rule()
     def redrive_quarantine(self) -> None:
         self.steps += 1
         before = self._read()
-        redrive_quarantine(self.pipeline, self.wiring)
-        self._check(before, self._read(), self._redrive_order(self._quarantine_pending()))
+        redriver(self.pipeline, self.wiring).run(
+            self.wiring.quarantine_queue_url, Source.QUARANTINE
+        )
+        self._check(before, self._read(), self._redrive_order(self._pending()))
 
     @precondition(lambda self: self.steps >= STEPS // 2)
     @rule()
@@ -358,7 +370,7 @@ class PipelineModel(RuleBasedStateMachine):
 
     def _nothing_lost(self) -> None:
         current = self.deployments[-1]
-        pending = self._bucket_pending() | self._quarantine_pending()
+        pending = self._pending()
         for member in ALWAYS:
             for change in self.history[: current.drained_to]:
                 applied = change.entry in self.observed.logs.get((member, change.pk), [])
@@ -408,6 +420,10 @@ class PipelineModel(RuleBasedStateMachine):
         left = {item["pk"]["S"] for item in scan(self.ddb, self.wiring.source_table)}
         return [(pk, w) for pk, w in sorted(source.items()) if pk not in left]
 
+    def _pending(self) -> set[tuple[str, str]]:
+        """The changes held in the bucket or the quarantine."""
+        return self._bucket_pending() | self._quarantine_pending()
+
     def _bucket_pending(self) -> set[tuple[str, str]]:
         pending = set()
         for document in on_failure_batches(self.pipeline, self.wiring):
@@ -440,7 +456,7 @@ class PipelineModel(RuleBasedStateMachine):
             self.stream_high[(member, pk)] = orders[-1]
 
     def _redrive_order(self, pending: set[tuple[str, str]]) -> Any:
-        """The order check of a redrive that left ``pending`` in its source: it applies an
+        """The order check of a redrive that left ``pending`` (bucket and quarantine): it applies an
         item's changes in order, and none while an earlier change of that item that the member
         has not applied stays pending there."""
 
@@ -460,19 +476,28 @@ class PipelineModel(RuleBasedStateMachine):
         return check
 
 
-def redrive_quarantine(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Any:
-    """Replay the quarantine through the group (every member's messages)."""
-    return redrive.Redrive(
-        invoker=redrive.CallableInvoker(
+def redriver(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redrive:
+    """A redrive of the consumer through its handler contract that knows both of its sources,
+    the quarantine queue and the on-failure bucket, as the redrive function does (so neither
+    replays a change of an item while the other holds an earlier one)."""
+    return Redrive(
+        invoker=CallableInvoker(
             handler=wiring.function.as_handler(), function_name=wiring.function.name
         ),
         stream_arn=wiring.mapping.stream_arn,
         sqs_client=pipeline.client("sqs"),
-        streams_client=pipeline.client("dynamodbstreams"),
+        streams_client=TtlAnnotatedStreams(
+            pipeline.client("dynamodbstreams"), pipeline.ttl_ledger, wiring.mapping.stream_arn
+        ),
         consumer_name=wiring.consumer_name,
-        member_names=[member.name for member in wiring.members],
+        member_names=[spec.name for spec in wiring.members],
         receive_wait_seconds=0,
-    ).run(wiring.quarantine_queue_url, redrive.Source.QUARANTINE)
+        s3_client=pipeline.client("s3"),
+        function_name=wiring.function.name,
+        quarantine_queue_url=wiring.quarantine_queue_url,
+        on_failure_bucket=wiring.on_failure_bucket,
+        on_failure_prefix=wiring.on_failure_prefix,
+    )
 
 
 class _plan:
