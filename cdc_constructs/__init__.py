@@ -2,8 +2,9 @@
 
 Premise: events arrive out of order across items, at least once, and they fail. The
 constructs make the safe settings the defaults (finite retries and record age, bisect, an
-on-failure queue, in-order processing that stops at the first failure, idempotency, alarms)
-and refuse unsafe ones with one error that lists every problem.
+on-failure bucket that keeps each batch given up on whole, in-order processing that stops at
+the first failure, idempotency, alarms) and refuse unsafe ones with one error that lists every
+problem.
 """
 
 from cdc_constructs import _runtime  # noqa: F401  (first: makes cdc_consumer.contract importable)
@@ -30,6 +31,7 @@ from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
 from cdc_constructs.synth_errors import install_synth_error_hook
+from cdc_constructs.view_backfill import ViewBackfill
 
 # Under `cdk synth`, a CdcConfigurationError prints its message first, without a traceback
 # wall (cdc_constructs/synth_errors.py says how; CDC_TRACEBACK=1 turns it off).
@@ -59,6 +61,7 @@ __all__ = [
     "StreamFilters",
     "StreamMappingOptions",
     "StreamRedrive",
+    "ViewBackfill",
 ]
 
 

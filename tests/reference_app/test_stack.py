@@ -85,6 +85,27 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
     assert [rule for _, rule, _ in acks if rule == "CDC-ESM11"] == []
 
 
+def test_a_passing_synth_prints_one_line_and_the_reasons_on_request(reference: Synthesized):
+    from app import format_nag_summary
+
+    acks = acknowledgements_of(reference)
+    brief = format_nag_summary(0, acks)
+    assert brief == (
+        "cdk-nag (AwsSolutions + Serverless + CdcChecks): 0 unacknowledged findings, "
+        f"{len(acks)} acknowledged (each with its reason: -c cdcNagVerbose=true)"
+    )
+    verbose = format_nag_summary(0, acks, verbose=True).splitlines()
+    assert len(verbose) == 1 + len(acks)
+    path, rule, reason = acks[0]
+    assert verbose[1] == f"  - {rule} on {path}: {reason}"
+
+
+def acknowledgements_of(reference: Synthesized) -> list[tuple[str, str, str]]:
+    from app import acknowledgements
+
+    return acknowledgements(reference.app)
+
+
 def test_cfn_lint_is_clean(reference: Synthesized):
     matches = cfn_lint(reference.template)
     assert matches == []
@@ -291,8 +312,9 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     # The consumers' function and mapping: lag, dropped records (the on-failure alarm,
     # whatever the destination), quarantine depth, errors, throttles and the redrive's lost
     # records; per member (order-stats, ttl-archive): quarantined and foreign markers; the
-    # fan-out: 3 pipe failures and its DLQ; each OrderPaid route: its dead-letter queue.
-    assert len(all_alarms) == 6 + 2 * 2 + 4 + 2
+    # fan-out: 3 pipe failures and its DLQ; each OrderPaid route: its dead-letter queue; the
+    # order-stats backfill: failed, timed-out and aborted executions.
+    assert len(all_alarms) == 6 + 2 * 2 + 4 + 2 + 3
     for alarm in all_alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
@@ -309,6 +331,9 @@ def test_alarms_notify_the_topic(reference: Synthesized):
         "ExecutionFailed",
         "ExecutionPartiallyFailed",
         "ExecutionTimeout",
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+        "ExecutionsAborted",
     }
     alarms = {
         a["Properties"]["MetricName"]: a["Properties"]
@@ -563,7 +588,9 @@ def test_reference_stack_counts(reference: Synthesized):
     counts: dict[str, int] = {}
     for resource in reference.template["Resources"].values():
         counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
-    assert counts["AWS::Lambda::Function"] == 2  # the consumers (a group), their redrive
+    # The consumers (a group), their redrive, the order-stats backfill's segment function.
+    assert counts["AWS::Lambda::Function"] == 3
+    assert counts["AWS::StepFunctions::StateMachine"] == 1
     assert counts["AWS::Lambda::EventSourceMapping"] == 1
     assert counts["AWS::Pipes::Pipe"] == 1
     assert counts["AWS::Events::Rule"] == 2
