@@ -1,5 +1,6 @@
-"""Helpers for testing stream consumers without AWS: stream records, a table's stream, a
-Lambda context, and AWS-style redelivery.
+"""Helpers for testing stream consumers without AWS: the environment a StreamConsumer gives
+its function (:func:`consumer_environment`, on moto's server: the ``testing`` extra), stream
+records, a table's stream, a Lambda context, and AWS-style redelivery.
 
 Importing this module needs nothing beyond boto3, so it is safe to ship in the layer; it is
 meant for tests, the local pipeline and benchmarks::
@@ -24,7 +25,22 @@ from typing import Any
 from boto3.dynamodb.types import TypeSerializer
 
 from cdc_consumer.change import TTL_PRINCIPAL
+from cdc_consumer.consumer_environment import ConsumerEnvironment, consumer_environment
 from cdc_consumer.wire import to_wire
+
+__all__ = [
+    "DEFAULT_SOURCE_ARN",
+    "FIRST_SEQUENCE_NUMBER",
+    "ConsumerEnvironment",
+    "FakeContext",
+    "TableStream",
+    "consumer_environment",
+    "redelivery",
+    "serialize",
+    "stream_event",
+    "stream_record",
+    "wire_serialize",
+]
 
 #: The stream ARN records carry unless told otherwise.
 DEFAULT_SOURCE_ARN = (
@@ -203,3 +219,33 @@ def redelivery(
             "Lambda would fail the whole batch"
         )
     return list(records[min(positions) :])
+
+
+def snapshot_event(
+    items: Iterable[Mapping[str, Any]],
+    *,
+    horizon: int,
+    backfill_id: str = "test-backfill",
+    keys: Sequence[str] = ("pk",),
+    source_arn: str = DEFAULT_SOURCE_ARN,
+) -> dict[str, Any]:
+    """A backfill's snapshot batch of ``items`` (Python values) read after ``horizon`` (epoch
+    seconds), as the segment function sends it to the consumer (docs/backfill.md)."""
+    from cdc_consumer.contract import BACKFILL_EVENT_KEY, SnapshotBatch
+    from cdc_consumer.snapshots import snapshot_record
+
+    records = []
+    for index, item in enumerate(items):
+        image = wire_serialize(_decimals(dict(item)))
+        records.append(
+            snapshot_record(
+                image,
+                {name: image[name] for name in keys},
+                backfill_id=backfill_id,
+                horizon=horizon,
+                sequence_number=f"{index:08d}",
+                stream_arn=source_arn,
+            )
+        )
+    batch = SnapshotBatch(backfill_id=backfill_id, horizon=horizon)
+    return {"Records": records, BACKFILL_EVENT_KEY: batch.to_dict()}
