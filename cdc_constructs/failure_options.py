@@ -42,6 +42,12 @@ class FailureHandlingOptions:
         SQS-managed encryption.
     :param idempotency_table: an :class:`IdempotencyTable` or ITable (pk ``id``, TTL
         ``expiration``). Default: a new IdempotencyTable; share one between consumers.
+    :param marker_lifetime: how long the runtime keeps processed-markers and side-effect
+        claims (``CDC_MARKER_TTL_SECONDS``). Default: derived from this consumer's replay
+        windows (stream retention, maximum record age, the failed-batch bucket's lifecycle, the
+        quarantine queue's retention, plus a day; :mod:`~cdc_constructs.marker_lifetime`), since
+        a record replayed after its marker expired is applied again. Longer costs storage only;
+        shorter than the derived minimum is refused.
     :param redrive: Default True: a :class:`StreamRedrive` function that replays the
         on-failure destination and the quarantine queue through this consumer once a fault is
         fixed (docs/operations.md, "Redrive"): the way to replay failed batches must exist
@@ -55,6 +61,7 @@ class FailureHandlingOptions:
     quarantine_queue: sqs.IQueue | None = None
     encryption_key: kms.IKey | None = None
     idempotency_table: IdempotencyTable | dynamodb.ITable | None = None
+    marker_lifetime: Duration | None = None
     redrive: bool = defaults.REDRIVE
 
     def problems(self, consumer_timeout: Duration | None) -> list[Problem]:
