@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -78,6 +79,16 @@ themselves must be read back from the stream within 24 h; see redrive.)"""
 QUARANTINE_QUEUE_RETENTION_DAYS: Final = 14
 """The maximum SQS allows; quarantine messages carry the whole record, so this is the window
 to fix the handler and replay them."""
+
+RECORD_REMOVAL_POLICY: Final = RemovalPolicy.RETAIN
+"""What ``cdk destroy``, or a change that replaces the resource, does to a queue or bucket that
+may hold the only copy of a record: the quarantine queue (poison records, whole), the
+failed-batch bucket (failed batches, whole) and a pipe's dead-letter queue. Retained
+(``DeletionPolicy`` and ``UpdateReplacePolicy: Retain``): the stream trims a record after 24 h,
+so once it is quarantined or given up on, the copy here may be the last one. A retained queue
+still expires its messages after its retention; an empty one costs nothing (docs/operations.md,
+"What cdk destroy leaves behind"). ``removal_policy=RemovalPolicy.DESTROY`` for a stack whose
+failed records may be lost (a test stack)."""
 
 # --- Stream consumer (Lambda function) -------------------------------------------------------
 

@@ -90,13 +90,16 @@ def make_function(
 
 
 def make_log_group(
-    scope: Construct, retention: logs.RetentionDays, encryption_key: kms.IKey | None
+    scope: Construct,
+    retention: logs.RetentionDays,
+    encryption_key: kms.IKey | None,
+    construct_id: str = "LogGroup",
 ) -> logs.LogGroup:
     """A ``LogGroup`` child of ``scope`` with ``retention``, encrypted with ``encryption_key``
     when given (log lines can carry item values: error messages quote them)."""
     if encryption_key is not None:
         allow_logs_to_use(encryption_key, scope)
-    return logs.LogGroup(scope, "LogGroup", retention=retention, encryption_key=encryption_key)
+    return logs.LogGroup(scope, construct_id, retention=retention, encryption_key=encryption_key)
 
 
 _LOGS_KEY_ACTIONS = (

@@ -215,9 +215,10 @@ class FailedBatchBucket(Construct):
     requests without ``aws:SecureTransport``), all public access blocked, objects owned by the
     bucket owner, **versioned** (a redriven object is deleted, which keeps it as a noncurrent
     version: recoverable and auditable for ``retention``), and retained when the stack is
-    deleted (``RemovalPolicy.RETAIN``: it may hold the only copy of changes the stream has
-    trimmed). Its lifecycle expires objects and noncurrent versions ``retention`` after they
-    were written or redriven (default 14 days, the on-failure queue's retention: the time to
+    deleted or the bucket replaced (``removal_policy``, default ``RemovalPolicy.RETAIN``: it may
+    hold the only copy of changes the stream has trimmed; ``defaults.RECORD_REMOVAL_POLICY``).
+    Its lifecycle expires objects and noncurrent versions ``retention`` after they were
+    written or redriven (default 14 days, the on-failure queue's retention: the time to
     notice the alarm and redrive) and aborts incomplete uploads after a day.
 
     Escape hatch: :attr:`bucket`.
@@ -230,6 +231,7 @@ class FailedBatchBucket(Construct):
         *,
         retention: Duration | None = None,
         encryption_key: kms.IKey | None = None,
+        removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
     ) -> None:
         super().__init__(scope, construct_id)
         retention = retention or Duration.days(defaults.FAILED_BATCH_RETENTION_DAYS)
@@ -255,7 +257,7 @@ class FailedBatchBucket(Construct):
                     abort_incomplete_multipart_upload_after=Duration.days(1),
                 )
             ],
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=removal_policy,
         )
         """The bucket (escape hatch)."""
         acknowledge(

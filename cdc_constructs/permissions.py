@@ -29,6 +29,10 @@ STREAM_REPLAY_ACTIONS = (
 )
 """Reading a known range of one shard back (the redrive; it never lists streams)."""
 
+STREAM_LINEAGE_ACTIONS = ("dynamodb:DescribeStream",)
+"""Reading a stream's shard lineage (``ParentShardId``): the redrive of an S3 destination replays
+a child shard's batches only after its parent's."""
+
 STREAM_KEY_ACTIONS = ("kms:Decrypt",)
 """Reading a stream of a table under a customer key."""
 

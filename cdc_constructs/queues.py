@@ -1,8 +1,8 @@
-"""Dead-letter queues: encrypted, TLS-only, 14 days retention."""
+"""Dead-letter queues: encrypted, TLS-only, 14 days retention, retained by default."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -18,6 +18,7 @@ def dead_letter_queue(
     purpose: str,
     encryption_key: kms.IKey | None = None,
     retention_days: int = defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
+    removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
 ) -> sqs.Queue:
     """A queue that is itself a dead-letter destination.
 
@@ -37,6 +38,7 @@ def dead_letter_queue(
         encryption_master_key=encryption_key,
         enforce_ssl=True,
         retention_period=Duration.days(retention_days),
+        removal_policy=removal_policy,
     )
     reason = (
         f"This queue is itself a dead-letter destination ({purpose}); its messages are read "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -116,18 +116,17 @@ class StreamConsumer(Construct):
     Failure handling: ``on_failure`` (default: an S3 bucket that keeps each failed batch
     whole), ``on_failure_queue``, ``failed_batch_retention``, ``quarantine_queue``,
     ``encryption_key``, ``idempotency_table``, ``marker_lifetime`` (default: derived from the
-    consumer's replay windows; less is refused), ``redrive``
+    replay windows; less is refused), ``redrive``, ``removal_policy`` (default RETAIN)
     (:class:`~cdc_constructs.failure_options.FailureHandlingOptions`).
 
-    Monitoring: ``monitoring``, ``alarm_topic``, ``dashboard``,
-    ``iterator_age_alarm_threshold``, ``metrics_namespace``
-    (:class:`~cdc_constructs.monitoring_options.MonitoringOptions`).
+    Monitoring: ``monitoring``, ``alarm_topic``, ``dashboard``, ``iterator_age_alarm_threshold``,
+    ``metrics_namespace`` (:class:`~cdc_constructs.monitoring_options.MonitoringOptions`).
 
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
     :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
     queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
-    unless the destination is SQS),
-    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`source_table` and
+    unless the destination is SQS), :attr:`quarantine_queue`, :attr:`idempotency_table`,
+    :attr:`source_table` and
     :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
     :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic`
     (the topic every alarm notifies; None without monitoring and without ``alarm_topic``),
@@ -181,6 +180,7 @@ class StreamConsumer(Construct):
         iterator_age_alarm_threshold: Duration | None = None,
         metrics_namespace: str = DEFAULT_METRICS_NAMESPACE,
         redrive: bool = defaults.REDRIVE,
+        removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
     ) -> None:
         options, self.group = _options(scope, construct_id, dict(locals()))
         super().__init__(scope, construct_id)
@@ -190,8 +190,7 @@ class StreamConsumer(Construct):
         self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
-        self._set_failure_resources(options.failure)
-        self.replay_windows, self.marker_lifetime = _marker_lifetime(self, None, options)
+        self._set_failure_resources(options)
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
@@ -258,11 +257,17 @@ class StreamConsumer(Construct):
         _grant_table(self.function, self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
         grant_send(self.function, self.quarantine_queue)
 
-    def _set_failure_resources(self, failure: FailureHandlingOptions) -> None:
+    def _set_failure_resources(
+        self, options: ConsumerOptions, stream_retention: Duration | None = None
+    ) -> None:
+        failure = options.failure
         target, self.quarantine_queue, self.idempotency_table = _failure_resources(self, failure)
         self.on_failure: OnFailureTarget = target
         self.on_failure_bucket: s3.IBucket | None = target.bucket
         self.dead_letter_queue: sqs.IQueue | None = target.queue
+        self.replay_windows, self.marker_lifetime = _marker_lifetime(
+            self, stream_retention, options
+        )
 
     def _grant_source(self) -> None:
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
@@ -320,6 +325,7 @@ def _failure_resources(
             "FailedBatches",
             retention=failure.failed_batch_retention,
             encryption_key=failure.encryption_key,
+            removal_policy=failure.removal_policy,
         )
         on_failure = OnFailureTarget.of_bucket(bucket.bucket)
     quarantine = failure.quarantine_queue or dead_letter_queue(
@@ -328,6 +334,7 @@ def _failure_resources(
         purpose="poison records quarantined by the consumer runtime, with their payload",
         encryption_key=failure.encryption_key,
         retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
+        removal_policy=failure.removal_policy,
     )
     table = as_table(failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable"))
     return on_failure, quarantine, table

@@ -39,9 +39,10 @@ class LocalEndpoint:
         # Imported here so that importing cdc_local does not pull in moto's server (flask).
         from moto.server import ThreadedMotoServer
 
-        from cdc_local import moto_patches
+        from cdc_local import moto_patches, shards
 
         moto_patches.apply()  # transactions snapshot what they touch, not whole tables
+        shards.apply()  # streams serve parent and child shards once a shard rolls over
 
         # The server logs every request through werkzeug at INFO; keep only its warnings.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)

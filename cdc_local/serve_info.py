@@ -26,6 +26,11 @@ def serve_lines(pipeline: LocalPipeline) -> Iterator[str]:
     resources = pipeline.resources
     assert pipeline.endpoint is not None and resources is not None
     yield f"local endpoint: AWS_ENDPOINT_URL={pipeline.endpoint.url}"
+    # What an application pointed at the endpoint needs: boto3 refuses to sign a request
+    # without credentials and a region, and moto's account is the one of these fake ones.
+    yield "your application's environment: export " + " ".join(
+        f"{name}={shlex.quote(value)}" for name, value in pipeline.endpoint.environment().items()
+    )
     for logical_id, name in resources.table_names.items():
         yield f"table {logical_id}: {name}"
     for logical_id, url in resources.queue_urls.items():

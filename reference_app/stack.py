@@ -139,8 +139,11 @@ class CdcReferenceStack(Stack):
     - ``alarm_topic``: every alarm goes here; ``alarm_emails`` are subscribed.
     - ``dashboard``: one dashboard for the whole pipeline.
 
-    The tables and buckets are retained when the stack is deleted (their data outlives the
-    stack), as are the log groups; queues and alarms go with it.
+    What may hold the only copy of a record is retained when the stack is deleted or the
+    resource replaced: the tables, the buckets, the quarantine and dead-letter queues and the
+    OrderPaid queues; so are the log groups and the alarm key. Functions, mappings, the pipe,
+    the bus, alarms and the topic go with the stack (docs/operations.md, "What cdk destroy
+    leaves behind").
     """
 
     def __init__(
@@ -295,6 +298,9 @@ def _order_paid_route(
         enforce_ssl=True,
         retention_period=Duration.days(defaults.ON_FAILURE_QUEUE_RETENTION_DAYS),
         dead_letter_queue=sqs.DeadLetterQueue(queue=undelivered, max_receive_count=5),
+        # Its messages are OrderPaid events not yet handled: once the stream trims the
+        # change (24 h), the only copy. Retained with the stack, as the dead letters are.
+        removal_policy=defaults.RECORD_REMOVAL_POLICY,
     )
     events.Rule(
         stack,

@@ -86,6 +86,8 @@ class CdcChecks(NagPack):
     - CDC-ESM10 an on-failure destination that keeps the records (S3), not a pointer (warning)
     - CDC-ESM11 at most two readers (mappings and pipes, across stacks) per DynamoDB stream,
       one when the table has replicas
+    - CDC-ESM12 filters name only fields and attribute types the records have, at every
+      level whose shape is known, and give rules to values only
 
     It judges the synthesized templates (escape-hatch overrides included), so it runs as a
     validation plugin during synthesis; ``validate_scope`` on an unsynthesized app raises a

@@ -24,6 +24,7 @@ from cdc_consumer.exceptions import (
     MissingImageError,
     PermanentError,
     UndecodableRecordError,
+    projection_reader,
 )
 from cdc_consumer.transactions import RecordWrites, action_list
 
@@ -143,6 +144,8 @@ class Decider:
             return Apply(change, self.writes_for(position, change, actions, False))
         except PermanentError as error:
             return self._permanent(position, change, error)
+        except MissingImageError as error:  # it read an image the stream never carries
+            return Misconfigured(error.read_by(projection_reader(projection)), change)
         except Exception as error:  # user code: anything but PermanentError is transient
             return Transient(error, change)
 

@@ -93,7 +93,8 @@ class ConfigurationError(CdcConsumerError):
 
 
 class MissingImageError(ConfigurationError):
-    """A record's stream view type lacks an image a registered projection or side effect reads.
+    """A record's stream view type lacks an image a registered projection or side effect reads
+    (declared with ``reads=``, or read from the :class:`~cdc_consumer.Change`).
 
     A misconfiguration, not a bad record: every record of that stream lacks the image, so
     quarantining them one by one would empty the stream into the queue while the view never
@@ -117,6 +118,15 @@ class MissingImageError(ConfigurationError):
         self.view_type = view_type
         self.missing = list(missing)
         self.reader = reader
+
+    def read_by(self, reader: str) -> MissingImageError:
+        """The same error, naming ``reader`` (a projection or side effect) as the one reading."""
+        return MissingImageError(self.sequence_number, self.view_type, self.missing, reader)
+
+
+def projection_reader(projection: Any) -> str:
+    """How a :class:`MissingImageError` names the projection that reads an image."""
+    return f"projection {getattr(projection, '__name__', repr(projection))!r}"
 
 
 class DeadlineError(CdcConsumerError):

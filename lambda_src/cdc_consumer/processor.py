@@ -17,10 +17,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import boto3
 
 from cdc_consumer import defaults
-from cdc_consumer.exceptions import ConfigurationError, DeadlineError, MalformedBatchError
+from cdc_consumer.exceptions import (
+    ConfigurationError,
+    DeadlineError,
+    MalformedBatchError,
+    projection_reader,
+)
 
 if TYPE_CHECKING:
-    from cdc_consumer.batch import LambdaContext
+    from cdc_consumer.batch import GroupTurn, LambdaContext
     from cdc_consumer.decision import Projection, Reads
     from cdc_consumer.ledger import Ledger
     from cdc_consumer.modes import SideEffect
@@ -135,14 +140,14 @@ class StreamProcessor:
         When one projection raises, the record's other projections' actions are not applied.
 
         ``reads``: the images the projection reads, ``"NewImage"`` and/or ``"OldImage"``
-        (default: none declared, nothing checked). A record whose stream view type lacks a
-        declared image fails the invocation with :class:`MissingImageError` (see there why it
-        is not quarantined); an image the change simply has not (INSERT's old image) is None.
+        (default: none declared). A record whose view type lacks a declared image fails the
+        invocation with :class:`MissingImageError` before it runs (see there why), as reading
+        one from the change does, declared or not; INSERT's old image (say) is just None.
         """
 
         def add(function: Projection) -> str:
             self.projections.append(function)
-            return f"projection {getattr(function, '__name__', repr(function))!r}"
+            return projection_reader(function)
 
         return _registration(function, reads, add, self.reads)
 
@@ -171,7 +176,11 @@ class StreamProcessor:
     # --- processing ---------------------------------------------------------------------
 
     def handle(
-        self, event: Mapping[str, Any], context: LambdaContext | None = None
+        self,
+        event: Mapping[str, Any],
+        context: LambdaContext | None = None,
+        *,
+        turn: GroupTurn | None = None,
     ) -> dict[str, list[dict[str, str]]]:
         """Process a Lambda DynamoDB stream event; return the partial batch response.
 
@@ -184,6 +193,9 @@ class StreamProcessor:
         :class:`MalformedBatchError` when the event has no ``Records`` list or a record has no
         sequence number: such a record cannot be reported alone, so the whole batch fails (a
         function error, which Lambda retries and bisects, and which alarms).
+
+        ``turn``: given by :class:`~cdc_consumer.ConsumerGroup` to each member (what it shares
+        with the members before it in the invocation: see :class:`cdc_consumer.batch.GroupTurn`).
         """
         if not self.projections and not self.side_effects:
             raise ConfigurationError(
@@ -200,7 +212,7 @@ class StreamProcessor:
         ledger = Ledger(settle_at_commit=not self.side_effects)
         try:
             records = _records_of(event)
-            failed = BatchRun.assemble(self, settings, context, records, ledger).run()
+            failed = BatchRun.assemble(self, settings, context, records, ledger, turn).run()
         except (MalformedBatchError, ConfigurationError, DeadlineError) as error:
             # The invocation cannot go on: a function error (alarmed, retried by Lambda).
             ledger.metrics.batch_failures = 1

@@ -374,6 +374,7 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
         {"Fn::GetAtt": [logical_id(template, f"{consumer}RedriveLogGroup"), "Arn"]}
     )
     consumer_arn = json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}Function"), "Arn"]})
+    stream = {"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]}
     assert grants(template, role=logical_id(template, f"{consumer}RedriveRole")) == {
         ("lambda:InvokeFunction", consumer_arn),
         *[
@@ -381,7 +382,9 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
             for action in ("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage")
             for queue in queues
         ],
-        # The batches are in the bucket's objects: list, read, delete; never the stream.
+        # The batches are in the bucket's objects: list, read, delete; of the stream only its
+        # shard lineage (a child shard's batches are replayed after its parent's), no records.
+        ("dynamodb:DescribeStream", json.dumps(stream)),
         ("s3:ListBucket", json.dumps(bucket)),
         ("s3:GetObject", objects),
         ("s3:DeleteObject", objects),

@@ -29,6 +29,7 @@ from cdc_consumer.redrive.access import (
     check_access,
     check_stream_arn,
 )
+from cdc_consumer.redrive.bucket_plan import ObjectReader
 from cdc_consumer.redrive.bucket_replay import BucketReplay
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
@@ -223,10 +224,15 @@ class Redrive:
         stream order (shard, then first sequence number) and an object is deleted only after
         every record of it succeeded. Deleted, not moved: the bucket is versioned, so the object
         stays recoverable as a noncurrent version for the bucket's lifecycle, while the prefix
-        lists exactly what is still to do and the redrive needs no write permission. After a
-        batch of a shard fails, the shard's later objects are kept too (replaying them would
-        apply newer changes of an item ahead of older ones). Objects that are not in AWS's
-        shape, or another consumer's or stream's, are kept and reported.
+        lists exactly what is still to do and the redrive needs no write permission.
+
+        No change of an item is applied ahead of an earlier pending one: after an object of a
+        shard fails, cannot be read or is malformed, the shard's later objects are held, and a
+        child shard's objects wait for its parent's (the lineage from ``DescribeStream``;
+        conservative when it is unknown, and the report says so). Held objects are reported
+        with the reason and make the run not ok. Objects are read one at a time (memory of one
+        object, whatever the count). Objects that are not in AWS's shape, or another
+        consumer's or stream's, are kept and reported.
         """
         self.check_bucket(bucket, prefix)
         report = RedriveReport(
@@ -235,12 +241,9 @@ class Redrive:
         started_ms = int(time.time() * 1000)
         replayer = _replayer(self)
         BucketReplay(
-            s3_client=self.s3_client,
-            bucket=bucket,
+            reader=_object_reader(self, bucket),
             prefix=prefix,
-            stream_arn=self.stream_arn,
-            function_name=self.function_name,
-            mapping_uuid=self.mapping_uuid,
+            streams_client=self.streams_client,
             replayer=replayer,
             report=report,
             dry_run=dry_run,
@@ -267,6 +270,16 @@ def _replayer(redrive: Redrive) -> Replayer:
         max_attempts=redrive.max_attempts,
         max_records=redrive.invoke_max_records,
         max_bytes=redrive.invoke_max_bytes,
+    )
+
+
+def _object_reader(redrive: Redrive, bucket: str) -> ObjectReader:
+    return ObjectReader(
+        s3_client=redrive.s3_client,
+        bucket=bucket,
+        stream_arn=redrive.stream_arn,
+        function_name=redrive.function_name,
+        mapping_uuid=redrive.mapping_uuid,
     )
 
 
