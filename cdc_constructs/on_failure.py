@@ -32,7 +32,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs.acknowledge import acknowledge
+from cdc_constructs.acknowledge import acknowledge, skip_check
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.permissions import allow
 
@@ -260,14 +260,15 @@ class FailedBatchBucket(Construct):
             removal_policy=removal_policy,
         )
         """The bucket (escape hatch)."""
-        acknowledge(
-            self.bucket.node.default_child,  # type: ignore[arg-type]
-            "AwsSolutions-S1",
+        no_access_logs = (
             "Only the stream mapping writes here (one object per failed batch) and only the "
             "redrive reads and deletes; the objects' versions are the record of what failed "
             "and was redriven. Give the bucket server access logs (on_failure="
-            "S3OnFailureDestination(your_bucket)) where an access log per request is required.",
+            "S3OnFailureDestination(your_bucket)) where an access log per request is required."
         )
+        resource = self.bucket.node.default_child
+        acknowledge(resource, "AwsSolutions-S1", no_access_logs)  # type: ignore[arg-type]
+        skip_check(resource, "CKV_AWS_18", no_access_logs)  # type: ignore[arg-type]
 
 
 def check_on_failure(on_failure: Any, on_failure_queue: Any) -> list[Problem]:

@@ -297,7 +297,9 @@ def _retention_problems(
     found = check_instance(
         "log_retention", log_retention, logs.RetentionDays, "a logs.RetentionDays"
     )
-    found += check_instance("log_encryption_key", log_encryption_key, kms.IKey, "a kms.IKey")
+    if log_encryption_key is not None and not hasattr(log_encryption_key, "key_arn"):
+        key = "a kms.IKey (a kms.Key, or kms.Key.from_key_arn(...))"
+        found.append(Problem("log_encryption_key", log_encryption_key, key))
     return found + check_removal_policy(removal_policy)
 
 

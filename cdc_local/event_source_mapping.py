@@ -208,6 +208,8 @@ class EventSourceMapping:
         self._iterators: dict[str, str | None] = {}
         #: Shard id -> its parent (DescribeStream's ParentShardId), for the shards known.
         self._parents: dict[str, str | None] = {}
+        #: Set when a shard was found since the last poll (a poll that finds one progressed).
+        self._opened = False
         self._lanes: dict[tuple[str, int], _Lane] = {}
         self._partition_key: str | None = None
         self._started = False
@@ -239,6 +241,7 @@ class EventSourceMapping:
                 self._iterators[shard_id] = self.streams.get_shard_iterator(
                     StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType=position
                 )["ShardIterator"]
+                self._opened = True
 
     def _settled(self, shard_id: str | None) -> bool:
         """Whether ``shard_id`` is read to its end (closed) and every record of it settled (a
@@ -338,7 +341,8 @@ class EventSourceMapping:
     def poll(self, *, flush: bool = False) -> bool:
         """Read the stream, then give each lane one turn. ``flush`` sends batches whose window
         has not yet passed. Returns whether anything was read or sent."""
-        progressed = self.read() > 0
+        self._opened = False
+        progressed = self.read() > 0 or self._opened
         for lane in list(self._lanes.values()):
             progressed = self._turn(lane, flush) or progressed
         return progressed

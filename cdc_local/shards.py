@@ -165,6 +165,8 @@ def apply() -> None:
     @functools.wraps(get)
     def get_records(self: Any, limit: int = 1000) -> Any:
         local: LocalShard | None = getattr(self, _ITERATOR_SHARD, None)
+        if local is None and getattr(self.stream_shard, _SHARDS, None) is not None:
+            local = shards_of(self.stream_shard)[0]  # taken before the first rollover: the root's
         if local is None:
             return get(self, limit)
         if local.end is not None:

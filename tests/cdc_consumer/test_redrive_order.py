@@ -9,11 +9,18 @@ import json
 import tracemalloc
 from typing import Any
 
-from cdc_consumer.redrive import to_lambda_record
+from cdc_consumer import redrive_handler
+from cdc_consumer.redrive import Source, to_lambda_record
 
 from cdc_local.retention import StreamRetention
 from cdc_local.shards import roll_shards
-from tests.cdc_consumer.redrive_world import Consumer, Stream, inject_stream_error, make_redrive
+from tests.cdc_consumer.redrive_world import (
+    Consumer,
+    Stream,
+    inject_stream_error,
+    make_redrive,
+    quarantine_message,
+)
 from tests.cdc_consumer.test_redrive_s3 import BUCKET, DAY, Clock, keys, put_batch, s3
 
 __all__ = ["s3"]  # the fixture, used by name
@@ -106,7 +113,7 @@ def test_when_describe_stream_no_longer_lists_the_shards_an_earlier_shard_holds_
     reasons = {h.message_id.split("/")[3]: h.reason for h in report.held}
     assert f"the parent of shard {second} is unknown" in reasons[second]
     assert f"shard {first}, before it in the replay order, may be an ancestor" in reasons[second]
-    (note,) = report.notes
+    (note,) = [n for n in report.notes if "lineage" in n]
     assert "is not known to its root" in note and "DescribeStream does not list it" in note
     fixed = Consumer()
     assert make_redrive(stream, fixed, s3_client=s3).run_bucket(BUCKET).ok
@@ -179,3 +186,96 @@ def test_a_runs_memory_is_a_function_of_one_object_not_of_the_count(
 
     assert applied == 15
     assert many < few + 2 * size, f"peak {many} bytes for 15 objects, {few} for 3 ({size} each)"
+
+
+# --- Between the quarantine queue and the bucket (issue 23 §2) -------------------------------
+
+
+def quarantine_of(stream: Stream) -> str:
+    sqs = stream.aws.client("sqs")
+    return sqs.create_queue(QueueName="orders-quarantine")["QueueUrl"]
+
+
+def quarantine(stream: Stream, url: str, record: dict[str, Any]) -> None:
+    stream.aws.client("sqs").send_message(QueueUrl=url, MessageBody=quarantine_message(record))
+
+
+def both_sources(stream: Stream, s3: Any, consumer: Consumer, url: str) -> Any:
+    return make_redrive(
+        stream, consumer, s3_client=s3, quarantine_queue_url=url, on_failure_bucket=BUCKET
+    )
+
+
+def test_a_bucket_object_waits_while_the_quarantine_holds_an_earlier_change_of_its_item(
+    stream: Stream, s3: Any
+) -> None:
+    """order-0 became s0, which the consumer quarantined (poison then), then s1, whose batch
+    failed into the bucket. With the fix in, replaying the bucket first would apply s1 and then
+    the quarantine's s0 last: the object is held until the quarantine's s0 is replayed."""
+    url = quarantine_of(stream)
+    change_status(stream, "s0")
+    change_status(stream, "s1")
+    first, second = shard_records(stream, stream.shard_id)
+    quarantine(stream, url, first)
+    key = put_batch(stream, [second])
+    consumer = Consumer()
+
+    report = both_sources(stream, s3, consumer, url).run_bucket(BUCKET)
+
+    (held,) = report.held
+    assert held.message_id == key and not report.ok and consumer.applied == []
+    assert "the quarantine queue holds an earlier change of item" in held.reason
+    assert both_sources(stream, s3, consumer, url).run(url, Source.QUARANTINE).ok
+    assert both_sources(stream, s3, consumer, url).run_bucket(BUCKET).ok
+    assert consumer.applied == sequence_numbers([first, second])
+
+
+def test_a_quarantined_record_waits_while_the_bucket_holds_an_earlier_change_of_its_item(
+    stream: Stream, s3: Any
+) -> None:
+    url = quarantine_of(stream)
+    change_status(stream, "s0")
+    change_status(stream, "s1")
+    first, second = shard_records(stream, stream.shard_id)
+    key = put_batch(stream, [first])
+    quarantine(stream, url, second)
+    consumer = Consumer()
+
+    report = both_sources(stream, s3, consumer, url).run(url, Source.QUARANTINE)
+
+    (held,) = report.held
+    assert "the failed-batch bucket holds an earlier change of item" in held.reason
+    assert key in held.reason and consumer.applied == [] and not report.ok
+    assert both_sources(stream, s3, consumer, url).run_bucket(BUCKET).ok
+    assert both_sources(stream, s3, consumer, url).run(url, Source.QUARANTINE).ok
+    assert consumer.applied == sequence_numbers([first, second])
+
+
+def test_the_redrive_function_replays_both_sources_in_each_items_order(
+    stream: Stream, s3: Any
+) -> None:
+    """One invocation (source "all"): the object held for the quarantine's earlier change is
+    replayed in a second on-failure round, once the quarantine replayed that change."""
+    url = quarantine_of(stream)
+    change_status(stream, "s0")
+    change_status(stream, "s1")
+    first, second = shard_records(stream, stream.shard_id)
+    quarantine(stream, url, first)
+    put_batch(stream, [second])
+    consumer = Consumer()
+    environ = {
+        "ON_FAILURE_BUCKET_NAME": BUCKET,
+        "QUARANTINE_QUEUE_URL": url,
+        "CDC_CONSUMER_NAME": "orders",
+        "CONSUMER_FUNCTION_NAME": "orders-consumer",
+        "STREAM_ARN": stream.arn,
+    }
+
+    result = redrive_handler.handler(
+        {}, None, redrive=both_sources(stream, s3, consumer, url), environ=environ
+    )
+
+    assert result["ok"], result
+    assert [r["source"] for r in result["reports"]] == ["on-failure", "quarantine", "on-failure"]
+    assert consumer.applied == sequence_numbers([first, second])
+    assert keys(s3) == []

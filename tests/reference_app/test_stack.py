@@ -154,7 +154,9 @@ def test_no_wildcard_actions_in_any_policy(reference: Synthesized):
 def test_no_resource_policy_allows_a_wildcard_action(reference: Synthesized):
     """Key, queue, topic and bucket policies too: their ``*`` actions are all Deny (TLS-only),
     except AWS's default key policy, which gives the account root ``kms:*`` so that IAM policies
-    (which have no wildcard, above) decide who may use the key."""
+    (which have no wildcard, above) decide who may use the key, and the logs key's statement
+    for CloudWatch Logs, AWS's documented one (``kms:Encrypt*``...), for this account's log
+    groups only (its encryption-context condition)."""
     allowed_wildcards = []
     for resource_id, resource in reference.template["Resources"].items():
         props = resource.get("Properties", {})
@@ -173,9 +175,12 @@ def test_no_resource_policy_allows_a_wildcard_action(reference: Synthesized):
             ]
         }
     }
-    assert [(kind, s["Action"], s["Principal"]) for kind, _, s in allowed_wildcards] == [
-        ("AWS::KMS::Key", "kms:*", root)
-    ]
+    logs = [s for _, key, s in allowed_wildcards if key.startswith("LogsKey") and "Sid" in s]
+    assert [s["Sid"] for s in logs] == ["AllowCloudWatchLogsOfThisAccount"]
+    assert "kms:EncryptionContext:aws:logs:arn" in logs[0]["Condition"]["ArnLike"]
+    assert [
+        (kind, s["Action"], s["Principal"]) for kind, _, s in allowed_wildcards if s not in logs
+    ] == [("AWS::KMS::Key", "kms:*", root)] * 2  # the alarm key's and the logs key's
 
 
 def _as_list(value):

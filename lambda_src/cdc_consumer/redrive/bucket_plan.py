@@ -12,8 +12,7 @@ The replay reads each object again (:mod:`~cdc_consumer.redrive.bucket_replay`).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from cdc_consumer.redrive.messages import (
     parse_on_failure_key,
     parse_on_failure_object,
 )
+from cdc_consumer.redrive.pending_changes import Change, PendingChanges, change_of, item_key
 from cdc_consumer.redrive.report import FailedMessage, RedriveReport
 
 __all__ = ["BucketPlan", "ObjectReader", "Pending", "Surveyed"]
@@ -34,13 +34,13 @@ __all__ = ["BucketPlan", "ObjectReader", "Pending", "Surveyed"]
 
 @dataclass(frozen=True)
 class Surveyed:
-    """A readable object of this consumer: where its batch is, and which of its items the
-    caller asked about (:attr:`ObjectReader.watched_items`)."""
+    """A readable object of this consumer: where its batch is, and the first and last change
+    it holds of each item the caller asked about (:attr:`ObjectReader.watched_items`)."""
 
     where: OnFailureKey
     start: int
     end: int
-    items: frozenset[str] = frozenset()
+    items: Mapping[str, tuple[Change, Change]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,16 +80,15 @@ class ObjectReader:
     def survey(self, where: OnFailureKey) -> Surveyed:
         """Read the object and keep only its place (the records are dropped)."""
         item = self.read(where.key)
-        watched = self.watched_items
-        items = frozenset(k for k in map(item_key, item.records) if k in watched)
+        items: dict[str, tuple[Change, Change]] = {}
+        for record in item.records:
+            key = item_key(record)
+            if key in self.watched_items:
+                change = change_of(record)
+                items[key] = (items[key][0] if key in items else change, change)
         return Surveyed(
             where, int(item.batch.start_sequence_number), int(item.batch.end_sequence_number), items
         )
-
-
-def item_key(record: dict[str, Any]) -> str:
-    """An item's identity across sources: its key attributes, as canonical JSON."""
-    return json.dumps(record.get("dynamodb", {}).get("Keys", {}), sort_keys=True)
 
 
 @dataclass
@@ -166,6 +165,17 @@ class BucketPlan:
 
     def count(self) -> int:
         return sum(len(objects) for objects in self.readable.values())
+
+    def pending_changes(self) -> PendingChanges:
+        """The watched items' earliest changes in the bucket, and the objects whose items are
+        not known (unreadable, malformed, beyond the count)."""
+        changes = PendingChanges("the failed-batch bucket")
+        for surveyed in self.in_order():
+            for item, (first, _) in surveyed.items.items():
+                changes.add(item, first, f"object {surveyed.where.key}")
+        for pending in self.pending.values():
+            changes.unknown += [f"object {p.where.key}" for p in pending]
+        return changes
 
 
 def _listed(reader: ObjectReader, prefix: str, report: RedriveReport) -> list[OnFailureKey]:

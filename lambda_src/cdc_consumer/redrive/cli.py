@@ -18,6 +18,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     MAPPING_UUID_ENV,
+    ON_FAILURE_BUCKET_ENV,
     ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
     ContractError,
@@ -34,7 +35,7 @@ from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoke
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
-from cdc_consumer.redrive.scope import consumer_scope
+from cdc_consumer.redrive.scope import Scope, consumer_scope
 
 __all__ = ["EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
 
@@ -184,6 +185,12 @@ def _add_scope_arguments(parser: argparse.ArgumentParser) -> None:
         " wrote the messages: only its are replayed (--function-name is that function)",
     )
     parser.add_argument(
+        "--on-failure-bucket",
+        help="with --quarantine, the consumer's S3 on-failure destination: a quarantined record"
+        " waits while it holds an earlier change of the record's item (default:"
+        f" ${ON_FAILURE_BUCKET_ENV}; the mapping as for --bucket)",
+    )
+    parser.add_argument(
         "--member",
         dest="members",
         action="append",
@@ -266,7 +273,13 @@ def _consumer_environment(args: argparse.Namespace, session: Any) -> dict[str, s
             variables = dict((configuration.get("Environment") or {}).get("Variables") or {})
         except (ClientError, BotoCoreError):
             pass  # only defaults: the run says what is missing if it needs it
-    names = (CONSUMER_NAME_ENV, CONSUMER_GROUP_ENV, MAPPING_UUID_ENV, QUARANTINE_QUEUE_ENV)
+    names = (
+        CONSUMER_NAME_ENV,
+        CONSUMER_GROUP_ENV,
+        MAPPING_UUID_ENV,
+        ON_FAILURE_BUCKET_ENV,
+        QUARANTINE_QUEUE_ENV,
+    )
     return variables | {name: os.environ[name] for name in names if os.environ.get(name)}
 
 
@@ -291,6 +304,34 @@ def _invoker(args: argparse.Namespace, session: Any) -> Invoker:
     )
 
 
+def _redrive(
+    args: argparse.Namespace,
+    session: Any,
+    sqs_client: Any,
+    invoker: Invoker,
+    environment: Mapping[str, str],
+    scope: Scope,
+) -> Redrive:
+    """The Redrive the command line describes, scoped to one consumer."""
+    return Redrive(
+        invoker=invoker,
+        stream_arn=args.stream_arn,
+        sqs_client=sqs_client,
+        streams_client=session.client(
+            "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
+        ),
+        consumer_name=args.consumer_name or environment.get(CONSUMER_NAME_ENV) or None,
+        member_names=_members(args, environment),
+        function_name=scope.function_name,
+        mapping_uuid=scope.mapping_uuid,
+        on_failure_bucket=None if args.bucket else scope.bucket,
+        on_failure_prefix=scope.prefix,
+        quarantine_queue_url=args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV),
+        max_attempts=args.max_attempts,
+        filters=args.filters,
+    )
+
+
 def _run(argv: Sequence[str] | None, session: Any) -> int:
     args = build_parser().parse_args(argv)
     if args.max_messages is not None and args.max_messages < 1:
@@ -307,23 +348,10 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
     environment = _consumer_environment(args, session)
     scope = consumer_scope(args, session, environment)
     sqs_client = session.client("sqs")
-    redrive = Redrive(
-        invoker=invoker,
-        stream_arn=args.stream_arn,
-        sqs_client=sqs_client,
-        streams_client=session.client(
-            "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
-        ),
-        consumer_name=args.consumer_name or environment.get(CONSUMER_NAME_ENV) or None,
-        member_names=_members(args, environment),
-        function_name=scope.function_name,
-        mapping_uuid=scope.mapping_uuid,
-        quarantine_queue_url=args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV),
-        max_attempts=args.max_attempts,
-        filters=args.filters,
-    )
-    if args.bucket:
+    redrive = _redrive(args, session, sqs_client, invoker, environment, scope)
+    if scope.bucket:
         redrive.s3_client = session.client("s3")
+    if args.bucket:
         redrive.check_bucket(args.bucket, scope.prefix)
         report = redrive.run_bucket(
             args.bucket,

@@ -14,7 +14,9 @@ before it touches anything:
   ``requestContext.functionArn``): ``--function-name``, or ``--consumer-function`` with
   ``--handler``.
 - the quarantine: the consumer's name and its group's members (``--consumer-name``,
-  ``--member``, or the consumer's environment; see :mod:`cdc_consumer.redrive.cli`).
+  ``--member``, or the consumer's environment; see :mod:`cdc_consumer.redrive.cli`); with
+  ``--on-failure-bucket`` (or ``ON_FAILURE_BUCKET_NAME``), the mapping as for ``--bucket``: a
+  quarantined record waits while that bucket holds an earlier change of its item.
 
 Without enough to know it, :func:`consumer_scope` raises
 :class:`~cdc_consumer.exceptions.RedriveSetupError`: one line, exit 2, nothing touched.
@@ -30,7 +32,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import MAPPING_UUID_ENV, ON_FAILURE_S3_PREFIX
+from cdc_consumer.contract import MAPPING_UUID_ENV, ON_FAILURE_BUCKET_ENV, ON_FAILURE_S3_PREFIX
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.redrive.access import setup_error
 from cdc_consumer.redrive.messages import Source
@@ -46,9 +48,11 @@ _PREFIX_MAPPING = re.compile(
 @dataclass(frozen=True)
 class Scope:
     """The one consumer a run replays for: its function (None for a quarantine run, scoped by
-    name) and, with a bucket, its mapping and the prefix to list."""
+    name) and, with a bucket (the one replayed, or the one a quarantine run looks at for
+    earlier changes), its mapping and the prefix to list."""
 
     function_name: str | None
+    bucket: str | None
     mapping_uuid: str | None
     prefix: str
 
@@ -56,19 +60,22 @@ class Scope:
 def consumer_scope(args: argparse.Namespace, session: Any, environment: Mapping[str, str]) -> Scope:
     """The scope of the run ``args`` describe (see the module docstring)."""
     function_name = args.function_name or args.consumer_function or None
-    if args.bucket:
-        uuid = _mapping_uuid(args, session, environment, function_name)
-        prefix = args.prefix
-        if prefix == ON_FAILURE_S3_PREFIX:
-            prefix = f"{ON_FAILURE_S3_PREFIX}{uuid}/"
-        return Scope(function_name, uuid, prefix)
-    if args.source == Source.ON_FAILURE.value and function_name is None:
+    if args.source == Source.ON_FAILURE.value and not args.bucket and function_name is None:
         raise RedriveSetupError(
             "--queue-url with --handler: whose batches? an on-failure queue may hold several"
             " consumers' messages; give --consumer-function NAME (the function whose mapping"
             " wrote them)"
         )
-    return Scope(function_name, None, args.prefix)
+    bucket = args.bucket
+    if args.source == Source.QUARANTINE.value:
+        bucket = args.on_failure_bucket or environment.get(ON_FAILURE_BUCKET_ENV) or None
+    if not bucket:
+        return Scope(function_name, None, None, args.prefix)
+    uuid = _mapping_uuid(args, session, environment, function_name, bucket)
+    prefix = args.prefix
+    if prefix == ON_FAILURE_S3_PREFIX:
+        prefix = f"{ON_FAILURE_S3_PREFIX}{uuid}/"
+    return Scope(function_name, bucket, uuid, prefix)
 
 
 def _mapping_uuid(
@@ -76,6 +83,7 @@ def _mapping_uuid(
     session: Any,
     environment: Mapping[str, str],
     function_name: str | None,
+    bucket: str,
 ) -> str:
     found = _PREFIX_MAPPING.search(args.prefix)
     in_prefix = found["mapping"] if found else None
@@ -91,7 +99,7 @@ def _mapping_uuid(
     if function_name is not None:
         return _looked_up(session, function_name, args.stream_arn)
     raise RedriveSetupError(
-        f"--bucket {args.bucket}: whose batches? a bucket may hold several consumers' failed"
+        f"bucket {bucket}: whose batches? a bucket may hold several consumers' failed"
         " batches; give --mapping-uuid UUID (or --prefix aws/lambda/<UUID>/, or"
         " --function-name to look the mapping up)"
     )
