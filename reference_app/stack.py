@@ -30,6 +30,7 @@ from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.permissions import allow
 from cdc_constructs.queues import acknowledge_sqs_managed_encryption, dead_letter_queue
 from cdc_constructs.stream_consumer import StreamConsumer
+from cdc_constructs.view_backfill import ViewBackfill
 from reference_app.handlers.orders_schema import (
     ARCHIVE_BUCKET_ENV,
     ARCHIVE_PREFIX,
@@ -147,6 +148,9 @@ class CdcReferenceStack(Stack):
       from every change; ``ttl-archive`` writes each order TTL deleted to ``archive_bucket``
       (with ``access_log_bucket``). With the ``order_paid`` pipe, the orders stream has two
       readers, what DynamoDB Streams serves per shard.
+    - ``order_stats_backfill``: a :class:`ViewBackfill` of order-stats from the orders table
+      (a Step Functions Distributed Map over the table's scan segments): the view of orders
+      written before the consumer existed, or rebuilt, while the stream keeps flowing.
     - ``order_paid``: a :class:`StreamFanOut` publishing ``OrderPaid`` events to its bus;
       ``order_paid_queues`` (Invoicing, Fulfilment) each receive them through a rule.
     - The consumers have their redrive function (``.redrive``) and alarms.
@@ -184,6 +188,12 @@ class CdcReferenceStack(Stack):
         )
         self._archive_buckets()
         self._orders_consumers()
+        self.order_stats_backfill = ViewBackfill(
+            self,
+            "OrderStatsBackfill",
+            consumer=self.orders_consumers,
+            member=ORDER_STATS_CONSUMER,
+        )
         self._order_paid_fan_out()
 
     def _archive_buckets(self) -> None:

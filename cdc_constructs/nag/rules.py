@@ -45,7 +45,8 @@ COMPLIANT = NagRuleCompliance.COMPLIANT
 NON_COMPLIANT = NagRuleCompliance.NON_COMPLIANT
 NOT_APPLICABLE = NagRuleCompliance.NOT_APPLICABLE
 
-Check = Callable[[CfnResource, StreamSource], NagRuleCompliance]
+Check = Callable[[CfnResource, Any], NagRuleCompliance]
+"""A rule's judgement of one resource: a StreamSource, or (backfill rules) a BackfillMachine."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class CdcRule:
     explanation: str
     """Why it matters and what to change."""
     check: Check
-    describe: Callable[[CfnResource, StreamSource], str | None] | None = None
+    describe: Callable[[CfnResource, Any], str | None] | None = None
     """What this finding is about, put before ``info`` (counts and names), when it says more."""
 
     @property

@@ -27,6 +27,7 @@ __all__ = [
     "BACKFILL_METRICS",
     "BACKFILL_PAGES",
     "BACKFILL_PAGE_SIZE_ENV",
+    "BACKFILL_REFUSED_ERROR",
     "BACKFILL_RESERVE_SECONDS_ENV",
     "BACKFILL_SKEW_SECONDS_ENV",
     "BACKFILL_TABLE_ENV",
@@ -800,6 +801,11 @@ BACKFILL_THROTTLES: Final = Metric("BackfillRetries")
 BACKFILL_METRICS: Final = (BACKFILL_ITEMS, BACKFILL_PAGES, BACKFILL_THROTTLES)
 """Every metric the segment function emits (dimension ``Consumer``), one EMF line per
 invocation."""
+
+BACKFILL_REFUSED_ERROR: Final = "BackfillRefusedError"
+"""The ``errorType`` of the segment function's refusals (bad input, a horizon the consumer has
+not reached, a projection that cannot take snapshot rows): the name of the runtime's exception
+class, which Step Functions matches to fail the backfill at once instead of retrying it."""
 
 
 def _int(document: Mapping[str, Any], key: str, what: str, default: Any = ...) -> Any:

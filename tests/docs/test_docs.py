@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_constructs.nag.backfill_rules import BACKFILL_RULES
 from cdc_constructs.nag.rules import RULES
 from tests.docs.blocks import DOCS, REPO_ROOT, Block, blocks, pages
 
@@ -175,7 +176,7 @@ def test_design_keeps_its_section_numbers() -> None:
 def test_every_cdc_checks_rule_has_its_section() -> None:
     """Rule messages can link to docs/checks.md#<rule id in lower case>."""
     text = (DOCS / "checks.md").read_text()
-    for rule in RULES:
+    for rule in (*RULES, *BACKFILL_RULES):
         anchor = rule.rule_id.lower()
         assert re.search(rf"^### {re.escape(rule.rule_id)} \{{ #{anchor} \}}$", text, re.M), (
             f"docs/checks.md has no section '### {rule.rule_id} {{ #{anchor} }}': add one"

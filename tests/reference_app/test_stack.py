@@ -291,8 +291,9 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     # The consumers' function and mapping: lag, dropped records (the on-failure alarm,
     # whatever the destination), quarantine depth, errors, throttles and the redrive's lost
     # records; per member (order-stats, ttl-archive): quarantined and foreign markers; the
-    # fan-out: 3 pipe failures and its DLQ; each OrderPaid route: its dead-letter queue.
-    assert len(all_alarms) == 6 + 2 * 2 + 4 + 2
+    # fan-out: 3 pipe failures and its DLQ; each OrderPaid route: its dead-letter queue; the
+    # order-stats backfill: failed, timed-out and aborted executions.
+    assert len(all_alarms) == 6 + 2 * 2 + 4 + 2 + 3
     for alarm in all_alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
@@ -309,6 +310,9 @@ def test_alarms_notify_the_topic(reference: Synthesized):
         "ExecutionFailed",
         "ExecutionPartiallyFailed",
         "ExecutionTimeout",
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+        "ExecutionsAborted",
     }
     alarms = {
         a["Properties"]["MetricName"]: a["Properties"]
@@ -563,7 +567,9 @@ def test_reference_stack_counts(reference: Synthesized):
     counts: dict[str, int] = {}
     for resource in reference.template["Resources"].values():
         counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
-    assert counts["AWS::Lambda::Function"] == 2  # the consumers (a group), their redrive
+    # The consumers (a group), their redrive, the order-stats backfill's segment function.
+    assert counts["AWS::Lambda::Function"] == 3
+    assert counts["AWS::StepFunctions::StateMachine"] == 1
     assert counts["AWS::Lambda::EventSourceMapping"] == 1
     assert counts["AWS::Pipes::Pipe"] == 1
     assert counts["AWS::Events::Rule"] == 2
