@@ -144,9 +144,11 @@ class BatchRun:
         records: Sequence[Any],
         ledger: Ledger,
         turn: GroupTurn | None = None,
+        decode: Callable[[Any], Change] = Change.from_record,
     ) -> BatchRun:
         """The loop over ``records``, with one strategy per mode ``registry`` uses (``turn``: a
-        consumer group member's)."""
+        consumer group member's; ``decode`` makes a record's Change, a snapshot batch's a
+        :class:`SnapshotChange`)."""
         outcomes = Outcomes(
             settings.consumer, settings.quarantine_queue_url, records, ledger, lambda: registry.sqs
         )
@@ -182,7 +184,7 @@ class BatchRun:
         return cls(
             records=records,
             decider=Decider(
-                registry.projections, _writes_for(settings, registry.clock), registry.reads
+                registry.projections, _writes_for(settings, registry.clock), registry.reads, decode
             ),
             ledger=ledger,
             outcomes=outcomes,

@@ -38,16 +38,15 @@ class Change:
     """A stream record with its attribute values deserialized: numbers become ``Decimal``,
     binary values (``B``, base64 text in Lambda's event) ``bytes`` and ``BS`` a set of
     ``bytes``, at any depth, in ``keys`` and both images (see :mod:`cdc_consumer.wire`).
-    ``raw`` is the record exactly as delivered (binary still base64 text): it is what leaves
-    the runtime, in a quarantine message for instance.
+    ``raw`` is the record exactly as delivered (binary still base64 text): what leaves the
+    runtime (a quarantine message). ``is_snapshot``: a backfill's row (docs/backfill.md).
 
     ``new_image`` / ``old_image`` are ``None`` when the change has none (INSERT has no old
     image, REMOVE no new one); one the view type lacks raises :class:`MissingImageError`.
 
-    ``keys``, ``new_image`` and ``old_image`` are decoded on first use, not when the record is
-    read (a projection that reads only the NEW image pays for that one): an image holding a
-    value that is not a DynamoDB attribute value raises :class:`UndecodableRecordError`
-    (poison) when it is first read, naming the image. Read-only.
+    ``keys`` and the images are decoded on first use (a projection reading only the NEW image
+    pays for that one): a value that is not an attribute value raises
+    :class:`UndecodableRecordError` (poison) when first read, naming the image. Read-only.
     """
 
     __slots__ = (
@@ -66,6 +65,7 @@ class Change:
         "view_type",
     )
 
+    is_snapshot = False  # True for a SnapshotChange (cdc_consumer.snapshots)
     event_id: str
     event_name: EventName
     sequence_number: str

@@ -51,9 +51,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer.contract import CONSUMER_GROUP_ENV, ContractError, GroupMemberSpec
+from cdc_consumer.contract import (
+    BACKFILL_EVENT_KEY,
+    CONSUMER_GROUP_ENV,
+    ContractError,
+    GroupMemberSpec,
+    SnapshotBatch,
+)
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
-from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.filter_patterns import FilterCriteria, FilterPattern
 from cdc_consumer.kinesis import filter_view, item_identifier
 from cdc_consumer.processor import LambdaContext, StreamProcessor
 
@@ -128,10 +134,14 @@ class ConsumerGroup:
 
     def handle(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
-    ) -> dict[str, list[dict[str, str]]]:
-        """Handle one batch; return the partial batch response for the whole group."""
+    ) -> dict[str, Any]:
+        """Handle one batch; return the partial batch response for the whole group. A
+        backfill's probe (docs/backfill.md) asks every member a snapshot row can reach."""
         from cdc_consumer.batch import GroupTurn  # the batch machinery, on first use
 
+        snapshot = SnapshotBatch.of(event)
+        if snapshot is not None and snapshot.probe:
+            return self._probe(event, context)
         records = event.get("Records") if isinstance(event, Mapping) else None
         if not isinstance(records, list):
             raise MalformedBatchError("the event has no Records list; expected a stream batch")
@@ -141,6 +151,7 @@ class ConsumerGroup:
         timeout_ms = None if context is None else int(context.get_remaining_time_in_millis())
         limit = len(records)  # records from here on are held for a member's failure
         taken = False  # whether a member took records before this one's turn
+        quarantined = 0  # a snapshot batch's answer (docs/backfill.md)
         for member, criteria in zip(self.members, self._criteria, strict=True):
             mine = [records[n] for n in range(limit) if criteria.matches(views[n])]
             if not mine:
@@ -148,12 +159,41 @@ class ConsumerGroup:
             response = member.processor.handle(
                 {**event, "Records": mine}, context, turn=GroupTurn(timeout_ms, taken)
             )
+            quarantined += response.get(BACKFILL_EVENT_KEY, {}).get("quarantined", 0)
             failed = [positions[str(f["itemIdentifier"])] for f in response["batchItemFailures"]]
             limit = min([limit, *failed])
             taken = taken or not failed or min(failed) > positions[_item_identifier(mine[0], 0)]
-        if limit == len(records):
-            return {"batchItemFailures": []}
-        return {"batchItemFailures": [{"itemIdentifier": _item_identifier(records[limit], limit)}]}
+        failures = [] if limit == len(records) else [_item_identifier(records[limit], limit)]
+        answer: dict[str, Any] = {"batchItemFailures": [{"itemIdentifier": n} for n in failures]}
+        if snapshot is not None:
+            answer[BACKFILL_EVENT_KEY] = {"consumers": self.names, "quarantined": quarantined}
+        return answer
+
+    def _probe(self, event: Mapping[str, Any], context: LambdaContext | None) -> dict[str, Any]:
+        """Each member whose filters admit an INSERT answers the probe (raising
+        :class:`SnapshotRefusedError` when it cannot take snapshot rows)."""
+        probed = []
+        for member, criteria in zip(self.members, self._criteria, strict=True):
+            if may_receive_snapshots(criteria):
+                member.processor.handle(event, context)
+                probed.append(member.name)
+        return {"batchItemFailures": [], BACKFILL_EVENT_KEY: {"consumers": probed}}
+
+
+def may_receive_snapshots(criteria: FilterCriteria) -> bool:
+    """Whether a snapshot row (an INSERT without ``userIdentity``) may pass ``criteria``: some
+    pattern neither asks for a ``userIdentity`` (the service's, a TTL deletion's) nor names
+    event names without INSERT. Judged without the row's images, so a filter on them counts as
+    admitting (the probe errs towards asking)."""
+    insert = {"eventName": "INSERT"}
+    return not criteria.patterns or any(
+        "userIdentity" not in p.pattern
+        and (
+            "eventName" not in p.pattern
+            or FilterPattern({"eventName": p.pattern["eventName"]}).matches(insert)
+        )
+        for p in criteria.patterns
+    )
 
 
 def _item_identifier(record: Any, position: int) -> str:

@@ -109,24 +109,27 @@ class Decider:
 
     ``writes_for(position, change, actions, quarantined)`` pairs a record's actions with its
     processed-marker (see :meth:`RecordWrites.build`); it raises :class:`InvalidActionError`.
-    ``reads``: the images each projection and side effect declared it reads.
+    ``reads``: the images each projection and side effect declared it reads. ``decode``: a
+    record's Change (default :meth:`Change.from_record`).
     """
 
-    __slots__ = ("projections", "reads", "writes_for")
+    __slots__ = ("decode", "projections", "reads", "writes_for")
 
     def __init__(
         self,
         projections: Sequence[Projection],
         writes_for: Callable[[int, Change, Any, bool], RecordWrites],
         reads: Sequence[Reads] = (),
+        decode: Callable[[Any], Change] = Change.from_record,
     ) -> None:
         self.projections = projections
         self.writes_for = writes_for
         self.reads = reads
+        self.decode = decode
 
     def decide(self, position: int, record: Any) -> Decision:
         try:
-            change = Change.from_record(record)
+            change = self.decode(record)
         except UndecodableRecordError as error:
             return Poison(error)
         if self.reads:

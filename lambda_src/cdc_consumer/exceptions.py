@@ -220,3 +220,18 @@ class OutboxCancelledError(OutboxError):
     def __init__(self, message: str, reasons: list[dict[str, Any]]):
         super().__init__(message)
         self.reasons = reasons
+
+
+class SnapshotRefusedError(ConfigurationError):
+    """A snapshot batch (a backfill's rows, docs/backfill.md) reached a consumer with a
+    projection or side effect that cannot take snapshot rows: a delta projection reading OLD and
+    NEW images, an external call. Raised before anything of the batch is written."""
+
+
+class BackfillError(CdcConsumerError):
+    """A backfill could not go on (the segment function raises it; the state machine retries)."""
+
+
+class BackfillRefusedError(BackfillError, ValueError):
+    """A backfill refused before anything was written: the message names what was wrong, with
+    the value, and what would be right. Not retried."""

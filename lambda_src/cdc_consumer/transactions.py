@@ -32,7 +32,7 @@ from cdc_consumer.exceptions import (
     RejectedByDynamoDBError,
     TransientError,
 )
-from cdc_consumer.versions import is_guarded
+from cdc_consumer.versions import is_guarded, is_swap
 
 #: TransactWriteItems action types and the attribute each needs to name its item.
 ACTION_TYPES: dict[str, str] = {
@@ -118,7 +118,8 @@ class RecordWrites:
     #: action is version-guarded (:func:`cdc_consumer.versions.guard`, e.g. LatestImage's)
     #: has none: such a write is idempotent by itself (a redelivery is not newer than what the
     #: view holds, so its guard fails and it is dropped as stale), and the marker would only
-    #: double its write units.
+    #: double its write units. Nor has a record with a swap (:func:`~cdc_consumer.versions.
+    #: is_swap`, Contributions'): once applied, the version it expects is gone.
     marker: bool = True
 
     @classmethod
@@ -162,7 +163,7 @@ class RecordWrites:
                 )
             identities.add(identity)
         copies = [a if isinstance(a, Aggregate) else dict(a) for a in actions]
-        needs_marker = quarantined or not all(is_guarded(action) for action in copies)
+        needs_marker = quarantined or not _self_idempotent(copies)
         items = [marker, *copies] if needs_marker else copies
         # The JSON of the actions is larger than DynamoDB's item size (type tags, quotes), so
         # staying under the limit measured this way stays under DynamoDB's.
@@ -184,6 +185,12 @@ class RecordWrites:
         holds that version or a newer one, and versions only grow, so they stay no-ops."""
         self.items = [item for index, item in enumerate(self.items) if index not in indexes]
         self.size = len(json.dumps(self.items, default=str))
+
+
+def _self_idempotent(actions: list[Any]) -> bool:
+    """Whether the actions make their record idempotent without a marker (see
+    :attr:`RecordWrites.marker`)."""
+    return all(is_guarded(action) for action in actions) or any(map(is_swap, actions))
 
 
 def action_list(actions: Any) -> list[Any]:
@@ -459,6 +466,12 @@ def _read_reasons(
         if code == CONDITION_FAILED and not is_marker and is_guarded(record.items[index]):
             stale.setdefault(record, set()).add(index)
             continue
+        if code == CONDITION_FAILED and not is_marker and is_swap(record.items[index]):
+            # Another writer replaced the version this record read (a backfill's row and a
+            # stream change of one item at once): retried, it reads the new version.
+            detail = "another writer replaced the contribution it read; it is retried"
+            contended = TransientError(f"{CONDITION_FAILED}: {detail}")
+            return _Attempt(duplicates=duplicates, failed=record, error=contended), stale
         if code in PERMANENT_REASONS and len(carried) > 1:
             return _Attempt(one_at_a_time=True), stale
         message = _cancelled_at(record, index, is_marker, len(carried), code, reason)
