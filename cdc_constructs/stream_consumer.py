@@ -75,7 +75,8 @@ __all__ = ["StreamConsumer"]
 
 class StreamConsumer(Construct):
     """A Lambda function fed by a DynamoDB stream, set up so records are neither lost nor
-    stuck: in order, finite retries, bisect, an on-failure queue, alarms.
+    stuck: in order, finite retries, bisect, an on-failure destination that keeps each batch
+    given up on whole (an S3 bucket by default), a quarantine queue for poison records, alarms.
 
     The function runs ``code`` + ``handler``, or is an existing ``function``; in every case
     the consumer runtime layer (``cdc_consumer``) is attached and the environment variables
@@ -246,8 +247,8 @@ class StreamConsumer(Construct):
                 memory_size=options.memory_mb,
                 timeout=options.function_timeout,
                 log_retention=options.log_retention,
-                invoked_by="Invoked only by the stream event source mapping (failed batches go "
-                "to the mapping's on-failure queue)",
+                invoked_by="Invoked only by the stream event source mapping (batches it gives "
+                "up on go to the mapping's on-failure destination, an S3 bucket by default)",
                 tracing=options.tracing,
                 reserved_concurrent_executions=options.reserved_concurrent_executions,
                 log_group=options.log_group,

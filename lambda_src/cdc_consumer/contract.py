@@ -51,6 +51,7 @@ __all__ = [
     "MARKER_LIFETIME_MARGIN_SECONDS",
     "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
+    "MAX_PLANNED_SEGMENTS",
     "MAX_STREAM_READERS",
     "MAX_STREAM_READERS_WITH_REPLICAS",
     "MAX_TOTAL_SEGMENTS",
@@ -77,6 +78,7 @@ __all__ = [
     "REDRIVE_RECORDS_REPLAYED",
     "REDRIVE_RESERVE_SECONDS_ENV",
     "RETRY_ATTEMPTS_EXHAUSTED",
+    "SEGMENT_BYTES",
     "SNAPSHOT_EVENT_SOURCE",
     "STREAM_ARN_ENV",
     "STREAM_RETENTION_SECONDS",
@@ -776,14 +778,25 @@ BACKFILL_ENVIRONMENT: Final = (
     BACKFILL_PAGE_SIZE_ENV,
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_RESERVE_SECONDS_ENV,
+    CONSUMER_FILTERS_ENV,
 )
 """Every variable the segment function may get from ViewBackfill (the first five required:
 the table, its stream, the consumer function, the consumer's name (whose progress the start
-step checks; a group member's name for a group), the idempotency table (progress records))."""
+step checks and the only member of a group its snapshot batches reach), the idempotency table
+(progress records)). ``CONSUMER_FILTERS_ENV``: the mapping's filter patterns; a row no pattern
+matches is not handed over (the mapping would not deliver its INSERT)."""
 
 MIN_TOTAL_SEGMENTS: Final = 1
 MAX_TOTAL_SEGMENTS: Final = 1_000_000
 """Scan's ``TotalSegments`` range (DynamoDB API reference)."""
+
+MAX_PLANNED_SEGMENTS: Final = 10_000
+"""The most segments one backfill plans: the plan's ``segments`` list passes through the state
+machine's 256 KB payload (10,000 numbers take about 50 KB)."""
+
+SEGMENT_BYTES: Final = 2 * 1024**3
+"""A request without ``totalSegments`` gets one segment per this many bytes of the table
+(``TableSizeBytes``; DynamoDB's parallel-scan guidance), within 1..MAX_PLANNED_SEGMENTS."""
 
 SNAPSHOT_EVENT_SOURCE: Final = "cdc-constructs:backfill"
 """The ``eventSource`` of a snapshot record (a stream record's is ``aws:dynamodb``)."""
@@ -831,10 +844,11 @@ class BackfillRequest:
     ``backfill_id``: names the run; its progress records and its snapshot records' ids derive
     from it, so starting the same id again resumes it (and is a no-op for what was done).
     ``horizon``: epoch seconds; None lets the start step decide (the start time less the skew
-    margin, or the consumer's recorded progress if that is earlier)."""
+    margin, or the consumer's recorded progress if that is earlier). ``total_segments``: None
+    lets the start step decide from the table's size (:data:`SEGMENT_BYTES`)."""
 
     backfill_id: str
-    total_segments: int
+    total_segments: int | None
     horizon: int | None = None
 
     BACKFILL_ID: ClassVar[str] = "backfillId"
@@ -854,7 +868,7 @@ class BackfillRequest:
         document = _object(document, what)
         return cls(
             backfill_id=_text(document, cls.BACKFILL_ID, what),
-            total_segments=_int(document, cls.TOTAL_SEGMENTS, what),
+            total_segments=_int(document, cls.TOTAL_SEGMENTS, what, None),
             horizon=_int(document, cls.HORIZON, what, None),
         )
 
@@ -1031,14 +1045,19 @@ class ConsumerProgress:
 @dataclass(frozen=True)
 class SnapshotBatch:
     """The ``cdcBackfill`` part of a consumer event carrying snapshot records (the event's
-    ``Records`` are then snapshot records, ``eventSource`` :data:`SNAPSHOT_EVENT_SOURCE`).
-    ``probe``: no records; the consumer answers whether its projections take snapshot rows
-    (raising ``SnapshotRefusedError`` when one does not) and writes nothing."""
+    ``Records`` are then snapshot records: ``eventName`` INSERT, no ``userIdentity``,
+    ``eventSource`` :data:`SNAPSHOT_EVENT_SOURCE`). ``consumer``: the consumer backfilled; a
+    consumer group hands the batch to that member only. ``probe``: no records; the consumer
+    answers whether its projections take snapshot rows (raising ``SnapshotRefusedError`` when
+    one does not) and writes nothing."""
 
     backfill_id: str
     horizon: int
     segment: int | None = None
     probe: bool = False
+    consumer: str | None = None
+
+    CONSUMER: ClassVar[str] = "consumer"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1046,17 +1065,20 @@ class SnapshotBatch:
             BackfillRequest.HORIZON: self.horizon,
             SegmentTask.SEGMENT: self.segment,
             "probe": self.probe,
+            self.CONSUMER: self.consumer,
         }
 
     @classmethod
     def from_dict(cls, document: Any) -> SnapshotBatch:
         what = f"{BACKFILL_EVENT_KEY} of a consumer event"
         document = _object(document, what)
+        consumer = document.get(cls.CONSUMER)
         return cls(
             backfill_id=_text(document, BackfillRequest.BACKFILL_ID, what),
             horizon=_int(document, BackfillRequest.HORIZON, what),
             segment=_int(document, SegmentTask.SEGMENT, what, None),
             probe=bool(document.get("probe", False)),
+            consumer=consumer if isinstance(consumer, str) and consumer else None,
         )
 
     @staticmethod
