@@ -25,7 +25,7 @@ MINISTACK_VENV ?= .venv-ministack
 export MINISTACK_VENV
 MINISTACK_DEPS := $(MINISTACK_VENV)/.requirements-sha256
 
-.PHONY: synth test snapshots local deploy-local bench deploy docs diagrams lint clean
+.PHONY: synth test model-test snapshots local deploy-local bench deploy docs diagrams lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,14 @@ synth: $(APP_DEPS) $(CLI_DEPS)
 ## test: install, run the whole test suite
 test: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+## model-test: the model-based test across features (tests/cdc_local/test_model.py) with many
+## more examples than `make test` runs (MODEL_EXAMPLES=60 of MODEL_STEPS=25 steps; about 30
+## minutes on 2 cores); MODEL_SHRINK=1 shrinks a failure to its shortest steps (slow)
+MODEL_EXAMPLES ?= 60
+MODEL_STEPS ?= 25
+model-test: $(DEV_DEPS) $(CLI_DEPS)
+	MODEL_EXAMPLES=$(MODEL_EXAMPLES) MODEL_STEPS=$(MODEL_STEPS) $(BIN)/python -m pytest -p no:cacheprovider -q tests/cdc_local/test_model.py
 
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
 snapshots: $(DEV_DEPS) $(CLI_DEPS)

@@ -127,12 +127,12 @@ class StreamConsumer(Construct):
     :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
     queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
     unless the destination is SQS), :attr:`quarantine_queue`, :attr:`idempotency_table`,
-    :attr:`source_table` and
-    :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
-    :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic`
-    (the topic every alarm notifies; None without monitoring and without ``alarm_topic``),
-    :attr:`consumer_name`, :attr:`marker_lifetime` and :attr:`replay_windows` (what it is derived
-    from: :mod:`~cdc_constructs.marker_lifetime`), :attr:`options` (the props, by concern).
+    :attr:`source_table` and :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with
+    ``redrive=False``), :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`,
+    :attr:`alarm_topic` (the topic every alarm notifies; None without monitoring and without
+    ``alarm_topic``), :attr:`consumer_name`, :attr:`marker_lifetime` and :attr:`replay_windows`
+    (what it is derived from: :mod:`~cdc_constructs.marker_lifetime`), :attr:`options` (the
+    props, by concern).
     """
 
     group = GroupOfConsumers()  # no members: one consumer (KinesisConsumer keeps this)

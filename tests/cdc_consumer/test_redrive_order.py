@@ -279,3 +279,38 @@ def test_the_redrive_function_replays_both_sources_in_each_items_order(
     assert [r["source"] for r in result["reports"]] == ["on-failure", "quarantine", "on-failure"]
     assert consumer.applied == sequence_numbers([first, second])
     assert keys(s3) == []
+
+
+def test_a_quarantined_change_still_poison_after_the_fix_is_set_aside_as_the_consumer_does(
+    stream: Stream, s3: Any
+) -> None:
+    """The quarantined s0 is still poison for the fixed consumer: the quarantine round
+    quarantines it again (reported, not ok), and the object with s1 then goes in the second
+    on-failure round, as the running consumer would have applied s1 past the poison s0."""
+    url = quarantine_of(stream)
+    sqs = stream.aws.client("sqs")
+    change_status(stream, "s0")
+    change_status(stream, "s1")
+    first, second = shard_records(stream, stream.shard_id)
+    quarantine(stream, url, first)
+    put_batch(stream, [second])
+    applied: list[str] = []
+
+    def still_poison_s0(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        for record in event["Records"]:
+            if record["dynamodb"]["NewImage"]["status"]["S"] == "s0":
+                sqs.send_message(QueueUrl=url, MessageBody=quarantine_message(record))
+            else:
+                applied.append(record["dynamodb"]["SequenceNumber"])
+        return {"batchItemFailures": []}
+
+    environ = {"ON_FAILURE_BUCKET_NAME": BUCKET, "QUARANTINE_QUEUE_URL": url}
+    environ |= {"CONSUMER_FUNCTION_NAME": "orders-consumer", "STREAM_ARN": stream.arn}
+    redrive = make_redrive(
+        stream, still_poison_s0, s3_client=s3, quarantine_queue_url=url, on_failure_bucket=BUCKET
+    )
+
+    result = redrive_handler.handler({}, None, redrive=redrive, environ=environ)
+
+    assert not result["ok"] and result["requarantinedRecords"] == 1 and result["heldMessages"] == 0
+    assert applied == sequence_numbers([second]) and keys(s3) == []
