@@ -131,8 +131,7 @@ class StreamConsumer(Construct):
     ``redrive=False``), :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`,
     :attr:`alarm_topic` (the topic every alarm notifies; None without monitoring and without
     ``alarm_topic``), :attr:`consumer_name`, :attr:`marker_lifetime` and :attr:`replay_windows`
-    (what it is derived from: :mod:`~cdc_constructs.marker_lifetime`), :attr:`options` (the
-    props, by concern).
+    (its source: :mod:`~cdc_constructs.marker_lifetime`), :attr:`options` (props by concern).
     """
 
     group = GroupOfConsumers()  # no members: one consumer (KinesisConsumer keeps this)
