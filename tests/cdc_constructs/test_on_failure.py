@@ -152,7 +152,12 @@ def test_a_customer_key_encrypts_the_bucket_and_is_granted_for_data_keys_only(
 
 def test_s3_on_failure_destination_of_your_own_bucket(stack: cdk.Stack) -> None:
     key = kms.Key(stack, "Key")
-    bucket = s3.Bucket(stack, "Failures", encryption_key=key)
+    bucket = s3.Bucket(
+        stack,
+        "Failures",
+        encryption_key=key,
+        lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(14))],
+    )
     consumer = _consumer(stack, on_failure=S3OnFailureDestination(bucket))
     template = Template.from_stack(stack).to_json()
     assert len(resources(template, "AWS::S3::Bucket")) == 1  # no default bucket
