@@ -25,7 +25,7 @@ MINISTACK_VENV ?= .venv-ministack
 export MINISTACK_VENV
 MINISTACK_DEPS := $(MINISTACK_VENV)/.requirements-sha256
 
-.PHONY: synth test model-test snapshots local deploy-local bench deploy docs diagrams lint clean
+.PHONY: synth test model-test snapshots local deploy-local bench deploy docs diagrams permissions lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -97,6 +97,10 @@ deploy: $(APP_DEPS) $(CLI_DEPS)
 ## docs: build the documentation site into site/ (MkDocs, strict: a broken link fails)
 docs: $(DEV_DEPS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+## permissions: regenerate the IAM tables of docs/permissions.md from the synthesized policies
+permissions: $(DEV_DEPS)
+	$(BIN)/python docs/_ext/iam.py
 
 ## diagrams: re-render docs/diagrams/*.svg from their .dot sources (needs Graphviz's dot)
 diagrams:

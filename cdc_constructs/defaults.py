@@ -35,8 +35,9 @@ IDEMPOTENCY_PARTITION_KEY: Final = "id"
 """The key Powertools for AWS Lambda uses, so one idempotency table serves both."""
 
 IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE: Final = "expiration"
-"""Powertools' TTL attribute (epoch seconds); markers expire after 7 days, well past the
-24 h stream retention after which no duplicate can arrive."""
+"""Powertools' TTL attribute (epoch seconds); markers expire once the consumer's marker lifetime
+has passed: longer than every window in which their record can come back
+(cdc_constructs.marker_lifetime)."""
 
 # --- Stream consumer (Lambda event source mapping) ------------------------------------------
 
@@ -219,6 +220,16 @@ FAILED_BATCH_RETENTION_DAYS: Final = 14
 """How long the default on-failure bucket keeps a failed batch (and a redriven one, as a
 noncurrent version): at least the on-failure queue's 14 days, the time to notice the alarm and
 redrive. ``failed_batch_retention`` sets more; less is refused."""
+
+SQS_DEFAULT_RETENTION_SECONDS: Final = 4 * 24 * 3600
+"""What SQS keeps a message when a queue sets no MessageRetentionPeriod: 4 days."""
+
+SQS_MAX_RETENTION_SECONDS: Final = 14 * 24 * 3600
+"""The longest SQS keeps a message: assumed for a quarantine queue this app does not define, so
+the marker lifetime derived from it is never too short."""
+
+# The marker lifetime is not a default: each consumer derives it from its own replay windows
+# (cdc_constructs.marker_lifetime, by the rule of cdc_consumer.contract.minimum_marker_lifetime).
 
 # --- Backfill (ViewBackfill: a Step Functions Distributed Map over the table's segments) -----
 

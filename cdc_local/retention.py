@@ -94,6 +94,13 @@ def apply() -> None:
     models.ShardIterator.get = get  # type: ignore[method-assign]
 
 
+def stamp_records_with(clock: Callable[[], float]) -> None:
+    """Stamp the stream records written from now on with ``clock``. A StreamRetention sets its
+    clock; :meth:`cdc_local.endpoint.LocalEndpoint.reset` sets the wall clock back, so one
+    test's (or pipeline's) "eight days later" does not stamp the next one's records."""
+    _stamp_clock[0] = clock
+
+
 def _stamp_records_on_the_clock() -> None:
     """Patch moto's StreamRecord to take its ``ApproximateCreationDateTime`` from the clock
     (a naive UTC datetime, as moto's own ``utcnow()``)."""
@@ -139,7 +146,7 @@ class StreamRetention:
         apply()
         self.retention_seconds = retention_seconds
         self.clock = clock
-        _stamp_clock[0] = clock
+        stamp_records_with(clock)
         self.trimmed = 0
 
     def trim(self) -> int:

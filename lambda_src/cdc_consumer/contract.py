@@ -48,6 +48,7 @@ __all__ = [
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
     "MAPPING_UUID_ENV",
+    "MARKER_LIFETIME_MARGIN_SECONDS",
     "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
     "MAX_PLANNED_SEGMENTS",
@@ -82,6 +83,7 @@ __all__ = [
     "STREAM_ARN_ENV",
     "STREAM_RETENTION_SECONDS",
     "TTL_EXPIRIES",
+    "UNLIMITED_RECORD_AGE",
     "BackfillPlan",
     "BackfillRequest",
     "ConsumerProgress",
@@ -95,11 +97,13 @@ __all__ = [
     "OutboxEventDetail",
     "OutboxItem",
     "QuarantineMessage",
+    "ReplayWindows",
     "SegmentProgress",
     "SegmentResult",
     "SegmentTask",
     "SnapshotBatch",
     "StreamBatchInfo",
+    "minimum_marker_lifetime",
 ]
 
 
@@ -126,8 +130,12 @@ METRICS_NAMESPACE_ENV: Final = "CDC_METRICS_NAMESPACE"
 :data:`DEFAULT_METRICS_NAMESPACE`). Consumer and redrive functions."""
 
 MARKER_TTL_ENV: Final = "CDC_MARKER_TTL_SECONDS"
-"""How long idempotency markers are kept, whole seconds (set by KinesisConsumer: longer than its
-stream's retention); unset, the runtime's default (7 days)."""
+"""How long processed-markers and side-effect claims are kept, whole seconds: the consumer's
+marker lifetime, which the constructs derive from its replay windows
+(:func:`minimum_marker_lifetime`) or take from ``marker_lifetime`` when at least that. Unset
+(a function these constructs did not make), the runtime keeps them for the rule applied to the
+longest windows it cannot see (``cdc_consumer.defaults.marker_ttl_seconds``); CdcChecks
+reports such a function."""
 
 CONSUMER_FUNCTION_NAME_ENV: Final = "CONSUMER_FUNCTION_NAME"
 """Redrive: the consumer function it invokes synchronously."""
@@ -257,6 +265,90 @@ MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
 
 MAX_DETAIL_TYPE_LENGTH: Final = 128
 """EventBridge's limit on an event's detail-type (an outbox event's type becomes it)."""
+
+
+# --- Replay windows: how long a marker must live ------------------------------------------------
+# The one rule (docs/design.md, "Markers outlive every replay window"): a processed-marker or a
+# side-effect claim outlives every window in which its record can be delivered or replayed.
+# The constructs derive each consumer's marker lifetime from it, StreamConsumer and
+# KinesisConsumer refuse a ``marker_lifetime`` below it, and CdcChecks applies it to any
+# template.
+
+MARKER_LIFETIME_MARGIN_SECONDS: Final = 24 * 3600
+"""Kept past the last moment a record can come back: a redrive started on a window's last day,
+clocks of different hosts, a retention counted from a slightly later write. A day; DynamoDB's TTL
+deletes late, never early, so the margin is never eaten from the other side."""
+
+UNLIMITED_RECORD_AGE: Final = -1
+"""``MaximumRecordAgeInSeconds`` meaning "no limit": the stream's retention bounds it."""
+
+
+@dataclass(frozen=True)
+class ReplayWindows:
+    """The windows in which a consumer's record can come back, whole seconds.
+
+    ``stream_retention``: how long the stream holds a record (:data:`STREAM_RETENTION_SECONDS`
+    for DynamoDB Streams; a Kinesis stream's ``RetentionPeriodHours``): a retry, a bisected
+    half or a mapping re-created at TRIM_HORIZON delivers it again within it.
+    ``max_record_age``: the mapping's ``MaximumRecordAgeInSeconds``
+    (:data:`UNLIMITED_RECORD_AGE`: none): when it gives up on a record at the latest and sends
+    its batch to the on-failure destination. ``failed_batch_retention``: how long the
+    destination keeps that batch (an S3 bucket's lifecycle expiration); 0 for SQS or SNS, which
+    keep a pointer into the stream only, so the stream's retention bounds its replay.
+    ``quarantine_retention``: the quarantine queue's ``MessageRetentionPeriod``.
+    """
+
+    stream_retention: int
+    max_record_age: int
+    failed_batch_retention: int
+    quarantine_retention: int
+
+    @property
+    def discarded_by(self) -> int:
+        """The latest a failed batch reaches the on-failure destination, after the write."""
+        age = self.max_record_age
+        unlimited = age == UNLIMITED_RECORD_AGE or age >= self.stream_retention
+        return self.stream_retention if unlimited else age
+
+    @property
+    def replayable_until(self) -> int:
+        """The latest a record can come back, after its write: from the stream; from the
+        failed-batch bucket (written at :attr:`discarded_by`, kept its retention); from the
+        quarantine, where a record goes when it is delivered from either, and stays its
+        retention."""
+        bucket_until = self.discarded_by + self.failed_batch_retention
+        quarantined_by = max(self.stream_retention, bucket_until)
+        return max(bucket_until, quarantined_by + self.quarantine_retention)
+
+    def describe(self) -> str:
+        """The windows in words, for errors and findings."""
+        age = (
+            "no limit"
+            if self.max_record_age == UNLIMITED_RECORD_AGE
+            else f"{self.max_record_age} s"
+        )
+        return (
+            f"stream retention {self.stream_retention} s, maximum record age {age}, "
+            f"failed-batch retention {self.failed_batch_retention} s, quarantine retention "
+            f"{self.quarantine_retention} s"
+        )
+
+
+def minimum_marker_lifetime(windows: ReplayWindows) -> int:
+    """The shortest time a processed-marker or side-effect claim may be kept, whole seconds:
+    :attr:`ReplayWindows.replayable_until` plus :data:`MARKER_LIFETIME_MARGIN_SECONDS`.
+
+    A marker is written when its record is applied, never before the record was written, so a
+    marker kept this long outlives every copy of its record: a late replay (a consumer group's
+    failed batch always holds records its earlier members applied; a member's quarantined
+    record is replayed through the group) finds it and skips. Kept shorter, the replay applies
+    the record a second time.
+
+    Not covered: a record quarantined again by a redrive of the quarantine starts a new
+    quarantine window, and a redriven object restored from the bucket's noncurrent versions is a
+    deliberate second replay.
+    """
+    return windows.replayable_until + MARKER_LIFETIME_MARGIN_SECONDS
 
 
 # --- Shapes: helpers ---------------------------------------------------------------------------

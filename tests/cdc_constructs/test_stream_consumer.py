@@ -140,6 +140,9 @@ def test_function_defaults(default_consumer):
         "IDEMPOTENCY_TABLE_NAME": {"Ref": logical_id(template, "ConsumerIdempotencyTable")},
         "QUARANTINE_QUEUE_URL": {"Ref": logical_id(template, "ConsumerQuarantineQueue")},
         "CDC_METRICS_NAMESPACE": "CdcConstructs",
+        # The replay windows (cdc_constructs.marker_lifetime): the 1 h record age, then 14 days
+        # in the failed-batch bucket, then 14 days in the quarantine, plus a day.
+        "CDC_MARKER_TTL_SECONDS": str(3600 + (14 + 14 + 1) * 24 * 3600),
     }
     log_group = resources(template, "AWS::Logs::LogGroup")[logical_id(template, "ConsumerLogGroup")]
     assert log_group["Properties"]["RetentionInDays"] == 30

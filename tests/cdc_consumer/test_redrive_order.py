@@ -174,7 +174,7 @@ def test_a_runs_memory_is_a_function_of_one_object_not_of_the_count(
     stream: Stream, s3: Any
 ) -> None:
     """A run of 3 objects of about 300 KB, then one of 15: the peak of traced memory (this
-    process, moto's server thread included) grows by less than two objects' size, while the
+    process, moto's server thread included) grows by less than three objects' size, while the
     second run replays 12 objects more. Reading every object before replaying any, as the
     redrive did, grows the peak by several times the 12 objects' bytes."""
     size = big_batches(stream, 0, 3, 300_000)
@@ -185,7 +185,11 @@ def test_a_runs_memory_is_a_function_of_one_object_not_of_the_count(
     many, applied = peak_of_run(stream, s3)
 
     assert applied == 15
-    assert many < few + 2 * size, f"peak {many} bytes for 15 objects, {few} for 3 ({size} each)"
+    # 12 objects more may add a quarter of their bytes (buffers, the report's lines; measured:
+    # about two objects'); reading every object first adds all 12 objects' bytes at least.
+    assert many - few < 12 * size / 4, (
+        f"peak {many} bytes for 15 objects, {few} for 3 ({size} each)"
+    )
 
 
 # --- Between the quarantine queue and the bucket (issue 23 §2) -------------------------------
