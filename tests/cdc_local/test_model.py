@@ -116,16 +116,11 @@ def model_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @dataclass(frozen=True)
 class Change:
-    """One write of the model's history: the item, its log entry (see the handler's
-    ``entry``), and whether ``stats`` finds it poison."""
+    """One change of the model's history: the item and its log entry (see the handler's
+    ``entry``)."""
 
     pk: str
     entry: str
-    poison: bool = False
-
-    @property
-    def order(self) -> tuple[int, int]:
-        return order_of(self.entry)
 
 
 def order_of(entry: str) -> tuple[int, int]:
@@ -210,7 +205,7 @@ class PipelineModel(RuleBasedStateMachine):
             item["expiresAt"] = {"N": str(expires)}
         self.ddb.put_item(TableName=self.wiring.source_table, Item=item)
         self.items[pk] = self.writes
-        self.history.append(Change(pk, str(self.writes), poison))
+        self.history.append(Change(pk, str(self.writes)))
 
     @initialize(changes=CHANGES, fault=st.sampled_from(FAULTS), seed=st.integers(0, 2**16))
     def start(self, changes: list[tuple[str, str]], fault: str, seed: int) -> None:
