@@ -21,9 +21,9 @@ from typing import Any
 
 from cdc_consumer.change import Change
 from cdc_consumer.contract import SNAPSHOT_EVENT_SOURCE
-from cdc_consumer.versions import MICROSECONDS_PER_SECOND, snapshot_version
+from cdc_consumer.versions import snapshot_version
 
-__all__ = ["SnapshotChange", "item_key", "snapshot_record"]
+__all__ = ["SnapshotChange", "snapshot_record"]
 
 
 class SnapshotChange(Change):
@@ -39,11 +39,6 @@ class SnapshotChange(Change):
         """Just below the horizon (see the module docstring)."""
         assert self.creation_time_us is not None  # snapshot_record always sets the horizon
         return snapshot_version(self.creation_time_us)
-
-
-def item_key(item: Mapping[str, Any], key_names: tuple[str, ...]) -> dict[str, Any]:
-    """The key attributes of a scanned item (DynamoDB JSON)."""
-    return {name: item[name] for name in key_names}
 
 
 def snapshot_record(
@@ -74,8 +69,3 @@ def snapshot_record(
             "SequenceNumber": sequence_number,
         },
     }
-
-
-def horizon_us(horizon: int) -> int:
-    """A horizon (epoch seconds) in microseconds."""
-    return horizon * MICROSECONDS_PER_SECOND

@@ -31,6 +31,7 @@ DESIGN_SECTIONS = [
     "Style",
     "The Kinesis route",
     "What a change costs",
+    "Backfill and rebuild",
 ]
 
 

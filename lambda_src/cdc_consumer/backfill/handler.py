@@ -93,7 +93,7 @@ class Backfill:
 
     def _emit(self, run: SegmentRun) -> None:
         """The invocation's EMF line: items and pages it handed over, invocations it retried."""
-        values = {
+        values: dict[str, float] = {
             BACKFILL_ITEMS.name: run.items_handled,
             BACKFILL_PAGES.name: run.pages_handled,
             BACKFILL_THROTTLES.name: run.retries,

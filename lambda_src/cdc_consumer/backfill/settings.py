@@ -65,13 +65,10 @@ class BackfillSettings:
         filters = _filters(env.get(contract.CONSUMER_FILTERS_ENV), problems)
         if problems:
             raise ConfigurationError("the backfill segment function: " + "; ".join(problems))
-        return cls(
-            filters=filters,
-            **{field: env[variable] for field, variable in required.items()},
-            metrics_namespace=env.get(contract.METRICS_NAMESPACE_ENV)
-            or contract.DEFAULT_METRICS_NAMESPACE,
-            **{k: v for k, v in numbers.items() if v is not None},  # type: ignore[arg-type]
-        )
+        given: dict[str, Any] = {field: env[variable] for field, variable in required.items()}
+        given.update({k: v for k, v in numbers.items() if v is not None})
+        namespace = env.get(contract.METRICS_NAMESPACE_ENV) or contract.DEFAULT_METRICS_NAMESPACE
+        return cls(filters=filters, metrics_namespace=namespace, **given)
 
     def reserve_for(self, timeout_ms: int | None) -> float:
         """Seconds to keep in hand before the deadline, for an invocation of ``timeout_ms``."""
