@@ -39,6 +39,12 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="demo: workload seed")
     parser.add_argument("--no-faults", action="store_true", help="demo: inject no faults")
     parser.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="run every function with the endpoint's credentials instead of its own role's, "
+        "without IAM enforcement (faster; AWS would still refuse what a role lacks)",
+    )
+    parser.add_argument(
         "--ttl-every", type=float, default=5.0, help="serve: seconds between TTL sweeps"
     )
     return parser.parse_args(argv)
@@ -73,16 +79,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ),
                 faults=None if arguments.no_faults else faults,
                 console=console,
+                enforce_iam=not arguments.no_iam,
             )
             return 0 if summary.ok else 1
-        return serve(arguments.assembly, arguments.stack, arguments.ttl_every, console)
+        return serve(
+            arguments.assembly, arguments.stack, arguments.ttl_every, console, not arguments.no_iam
+        )
     except (LocalPipelineError, FilterPatternError) as error:
         console.print(f"error: {error}", style="red", markup=False, soft_wrap=True)
         return 2
 
 
-def serve(assembly: str, stack: str, ttl_every: float, console: Console) -> int:
-    with LocalPipeline(assembly, stack, capture_output=False) as pipeline:
+def serve(
+    assembly: str, stack: str, ttl_every: float, console: Console, enforce_iam: bool = True
+) -> int:
+    with LocalPipeline(assembly, stack, capture_output=False, enforce_iam=enforce_iam) as pipeline:
         # Plain lines on stdout, never wrapped: URLs, ARNs and the redrive command lines must
         # survive a pipe or a log file whole, to be copied as they are.
         for line in serve_lines(pipeline):
