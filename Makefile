@@ -25,7 +25,7 @@ MINISTACK_VENV ?= .venv-ministack
 export MINISTACK_VENV
 MINISTACK_DEPS := $(MINISTACK_VENV)/.requirements-sha256
 
-.PHONY: synth test snapshots local deploy-local bench deploy docs lint clean
+.PHONY: synth test snapshots local deploy-local bench deploy docs diagrams lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,7 +69,7 @@ snapshots: $(DEV_DEPS) $(CLI_DEPS)
 ## demo workload with injected faults; prints a summary table and one JSON line
 local: $(DEV_DEPS) $(CLI_DEPS)
 	cdk synth --quiet
-	$(BIN)/python -m cdc_local --assembly cdk.out --stack $(STACK) --demo
+	$(BIN)/python -m reference_app --assembly cdk.out --stack $(STACK)
 
 ## deploy-local: deploy the reference stack with the real CDK CLI to MiniStack (a local AWS
 ## emulator, in its own virtualenv, on 127.0.0.1) and exercise it; prints a summary
@@ -89,6 +89,10 @@ deploy: $(APP_DEPS) $(CLI_DEPS)
 ## docs: build the documentation site into site/ (MkDocs, strict: a broken link fails)
 docs: $(DEV_DEPS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+## diagrams: re-render docs/diagrams/*.svg from their .dot sources (needs Graphviz's dot)
+diagrams:
+	$(PYTHON) docs/_ext/diagrams.py
 
 lint: $(DEV_DEPS)
 	$(BIN)/ruff check .

@@ -30,6 +30,7 @@ from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
 from cdc_constructs.synth_errors import install_synth_error_hook
+from cdc_constructs.view_backfill import ViewBackfill
 
 # Under `cdk synth`, a CdcConfigurationError prints its message first, without a traceback
 # wall (cdc_constructs/synth_errors.py says how; CDC_TRACEBACK=1 turns it off).
@@ -59,6 +60,7 @@ __all__ = [
     "StreamFilters",
     "StreamMappingOptions",
     "StreamRedrive",
+    "ViewBackfill",
 ]
 
 

@@ -1,8 +1,9 @@
-"""Acknowledging a cdk-nag finding on one construct, with its reason (CDK Validations API)."""
+"""Acknowledging a scanner's finding on one construct, with its reason: cdk-nag's (CDK
+Validations API) and checkov's (template metadata)."""
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Validations
+from aws_cdk import Acknowledgment, CfnResource, Validations
 from constructs import IConstruct
 
 
@@ -13,3 +14,20 @@ def acknowledge(construct: IConstruct, rule_id: str, reason: str) -> None:
     dead-letter queue has no dead-letter queue of its own); each reason says why.
     """
     Validations.of(construct).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+
+
+def skip_check(resource: CfnResource, check_id: str, comment: str) -> None:
+    """Acknowledge checkov's ``check_id`` (e.g. ``CKV_AWS_116``) on ``resource`` with its reason:
+    checkov reads ``Metadata: {checkov: {skip: [{id, comment}]}}`` on the synthesized resource.
+
+    For the checkov findings that follow from the design, as :func:`acknowledge` is for cdk-nag's
+    (often the same finding, with the same reason); docs/checks.md says how to run checkov.
+    """
+    metadata = resource.get_metadata(CHECKOV_METADATA) or {}
+    skips = [s for s in metadata.get("skip", []) if s.get("id") != check_id]
+    skips.append({"id": check_id, "comment": comment})
+    resource.add_metadata(CHECKOV_METADATA, {**metadata, "skip": skips})
+
+
+CHECKOV_METADATA = "checkov"
+"""The template metadata key checkov reads its skips from."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -17,12 +18,39 @@ from cdc_constructs.validation import raise_if_any
 _CLOUDWATCH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 
 
+def _cloudwatch_alarms_statement(scope: Construct) -> iam.PolicyStatement:
+    """The key-policy statement letting CloudWatch use the key for this account's alarms only:
+    ``aws:SourceAccount`` and ``aws:SourceArn`` (an alarm of this account and region) keep
+    another account's alarm from using it through CloudWatch (the confused deputy; SNS
+    developer guide, "Enable compatibility between event sources from AWS services and
+    encrypted topics")."""
+    stack = Stack.of(scope)
+    alarms = stack.format_arn(
+        service="cloudwatch",
+        resource="alarm",
+        resource_name="*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    return iam.PolicyStatement(
+        sid="AllowCloudWatchAlarmsOfThisAccount",
+        principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+        actions=list(_CLOUDWATCH_KEY_ACTIONS),
+        resources=["*"],
+        conditions={
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": alarms},
+        },
+    )
+
+
 class AlarmTopic(Construct):
     """An SNS topic for alarm notifications.
 
     Encrypted with a customer managed key (rotation on): CloudWatch alarms cannot publish to
     a topic encrypted with the AWS-managed SNS key, so the key policy lets
-    ``cloudwatch.amazonaws.com`` use this key. A topic policy denies publishing without TLS.
+    ``cloudwatch.amazonaws.com`` use this key, for this account's alarms only
+    (``aws:SourceAccount`` and ``aws:SourceArn`` conditions). A topic policy denies publishing
+    without TLS.
 
     :param emails: e-mail addresses to subscribe (each must confirm). Default: none.
     :param encryption_key: an existing key instead of a new one (its policy must allow
@@ -55,9 +83,7 @@ class AlarmTopic(Construct):
             enable_key_rotation=True,
         )
         if encryption_key is None:
-            self.key.grant(
-                iam.ServicePrincipal("cloudwatch.amazonaws.com"), *_CLOUDWATCH_KEY_ACTIONS
-            )
+            self.key.add_to_resource_policy(_cloudwatch_alarms_statement(self))
         self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True)
         for index, email in enumerate(emails):
             subscription = sns.Subscription(

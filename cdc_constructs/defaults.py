@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -77,6 +78,16 @@ themselves must be read back from the stream within 24 h; see redrive.)"""
 QUARANTINE_QUEUE_RETENTION_DAYS: Final = 14
 """The maximum SQS allows; quarantine messages carry the whole record, so this is the window
 to fix the handler and replay them."""
+
+RECORD_REMOVAL_POLICY: Final = RemovalPolicy.RETAIN
+"""What ``cdk destroy``, or a change that replaces the resource, does to a queue or bucket that
+may hold the only copy of a record: the quarantine queue (poison records, whole), the
+failed-batch bucket (failed batches, whole) and a pipe's dead-letter queue. Retained
+(``DeletionPolicy`` and ``UpdateReplacePolicy: Retain``): the stream trims a record after 24 h,
+so once it is quarantined or given up on, the copy here may be the last one. A retained queue
+still expires its messages after its retention; an empty one costs nothing (docs/operations.md,
+"What cdk destroy leaves behind"). ``removal_policy=RemovalPolicy.DESTROY`` for a stack whose
+failed records may be lost (a test stack)."""
 
 # --- Stream consumer (Lambda function) -------------------------------------------------------
 
@@ -206,3 +217,62 @@ FAILED_BATCH_RETENTION_DAYS: Final = 14
 """How long the default on-failure bucket keeps a failed batch (and a redriven one, as a
 noncurrent version): at least the on-failure queue's 14 days, the time to notice the alarm and
 redrive. ``failed_batch_retention`` sets more; less is refused."""
+
+# --- Backfill (ViewBackfill: a Step Functions Distributed Map over the table's segments) -----
+
+BACKFILL_MAX_CONCURRENCY: Final = 10
+"""Segments scanned at once (the Distributed Map's MaxConcurrency). Ten Lambda invocations
+read a table at up to ten times one segment's rate, far below an account's concurrency (1,000)
+and DynamoDB's per-partition limits; the rate limit below is what bounds the load."""
+
+BACKFILL_ITEMS_PER_SECOND: Final = 1000.0
+"""The backfill's read rate, items per second, over all its segments (each segment invocation
+gets its share: this divided by the maximum concurrency). A consistent scan of 1 KB items at
+1,000 items/s uses about 250 read units/s, plus the view's writes: small next to an on-demand
+table's 4,000 read units/s of initial headroom, so the application is not starved. A million
+items take about 17 minutes. ``items_per_second=None`` lifts the limit."""
+
+BACKFILL_SEGMENT_BYTES: Final = 2 * 1024**3
+"""The default segment count is one segment per 2 GB of the table (``table_size``), at least
+the maximum concurrency: DynamoDB's parallel-scan guidance ("a good starting point" is a
+segment per 2 GB), and no fewer segments than can run at once."""
+
+BACKFILL_MAX_SEGMENTS: Final = 10_000
+"""The most segments a backfill has: the start step hands the Distributed Map the segment
+list through the state payload (256 KB); 10,000 numbers take about 50 KB of it. DynamoDB
+accepts up to 1,000,000 (reading the items from S3 would lift this)."""
+
+BACKFILL_MAX_CONCURRENCY_RANGE: Final = (1, 1000)
+"""What ViewBackfill accepts as MaxConcurrency: Step Functions allows up to 10,000 child
+executions at once, but each is a Lambda invocation, and an account's default concurrency
+is 1,000."""
+
+BACKFILL_PAGE_SIZE: Final = 100
+"""Items per Scan page, and per consumer invocation (the runtime's default): a page is
+applied like a stream batch of the default size, in a few transactions."""
+
+BACKFILL_PAGE_SIZE_RANGE: Final = (1, 1000)
+"""Scan pages ViewBackfill accepts: one item up to 1,000 (a consumer invocation carries a
+page; Lambda's 6 MB payload holds 1,000 items of 6 KB)."""
+
+BACKFILL_TIMEOUT_SECONDS: Final = 900
+"""The segment function's timeout: Lambda's maximum, so a segment loops fewer times; the
+runtime stops a page before the deadline and returns where to go on."""
+
+BACKFILL_MEMORY_SIZE_MB: Final = 256
+"""Enough for boto3, a Scan page and its JSON; the function mostly waits for DynamoDB and
+the consumer."""
+
+BACKFILL_EXECUTION_TIMEOUT_SECONDS: Final = 24 * 3600
+"""A backfill that runs longer than a day is stopped (its TimedOut alarm fires): at the
+default rate that is 86 million items. The segments recorded their progress, so a new
+execution with the same ``backfillId`` resumes where they stopped."""
+
+BACKFILL_RETRY_ATTEMPTS: Final = 6
+BACKFILL_RETRY_INTERVAL_SECONDS: Final = 2
+BACKFILL_RETRY_BACKOFF_RATE: Final = 2.0
+BACKFILL_RETRY_MAX_DELAY_SECONDS: Final = 300
+"""A segment invocation that fails (Lambda throttled, DynamoDB throttling the runtime could
+not absorb, a timeout) is retried 6 times, waiting 2, 4, 8, ... seconds (at most 5 minutes,
+with full jitter): about two minutes in all before the segment, and the execution, fail.
+Retries resume from the segment's progress record, so none repeats applied work."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -16,7 +16,7 @@ from cdc_constructs.exceptions import Problem
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.on_failure import check_failed_batch_retention, check_on_failure
 from cdc_constructs.redrive import reserve_seconds
-from cdc_constructs.validation import check_flag, check_function_timeout
+from cdc_constructs.validation import check_flag, check_function_timeout, check_removal_policy
 
 __all__ = ["FailureHandlingOptions"]
 
@@ -42,6 +42,12 @@ class FailureHandlingOptions:
         SQS-managed encryption.
     :param idempotency_table: an :class:`IdempotencyTable` or ITable (pk ``id``, TTL
         ``expiration``). Default: a new IdempotencyTable; share one between consumers.
+    :param removal_policy: what ``cdk destroy`` or a replacement does to the quarantine queue
+        and the failed-batch bucket made here. Default ``RemovalPolicy.RETAIN``: they may hold
+        the only copy of a record (the stream trims it after 24 h); the retained queue still
+        expires its messages after 14 days, and an empty one costs nothing. ``DESTROY`` for a
+        stack whose failed records may be lost with it. A queue or bucket given is left as it
+        is.
     :param redrive: Default True: a :class:`StreamRedrive` function that replays the
         on-failure destination and the quarantine queue through this consumer once a fault is
         fixed (docs/operations.md, "Redrive"): the way to replay failed batches must exist
@@ -56,6 +62,7 @@ class FailureHandlingOptions:
     encryption_key: kms.IKey | None = None
     idempotency_table: IdempotencyTable | dynamodb.ITable | None = None
     redrive: bool = defaults.REDRIVE
+    removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY
 
     def problems(self, consumer_timeout: Duration | None) -> list[Problem]:
         """The redrive must outlast one consumer invocation (``consumer_timeout``) plus its
@@ -64,6 +71,7 @@ class FailureHandlingOptions:
             return check_flag("redrive", self.redrive)
         found = check_on_failure(self.on_failure, self.on_failure_queue)
         found += check_failed_batch_retention(self.failed_batch_retention)
+        found += check_removal_policy(self.removal_policy)
         return found + self._redrive_problems(consumer_timeout)
 
     def _redrive_problems(self, consumer_timeout: Duration | None) -> list[Problem]:

@@ -32,8 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_events as events
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -176,14 +177,21 @@ class StreamFanOut(StreamPipe):
         extra_reader_reason: why this pipe may be the third reader of the table's stream (a
             table with replicas: the second). Default None: such a pipe is refused (DynamoDB
             Streams throttles a third reader); the reason also acknowledges CDC-ESM11.
-        dead_letter_queue: where failed batches' pointers go (shard, sequence numbers).
-            Default: a new queue, SQS-managed encryption, TLS only, 14 days retention (the
-            library's dead-letter queue, as StreamConsumer's on-failure queue).
+        dead_letter_queue: where the batches the pipe could not deliver go.
+            Default: a new queue, SQS-managed encryption, TLS only, 14 days retention, retained
+            (the library's dead-letter queue, as StreamConsumer's quarantine queue).
         alarm_topic: where alarms notify. Default: a new :class:`AlarmTopic` (customer key,
             TLS only).
         log_level: ``OFF``, ``ERROR``, ``INFO`` or ``TRACE``. Default ``ERROR``: failures only,
             never the payload.
         log_retention: retention of the pipe's log group. Default one month.
+        log_encryption_key: a customer-managed KMS key for the pipe's log group (as
+            StreamConsumer's ``log_encryption_key``: a key made in the app gets the statement
+            CloudWatch Logs needs). Default none: CloudWatch Logs' own encryption; at ``INFO``
+            or ``TRACE`` with execution data, log lines carry item values.
+        removal_policy: what ``cdk destroy`` or a replacement does to the dead-letter queue
+            made here. Default ``RemovalPolicy.RETAIN``: it may hold the only record of what the
+            pipe could not deliver; an empty queue costs nothing. A queue given is left as is.
 
     Attributes: ``pipe``, ``role``, ``policy``, ``event_bus``, ``dead_letter_queue``, ``log_group``,
     ``alarm_topic``, ``alarms`` (a dict by name, as StreamConsumer's), ``input_template``,
@@ -215,6 +223,8 @@ class StreamFanOut(StreamPipe):
         alarm_topic: sns.ITopic | None = None,
         log_level: str = defaults.PIPE_LOG_LEVEL,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
+        log_encryption_key: kms.IKey | None = None,
+        removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
     ) -> None:
         change = ChangeEvents(
             filters, detail_type, key_attributes, new_image_attributes, old_image_attributes
@@ -242,6 +252,8 @@ class StreamFanOut(StreamPipe):
             alarm_topic=alarm_topic,
             log_level=log_level,
             log_retention=log_retention,
+            log_encryption_key=log_encryption_key,
+            removal_policy=removal_policy,
             problems=_outbox_conflicts(change) if outbox else (),
         )
 

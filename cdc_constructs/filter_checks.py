@@ -20,7 +20,8 @@ from cdc_consumer.filter_patterns import FilterPattern
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
-from cdc_constructs.validation import IMAGES_BY_VIEW_TYPE, STREAM_RECORD_FIELDS
+from cdc_constructs.record_shape import DYNAMODB_STREAM_RECORD, Fields, shape_problems
+from cdc_constructs.validation import IMAGES_BY_VIEW_TYPE
 
 __all__ = ["as_pattern", "check_filter_pattern", "check_filters"]
 
@@ -42,9 +43,13 @@ def as_pattern(item: Any) -> Any:
     return item
 
 
-def check_filters(filters: Any, stream_view_type: str | None) -> list[Problem]:
-    """At most 5 patterns, each valid in the runtime's grammar, on real record fields, with
-    finite numbers, within AWS's length, and on images the stream carries."""
+def check_filters(
+    filters: Any, stream_view_type: str | None, shape: Fields = DYNAMODB_STREAM_RECORD
+) -> list[Problem]:
+    """At most 5 patterns, each valid in the runtime's grammar, on fields and types the
+    record has at every level (``shape``: a DynamoDB stream record by default; see
+    :mod:`~cdc_constructs.record_shape`), with finite numbers, within AWS's length, and on
+    images the stream carries."""
     if isinstance(filters, Mapping | str | bytes) or not isinstance(filters, Sequence):
         return [Problem("filters", filters, "a list of filter patterns (dicts)")]
     problems: list[Problem] = []
@@ -58,11 +63,13 @@ def check_filters(filters: Any, stream_view_type: str | None) -> list[Problem]:
             )
         )
     for index, pattern in enumerate(filters):
-        problems += check_filter_pattern(f"filters[{index}]", pattern, stream_view_type)
+        problems += check_filter_pattern(f"filters[{index}]", pattern, stream_view_type, shape)
     return problems
 
 
-def check_filter_pattern(prop: str, item: Any, stream_view_type: str | None) -> list[Problem]:
+def check_filter_pattern(
+    prop: str, item: Any, stream_view_type: str | None, shape: Fields = DYNAMODB_STREAM_RECORD
+) -> list[Problem]:
     """One filter pattern (see :func:`check_filters`)."""
     pattern = as_pattern(item)
     if not isinstance(pattern, Mapping) or not pattern:
@@ -87,20 +94,9 @@ def check_filter_pattern(prop: str, item: Any, stream_view_type: str | None) -> 
                 f"at most {defaults.MAX_FILTER_PATTERN_LENGTH} characters (AWS limit)",
             )
         )
-    unknown = sorted({field for branch in _branches(pattern) for field in branch} - _FIELDS)
-    if unknown:
-        problems.append(
-            Problem(
-                prop,
-                pattern,
-                f"fields of a stream record ({', '.join(STREAM_RECORD_FIELDS)}); "
-                f"{', '.join(unknown)} never matches",
-            )
-        )
+    for found in shape_problems(pattern, shape, prop):
+        problems.append(Problem(found.path, found.value, found.reason))
     return problems + _check_images(prop, pattern, stream_view_type)
-
-
-_FIELDS = frozenset(STREAM_RECORD_FIELDS)
 
 
 def _branches(pattern: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, CfnResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -15,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs.acknowledge import acknowledge
+from cdc_constructs.acknowledge import acknowledge, skip_check
 
 _TRACING_REASON = (
     "The consumer runtime does not use the X-Ray SDK (boto3 only), so active tracing would "
@@ -78,25 +78,55 @@ def make_function(
         reserved_concurrent_executions=reserved_concurrent_executions,
     )
     log_group.grant_write(role)
-    acknowledge(
-        function,
-        "Serverless-LambdaDLQ",
+    no_dlq = (
         f"{invoked_by}, synchronously: an asynchronous-invocation dead-letter queue would "
-        "never receive anything.",
+        "never receive anything."
     )
+    acknowledge(function, "Serverless-LambdaDLQ", no_dlq)
     if tracing != lambda_.Tracing.ACTIVE:
         acknowledge(function, "Serverless-LambdaTracing", _TRACING_REASON)
+    _skip_checks(function, no_dlq, reserved_concurrent_executions is None)
     return FunctionParts(role, log_group, function)
 
 
+def _skip_checks(function: lambda_.Function, no_dlq: str, unreserved: bool) -> None:
+    """checkov's findings that follow from the design, acknowledged with their reasons."""
+    resource: CfnResource = function.node.default_child  # type: ignore[assignment]
+    skip_check(resource, "CKV_AWS_116", no_dlq)
+    skip_check(resource, "CKV_AWS_117", _NO_VPC_REASON)
+    skip_check(resource, "CKV_AWS_173", _ENVIRONMENT_REASON)
+    if unreserved:
+        skip_check(resource, "CKV_AWS_115", _CONCURRENCY_REASON)
+
+
+_NO_VPC_REASON = (
+    "The function calls only AWS APIs (DynamoDB, SQS, S3, Lambda, CloudWatch) over TLS, "
+    "authorized by its least-privilege role, and reaches nothing inside a VPC; a VPC would add "
+    "NAT or endpoint costs without protecting anything. Pass an existing function= placed in "
+    "your VPC where policy requires one."
+)
+_ENVIRONMENT_REASON = (
+    "The environment holds resource names only (consumer name, table name, queue URL, metrics "
+    "namespace), no secret; Lambda encrypts it at rest with an AWS-managed key."
+)
+_CONCURRENCY_REASON = (
+    "A stream mapping bounds the function's concurrency itself (shards x parallelization "
+    "factor), and reserving concurrency would take it from the account's pool; "
+    "reserved_concurrent_executions sets a limit where one is wanted."
+)
+
+
 def make_log_group(
-    scope: Construct, retention: logs.RetentionDays, encryption_key: kms.IKey | None
+    scope: Construct,
+    retention: logs.RetentionDays,
+    encryption_key: kms.IKey | None,
+    construct_id: str = "LogGroup",
 ) -> logs.LogGroup:
     """A ``LogGroup`` child of ``scope`` with ``retention``, encrypted with ``encryption_key``
     when given (log lines can carry item values: error messages quote them)."""
     if encryption_key is not None:
         allow_logs_to_use(encryption_key, scope)
-    return logs.LogGroup(scope, "LogGroup", retention=retention, encryption_key=encryption_key)
+    return logs.LogGroup(scope, construct_id, retention=retention, encryption_key=encryption_key)
 
 
 _LOGS_KEY_ACTIONS = (

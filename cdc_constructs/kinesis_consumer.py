@@ -27,6 +27,7 @@ from cdc_constructs.exceptions import Problem
 from cdc_constructs.filter_checks import check_filters
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.permissions import allow, grant_key
+from cdc_constructs.record_shape import KINESIS_CHANGE_RECORD
 from cdc_constructs.stream_consumer import (
     StreamConsumer,
     _make_mapping,
@@ -61,13 +62,7 @@ KINESIS_FAN_OUT_ACTIONS: Final = ("kinesis:DescribeStreamConsumer", "kinesis:Sub
 KINESIS_KEY_ACTIONS: Final = ("kms:Decrypt",)
 """Reading a stream encrypted with a customer key."""
 
-KINESIS_FILTER_FIELDS: Final = (
-    "approximateArrivalTimestamp",
-    "data",
-    "kinesisSchemaVersion",
-    "partitionKey",
-    "sequenceNumber",
-)
+KINESIS_FILTER_FIELDS: Final = tuple(KINESIS_CHANGE_RECORD.fields)
 """What a Kinesis filter pattern can match: the record's metadata and its ``data`` (the
 DynamoDB change, decoded from base64 JSON by Lambda before filtering)."""
 
@@ -306,41 +301,8 @@ def check_kinesis_record_age(value: Duration | None, retention: Duration | None)
 
 
 def check_kinesis_filters(filters: Sequence[Mapping[str, Any]]) -> list[Problem]:
-    """StreamConsumer's checks (count, size, JSON), on Kinesis record fields; a ``data``
-    pattern is checked as a pattern on a DynamoDB change (both images are in the data)."""
-    if isinstance(filters, Mapping) or not isinstance(filters, Sequence):
-        return [Problem("filters", filters, "a list of filter patterns (dicts)")]
-    problems = [
-        problem
-        for problem in check_filters(
-            [{"eventName": ["INSERT"]} for _ in filters], "NEW_AND_OLD_IMAGES"
-        )
-        if problem.prop == "filters"  # the count
-    ]
-    for index, pattern in enumerate(filters):
-        prop = f"filters[{index}]"
-        if not isinstance(pattern, Mapping) or not pattern:
-            problems.append(Problem(prop, pattern, "a non-empty dict (a filter pattern)"))
-            continue
-        unknown = sorted(set(pattern) - set(KINESIS_FILTER_FIELDS))
-        if unknown:
-            problems.append(
-                Problem(
-                    prop,
-                    pattern,
-                    f"fields of a Kinesis record ({', '.join(KINESIS_FILTER_FIELDS)}), not "
-                    f"{unknown}: the DynamoDB change is under 'data' (KinesisFilters.on_data)",
-                )
-            )
-            continue
-        data = pattern.get("data")
-        if data is not None:
-            for problem in check_filters([data], "NEW_AND_OLD_IMAGES"):
-                problems.append(
-                    Problem(
-                        problem.prop.replace("filters[0]", f"{prop}.data"),
-                        problem.value,
-                        problem.allowed,
-                    )
-                )
-    return problems
+    """StreamConsumer's checks (count, grammar, size, JSON) on a Kinesis record of a table's
+    changes: its metadata fields, and under ``data`` the change as DynamoDB writes it to
+    Kinesis, at every level (:data:`~cdc_constructs.record_shape.KINESIS_CHANGE_RECORD`; both
+    images are in the data)."""
+    return check_filters(filters, None, KINESIS_CHANGE_RECORD)

@@ -32,7 +32,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs.acknowledge import acknowledge
+from cdc_constructs.acknowledge import acknowledge, skip_check
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.permissions import allow
 
@@ -215,9 +215,10 @@ class FailedBatchBucket(Construct):
     requests without ``aws:SecureTransport``), all public access blocked, objects owned by the
     bucket owner, **versioned** (a redriven object is deleted, which keeps it as a noncurrent
     version: recoverable and auditable for ``retention``), and retained when the stack is
-    deleted (``RemovalPolicy.RETAIN``: it may hold the only copy of changes the stream has
-    trimmed). Its lifecycle expires objects and noncurrent versions ``retention`` after they
-    were written or redriven (default 14 days, the on-failure queue's retention: the time to
+    deleted or the bucket replaced (``removal_policy``, default ``RemovalPolicy.RETAIN``: it may
+    hold the only copy of changes the stream has trimmed; ``defaults.RECORD_REMOVAL_POLICY``).
+    Its lifecycle expires objects and noncurrent versions ``retention`` after they were
+    written or redriven (default 14 days, the on-failure queue's retention: the time to
     notice the alarm and redrive) and aborts incomplete uploads after a day.
 
     Escape hatch: :attr:`bucket`.
@@ -230,6 +231,7 @@ class FailedBatchBucket(Construct):
         *,
         retention: Duration | None = None,
         encryption_key: kms.IKey | None = None,
+        removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
     ) -> None:
         super().__init__(scope, construct_id)
         retention = retention or Duration.days(defaults.FAILED_BATCH_RETENTION_DAYS)
@@ -255,17 +257,18 @@ class FailedBatchBucket(Construct):
                     abort_incomplete_multipart_upload_after=Duration.days(1),
                 )
             ],
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=removal_policy,
         )
         """The bucket (escape hatch)."""
-        acknowledge(
-            self.bucket.node.default_child,  # type: ignore[arg-type]
-            "AwsSolutions-S1",
+        no_access_logs = (
             "Only the stream mapping writes here (one object per failed batch) and only the "
             "redrive reads and deletes; the objects' versions are the record of what failed "
             "and was redriven. Give the bucket server access logs (on_failure="
-            "S3OnFailureDestination(your_bucket)) where an access log per request is required.",
+            "S3OnFailureDestination(your_bucket)) where an access log per request is required."
         )
+        resource = self.bucket.node.default_child
+        acknowledge(resource, "AwsSolutions-S1", no_access_logs)  # type: ignore[arg-type]
+        skip_check(resource, "CKV_AWS_18", no_access_logs)  # type: ignore[arg-type]
 
 
 def check_on_failure(on_failure: Any, on_failure_queue: Any) -> list[Problem]:

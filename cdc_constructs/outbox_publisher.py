@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_events as events
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -127,7 +129,8 @@ class OutboxPublisher(StreamPipe):
 
     Every other prop (``event_bus``, ``batch_size``, ``max_batching_window``,
     ``retry_attempts``, ``max_record_age``, ``parallelization_factor``, ``extra_reader_reason``,
-    ``dead_letter_queue``, ``alarm_topic``, ``log_level``, ``log_retention``) is as on
+    ``dead_letter_queue``, ``alarm_topic``, ``log_level``, ``log_retention``,
+    ``log_encryption_key``, ``removal_policy``) is as on
     :class:`~cdc_constructs.StreamFanOut`, with the same defaults.
     """
 
@@ -151,6 +154,8 @@ class OutboxPublisher(StreamPipe):
         alarm_topic: sns.ITopic | None = None,
         log_level: str = defaults.PIPE_LOG_LEVEL,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
+        log_encryption_key: kms.IKey | None = None,
+        removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
     ) -> None:
         super().__init__(
             scope,
@@ -170,4 +175,6 @@ class OutboxPublisher(StreamPipe):
             alarm_topic=alarm_topic,
             log_level=log_level,
             log_retention=log_retention,
+            log_encryption_key=log_encryption_key,
+            removal_policy=removal_policy,
         )

@@ -31,6 +31,10 @@ STREAM_REPLAY_ACTIONS = (
 )
 """Reading a known range of one shard back (the redrive; it never lists streams)."""
 
+STREAM_LINEAGE_ACTIONS = ("dynamodb:DescribeStream",)
+"""Reading a stream's shard lineage (``ParentShardId``): the redrive of an S3 destination replays
+a child shard's batches only after its parent's."""
+
 STREAM_KEY_ACTIONS = ("kms:Decrypt",)
 """Reading a stream of a table under a customer key."""
 
@@ -78,6 +82,17 @@ QUEUE_DRAIN_KEY_ACTIONS = ("kms:Decrypt",)
 
 INVOKE_ACTIONS = ("lambda:InvokeFunction",)
 """Invoking the consumer (the redrive), on the function's unqualified ARN only."""
+
+BACKFILL_SCAN_ACTIONS = ("dynamodb:DescribeTable", "dynamodb:Scan")
+"""The segment function on the source table: its stream and size (DescribeTable), its items."""
+
+BACKFILL_PROGRESS_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+"""The segment function on the idempotency table: its segments' progress records and the
+consumer's recorded progress."""
+
+BACKFILL_MAPPING_ACTIONS = ("lambda:ListEventSourceMappings",)
+"""The start step checks the consumer has an enabled mapping on the stream. Lambda has no
+resource-level permission for listing mappings: the resource is ``*``."""
 
 LOG_WRITE_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 """Writing to one log group (a pipe; functions get ``LogGroup.grant_write``)."""

@@ -19,11 +19,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sns as sns
@@ -34,6 +35,7 @@ from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.alarms import alarm_on_any
 from cdc_constructs.exceptions import FanOutConfigurationError, Problem
+from cdc_constructs.function import make_log_group
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.permissions import (
     LOG_WRITE_ACTIONS,
@@ -51,7 +53,7 @@ from cdc_constructs.source_table import (
     stream_view_type_of,
 )
 from cdc_constructs.stream_readers import StreamReaders
-from cdc_constructs.validation import check_instance, raise_if_any
+from cdc_constructs.validation import check_instance, check_removal_policy, raise_if_any
 
 __all__ = [
     "PIPES_METRIC_NAMESPACE",
@@ -123,6 +125,8 @@ class StreamPipe(Construct):
         alarm_topic: sns.ITopic | None,
         log_level: str,
         log_retention: logs.RetentionDays,
+        log_encryption_key: kms.IKey | None = None,
+        removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
         problems: Sequence[Problem] = (),
     ) -> None:
         mapping = StreamMappingOptions(
@@ -135,9 +139,7 @@ class StreamPipe(Construct):
             filters=filters,
         )
         found = [*problems, *_check_source(source), *_check_log_level(log_level)]
-        found += check_instance(
-            "log_retention", log_retention, logs.RetentionDays, "a logs.RetentionDays"
-        )
+        found += _retention_problems(log_retention, log_encryption_key, removal_policy)
         found += _reading_problems(scope, construct_id, table, mapping, pipe_events)
         name = f"{type(self).__name__} {construct_id!r}"
         raise_if_any(name, found, FanOutConfigurationError)
@@ -147,8 +149,10 @@ class StreamPipe(Construct):
         self.input_template = pipe_events.input_template
         self.filter_patterns = mapping.filter_patterns + pipe_events.filter_patterns
         self.event_bus = event_bus or events.EventBus(self, "Bus")
-        self.dead_letter_queue: sqs.IQueue = dead_letter_queue or _dead_letter_queue(self)
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention)
+        self.dead_letter_queue: sqs.IQueue = dead_letter_queue or _dead_letter_queue(
+            self, removal_policy
+        )
+        self.log_group = make_log_group(self, log_retention, log_encryption_key, "Logs")
         self.role, self.policy = self._make_role(source_table)
         self.pipe = self._make_pipe(
             source_table, source, pipe_events.event_detail_type, mapping, log_level
@@ -286,6 +290,19 @@ class StreamPipe(Construct):
         return alarms
 
 
+def _retention_problems(
+    log_retention: Any, log_encryption_key: Any, removal_policy: Any
+) -> list[Problem]:
+    """What the pipe keeps, and how: its logs, and its dead-letter queue past the stack."""
+    found = check_instance(
+        "log_retention", log_retention, logs.RetentionDays, "a logs.RetentionDays"
+    )
+    if log_encryption_key is not None and not hasattr(log_encryption_key, "key_arn"):
+        key = "a kms.IKey (a kms.Key, or kms.Key.from_key_arn(...))"
+        found.append(Problem("log_encryption_key", log_encryption_key, key))
+    return found + check_removal_policy(removal_policy)
+
+
 def _reading_problems(
     scope: Construct,
     construct_id: str,
@@ -305,13 +322,14 @@ def _reading_problems(
     return found
 
 
-def _dead_letter_queue(scope: Construct) -> sqs.Queue:
+def _dead_letter_queue(scope: Construct, removal_policy: RemovalPolicy) -> sqs.Queue:
     return dead_letter_queue(
         scope,
         "DeadLetterQueue",
-        purpose="the pipe's DeadLetterConfig: pointers to batches it could not deliver, "
-        "alarmed on >= 1 message",
+        purpose="the pipe's DeadLetterConfig: the batches it could not deliver, alarmed on "
+        ">= 1 message",
         retention_days=defaults.ON_FAILURE_QUEUE_RETENTION_DAYS,
+        removal_policy=removal_policy,
     )
 
 

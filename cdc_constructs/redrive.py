@@ -55,6 +55,7 @@ from cdc_constructs.permissions import (
     INVOKE_ACTIONS,
     QUEUE_DRAIN_ACTIONS,
     QUEUE_DRAIN_KEY_ACTIONS,
+    STREAM_LINEAGE_ACTIONS,
     STREAM_REPLAY_ACTIONS,
     allow,
     grant_key,
@@ -228,14 +229,16 @@ def _grant_replay(
     quarantine_queue: sqs.IQueue | None,
 ) -> None:
     """What the redrive may do, and nothing more: invoke the consumer, drain its queues (and
-    read the stream back for an SQS destination's pointers), read and delete the bucket's
-    batches, use the queues' keys."""
+    read the stream back for an SQS destination's pointers; describe it for the bucket's
+    shard lineage), read and delete the bucket's batches, use the queues' keys."""
     queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
     statements = [allow(INVOKE_ACTIONS, [consumer_function.function_arn])]
     if queues:
         statements.append(allow(QUEUE_DRAIN_ACTIONS, [queue.queue_arn for queue in queues]))
     if on_failure_queue is not None:  # pointers: the records are read back from the stream
         statements.append(allow(STREAM_REPLAY_ACTIONS, [stream_arn]))
+    elif on_failure_bucket is not None:  # batches: the lineage orders a child after its parent
+        statements.append(allow(STREAM_LINEAGE_ACTIONS, [stream_arn]))
     for statement in statements:
         redrive.add_to_role_policy(statement)
     if on_failure_bucket is not None:

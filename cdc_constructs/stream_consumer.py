@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -107,18 +107,17 @@ class StreamConsumer(Construct):
 
     Failure handling: ``on_failure`` (default: an S3 bucket that keeps each failed batch
     whole), ``on_failure_queue``, ``failed_batch_retention``, ``quarantine_queue``,
-    ``encryption_key``, ``idempotency_table``, ``redrive``
+    ``encryption_key``, ``idempotency_table``, ``redrive``, ``removal_policy`` (default RETAIN)
     (:class:`~cdc_constructs.failure_options.FailureHandlingOptions`).
 
-    Monitoring: ``monitoring``, ``alarm_topic``, ``dashboard``,
-    ``iterator_age_alarm_threshold``, ``metrics_namespace``
-    (:class:`~cdc_constructs.monitoring_options.MonitoringOptions`).
+    Monitoring: ``monitoring``, ``alarm_topic``, ``dashboard``, ``iterator_age_alarm_threshold``,
+    ``metrics_namespace`` (:class:`~cdc_constructs.monitoring_options.MonitoringOptions`).
 
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
     :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
     queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
-    unless the destination is SQS),
-    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`source_table` and
+    unless the destination is SQS), :attr:`quarantine_queue`, :attr:`idempotency_table`,
+    :attr:`source_table` and
     :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
     :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic`
     (the topic every alarm notifies; None without monitoring and without ``alarm_topic``),
@@ -171,6 +170,7 @@ class StreamConsumer(Construct):
         iterator_age_alarm_threshold: Duration | None = None,
         metrics_namespace: str = DEFAULT_METRICS_NAMESPACE,
         redrive: bool = defaults.REDRIVE,
+        removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
     ) -> None:
         options, self.group = _options(scope, construct_id, dict(locals()))
         super().__init__(scope, construct_id)
@@ -284,6 +284,7 @@ def _failure_resources(
             "FailedBatches",
             retention=failure.failed_batch_retention,
             encryption_key=failure.encryption_key,
+            removal_policy=failure.removal_policy,
         )
         on_failure = OnFailureTarget.of_bucket(bucket.bucket)
     quarantine = failure.quarantine_queue or dead_letter_queue(
@@ -292,6 +293,7 @@ def _failure_resources(
         purpose="poison records quarantined by the consumer runtime, with their payload",
         encryption_key=failure.encryption_key,
         retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
+        removal_policy=failure.removal_policy,
     )
     table = as_table(failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable"))
     return on_failure, quarantine, table

@@ -11,26 +11,13 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from cdc_consumer.contract import STREAM_RETENTION_SECONDS
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import CdcConfigurationError, Problem
-
-# Top-level fields of a DynamoDB stream record as Lambda delivers it; a filter on any other
-# field can never match (a typo would silently drop every record).
-STREAM_RECORD_FIELDS = (
-    "awsRegion",
-    "dynamodb",
-    "eventID",
-    "eventName",
-    "eventSource",
-    "eventSourceARN",
-    "eventVersion",
-    "userIdentity",
-)
 
 IMAGES_BY_VIEW_TYPE = {
     "KEYS_ONLY": frozenset(),
@@ -89,6 +76,29 @@ def check_instance(prop: str, value: Any, kind: type, described: str) -> list[Pr
     """``value`` is None or a ``kind`` (checked before it reaches aws-cdk-lib, whose error
     would name neither the prop nor the value)."""
     return [] if value is None or isinstance(value, kind) else [Problem(prop, value, described)]
+
+
+def check_removal_policy(value: Any) -> list[Problem]:
+    """``removal_policy`` is a RemovalPolicy queues and buckets take (None would leave the
+    resource to aws-cdk-lib's default for its type, DESTROY for a queue; SNAPSHOT is for
+    databases and volumes only)."""
+    if any(value is policy for policy in _RECORD_REMOVAL_POLICIES):
+        return []
+    return [
+        Problem(
+            "removal_policy",
+            value,
+            "RemovalPolicy.RETAIN (the default: it may hold the only copy of a record), "
+            "RETAIN_ON_UPDATE_OR_DELETE, or DESTROY to lose what it holds with the stack",
+        )
+    ]
+
+
+_RECORD_REMOVAL_POLICIES = (
+    RemovalPolicy.RETAIN,
+    RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+    RemovalPolicy.DESTROY,
+)
 
 
 def check_duration(

@@ -4,11 +4,11 @@ The local pipeline starts moto's server on 127.0.0.1, creates the stack's resour
 runs each DynamoDB-stream event source mapping with its synthesized settings, invoking the
 handlers in-process; it also plays DynamoDB's TTL sweeper. Start with :class:`LocalPipeline`::
 
-    with LocalPipeline("cdk.out", "CdcReferenceStack") as pipeline:
+    with LocalPipeline("cdk.out", "MyStack") as pipeline:
         ...  # write to pipeline.client("dynamodb")
         pipeline.run()  # drain the streams, sweep TTL, drain again
 
-or from a shell: ``python -m cdc_local --assembly cdk.out --stack CdcReferenceStack --demo``.
+or from a shell: ``cdc-local --assembly cdk.out --stack MyStack`` (serve mode).
 """
 
 import importlib.util

@@ -206,6 +206,10 @@ class EventSourceMapping:
         self.counters = MappingCounters()
         self.acknowledged: set[str] | None = set() if track_records else None
         self._iterators: dict[str, str | None] = {}
+        #: Shard id -> its parent (DescribeStream's ParentShardId), for the shards known.
+        self._parents: dict[str, str | None] = {}
+        #: Set when a shard was found since the last poll (a poll that finds one progressed).
+        self._opened = False
         self._lanes: dict[tuple[str, int], _Lane] = {}
         self._partition_key: str | None = None
         self._started = False
@@ -214,38 +218,65 @@ class EventSourceMapping:
 
     def start(self) -> None:
         """Take the shard iterators (LATEST means: from now on)."""
-        description = self.streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
+        description = self._describe()
         self._partition_key = next(
             k["AttributeName"] for k in description["KeySchema"] if k["KeyType"] == "HASH"
         )
+        self._discover(description, self.settings.starting_position)
+        self._started = True
+
+    def _describe(self) -> dict[str, Any]:
+        description: dict[str, Any] = self.streams.describe_stream(StreamArn=self.stream_arn)[
+            "StreamDescription"
+        ]
+        return description
+
+    def _discover(self, description: Mapping[str, Any], position: str = "TRIM_HORIZON") -> None:
+        """Take an iterator of each shard not seen before: at ``position`` for the shards there
+        when the mapping starts, at the start of the shard for the children opened later."""
         for shard in description["Shards"]:
             shard_id = shard["ShardId"]
             if shard_id not in self._iterators:
+                self._parents[shard_id] = shard.get("ParentShardId")
                 self._iterators[shard_id] = self.streams.get_shard_iterator(
-                    StreamArn=self.stream_arn,
-                    ShardId=shard_id,
-                    ShardIteratorType=self.settings.starting_position,
+                    StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType=position
                 )["ShardIterator"]
-        self._started = True
+                self._opened = True
+
+    def _settled(self, shard_id: str | None) -> bool:
+        """Whether ``shard_id`` is read to its end (closed) and every record of it settled (a
+        shard the mapping does not know counts as settled)."""
+        if shard_id is None or shard_id not in self._iterators:
+            return True
+        return self._iterators[shard_id] is None and not any(
+            lane.pending for lane in self._lanes.values() if lane.shard_id == shard_id
+        )
 
     def read(self) -> int:
-        """Read every record now available into the lanes; return how many were read.
-        A disabled mapping (``Enabled: false``) reads nothing, as Lambda stops polling."""
+        """Read every record now available into the lanes; return how many were read. A child
+        shard is read once its parent is read to its end and settled, as Lambda does; a
+        closed shard read to its end makes the mapping look for its children. A disabled
+        mapping (``Enabled: false``) reads nothing, as Lambda stops polling."""
         if not self.settings.enabled:
             return 0
         if not self._started:
             self.start()
-        read = 0
+        read, closed = 0, False
         for shard_id, iterator in list(self._iterators.items()):
+            if iterator is None or not self._settled(self._parents.get(shard_id)):
+                continue
             while iterator:
                 response = self.streams.get_records(ShardIterator=iterator, Limit=GET_RECORDS_LIMIT)
                 iterator = response.get("NextShardIterator")
-                if not response["Records"]:
-                    break
                 for raw in response["Records"]:
                     self._accept(shard_id, raw)
                 read += len(response["Records"])
+                if not response["Records"]:
+                    break
             self._iterators[shard_id] = iterator
+            closed = closed or iterator is None
+        if closed:
+            self._discover(self._describe())
         return read
 
     def _accept(self, shard_id: str, raw: Mapping[str, Any]) -> None:
@@ -310,7 +341,8 @@ class EventSourceMapping:
     def poll(self, *, flush: bool = False) -> bool:
         """Read the stream, then give each lane one turn. ``flush`` sends batches whose window
         has not yet passed. Returns whether anything was read or sent."""
-        progressed = self.read() > 0
+        self._opened = False
+        progressed = self.read() > 0 or self._opened
         for lane in list(self._lanes.values()):
             progressed = self._turn(lane, flush) or progressed
         return progressed

@@ -24,7 +24,6 @@ the on-failure message.
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import random
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_consumer.contract import OnFailureMessage
+from cdc_consumer.kinesis import filter_view
 from cdc_consumer.redrive.stream_reader import to_lambda_record
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
 
@@ -429,15 +429,6 @@ class KinesisEventSourceMapping(EventSourceMapping):
         )
         message["KinesisBatchInfo"] = message.pop(OnFailureMessage.BATCH_INFO)
         return message
-
-
-def filter_view(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What Lambda's filters match for a Kinesis record: its ``kinesis`` fields with ``data``
-    decoded when it is JSON (a pattern on ``data`` never matches other data)."""
-    view = dict(record["kinesis"])
-    with contextlib.suppress(ValueError):
-        view["data"] = json.loads(base64.b64decode(view["data"]))
-    return view
 
 
 __all__ = [

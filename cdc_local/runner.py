@@ -45,6 +45,7 @@ from cdc_local.lambda_invoke import LocalInvoke
 from cdc_local.resources import LocalResources, create_resources
 from cdc_local.retention import STREAM_RETENTION_SECONDS, StreamRetention
 from cdc_local.roles import RoleSessions, create_roles
+from cdc_local.shards import roll_shards
 from cdc_local.ttl import TtlLedger, TtlSweeper
 
 #: How many lines of handler output the pipeline keeps for inspection (``recent_output``).
@@ -276,6 +277,18 @@ class LocalPipeline:
         """Trim the records older than the stream retention on the pipeline's clock, as
         DynamoDB Streams does after 24 hours; return how many (see :mod:`cdc_local.retention`)."""
         return self.retention.trim()
+
+    def roll_shards(self, table_logical_id_prefix: str | None = None) -> dict[str, str]:
+        """Close the open shard of each table's stream (or of the table whose logical id starts
+        with ``table_logical_id_prefix``) and open its child, as DynamoDB does about every four
+        hours; return each table's new open shard id, by local table name. The mappings read a
+        child once its parent is read to its end and settled, and the on-failure destinations
+        name the shard a batch was read from (see :mod:`cdc_local.shards`). The child's id
+        carries the pipeline's clock."""
+        table = (
+            None if table_logical_id_prefix is None else self.table_name(table_logical_id_prefix)
+        )
+        return roll_shards(table, now=self.clock())
 
     def run(self) -> PipelineCounters:
         """Drain, sweep TTL, drain again (the TTL deletions' REMOVE records); return the totals."""

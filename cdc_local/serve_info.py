@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from cdc_consumer.contract import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
 
@@ -26,6 +26,11 @@ def serve_lines(pipeline: LocalPipeline) -> Iterator[str]:
     resources = pipeline.resources
     assert pipeline.endpoint is not None and resources is not None
     yield f"local endpoint: AWS_ENDPOINT_URL={pipeline.endpoint.url}"
+    # What an application pointed at the endpoint needs: boto3 refuses to sign a request
+    # without credentials and a region, and moto's account is the one of these fake ones.
+    yield "your application's environment: export " + " ".join(
+        f"{name}={shlex.quote(value)}" for name, value in pipeline.endpoint.environment().items()
+    )
     for logical_id, name in resources.table_names.items():
         yield f"table {logical_id}: {name}"
     for logical_id, url in resources.queue_urls.items():
@@ -53,13 +58,20 @@ def _mapping_lines(
     quarantine = function.environment.get(QUARANTINE_QUEUE_ENV)
     if quarantine:
         yield f"  quarantine queue: {quarantine}"
-    source = ["--queue-url", queue_url] if queue_url else ["--bucket", bucket] if bucket else []
-    if source:
+    # Each command names the consumer's mapping or function: a redrive replays one consumer's.
+    uuid = mapping.destination.mapping_uuid if mapping.destination is not None else ""
+    in_bucket = ["--mapping-uuid", uuid]
+    if queue_url:
         yield "  redrive the on-failure destination:"
-        yield "    " + redrive_command(mapping, source)
+        scope = ["--consumer-function", function.name]
+        yield "    " + redrive_command(mapping, ["--queue-url", queue_url], scope)
+    elif bucket:
+        yield "  redrive the on-failure destination:"
+        yield "    " + redrive_command(mapping, ["--bucket", bucket], in_bucket)
     if quarantine:
         yield "  redrive the quarantine queue:"
-        yield "    " + redrive_command(mapping, ["--queue-url", quarantine])
+        beside = ["--on-failure-bucket", bucket, *in_bucket] if bucket else []
+        yield "    " + redrive_command(mapping, ["--queue-url", quarantine, "--quarantine"], beside)
 
 
 def redrive_environment(mapping: EventSourceMapping) -> dict[str, str]:
@@ -75,8 +87,11 @@ def redrive_environment(mapping: EventSourceMapping) -> dict[str, str]:
     }
 
 
-def redrive_command(mapping: EventSourceMapping, source: list[str]) -> str:
-    """One shell line: ``env VAR=value ... cdc-redrive <source> --stream-arn ... --handler ...``."""
+def redrive_command(
+    mapping: EventSourceMapping, source: list[str], scope: Sequence[str] = ()
+) -> str:
+    """One shell line: ``env VAR=value ... cdc-redrive <source> --stream-arn ... --handler ...
+    <scope>`` (``scope``: the options that name the consumer's mapping or function)."""
     function = mapping.function
     module, _, attribute = function.spec.handler.rpartition(".")
     arguments = [
@@ -87,6 +102,7 @@ def redrive_command(mapping: EventSourceMapping, source: list[str]) -> str:
         f"{module}:{attribute}",
         "--path",
         str(function.spec.asset_dir),
+        *scope,
     ]
     consumer = function.environment.get(CONSUMER_NAME_ENV)
     if consumer:

@@ -1,4 +1,4 @@
-"""The demo behind ``make local`` (``python -m cdc_local --demo``): the orders example's
+"""The demo behind ``make local`` (``python -m reference_app``): the orders example's
 pipeline, run locally under a workload.
 
 Orders are created, paid, cancelled, amended, deleted and expired by TTL, with a few poison

@@ -31,7 +31,7 @@ from reference_app.handlers.orders_schema import (
     REPLICA_TABLE_ENV,
     VIEW_TABLE_ENV,
 )
-from reference_app.stack import ORDERS_TTL_ATTRIBUTE, handlers_code, view_table
+from reference_app.stack import ORDERS_TTL_ATTRIBUTE, handlers_code, logs_key, view_table
 
 _KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -79,6 +79,7 @@ class CdcKinesisReferenceStack(Stack):
             "idempotency_table": self.idempotency,
             "alarm_topic": self.alarm_topic.topic,
             "dashboard": self.dashboard,
+            "log_encryption_key": logs_key(self),
         }
         self.orders_replica = KinesisConsumer(
             self,

@@ -1,7 +1,8 @@
 """The package boundaries: the library is the library, and the contract is defined once.
 
-- ``cdc_constructs`` and ``cdc_consumer`` import nothing from the orders example
-  (``reference_app``), and the example's names appear nowhere in them.
+- ``cdc_constructs``, ``cdc_consumer`` and ``cdc_local`` import nothing from the orders example
+  (``reference_app``), not even inside a function or by name (importlib), and the example's
+  names appear nowhere in the library and the runtime.
 - Every name and message shape they share with the runtime, redrive, the local pipeline and
   CdcChecks (``cdc_consumer.contract``) has one literal definition: the contract's. A second
   literal of a contract value (an environment variable, a metric, a message field, a service
@@ -19,6 +20,10 @@ from cdc_consumer import contract
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY = {"cdc_constructs": REPO / "cdc_constructs", "cdc_consumer": REPO / "lambda_src"}
+#: What the wheel installs: the library, the runtime and the local pipeline, none of which may
+#: need the example (an installed wheel does not have it).
+INSTALLED = {**LIBRARY, "cdc_local": REPO / "cdc_local"}
+EXAMPLE_MODULES = ("reference_app", "app", "handlers")
 CONTRACT_USERS = (
     REPO / "cdc_constructs",  # the nag pack (cdc_constructs/nag) included
     REPO / "lambda_src" / "cdc_consumer",
@@ -60,13 +65,55 @@ def _imported_modules(tree: ast.Module) -> Iterator[str]:
             yield node.module
 
 
-@pytest.mark.parametrize("package", sorted(LIBRARY))
+def _dynamic_imports(tree: ast.Module) -> Iterator[str]:
+    """Modules named by a literal to importlib.import_module / __import__."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in ("importlib.import_module", "import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.args[0].value
+
+
+def _example_imports(root: Path) -> list[str]:
+    return [
+        f"{path.relative_to(root.parent)} imports {module}"
+        for path in _python_files(root)
+        for tree in [ast.parse(path.read_text())]
+        for module in (*_imported_modules(tree), *_dynamic_imports(tree))
+        if module.split(".")[0] in EXAMPLE_MODULES
+    ]
+
+
+@pytest.mark.parametrize("package", sorted(INSTALLED))
 def test_the_library_imports_nothing_from_the_example(package: str) -> None:
+    """ast.walk sees every import: at module level, in a function (a lazy import is still an
+    import the installed wheel cannot satisfy), and by name through importlib."""
+    assert _example_imports(INSTALLED[package]) == []
+
+
+def test_the_import_scan_sees_lazy_and_dynamic_imports(tmp_path: Path) -> None:
+    (tmp_path / "cli.py").write_text(
+        "import importlib\n"
+        "def main():\n"
+        "    from reference_app.demo import run_demo\n"
+        "    importlib.import_module('reference_app.workload')\n"
+    )
+    found = _example_imports(tmp_path)
+    assert [line.split(" imports ")[1] for line in found] == [
+        "reference_app.demo",
+        "reference_app.workload",
+    ]
+
+
+def test_the_local_pipeline_does_not_name_the_example() -> None:
     found = [
-        f"{path.relative_to(REPO)} imports {module}"
-        for path in _python_files(LIBRARY[package])
-        for module in _imported_modules(ast.parse(path.read_text()))
-        if module.split(".")[0] in ("reference_app", "app", "handlers")
+        path.relative_to(REPO).as_posix()
+        for path in _python_files(INSTALLED["cdc_local"])
+        if "reference_app" in path.read_text() or "CdcReferenceStack" in path.read_text()
     ]
     assert found == []
 

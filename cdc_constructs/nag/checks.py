@@ -23,6 +23,8 @@ from aws_cdk import CfnResource, PolicyValidationPluginReport
 from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 from constructs import IConstruct
 
+from cdc_constructs.nag.backfill_machine import STATE_MACHINE, BackfillMachine
+from cdc_constructs.nag.backfill_rules import BACKFILL_RULES
 from cdc_constructs.nag.readers import AppStreamReaders
 from cdc_constructs.nag.rules import PACK_NAME, RULES, CdcRule
 from cdc_constructs.nag.stream_source import EVENT_SOURCE_MAPPING, PIPE, StreamSource
@@ -39,7 +41,9 @@ class _RuleApplication:
     jsii reads these members by name, so each is a class-level property, not an attribute.
     """
 
-    def __init__(self, rule: CdcRule, node: CfnResource, source: StreamSource) -> None:
+    def __init__(
+        self, rule: CdcRule, node: CfnResource, source: StreamSource | BackfillMachine
+    ) -> None:
         self._rule = rule
         self._node = node
         self._source = source
@@ -85,6 +89,15 @@ class CdcChecks(NagPack):
     - CDC-ESM10 an on-failure destination that keeps the records (S3), not a pointer (warning)
     - CDC-ESM11 at most two readers (mappings and pipes, across stacks) per DynamoDB stream,
       one when the table has replicas
+    - CDC-ESM12 filters name only fields and attribute types the records have, at every
+      level whose shape is known, and give rules to values only
+
+    and every Step Functions state machine that runs the runtime's backfill handler over a
+    Map (``ViewBackfill``'s, or one made by hand):
+
+    - CDC-BF1 an alarm on its failed executions
+    - CDC-BF2 the Map's MaxConcurrency set
+    - CDC-BF3 the segment function paced (CDC_BACKFILL_ITEMS_PER_SECOND) (warning)
 
     It judges the synthesized templates (escape-hatch overrides included), so it runs as a
     validation plugin during synthesis; ``validate_scope`` on an unsynthesized app raises a
@@ -123,7 +136,7 @@ class CdcChecks(NagPack):
 
     @property
     def rule_ids(self) -> list[str]:
-        return [rule.rule_id for rule in RULES]
+        return [rule.rule_id for rule in (*RULES, *BACKFILL_RULES)]
 
     def validate_scope(self, scope: IConstruct) -> PolicyValidationPluginReport:
         # Each run reads the templates afresh: the app may have been synthesized again.
@@ -132,6 +145,9 @@ class CdcChecks(NagPack):
         return super().validate_scope(scope)
 
     def _check_resource(self, node: CfnResource) -> None:
+        if node.cfn_resource_type == STATE_MACHINE:
+            self._check_backfill(node)
+            return
         if node.cfn_resource_type not in (EVENT_SOURCE_MAPPING, PIPE):
             return
         resources = self._templates.resources_of(node)
@@ -147,3 +163,16 @@ class CdcChecks(NagPack):
         for rule in RULES:
             # The protocol declares its members settable; cdk-nag only reads them.
             self._apply_rule(cast(IApplyRule, _RuleApplication(rule, node, source)))
+
+    def _check_backfill(self, node: CfnResource) -> None:
+        resources = self._templates.resources_of(node)
+        resource = resources.get(logical_id(node))
+        if resource is None:
+            return
+        machine = BackfillMachine.read(
+            logical_id(node), resource.get("Properties") or {}, resources
+        )
+        if machine is None:
+            return
+        for rule in BACKFILL_RULES:
+            self._apply_rule(cast(IApplyRule, _RuleApplication(rule, node, machine)))

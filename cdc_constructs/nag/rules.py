@@ -28,6 +28,14 @@ from cdc_constructs.nag.stream_source import (
     dig,
     is_intrinsic,
 )
+from cdc_constructs.record_shape import (
+    DYNAMODB_STREAM_RECORD,
+    KINESIS_CHANGE_RECORD,
+    KINESIS_RECORD,
+    Fields,
+    ShapeProblem,
+    shape_problems,
+)
 from cdc_constructs.validation import IMAGES_BY_VIEW_TYPE
 
 PACK_NAME = "CDC"
@@ -37,7 +45,8 @@ COMPLIANT = NagRuleCompliance.COMPLIANT
 NON_COMPLIANT = NagRuleCompliance.NON_COMPLIANT
 NOT_APPLICABLE = NagRuleCompliance.NOT_APPLICABLE
 
-Check = Callable[[CfnResource, StreamSource], NagRuleCompliance]
+Check = Callable[[CfnResource, Any], NagRuleCompliance]
+"""A rule's judgement of one resource: a StreamSource, or (backfill rules) a BackfillMachine."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,7 @@ class CdcRule:
     explanation: str
     """Why it matters and what to change."""
     check: Check
-    describe: Callable[[CfnResource, StreamSource], str | None] | None = None
+    describe: Callable[[CfnResource, Any], str | None] | None = None
     """What this finding is about, put before ``info`` (counts and names), when it says more."""
 
     @property
@@ -196,6 +205,42 @@ def filters_match_stream_view(node: CfnResource, source: StreamSource) -> NagRul
         if referenced - carried:
             return NON_COMPLIANT
     return COMPLIANT
+
+
+def _record_shape(source: StreamSource) -> Fields | None:
+    """The shape of the records ``source`` filters: a DynamoDB stream record; a Kinesis record,
+    with a DynamoDB change as ``data`` when a table of the template streams into it."""
+    if source.kind is StreamKind.DYNAMODB:
+        return DYNAMODB_STREAM_RECORD
+    if source.kind is StreamKind.KINESIS:
+        return KINESIS_CHANGE_RECORD if source.carries_table_changes else KINESIS_RECORD
+    return None
+
+
+def _shape_problems(node: CfnResource, source: StreamSource) -> list[ShapeProblem]:
+    shape = _record_shape(source)
+    found: list[ShapeProblem] = []
+    for index, pattern in enumerate(source.filter_patterns() if shape else ()):
+        try:
+            parsed = json.loads(_primitive(node, pattern))
+        except (TypeError, ValueError):
+            continue  # not a JSON pattern: Lambda and Pipes refuse it at deployment
+        if isinstance(parsed, Mapping):
+            found += shape_problems(parsed, shape, f"filters[{index}]")  # type: ignore[arg-type]
+    return found
+
+
+def filters_match_record_shape(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """Every field and attribute type a filter names is one the record can have, at every
+    level whose shape is known (:mod:`cdc_constructs.record_shape`)."""
+    if _record_shape(source) is None or not source.filter_patterns():
+        return NOT_APPLICABLE
+    return NON_COMPLIANT if _shape_problems(node, source) else COMPLIANT
+
+
+def describe_shape_problems(node: CfnResource, source: StreamSource) -> str | None:
+    found = _shape_problems(node, source) if _record_shape(source) is not None else []
+    return " ".join(f"{problem}." for problem in found) or None
 
 
 def _iterator_age_function_dimensions(alarm: Mapping[str, Any]) -> Iterator[Any]:
@@ -418,5 +463,22 @@ RULES: tuple[CdcRule, ...] = (
         "extra_reader_reason does both).",
         at_most_two_readers,
         describe_readers,
+    ),
+    CdcRule(
+        "ESM12",
+        NagMessageLevel.ERROR,
+        "The stream consumer's filters name a field or attribute type the stream's records "
+        "never have, or put rules on an object.",
+        "Lambda and Pipes drop every record no filter matches, without an error, so a "
+        "misspelled field anywhere in a pattern (dynamodb.NewImgae, a type 's' for 'S') or "
+        "rules on an object (an attribute without its type, an image; exists only works on "
+        "values) leaves the consumer receiving nothing it expects. Spell the fields as the "
+        "record has them - a DynamoDB stream record: eventName, userIdentity, dynamodb with "
+        "Keys, NewImage, OldImage, SequenceNumber, StreamViewType...; each attribute's value "
+        "keyed by its type (S, N, B, BOOL, NULL, M, L, SS, NS, BS); a Kinesis record: "
+        "partitionKey, data... - and give rules to values, e.g. "
+        '{"dynamodb": {"NewImage": {"status": {"S": ["PAID"]}}}} (StreamFilters builds these).',
+        filters_match_record_shape,
+        describe_shape_problems,
     ),
 )

@@ -196,6 +196,20 @@ class StreamSource:
             resources=resources,
         )
 
+    @property
+    def carries_table_changes(self) -> bool:
+        """A Kinesis source a table of the same template streams its changes into
+        (``KinesisStreamSpecification``): its records' ``data`` has a DynamoDB change's shape."""
+        if self.kinesis_stream is None:
+            return False
+        for resource in self.resources.values():
+            if resource.get("Type") not in TABLE_TYPES:
+                continue
+            for logical_id in referenced_logical_ids(_kinesis_specifications(resource)):
+                if self.resources.get(logical_id) is self.kinesis_stream:
+                    return True
+        return False
+
     def retention_seconds(self, node: CfnResource) -> int:
         """How long the source stream keeps a record (see STREAM_RETENTION_SECONDS)."""
         if self.kind is StreamKind.KINESIS and self.kinesis_stream is not None:
@@ -236,6 +250,17 @@ class StreamSource:
             if isinstance(literal_name, str):
                 names.add(literal_name)
         return frozenset(names)
+
+
+def _kinesis_specifications(table: Mapping[str, Any]) -> list[Any]:
+    """A table's ``KinesisStreamSpecification`` (a GlobalTable's are on its replicas)."""
+    properties = table.get("Properties") or {}
+    replicas = properties.get("Replicas") if isinstance(properties, Mapping) else None
+    found = [dig(properties, "KinesisStreamSpecification")]
+    found += [
+        dig(r, "KinesisStreamSpecification") for r in replicas or () if isinstance(r, Mapping)
+    ]
+    return [spec for spec in found if spec is not None]
 
 
 def referenced_logical_ids(value: Any) -> set[str]:

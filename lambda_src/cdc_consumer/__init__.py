@@ -23,6 +23,7 @@ _EXPORTS = {
     "AccessDeniedError": "cdc_consumer.exceptions",
     "Change": "cdc_consumer.change",
     "ConsumerGroup": "cdc_consumer.consumer_group",
+    "Contributions": "cdc_consumer.contributions",
     "ConfigurationError": "cdc_consumer.exceptions",
     "DeadlineError": "cdc_consumer.exceptions",
     "FilterPatternError": "cdc_consumer.exceptions",
@@ -49,6 +50,8 @@ _EXPORTS = {
     "RejectedByDynamoDBError": "cdc_consumer.exceptions",
     "SideEffect": "cdc_consumer.processor",
     "SideEffectInProgressError": "cdc_consumer.exceptions",
+    "SnapshotChange": "cdc_consumer.snapshots",
+    "SnapshotRefusedError": "cdc_consumer.exceptions",
     "StreamProcessor": "cdc_consumer.processor",
     "TransientError": "cdc_consumer.exceptions",
     "TtlValueError": "cdc_consumer.exceptions",
@@ -65,6 +68,7 @@ __all__ = [
     "Change",
     "ConfigurationError",
     "ConsumerGroup",
+    "Contributions",
     "DeadlineError",
     "FilterPatternError",
     "ForeignMarkerError",
@@ -90,6 +94,8 @@ __all__ = [
     "RejectedByDynamoDBError",
     "SideEffect",
     "SideEffectInProgressError",
+    "SnapshotChange",
+    "SnapshotRefusedError",
     "StreamProcessor",
     "TransientError",
     "TtlValueError",
@@ -104,6 +110,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
         Change,
     )
     from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
+    from cdc_consumer.contributions import Contributions
     from cdc_consumer.exceptions import (
         AccessDeniedError,
         CdcConsumerError,
@@ -126,6 +133,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
         RedriveError,
         RejectedByDynamoDBError,
         SideEffectInProgressError,
+        SnapshotRefusedError,
         TransientError,
         TtlValueError,
         UndecodableRecordError,
@@ -146,6 +154,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from cdc_consumer.quarantine import (
         quarantine_message,
     )
+    from cdc_consumer.snapshots import SnapshotChange
     from cdc_consumer.ttl import (
         ttl_after,
         validate_ttl,

@@ -17,8 +17,9 @@ SET kept, each set element's last ADD or DELETE kept). When a record turns out t
 duplicate (its marker exists), the merged action is rebuilt from the other records only, so a
 duplicate neither drops nor doubles anyone's contribution. Updates that cannot be combined
 (the same attribute ADDed by one record and SET by another, a set element both added and
-deleted in the result, different tables or keys) are not merged: the transaction is cut there
-as for any other action.
+deleted in the result, set elements of two types, a sum DynamoDB's 38 digits would round,
+different tables or keys) are not merged: the transaction is cut there as for any other action,
+and DynamoDB decides each record's update on its own.
 
 An aggregate is an ordinary TransactWriteItems ``Update`` action in boto3's client shape (a
 ``dict``), so it can be returned from any projection, inspected, or committed by any code. It
@@ -29,10 +30,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal
+from decimal import Decimal, DecimalException
 from typing import Any, cast
 
-from boto3.dynamodb.types import TypeSerializer
+from boto3.dynamodb.types import DYNAMODB_CONTEXT, TypeSerializer
 
 from cdc_consumer.exceptions import InvalidActionError
 
@@ -77,7 +78,12 @@ class Aggregate(dict[str, Any]):
         return self.table, json.dumps(self["Update"]["Key"], sort_keys=True, default=str)
 
     def then(self, later: Aggregate) -> Aggregate | None:
-        """This update followed by ``later`` as one update, or None when they cannot merge."""
+        """This update followed by ``later`` as one update, or None when they cannot merge:
+        not the same item, an attribute used two ways, a set ADDed and DELETEd, a set whose
+        elements would mix types, or a sum DynamoDB could not hold exactly. Not merged, each
+        goes to DynamoDB as its own action, which decides each against the item exactly as
+        applying them one after the other would (a merged action would fail or round for
+        both records instead of for the one at fault)."""
         if later.identity != self.identity:
             return None
         adds, puts = dict(self.adds), dict(self.puts)
@@ -85,7 +91,10 @@ class Aggregate(dict[str, Any]):
         for name, value in later.adds.items():
             if name in puts or name in set_ops:
                 return None
-            adds[name] = adds.get(name, Decimal(0)) + value
+            total = _exact_sum(adds.get(name, Decimal(0)), value)
+            if total is None:
+                return None
+            adds[name] = total
         for name, value in later.puts.items():
             if name in adds or name in set_ops:
                 return None
@@ -95,10 +104,25 @@ class Aggregate(dict[str, Any]):
                 return None
             merged = set_ops.setdefault(name, {})
             merged.update(ops)  # each element keeps its last operation
-            if len(set(merged.values())) > 1:
-                # ADD and DELETE of one attribute cannot share an UpdateExpression.
+            if len(set(merged.values())) > 1 or len({_set_type(e) for e in merged}) > 1:
+                # ADD and DELETE of one attribute cannot share an UpdateExpression; a set
+                # holds elements of one type (a string and a number: two records at odds).
                 return None
         return Aggregate(self.table, self.key, adds, puts, set_ops)
+
+
+def _exact_sum(earlier: Decimal, later: Decimal) -> Decimal | None:
+    """``earlier + later`` in DynamoDB's number context (38 significant digits), or None when
+    the sum would be rounded or out of its range (then the two must not be merged)."""
+    try:
+        return DYNAMODB_CONTEXT.add(earlier, later)
+    except DecimalException:  # Inexact, Rounded, Overflow, Underflow, Clamped: all trapped
+        return None
+
+
+def _set_type(element: Any) -> str:
+    """The DynamoDB set type an element belongs to: SS, NS or BS."""
+    return "NS" if isinstance(element, Decimal) else "BS" if isinstance(element, bytes) else "SS"
 
 
 def merge_aggregates(updates: Iterable[Aggregate]) -> Aggregate | None:

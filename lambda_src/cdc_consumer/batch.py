@@ -74,8 +74,12 @@ class Deadline:
     remaining: Callable[[], int | None]
     fixed_margin_ms: int | None = None
     margin_ms: int | None = None
-    #: The remaining time at the first check: the function's timeout, as far as we can tell.
+    #: The remaining time at the first check: the function's timeout, as far as we can tell
+    #: (a consumer group's member is given the group's: see :class:`GroupTurn`).
     timeout_ms: int | None = None
+    #: Whether the invocation took records before this batch's first (a group member's turn
+    #: after others): then a deadline at the first record is a partial stop, not an error.
+    taken_before: bool = False
 
     def near(self) -> tuple[bool, int | None]:
         """Whether less than the margin is left, and the remaining milliseconds."""
@@ -83,9 +87,9 @@ class Deadline:
         if remaining is None:
             return False, None
         if self.margin_ms is None:
-            self.timeout_ms = remaining
+            self.timeout_ms = remaining if self.timeout_ms is None else self.timeout_ms
             self.margin_ms = (
-                defaults.safety_margin_ms(remaining)
+                defaults.safety_margin_ms(self.timeout_ms)
                 if self.fixed_margin_ms is None
                 else self.fixed_margin_ms
             )
@@ -105,6 +109,18 @@ class Deadline:
             "remain for records after it: give the function a timeout of at least "
             f"{defaults.MIN_FUNCTION_TIMEOUT_SECONDS} s (Lambda's default is 3 s)"
         )
+
+
+@dataclass(frozen=True)
+class GroupTurn:
+    """What a consumer group member's turn shares with the members before it in one
+    invocation: the function's timeout as read at the group's start (each member's margin and
+    side-effect timeout follow it, not the time left when its turn comes), and whether records
+    were taken before (then a member with less than the margin left at its first record
+    reports that record, where the group stopped, instead of failing the invocation)."""
+
+    timeout_ms: int | None
+    taken_before: bool
 
 
 @dataclass
@@ -127,8 +143,12 @@ class BatchRun:
         context: LambdaContext | None,
         records: Sequence[Any],
         ledger: Ledger,
+        turn: GroupTurn | None = None,
+        decode: Callable[[Any], Change] = Change.from_record,
     ) -> BatchRun:
-        """The loop over ``records``, with one strategy per mode ``registry`` uses."""
+        """The loop over ``records``, with one strategy per mode ``registry`` uses (``turn``: a
+        consumer group member's; ``decode`` makes a record's Change, a snapshot batch's a
+        :class:`SnapshotChange`)."""
         outcomes = Outcomes(
             settings.consumer, settings.quarantine_queue_url, records, ledger, lambda: registry.sqs
         )
@@ -137,6 +157,8 @@ class BatchRun:
             return None if context is None else int(context.get_remaining_time_in_millis())
 
         deadline = Deadline(remaining_ms, registry.safety_margin_ms)
+        if turn is not None:
+            deadline.timeout_ms, deadline.taken_before = turn.timeout_ms, turn.taken_before
 
         def side_effect_timeout_ms() -> int:
             if registry.side_effect_timeout_ms is not None:
@@ -162,7 +184,7 @@ class BatchRun:
         return cls(
             records=records,
             decider=Decider(
-                registry.projections, _writes_for(settings, registry.clock), registry.reads
+                registry.projections, _writes_for(settings, registry.clock), registry.reads, decode
             ),
             ledger=ledger,
             outcomes=outcomes,
@@ -189,7 +211,8 @@ class BatchRun:
         if position >= len(self.records):
             return self.after_pending(lambda: DONE)
         near, remaining = self.deadline.near()
-        if near and position == 0:  # no record taken: a function error, not a partial failure
+        if near and position == 0 and not self.deadline.taken_before:
+            # No record taken: a function error, not a partial failure.
             raise self.deadline.error(remaining)
         if near:
             return self.after_pending(

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
-from cdc_consumer.exceptions import MissingVersionError, UndecodableRecordError
+from cdc_consumer.defaults import IMAGES_OF_VIEW_TYPE, NEW_IMAGE, OLD_IMAGE
+from cdc_consumer.exceptions import MissingImageError, MissingVersionError, UndecodableRecordError
 from cdc_consumer.kinesis import (
     KINESIS_EVENT_SOURCE,
     decode_data,
@@ -37,16 +38,15 @@ class Change:
     """A stream record with its attribute values deserialized: numbers become ``Decimal``,
     binary values (``B``, base64 text in Lambda's event) ``bytes`` and ``BS`` a set of
     ``bytes``, at any depth, in ``keys`` and both images (see :mod:`cdc_consumer.wire`).
-    ``raw`` is the record exactly as delivered (binary still base64 text): it is what leaves
-    the runtime, in a quarantine message for instance.
+    ``raw`` is the record exactly as delivered (binary still base64 text): what leaves the
+    runtime (a quarantine message). ``is_snapshot``: a backfill's row (docs/backfill.md).
 
-    ``new_image`` / ``old_image`` are ``None`` when the record does not carry them (INSERT has
-    no old image, REMOVE no new one, and the stream's view type may omit either).
+    ``new_image`` / ``old_image`` are ``None`` when the change has none (INSERT has no old
+    image, REMOVE no new one); one the view type lacks raises :class:`MissingImageError`.
 
-    ``keys``, ``new_image`` and ``old_image`` are decoded on first use, not when the record is
-    read (a projection that reads only the NEW image pays for that one): an image holding a
-    value that is not a DynamoDB attribute value raises :class:`UndecodableRecordError`
-    (poison) when it is first read, naming the image. Read-only.
+    ``keys`` and the images are decoded on first use (a projection reading only the NEW image
+    pays for that one): a value that is not an attribute value raises
+    :class:`UndecodableRecordError` (poison) when first read, naming the image. Read-only.
     """
 
     __slots__ = (
@@ -65,6 +65,7 @@ class Change:
         "view_type",
     )
 
+    is_snapshot = False  # True for a SnapshotChange (cdc_consumer.snapshots)
     event_id: str
     event_name: EventName
     sequence_number: str
@@ -74,8 +75,7 @@ class Change:
     creation_time_us: int | None
     """``ApproximateCreationDateTime`` in epoch microseconds (None when the record has none)."""
     view_type: str | None
-    """``dynamodb.StreamViewType`` (KEYS_ONLY, NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES), or None
-    when the record does not say."""
+    """``dynamodb.StreamViewType`` (KEYS_ONLY, NEW_IMAGE, ...); None when the record has none."""
     _stream: Any  # the record's "dynamodb" object, undecoded (None: built from decoded values)
     _keys: Any  # each decoded on first use (_UNDECODED until then)
     _new_image: Any
@@ -129,15 +129,19 @@ class Change:
 
     @property
     def new_image(self) -> dict[str, Any] | None:
-        """The item after the change (None for REMOVE, or when the view type omits it)."""
+        """The item after the change (None for REMOVE; see the class for a view type without)."""
         value = self._new_image
-        return self._decoded("_new_image", "NewImage") if value is _UNDECODED else value
+        if value is _UNDECODED or (value is None and self.view_type in _LACKING_NEW_IMAGE):
+            return _first_read(self, "_new_image", NEW_IMAGE)
+        return value
 
     @property
     def old_image(self) -> dict[str, Any] | None:
-        """The item before the change (None for INSERT, or when the view type omits it)."""
+        """The item before the change (None for INSERT; see the class for a view type without)."""
         value = self._old_image
-        return self._decoded("_old_image", "OldImage") if value is _UNDECODED else value
+        if value is _UNDECODED or (value is None and self.view_type in _LACKING_OLD_IMAGE):
+            return _first_read(self, "_old_image", OLD_IMAGE)
+        return value
 
     @property
     def approximate_creation_time(self) -> datetime | None:
@@ -145,8 +149,8 @@ class Change:
         return self._time
 
     def decode(self) -> Change:
-        """Decode everything now (raises :class:`UndecodableRecordError` as first use would)."""
-        _ = (self.keys, self.new_image, self.old_image)
+        """Decode all the record carries now (raises as first use would, UndecodableRecordError)."""
+        _ = self.keys, [self._decoded(*s) for s in _IMAGES if getattr(self, s[0]) is _UNDECODED]
         return self
 
     __eq__ = _equal
@@ -299,6 +303,30 @@ _new = object.__new__
 
 #: In a Change's key or image slot: not decoded yet, read from its ``_stream`` on first use.
 _UNDECODED: Any = object()
+
+
+_IMAGES = (("_new_image", NEW_IMAGE), ("_old_image", OLD_IMAGE))
+#: The view types whose records never carry the new (old) image. Reading it from such a record
+#: raises :class:`MissingImageError`, whether the reader declared it in ``reads=`` or not: None
+#: there would not mean "no image" but "this stream cannot tell", and a projection taking it for
+#: the former would count every record as processed without its effect. A record that states no
+#: view type (a Kinesis record) is not judged.
+_LACKING_NEW_IMAGE = frozenset(v for v, has in IMAGES_OF_VIEW_TYPE.items() if NEW_IMAGE not in has)
+_LACKING_OLD_IMAGE = frozenset(v for v, has in IMAGES_OF_VIEW_TYPE.items() if OLD_IMAGE not in has)
+
+
+def _first_read(change: Change, slot: str, image: str) -> dict[str, Any] | None:
+    """The image decoded on its first read; :class:`MissingImageError` when the change's view
+    type lacks it (the processor names the projection or side effect that read it,
+    :meth:`MissingImageError.read_by`)."""
+    if getattr(change, slot) is None:
+        assert change.view_type is not None
+        raise MissingImageError(change.sequence_number, change.view_type, [image], READER_UNKNOWN)
+    return change._decoded(slot, image)
+
+
+#: Who read the image, until the processor says which projection or side effect it was.
+READER_UNKNOWN = "the code reading the Change"
 
 
 #: The types of an image that need no check: an object from JSON, or absent.

@@ -23,18 +23,23 @@ the union of theirs; the handler then takes the order and filters from there::
     group = ConsumerGroup.from_environment([totals, archive])
 
 Dispatch: each member, in the order given, handles the records of the batch its filter matches,
-in stream order (a member with no filter gets every record). What the members share, since they
-share one function and one mapping:
+in stream order (a member with no filter gets every record). A Kinesis batch (the Kinesis
+route) is dispatched the same way: filters match the record's ``kinesis`` fields with ``data``
+decoded, as Lambda's do, and records are reported by their Kinesis sequence numbers. What the
+members share, since they share one function and one mapping:
 
 - **A failing member holds the batch for the others.** When a member reports a record failed,
   the members after it only handle records before that one, and the group reports the earliest
   record any member failed on; Lambda redelivers from there to every member. A member that had
   already applied later records skips them as duplicates (its markers), so each member applies
   each record exactly once.
-- **One deadline** (the function's timeout; each member stops near it and reports where it
-  stopped), **one retry budget and one record age** (the mapping's): when they run out, the
-  batch goes to the on-failure destination for every member, and a redrive replays it through
-  the group.
+- **One deadline**: the function's timeout, as read at the group's start. Every member keeps
+  the safety margin that timeout gives (not a fifth of the time left when its turn comes) and
+  stops near it, reporting where it stopped; a member whose turn comes with less than the
+  margin left reports its first record, so the group reports the lowest stop point (only an
+  invocation that took no record at all fails with ``DeadlineError``).
+- **One retry budget and one record age** (the mapping's): when they run out, the batch goes
+  to the on-failure destination for every member, and a redrive replays it through the group.
 - A poison record is quarantined by the member it is poison for, with that member's name;
   the other members apply it, and the batch goes on.
 """
@@ -46,9 +51,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer.contract import CONSUMER_GROUP_ENV, ContractError, GroupMemberSpec
+from cdc_consumer.contract import (
+    BACKFILL_EVENT_KEY,
+    CONSUMER_GROUP_ENV,
+    ContractError,
+    GroupMemberSpec,
+    SnapshotBatch,
+)
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
-from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.filter_patterns import FilterCriteria, FilterPattern
+from cdc_consumer.kinesis import filter_view, item_identifier
 from cdc_consumer.processor import LambdaContext, StreamProcessor
 
 __all__ = ["ConsumerGroup", "GroupMember"]
@@ -122,30 +134,75 @@ class ConsumerGroup:
 
     def handle(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
-    ) -> dict[str, list[dict[str, str]]]:
-        """Handle one batch; return the partial batch response for the whole group."""
+    ) -> dict[str, Any]:
+        """Handle one batch; return the partial batch response for the whole group. A
+        backfill's probe (docs/backfill.md) asks every member a snapshot row can reach."""
+        from cdc_consumer.batch import GroupTurn  # the batch machinery, on first use
+
+        snapshot = SnapshotBatch.of(event)
+        if snapshot is not None and snapshot.probe:
+            return self._probe(event, context)
         records = event.get("Records") if isinstance(event, Mapping) else None
         if not isinstance(records, list):
             raise MalformedBatchError("the event has no Records list; expected a stream batch")
-        positions = {_sequence_number(record): index for index, record in enumerate(records)}
+        positions = {_item_identifier(record, n): n for n, record in enumerate(records)}
+        views = [filter_view(record) for record in records]
+        # The function's timeout as far as it can be told: the time left at the group's start.
+        timeout_ms = None if context is None else int(context.get_remaining_time_in_millis())
         limit = len(records)  # records from here on are held for a member's failure
+        taken = False  # whether a member took records before this one's turn
+        quarantined = 0  # a snapshot batch's answer (docs/backfill.md)
         for member, criteria in zip(self.members, self._criteria, strict=True):
-            mine = [record for record in records[:limit] if criteria.matches(record)]
+            mine = [records[n] for n in range(limit) if criteria.matches(views[n])]
             if not mine:
                 continue
-            response = member.processor.handle({**event, "Records": mine}, context)
-            for failure in response.get("batchItemFailures") or []:
-                limit = min(limit, positions[str(failure["itemIdentifier"])])
-        if limit == len(records):
-            return {"batchItemFailures": []}
-        return {"batchItemFailures": [{"itemIdentifier": _sequence_number(records[limit])}]}
+            response = member.processor.handle(
+                {**event, "Records": mine}, context, turn=GroupTurn(timeout_ms, taken)
+            )
+            quarantined += response.get(BACKFILL_EVENT_KEY, {}).get("quarantined", 0)
+            failed = [positions[str(f["itemIdentifier"])] for f in response["batchItemFailures"]]
+            limit = min([limit, *failed])
+            taken = taken or not failed or min(failed) > positions[_item_identifier(mine[0], 0)]
+        failures = [] if limit == len(records) else [_item_identifier(records[limit], limit)]
+        answer: dict[str, Any] = {"batchItemFailures": [{"itemIdentifier": n} for n in failures]}
+        if snapshot is not None:
+            answer[BACKFILL_EVENT_KEY] = {"consumers": self.names, "quarantined": quarantined}
+        return answer
+
+    def _probe(self, event: Mapping[str, Any], context: LambdaContext | None) -> dict[str, Any]:
+        """Each member whose filters admit an INSERT answers the probe (raising
+        :class:`SnapshotRefusedError` when it cannot take snapshot rows)."""
+        probed = []
+        for member, criteria in zip(self.members, self._criteria, strict=True):
+            if may_receive_snapshots(criteria):
+                member.processor.handle(event, context)
+                probed.append(member.name)
+        return {"batchItemFailures": [], BACKFILL_EVENT_KEY: {"consumers": probed}}
 
 
-def _sequence_number(record: Any) -> str:
-    stream = record.get("dynamodb") if isinstance(record, Mapping) else None
-    number = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
-    if number is None:
-        raise MalformedBatchError(
-            "a record of the batch has no dynamodb.SequenceNumber; it cannot be reported alone"
+def may_receive_snapshots(criteria: FilterCriteria) -> bool:
+    """Whether a snapshot row (an INSERT without ``userIdentity``) may pass ``criteria``: some
+    pattern neither asks for a ``userIdentity`` (the service's, a TTL deletion's) nor names
+    event names without INSERT. Judged without the row's images, so a filter on them counts as
+    admitting (the probe errs towards asking)."""
+    insert = {"eventName": "INSERT"}
+    return not criteria.patterns or any(
+        "userIdentity" not in p.pattern
+        and (
+            "eventName" not in p.pattern
+            or FilterPattern({"eventName": p.pattern["eventName"]}).matches(insert)
         )
-    return str(number)
+        for p in criteria.patterns
+    )
+
+
+def _item_identifier(record: Any, position: int) -> str:
+    """What ``batchItemFailures`` names ``record`` by (a Kinesis or a DynamoDB stream record)."""
+    identifier = item_identifier(record)
+    if identifier is None:
+        raise MalformedBatchError(
+            f"record {position} of the batch has no dynamodb.SequenceNumber (kinesis."
+            "sequenceNumber for a Kinesis record), so it cannot be reported alone; failing the "
+            "batch"
+        )
+    return identifier

@@ -19,6 +19,19 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 __all__ = [
+    "BACKFILL_ENVIRONMENT",
+    "BACKFILL_EVENT_KEY",
+    "BACKFILL_HANDLER",
+    "BACKFILL_ITEMS",
+    "BACKFILL_ITEMS_PER_SECOND_ENV",
+    "BACKFILL_METRICS",
+    "BACKFILL_PAGES",
+    "BACKFILL_PAGE_SIZE_ENV",
+    "BACKFILL_REFUSED_ERROR",
+    "BACKFILL_RESERVE_SECONDS_ENV",
+    "BACKFILL_SKEW_SECONDS_ENV",
+    "BACKFILL_TABLE_ENV",
+    "BACKFILL_THROTTLES",
     "BATCH_FAILURES",
     "CONSUMER_DIMENSION",
     "CONSUMER_ENVIRONMENT",
@@ -27,6 +40,7 @@ __all__ = [
     "CONSUMER_GROUP_ENV",
     "CONSUMER_METRICS",
     "CONSUMER_NAME_ENV",
+    "CONSUMER_PROGRESS_ENV",
     "COUNT_METRICS",
     "DEFAULT_METRICS_NAMESPACE",
     "DUPLICATES_SKIPPED",
@@ -38,9 +52,11 @@ __all__ = [
     "MAX_DETAIL_TYPE_LENGTH",
     "MAX_STREAM_READERS",
     "MAX_STREAM_READERS_WITH_REPLICAS",
+    "MAX_TOTAL_SEGMENTS",
     "MAX_TRANSACTION_ACTIONS",
     "MAX_TRANSACTION_BYTES",
     "METRICS_NAMESPACE_ENV",
+    "MIN_TOTAL_SEGMENTS",
     "ON_FAILURE_BUCKET_ENV",
     "ON_FAILURE_CONDITIONS",
     "ON_FAILURE_MESSAGE_VERSION",
@@ -60,9 +76,13 @@ __all__ = [
     "REDRIVE_RECORDS_REPLAYED",
     "REDRIVE_RESERVE_SECONDS_ENV",
     "RETRY_ATTEMPTS_EXHAUSTED",
+    "SNAPSHOT_EVENT_SOURCE",
     "STREAM_ARN_ENV",
     "STREAM_RETENTION_SECONDS",
     "TTL_EXPIRIES",
+    "BackfillPlan",
+    "BackfillRequest",
+    "ConsumerProgress",
     "ContractError",
     "ErrorDescription",
     "GroupMemberSpec",
@@ -73,6 +93,10 @@ __all__ = [
     "OutboxEventDetail",
     "OutboxItem",
     "QuarantineMessage",
+    "SegmentProgress",
+    "SegmentResult",
+    "SegmentTask",
+    "SnapshotBatch",
     "StreamBatchInfo",
 ]
 
@@ -611,3 +635,340 @@ class GroupMemberSpec:
         if not isinstance(data, list) or not data:
             raise ContractError(f"{CONSUMER_GROUP_ENV} is a non-empty JSON list, got {value!r}")
         return tuple(cls.from_dict(item) for item in data)
+
+
+# --- Backfill (docs/backfill.md) ------------------------------------------------------------------
+# ViewBackfill (cdc_constructs) provisions a state machine: a start step, then a Distributed Map
+# over the table's parallel-scan segments, each segment one or more invocations of the segment
+# function, which scans its segment and hands each item to the consumer function as a snapshot
+# change (:class:`SnapshotBatch`). One function serves both steps: BACKFILL_HANDLER, in the
+# runtime layer. The local pipeline runs the same handler in-process.
+
+BACKFILL_HANDLER: Final = "cdc_consumer.backfill.handler.handler"
+"""The segment function's handler (runtime layer). Its input is a :class:`BackfillRequest` (the
+start step: validates, decides the horizon, returns a :class:`BackfillPlan`) or a
+:class:`SegmentTask` (one segment invocation: returns a :class:`SegmentResult`)."""
+
+BACKFILL_TABLE_ENV: Final = "CDC_BACKFILL_TABLE_NAME"
+"""Segment function: the source table it scans (Scan, DescribeTable)."""
+
+BACKFILL_ITEMS_PER_SECOND_ENV: Final = "CDC_BACKFILL_ITEMS_PER_SECOND"
+"""Segment function: the rate limit of ONE segment invocation, items per second (a positive
+number; unset: no limit). The construct divides the backfill's rate by the Map's maximum
+concurrency."""
+
+BACKFILL_PAGE_SIZE_ENV: Final = "CDC_BACKFILL_PAGE_SIZE"
+"""Segment function: Scan's ``Limit`` per page (default 100: one consumer invocation per page)."""
+
+BACKFILL_SKEW_SECONDS_ENV: Final = "CDC_BACKFILL_SKEW_SECONDS"
+"""Segment function: the clock-skew margin subtracted from the start time to make the default
+horizon, whole seconds (default: the runtime's, see cdc_consumer.backfill)."""
+
+BACKFILL_RESERVE_SECONDS_ENV: Final = "CDC_BACKFILL_RESERVE_SECONDS"
+"""Segment function: no page is started later than this many seconds before the invocation's
+deadline; the segment returns ``done: false`` with its resume point instead."""
+
+CONSUMER_PROGRESS_ENV: Final = "CDC_RECORD_PROGRESS"
+"""Consumer function: ``"1"`` makes the runtime record how far it has applied the stream
+(:class:`ConsumerProgress`), which the start step checks against the horizon. ViewBackfill sets
+it on the consumer it backfills; unset (the default) the streaming path writes nothing more."""
+
+BACKFILL_ENVIRONMENT: Final = (
+    BACKFILL_TABLE_ENV,
+    STREAM_ARN_ENV,
+    CONSUMER_FUNCTION_NAME_ENV,
+    CONSUMER_NAME_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    METRICS_NAMESPACE_ENV,
+    BACKFILL_ITEMS_PER_SECOND_ENV,
+    BACKFILL_PAGE_SIZE_ENV,
+    BACKFILL_SKEW_SECONDS_ENV,
+    BACKFILL_RESERVE_SECONDS_ENV,
+)
+"""Every variable the segment function may get from ViewBackfill (the first five required:
+the table, its stream, the consumer function, the consumer's name (whose progress the start
+step checks; a group member's name for a group), the idempotency table (progress records))."""
+
+MIN_TOTAL_SEGMENTS: Final = 1
+MAX_TOTAL_SEGMENTS: Final = 1_000_000
+"""Scan's ``TotalSegments`` range (DynamoDB API reference)."""
+
+SNAPSHOT_EVENT_SOURCE: Final = "cdc-constructs:backfill"
+"""The ``eventSource`` of a snapshot record (a stream record's is ``aws:dynamodb``)."""
+
+BACKFILL_EVENT_KEY: Final = "cdcBackfill"
+"""The key of a consumer event that carries snapshot records (:class:`SnapshotBatch`); an
+event source mapping's events never have it, so the runtime tells the two apart once per
+batch."""
+
+BACKFILL_ITEMS: Final = Metric("BackfillItems")
+BACKFILL_PAGES: Final = Metric("BackfillPages")
+BACKFILL_THROTTLES: Final = Metric("BackfillRetries")
+"""Consumer invocations of a page the segment retried (throttled or failed records)."""
+
+BACKFILL_METRICS: Final = (BACKFILL_ITEMS, BACKFILL_PAGES, BACKFILL_THROTTLES)
+"""Every metric the segment function emits (dimension ``Consumer``), one EMF line per
+invocation."""
+
+BACKFILL_REFUSED_ERROR: Final = "BackfillRefusedError"
+"""The ``errorType`` of the segment function's refusals (bad input, a horizon the consumer has
+not reached, a projection that cannot take snapshot rows): the name of the runtime's exception
+class, which Step Functions matches to fail the backfill at once instead of retrying it."""
+
+
+def _int(document: Mapping[str, Any], key: str, what: str, default: Any = ...) -> Any:
+    value = document.get(key, default) if default is not ... else _field(document, key, what)
+    if value is None and default is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ContractError(f"{what}: {key} must be an integer, got {value!r}")
+    return value
+
+
+def _text(document: Mapping[str, Any], key: str, what: str) -> str:
+    value = _field(document, key, what)
+    if not isinstance(value, str) or not value:
+        raise ContractError(f"{what}: {key} must be a non-empty string, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class BackfillRequest:
+    """The execution input of a backfill (and the start step's input).
+
+    ``backfill_id``: names the run; its progress records and its snapshot records' ids derive
+    from it, so starting the same id again resumes it (and is a no-op for what was done).
+    ``horizon``: epoch seconds; None lets the start step decide (the start time less the skew
+    margin, or the consumer's recorded progress if that is earlier)."""
+
+    backfill_id: str
+    total_segments: int
+    horizon: int | None = None
+
+    BACKFILL_ID: ClassVar[str] = "backfillId"
+    TOTAL_SEGMENTS: ClassVar[str] = "totalSegments"
+    HORIZON: ClassVar[str] = "horizon"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            self.BACKFILL_ID: self.backfill_id,
+            self.TOTAL_SEGMENTS: self.total_segments,
+            self.HORIZON: self.horizon,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> BackfillRequest:
+        what = "backfill request"
+        document = _object(document, what)
+        return cls(
+            backfill_id=_text(document, cls.BACKFILL_ID, what),
+            total_segments=_int(document, cls.TOTAL_SEGMENTS, what),
+            horizon=_int(document, cls.HORIZON, what, None),
+        )
+
+
+@dataclass(frozen=True)
+class BackfillPlan:
+    """The start step's output: what every segment runs with. ``segments``: 0..total-1, the
+    Distributed Map's items (:meth:`tasks` builds their inputs)."""
+
+    backfill_id: str
+    total_segments: int
+    horizon: int
+    consumer: str
+    table: str
+
+    SEGMENTS: ClassVar[str] = "segments"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            BackfillRequest.BACKFILL_ID: self.backfill_id,
+            BackfillRequest.TOTAL_SEGMENTS: self.total_segments,
+            BackfillRequest.HORIZON: self.horizon,
+            "consumer": self.consumer,
+            "table": self.table,
+            self.SEGMENTS: list(range(self.total_segments)),
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> BackfillPlan:
+        what = "backfill plan"
+        document = _object(document, what)
+        return cls(
+            backfill_id=_text(document, BackfillRequest.BACKFILL_ID, what),
+            total_segments=_int(document, BackfillRequest.TOTAL_SEGMENTS, what),
+            horizon=_int(document, BackfillRequest.HORIZON, what),
+            consumer=_text(document, "consumer", what),
+            table=_text(document, "table", what),
+        )
+
+    def tasks(self) -> list[SegmentTask]:
+        """Each segment's first invocation input."""
+        return [
+            SegmentTask(self.backfill_id, segment, self.total_segments, self.horizon)
+            for segment in range(self.total_segments)
+        ]
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    """One segment invocation's input: the Map's item selector builds it from the plan and
+    ``$$.Map.Item.Value``; a segment that returned ``done: false`` is invoked again with its
+    :class:`SegmentResult` (a valid SegmentTask). ``resume_key``: the Scan's
+    ``ExclusiveStartKey`` (DynamoDB JSON); None: the progress record says (or the start)."""
+
+    backfill_id: str
+    segment: int
+    total_segments: int
+    horizon: int
+    resume_key: Mapping[str, Any] | None = None
+
+    SEGMENT: ClassVar[str] = "segment"
+    RESUME_KEY: ClassVar[str] = "resumeKey"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            BackfillRequest.BACKFILL_ID: self.backfill_id,
+            self.SEGMENT: self.segment,
+            BackfillRequest.TOTAL_SEGMENTS: self.total_segments,
+            BackfillRequest.HORIZON: self.horizon,
+            self.RESUME_KEY: dict(self.resume_key) if self.resume_key is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> SegmentTask:
+        what = "segment task"
+        document = _object(document, what)
+        resume = document.get(cls.RESUME_KEY)
+        if resume is not None and not isinstance(resume, Mapping):
+            raise ContractError(f"{what}: {cls.RESUME_KEY} must be an object or null")
+        return cls(
+            backfill_id=_text(document, BackfillRequest.BACKFILL_ID, what),
+            segment=_int(document, cls.SEGMENT, what),
+            total_segments=_int(document, BackfillRequest.TOTAL_SEGMENTS, what),
+            horizon=_int(document, BackfillRequest.HORIZON, what),
+            resume_key=resume,
+        )
+
+    @staticmethod
+    def is_task(document: Any) -> bool:
+        """Whether an input is a segment task (else a :class:`BackfillRequest`)."""
+        return isinstance(document, Mapping) and SegmentTask.SEGMENT in document
+
+
+@dataclass(frozen=True)
+class SegmentResult:
+    """One segment invocation's output. ``done``: the segment is scanned to its end; else
+    invoke again with this document (it is a :class:`SegmentTask`). ``items`` / ``pages`` /
+    ``quarantined``: the segment's totals so far (all its invocations)."""
+
+    task: SegmentTask
+    done: bool
+    items: int
+    pages: int
+    quarantined: int = 0
+
+    DONE: ClassVar[str] = "done"
+    ITEMS: ClassVar[str] = "items"
+    PAGES: ClassVar[str] = "pages"
+    QUARANTINED: ClassVar[str] = "quarantined"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.task.to_dict(),
+            self.DONE: self.done,
+            self.ITEMS: self.items,
+            self.PAGES: self.pages,
+            self.QUARANTINED: self.quarantined,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> SegmentResult:
+        what = "segment result"
+        document = _object(document, what)
+        done = _field(document, cls.DONE, what)
+        if not isinstance(done, bool):
+            raise ContractError(f"{what}: {cls.DONE} must be true or false, got {done!r}")
+        return cls(
+            task=SegmentTask.from_dict(document),
+            done=done,
+            items=_int(document, cls.ITEMS, what),
+            pages=_int(document, cls.PAGES, what),
+            quarantined=_int(document, cls.QUARANTINED, what, 0),
+        )
+
+
+@dataclass(frozen=True)
+class SegmentProgress:
+    """A segment's progress record in the idempotency table (id :meth:`record_id`), written
+    after each page the consumer applied, so a failed or timed-out invocation resumes after the
+    last applied page. ``expiration``: the markers' lifetime (docs/backfill.md)."""
+
+    resume_key: Mapping[str, Any] | None
+    done: bool
+    items: int
+    pages: int
+    quarantined: int = 0
+
+    RESUME_KEY: ClassVar[str] = "resumeKey"
+    """Attribute: the next page's ExclusiveStartKey, JSON text of DynamoDB JSON (absent: start)."""
+
+    @staticmethod
+    def record_id(consumer: str, backfill_id: str, segment: int, total_segments: int) -> str:
+        return f"{consumer}#backfill#{backfill_id}#{segment}/{total_segments}"
+
+
+@dataclass(frozen=True)
+class ConsumerProgress:
+    """How far a consumer has applied its stream (with :data:`CONSUMER_PROGRESS_ENV`): the
+    idempotency-table item :meth:`record_id`, attribute :attr:`APPLIED_UNTIL` the newest
+    ``ApproximateCreationDateTime`` (epoch microseconds) among the records it has settled.
+    Written at most once per :attr:`INTERVAL_SECONDS` per container, only forward."""
+
+    consumer: str
+    applied_until_us: int
+
+    APPLIED_UNTIL: ClassVar[str] = "appliedUntilUs"
+    INTERVAL_SECONDS: ClassVar[int] = 5
+
+    @staticmethod
+    def record_id(consumer: str) -> str:
+        return f"{consumer}#progress"
+
+
+@dataclass(frozen=True)
+class SnapshotBatch:
+    """The ``cdcBackfill`` part of a consumer event carrying snapshot records (the event's
+    ``Records`` are then snapshot records, ``eventSource`` :data:`SNAPSHOT_EVENT_SOURCE`).
+    ``probe``: no records; the consumer answers whether its projections take snapshot rows
+    (raising ``SnapshotRefusedError`` when one does not) and writes nothing."""
+
+    backfill_id: str
+    horizon: int
+    segment: int | None = None
+    probe: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            BackfillRequest.BACKFILL_ID: self.backfill_id,
+            BackfillRequest.HORIZON: self.horizon,
+            SegmentTask.SEGMENT: self.segment,
+            "probe": self.probe,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Any) -> SnapshotBatch:
+        what = f"{BACKFILL_EVENT_KEY} of a consumer event"
+        document = _object(document, what)
+        return cls(
+            backfill_id=_text(document, BackfillRequest.BACKFILL_ID, what),
+            horizon=_int(document, BackfillRequest.HORIZON, what),
+            segment=_int(document, SegmentTask.SEGMENT, what, None),
+            probe=bool(document.get("probe", False)),
+        )
+
+    @staticmethod
+    def of(event: Any) -> SnapshotBatch | None:
+        """The snapshot part of a consumer event; None for a stream event (one dict lookup)."""
+        part = event.get(BACKFILL_EVENT_KEY) if isinstance(event, Mapping) else None
+        return None if part is None else SnapshotBatch.from_dict(part)

@@ -24,6 +24,7 @@ from cdc_consumer.exceptions import (
     MissingImageError,
     PermanentError,
     UndecodableRecordError,
+    projection_reader,
 )
 from cdc_consumer.transactions import RecordWrites, action_list
 
@@ -108,24 +109,27 @@ class Decider:
 
     ``writes_for(position, change, actions, quarantined)`` pairs a record's actions with its
     processed-marker (see :meth:`RecordWrites.build`); it raises :class:`InvalidActionError`.
-    ``reads``: the images each projection and side effect declared it reads.
+    ``reads``: the images each projection and side effect declared it reads. ``decode``: a
+    record's Change (default :meth:`Change.from_record`).
     """
 
-    __slots__ = ("projections", "reads", "writes_for")
+    __slots__ = ("decode", "projections", "reads", "writes_for")
 
     def __init__(
         self,
         projections: Sequence[Projection],
         writes_for: Callable[[int, Change, Any, bool], RecordWrites],
         reads: Sequence[Reads] = (),
+        decode: Callable[[Any], Change] = Change.from_record,
     ) -> None:
         self.projections = projections
         self.writes_for = writes_for
         self.reads = reads
+        self.decode = decode
 
     def decide(self, position: int, record: Any) -> Decision:
         try:
-            change = Change.from_record(record)
+            change = self.decode(record)
         except UndecodableRecordError as error:
             return Poison(error)
         if self.reads:
@@ -143,6 +147,8 @@ class Decider:
             return Apply(change, self.writes_for(position, change, actions, False))
         except PermanentError as error:
             return self._permanent(position, change, error)
+        except MissingImageError as error:  # it read an image the stream never carries
+            return Misconfigured(error.read_by(projection_reader(projection)), change)
         except Exception as error:  # user code: anything but PermanentError is transient
             return Transient(error, change)
 

@@ -93,7 +93,8 @@ class ConfigurationError(CdcConsumerError):
 
 
 class MissingImageError(ConfigurationError):
-    """A record's stream view type lacks an image a registered projection or side effect reads.
+    """A record's stream view type lacks an image a registered projection or side effect reads
+    (declared with ``reads=``, or read from the :class:`~cdc_consumer.Change`).
 
     A misconfiguration, not a bad record: every record of that stream lacks the image, so
     quarantining them one by one would empty the stream into the queue while the view never
@@ -117,6 +118,15 @@ class MissingImageError(ConfigurationError):
         self.view_type = view_type
         self.missing = list(missing)
         self.reader = reader
+
+    def read_by(self, reader: str) -> MissingImageError:
+        """The same error, naming ``reader`` (a projection or side effect) as the one reading."""
+        return MissingImageError(self.sequence_number, self.view_type, self.missing, reader)
+
+
+def projection_reader(projection: Any) -> str:
+    """How a :class:`MissingImageError` names the projection that reads an image."""
+    return f"projection {getattr(projection, '__name__', repr(projection))!r}"
 
 
 class AccessDeniedError(ConfigurationError):
@@ -223,3 +233,18 @@ class OutboxCancelledError(OutboxError):
     def __init__(self, message: str, reasons: list[dict[str, Any]]):
         super().__init__(message)
         self.reasons = reasons
+
+
+class SnapshotRefusedError(ConfigurationError):
+    """A snapshot batch (a backfill's rows, docs/backfill.md) reached a consumer with a
+    projection or side effect that cannot take snapshot rows: a delta projection reading OLD and
+    NEW images, an external call. Raised before anything of the batch is written."""
+
+
+class BackfillError(CdcConsumerError):
+    """A backfill could not go on (the segment function raises it; the state machine retries)."""
+
+
+class BackfillRefusedError(BackfillError, ValueError):
+    """A backfill refused before anything was written: the message names what was wrong, with
+    the value, and what would be right. Not retried."""

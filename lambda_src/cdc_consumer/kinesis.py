@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -74,6 +75,18 @@ def item_identifier(record: Any) -> str | None:
     stream = record.get("dynamodb") if isinstance(record, Mapping) else None
     value = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
     return value if isinstance(value, str) and value else None
+
+
+def filter_view(record: Mapping[str, Any]) -> Any:
+    """What Lambda's filters match for ``record``: a Kinesis record's ``kinesis`` fields with
+    ``data`` decoded when it is JSON (a pattern on ``data`` never matches other data); any
+    other record as it is (a DynamoDB stream record is matched whole)."""
+    if not is_kinesis_record(record):
+        return record
+    view = dict(record["kinesis"])
+    with contextlib.suppress(ValueError, TypeError):  # binascii.Error is a ValueError
+        view["data"] = json.loads(base64.b64decode(view["data"]))
+    return view
 
 
 def decode_data(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,9 @@ class LatestImage:
     or deleted attribute raises it too (it would be overwritten).
     """
 
+    #: A backfill's snapshot rows are versions like any change's (docs/backfill.md).
+    takes_snapshots = True
+
     def __init__(
         self,
         table_name: str | None = None,

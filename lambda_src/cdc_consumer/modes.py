@@ -21,6 +21,7 @@ from cdc_consumer.change import Change
 from cdc_consumer.defaults import CLAIM_TAKEOVER_SLACK_MS
 from cdc_consumer.exceptions import (
     ForeignMarkerError,
+    MissingImageError,
     PermanentError,
     SideEffectInProgressError,
     TransientError,
@@ -110,6 +111,8 @@ class SideEffectMode:
                 return self.outcomes.quarantine(position, error) or Next(position + 1)
             except ForeignMarkerError as error:
                 return self.outcomes.foreign_marker(position, error)
+            except MissingImageError as error:  # it read an image the stream never carries
+                raise error.read_by(f"side effect {name!r}") from None
             except Exception as error:
                 return self.outcomes.fail(position, error)
         self.ledger.side_effects_done(position, ran=ran)

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import boto3
 
 from cdc_consumer import defaults
-from cdc_consumer.exceptions import ConfigurationError, DeadlineError, MalformedBatchError
+from cdc_consumer.exceptions import ConfigurationError, projection_reader
 
 if TYPE_CHECKING:
-    from cdc_consumer.batch import LambdaContext
+    from cdc_consumer.batch import GroupTurn, LambdaContext
     from cdc_consumer.decision import Projection, Reads
-    from cdc_consumer.ledger import Ledger
     from cdc_consumer.modes import SideEffect
+    from cdc_consumer.progress import ProgressRecorder
     from cdc_consumer.settings import Settings
 
 __all__ = ["LambdaContext", "Projection", "Settings", "SideEffect", "StreamProcessor"]
@@ -118,16 +118,24 @@ class StreamProcessor:
         self.side_effects: list[tuple[str, SideEffect]] = []
         #: The images each projection and side effect declared it reads (``reads=``).
         self.reads: list[Reads] = []
+        #: The registered functions that cannot take a backfill's snapshot rows.
+        self.snapshot_refusers: list[str] = []
+        #: Each projection's ``start_batch(records)``, called before a batch is decided.
+        self.batch_hooks: list[Callable[[list[Any]], None]] = []
+        #: What records this consumer's progress (:mod:`cdc_consumer.progress`), when asked.
+        self.progress: ProgressRecorder | None = None
 
     # --- registration -------------------------------------------------------------------
 
-    def projection(self, function: P | None = None, *, reads: Iterable[str] = ()) -> Any:
+    def projection(
+        self, function: P | None = None, *, reads: Iterable[str] = (), snapshots: bool | None = None
+    ) -> Any:
         """Register a projection: ``change -> list of TransactWriteItems actions``.
 
         Usable as ``@processor.projection`` or ``@processor.projection(reads=["NewImage"])``.
-        Its actions commit in one transaction with the record's processed-marker, so each
-        takes effect exactly once. Projections run in registration order; their actions are
-        concatenated. Return ``[]`` for a change that does not concern the projection.
+        Its actions commit in one transaction with the record's processed-marker (exactly
+        once). Projections run in registration order; their actions are concatenated.
+        Return ``[]`` for a change that does not concern the projection.
         Raise :class:`PermanentError` for a change it can never interpret (quarantined); pass
         it ``actions=`` to have compensating actions committed for the quarantined record
         (exactly once, after its quarantine message is sent; see
@@ -135,26 +143,44 @@ class StreamProcessor:
         When one projection raises, the record's other projections' actions are not applied.
 
         ``reads``: the images the projection reads, ``"NewImage"`` and/or ``"OldImage"``
-        (default: none declared, nothing checked). A record whose stream view type lacks a
-        declared image fails the invocation with :class:`MissingImageError` (see there why it
-        is not quarantined); an image the change simply has not (INSERT's old image) is None.
+        (default: none declared). A record whose view type lacks a declared image fails the
+        invocation with :class:`MissingImageError` before it runs (see there why), as reading
+        one from the change does, declared or not; INSERT's old image (say) is just None.
+
+        ``snapshots``: whether it takes a backfill's snapshot rows (docs/backfill.md); default:
+        the function's ``takes_snapshots`` attribute (True for :class:`LatestImage` and
+        :class:`Contributions`), else False, so a delta projection is refused a backfill.
+        A function with ``start_batch(records)`` has it called before each batch.
         """
 
         def add(function: Projection) -> str:
             self.projections.append(function)
-            return f"projection {getattr(function, '__name__', repr(function))!r}"
+            name = projection_reader(function)
+            takes = getattr(function, "takes_snapshots", False) if snapshots is None else snapshots
+            if not takes:
+                self.snapshot_refusers.append(name)
+            start_batch = getattr(function, "start_batch", None)
+            if callable(start_batch):
+                self.batch_hooks.append(start_batch)
+            return name
 
         return _registration(function, reads, add, self.reads)
 
     def side_effect(
-        self, function: S | None = None, *, name: str | None = None, reads: Iterable[str] = ()
+        self,
+        function: S | None = None,
+        *,
+        name: str | None = None,
+        reads: Iterable[str] = (),
+        snapshots: bool = False,
     ) -> Any:
         """Register a side effect: ``change -> None``, an external call made once per record.
 
         Usable as ``@processor.side_effect`` or ``@processor.side_effect(name="notify")``.
         ``name`` (default: the function's ``__name__``) is part of the claim id
         ``{consumer}#{eventID}#{name}``; keep it stable across deployments. ``reads``: as
-        for :meth:`projection`.
+        for :meth:`projection`. ``snapshots``: whether a backfill's snapshot rows may reach it
+        (default False: a backfill of this consumer is refused).
         """
 
         def add(function: S) -> str:
@@ -164,6 +190,8 @@ class StreamProcessor:
                     f"a side effect named {claim_name!r} is already registered; pass name="
                 )
             self.side_effects.append((claim_name, function))
+            if not snapshots:
+                self.snapshot_refusers.append(f"side effect {claim_name!r}")
             return f"side effect {claim_name!r}"
 
         return _registration(function, reads, add, self.reads)
@@ -171,8 +199,12 @@ class StreamProcessor:
     # --- processing ---------------------------------------------------------------------
 
     def handle(
-        self, event: Mapping[str, Any], context: LambdaContext | None = None
-    ) -> dict[str, list[dict[str, str]]]:
+        self,
+        event: Mapping[str, Any],
+        context: LambdaContext | None = None,
+        *,
+        turn: GroupTurn | None = None,
+    ) -> dict[str, Any]:
         """Process a Lambda DynamoDB stream event; return the partial batch response.
 
         Returns ``{"batchItemFailures": []}`` when every record was applied, skipped as a
@@ -183,41 +215,16 @@ class StreamProcessor:
         record's stream view type lacks an image a registered function reads, and
         :class:`MalformedBatchError` when the event has no ``Records`` list or a record has no
         sequence number: such a record cannot be reported alone, so the whole batch fails (a
-        function error, which Lambda retries and bisects, and which alarms).
-        """
-        if not self.projections and not self.side_effects:
-            raise ConfigurationError(
-                "the processor has neither a projection nor a side effect: register one with "
-                "@processor.projection or @processor.side_effect"
-            )
-        # The batch machinery, imported by the first batch (see the module's docstring).
-        from cdc_consumer import logs, metrics
-        from cdc_consumer.batch import BatchRun
-        from cdc_consumer.ledger import Ledger
+        function error, which Lambda retries and bisects, and which alarms). A backfill's
+        snapshot batch is refused whole with :class:`SnapshotRefusedError` when a registered
+        function cannot take snapshot rows (docs/backfill.md).
 
-        settings = self.settings()
-        started = self.clock()
-        ledger = Ledger(settle_at_commit=not self.side_effects)
-        try:
-            records = _records_of(event)
-            failed = BatchRun.assemble(self, settings, context, records, ledger).run()
-        except (MalformedBatchError, ConfigurationError, DeadlineError) as error:
-            # The invocation cannot go on: a function error (alarmed, retried by Lambda).
-            ledger.metrics.batch_failures = 1
-            logs.log(
-                "ERROR",
-                "batch rejected" if isinstance(error, MalformedBatchError) else "batch failed",
-                consumer=settings.consumer,
-                error=logs.describe_error(error),
-            )
-            metrics.emit(
-                settings.metrics_namespace, settings.consumer, ledger.metrics, self.clock()
-            )
-            raise
-        ledger.metrics.batch_failures = int(failed is not None)
-        _log_processed(settings, records, ledger, failed, round((self.clock() - started) * 1000))
-        metrics.emit(settings.metrics_namespace, settings.consumer, ledger.metrics, self.clock())
-        return {"batchItemFailures": [] if failed is None else [{"itemIdentifier": failed}]}
+        ``turn``: given by :class:`~cdc_consumer.ConsumerGroup` to each member (what it shares
+        with the members before it in the invocation: see :class:`cdc_consumer.batch.GroupTurn`).
+        """
+        from cdc_consumer.intake import handle_batch  # the batch machinery (module docstring)
+
+        return handle_batch(self, event, context, turn)
 
     def settings(self) -> Settings:
         """The names this invocation uses; :class:`ConfigurationError` names what is missing."""
@@ -241,29 +248,6 @@ class StreamProcessor:
         if self._sqs is None:
             self._sqs = boto3.client("sqs", config=defaults.CLIENT_CONFIG)
         return self._sqs
-
-
-def _log_processed(
-    settings: Settings, records: list[Any], ledger: Ledger, failed: str | None, duration_ms: int
-) -> None:
-    """The batch's log line."""
-    from cdc_consumer import logs
-    from cdc_consumer.outcomes import sequence_number
-
-    logs.log(
-        "INFO",
-        "batch processed",
-        consumer=settings.consumer,
-        records=len(records),
-        processed=ledger.metrics.records_processed,
-        duplicates=ledger.metrics.duplicates_skipped,
-        quarantined=ledger.metrics.records_quarantined,
-        transactions=ledger.transactions,
-        failedSequenceNumber=failed,
-        firstSequenceNumber=sequence_number(records[0]) if records else None,
-        lastSequenceNumber=sequence_number(records[-1]) if records else None,
-        durationMs=duration_ms,
-    )
 
 
 def _margin(given: int | None) -> int | None:
@@ -310,29 +294,3 @@ def _registration(
         return function
 
     return register if function is None else register(function)
-
-
-def _records_of(event: Mapping[str, Any]) -> list[Any]:
-    """The event's records, checked before anything is applied.
-
-    A record without a sequence number cannot be named in ``batchItemFailures``. Lambda would
-    also fail the whole batch for an empty ``itemIdentifier``, but we raise instead: a function
-    error shows in the function's Errors metric and alarm, Lambda's bisect-on-error splits the
-    batch so the other records still get through, and redrive and the local pipeline read an
-    exception as "the whole batch failed" without a special case.
-    """
-    from cdc_consumer.outcomes import event_id, sequence_number
-
-    records = event.get("Records") if isinstance(event, Mapping) else None
-    if not isinstance(records, list):
-        raise MalformedBatchError(
-            f"a DynamoDB stream event is {{'Records': [...]}}, got {str(event)[:200]}"
-        )
-    for position, record in enumerate(records):
-        if sequence_number(record) is None:
-            raise MalformedBatchError(
-                f"record {position} (eventID {event_id(record)!r}) has no "
-                "dynamodb.SequenceNumber (kinesis.sequenceNumber for a Kinesis record), so it "
-                "cannot be reported alone; failing the batch"
-            )
-    return records

@@ -203,3 +203,33 @@ def redelivery(
             "Lambda would fail the whole batch"
         )
     return list(records[min(positions) :])
+
+
+def snapshot_event(
+    items: Iterable[Mapping[str, Any]],
+    *,
+    horizon: int,
+    backfill_id: str = "test-backfill",
+    keys: Sequence[str] = ("pk",),
+    source_arn: str = DEFAULT_SOURCE_ARN,
+) -> dict[str, Any]:
+    """A backfill's snapshot batch of ``items`` (Python values) read after ``horizon`` (epoch
+    seconds), as the segment function sends it to the consumer (docs/backfill.md)."""
+    from cdc_consumer.contract import BACKFILL_EVENT_KEY, SnapshotBatch
+    from cdc_consumer.snapshots import snapshot_record
+
+    records = []
+    for index, item in enumerate(items):
+        image = wire_serialize(_decimals(dict(item)))
+        records.append(
+            snapshot_record(
+                image,
+                {name: image[name] for name in keys},
+                backfill_id=backfill_id,
+                horizon=horizon,
+                sequence_number=f"{index:08d}",
+                stream_arn=source_arn,
+            )
+        )
+    batch = SnapshotBatch(backfill_id=backfill_id, horizon=horizon)
+    return {"Records": records, BACKFILL_EVENT_KEY: batch.to_dict()}

@@ -32,7 +32,7 @@ from cdc_consumer.exceptions import (
     RejectedByDynamoDBError,
     TransientError,
 )
-from cdc_consumer.versions import is_guarded
+from cdc_consumer.versions import is_guarded, is_swap
 
 #: TransactWriteItems action types and the attribute each needs to name its item.
 ACTION_TYPES: dict[str, str] = {
@@ -118,7 +118,8 @@ class RecordWrites:
     #: action is version-guarded (:func:`cdc_consumer.versions.guard`, e.g. LatestImage's)
     #: has none: such a write is idempotent by itself (a redelivery is not newer than what the
     #: view holds, so its guard fails and it is dropped as stale), and the marker would only
-    #: double its write units.
+    #: double its write units. Nor has a record with a swap (:func:`~cdc_consumer.versions.
+    #: is_swap`, Contributions'): once applied, the version it expects is gone.
     marker: bool = True
 
     @classmethod
@@ -162,7 +163,7 @@ class RecordWrites:
                 )
             identities.add(identity)
         copies = [a if isinstance(a, Aggregate) else dict(a) for a in actions]
-        needs_marker = quarantined or not all(is_guarded(action) for action in copies)
+        needs_marker = quarantined or not _self_idempotent(copies)
         items = [marker, *copies] if needs_marker else copies
         # The JSON of the actions is larger than DynamoDB's item size (type tags, quotes), so
         # staying under the limit measured this way stays under DynamoDB's.
@@ -184,6 +185,12 @@ class RecordWrites:
         holds that version or a newer one, and versions only grow, so they stay no-ops."""
         self.items = [item for index, item in enumerate(self.items) if index not in indexes]
         self.size = len(json.dumps(self.items, default=str))
+
+
+def _self_idempotent(actions: list[Any]) -> bool:
+    """Whether the actions make their record idempotent without a marker (see
+    :attr:`RecordWrites.marker`)."""
+    return all(is_guarded(action) for action in actions) or any(map(is_swap, actions))
 
 
 def action_list(actions: Any) -> list[Any]:
@@ -391,12 +398,13 @@ def _refused(
     code = error.response.get("Error", {}).get("Code")
     if code == "TransactionCanceledException":
         reasons = error.response.get("CancellationReasons")
-        duplicates, failed, reason_error, stale = _read_reasons(writing, owners, reasons)
+        attempt, stale = _read_reasons(writing, owners, reasons)
         for record, indexes in stale.items():
             record.drop_stale(indexes)  # no-ops now: the next attempt goes without them
-        if failed is None and not duplicates and not stale:
+        unattributed = attempt.failed is None and not attempt.duplicates and not stale
+        if unattributed and not attempt.one_at_a_time:
             return _fail_first(chunk, TransientError(_unattributed(error)))
-        return _Attempt(duplicates=duplicates, failed=failed, error=reason_error)
+        return attempt
     if code == "ValidationException" and len(writing) > 1:
         # DynamoDB does not say which record it rejects (for instance two Puts on one item of
         # a table whose key we cannot see): commit them one at a time.
@@ -420,21 +428,23 @@ def _fail_first(chunk: list[RecordWrites], error: CdcConsumerError) -> _Attempt:
 
 def _read_reasons(
     writing: list[RecordWrites], owners: list[list[Owner]], reasons: Any
-) -> tuple[
-    list[RecordWrites],
-    RecordWrites | None,
-    CdcConsumerError | None,
-    dict[RecordWrites, set[int]],
-]:
-    """(duplicates, first failing record, its error, stale version-guarded items by record)
-    from a cancellation's reasons, one per request item (``owners``: the records' items each
-    carries, see :func:`cdc_consumer.aggregates.merged_request`). A failed condition on a
-    version-guarded action (:func:`cdc_consumer.versions.is_guarded`) is not a failure: the
-    change is older than or equal to what the view holds, so that action is a no-op
-    (docs/design.md §9). A merged aggregate's failure is its first record's."""
+) -> tuple[_Attempt, dict[RecordWrites, set[int]]]:
+    """What a cancellation's reasons (one per request item; ``owners``: the records' items
+    each carries, see :func:`cdc_consumer.aggregates.merged_request`) say: the duplicates and
+    the first failing record with its error, and the stale version-guarded items by record.
+    A failed condition on a version-guarded action (:func:`cdc_consumer.versions.is_guarded`)
+    is not a failure: the change is older than or equal to what the view holds, so that
+    action is a no-op (docs/design.md §9).
+
+    A merged aggregate carries several records' updates, and DynamoDB's reason names the
+    action, not the record. A transient reason (a conflict, a throttle) is the first record's:
+    the batch stops there and nothing later is written. A permanent one (a ValidationError)
+    was caused by one record's update, which cannot be told from the merge: the attempt asks
+    for the records one at a time, unmerged, so the culprit alone is refused (and
+    quarantined), never a good record merged with it."""
     stale: dict[RecordWrites, set[int]] = {}
     if not isinstance(reasons, list) or len(reasons) != len(owners):
-        return [], None, None, stale
+        return _Attempt(), stale
     duplicates: list[RecordWrites] = []
     for reason, carried in zip(reasons, owners, strict=True):
         code = _code(reason)
@@ -451,20 +461,38 @@ def _read_reasons(
             if other is None:
                 duplicates.append(record)
                 continue
-            return duplicates, record, ForeignMarkerError(_foreign(record, other)), stale
+            foreign = ForeignMarkerError(_foreign(record, other))
+            return _Attempt(duplicates=duplicates, failed=record, error=foreign), stale
         if code == CONDITION_FAILED and not is_marker and is_guarded(record.items[index]):
             stale.setdefault(record, set()).add(index)
             continue
-        action = index - 1 if record.marker else index
-        what = "its processed-marker" if is_marker else f"its action {action}"
-        if len(carried) > 1:
-            what += f" (merged with {len(carried) - 1} later record(s)' updates of that item)"
-        detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
-        message = f"DynamoDB cancelled the transaction at {what}: {detail}"
-        if code in PERMANENT_REASONS:
-            return duplicates, record, RejectedByDynamoDBError(message), stale
-        return duplicates, record, TransientError(message), stale
-    return duplicates, None, None, stale
+        if code == CONDITION_FAILED and not is_marker and is_swap(record.items[index]):
+            # Another writer replaced the version this record read (a backfill's row and a
+            # stream change of one item at once): retried, it reads the new version.
+            detail = "another writer replaced the contribution it read; it is retried"
+            contended = TransientError(f"{CONDITION_FAILED}: {detail}")
+            return _Attempt(duplicates=duplicates, failed=record, error=contended), stale
+        if code in PERMANENT_REASONS and len(carried) > 1:
+            return _Attempt(one_at_a_time=True), stale
+        message = _cancelled_at(record, index, is_marker, len(carried), code, reason)
+        error: CdcConsumerError = (
+            RejectedByDynamoDBError(message)
+            if code in PERMANENT_REASONS
+            else TransientError(message)
+        )
+        return _Attempt(duplicates=duplicates, failed=record, error=error), stale
+    return _Attempt(duplicates=duplicates), stale
+
+
+def _cancelled_at(
+    record: RecordWrites, index: int, is_marker: bool, carried: int, code: str, reason: Any
+) -> str:
+    action = index - 1 if record.marker else index
+    what = "its processed-marker" if is_marker else f"its action {action}"
+    if carried > 1:
+        what += f" (merged with {carried - 1} later record(s)' updates of that item)"
+    detail = f"{code}: {reason.get('Message', '')}".rstrip(": ")
+    return f"DynamoDB cancelled the transaction at {what}: {detail}"
 
 
 def _foreign(record: RecordWrites, other: str) -> str:

@@ -40,6 +40,10 @@ VERSION_ATTRIBUTE = "cdc_version"
 GUARD_PLACEHOLDER = "#cdcVersion"
 #: The value placeholder of the version in a guarded action.
 GUARD_VALUE = ":cdcVersion"
+#: The attribute name placeholder of a *swap*: a write conditioned on the version it replaces
+#: (:class:`cdc_consumer.contributions.Contributions`). Its failed condition means "another
+#: writer replaced that version meanwhile": transient, the record is retried and reads again.
+SWAP_PLACEHOLDER = "#cdcExpected"
 #: Digits of the time part: microseconds since the epoch have 16 digits until the year 2286.
 TIME_DIGITS = 17
 #: Kinesis sequence numbers have at most 128 digits: three digits hold the length.
@@ -61,6 +65,20 @@ def format_version(time_us: int, tie_break: str) -> str:
     if len(tie_break) >= 10**LENGTH_DIGITS:
         raise ValueError(f"a version's tie-break is at most 999 characters, got {len(tie_break)}")
     return f"{time_us:0{TIME_DIGITS}d}.{len(tie_break):0{LENGTH_DIGITS}d}.{tie_break}"
+
+
+#: A snapshot row's tie-break (docs/backfill.md): the length field of a change's tie-break is at
+#: most 128 (a Kinesis sequence number), so ``999.`` sorts after every change's at the same time.
+SNAPSHOT_TIE_BREAK = f"{10**LENGTH_DIGITS - 1}."
+
+
+def snapshot_version(horizon_us: int) -> str:
+    """The version of a snapshot row read after the horizon ``horizon_us`` (epoch microseconds):
+    below every change created at or after the horizon, above every change created before it
+    (the rule of docs/backfill.md: stream changes win ties)."""
+    if horizon_us <= 0:
+        raise ValueError(f"a horizon is a positive number of microseconds, got {horizon_us}")
+    return f"{horizon_us - 1:0{TIME_DIGITS}d}.{SNAPSHOT_TIE_BREAK}"
 
 
 def seconds_to_us(value: Any) -> int:
@@ -154,3 +172,13 @@ def is_guarded(action: Any) -> bool:
     ((_, body),) = action.items()
     names = body.get("ExpressionAttributeNames") if isinstance(body, Mapping) else None
     return isinstance(names, Mapping) and GUARD_PLACEHOLDER in names
+
+
+def is_swap(action: Any) -> bool:
+    """Whether ``action`` is a swap (see :data:`SWAP_PLACEHOLDER`): it makes its record
+    idempotent (applied once, the version it expects is gone), so the record needs no marker."""
+    if not isinstance(action, Mapping) or len(action) != 1:
+        return False
+    ((_, body),) = action.items()
+    names = body.get("ExpressionAttributeNames") if isinstance(body, Mapping) else None
+    return isinstance(names, Mapping) and SWAP_PLACEHOLDER in names

@@ -20,9 +20,10 @@ from orders_schema import ORDER_STATS_CONSUMER
 
 # order_stats.processor takes its name from the environment (it also runs alone, in the
 # Kinesis example); in the group each member has its own name, so order-stats gets a processor
-# of its own running the same projection.
+# of its own, running the statistics as per-order contributions: the reference stack
+# backfills them (docs/backfill.md), which a projection of OLD/NEW differences cannot take.
 stats = StreamProcessor(ORDER_STATS_CONSUMER)
-stats.projection(order_stats.order_stats, reads=["NewImage", "OldImage"])
+stats.projection(order_stats.backfillable_order_stats, reads=["NewImage"])
 
 _group: ConsumerGroup | None = None
 

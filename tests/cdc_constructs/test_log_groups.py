@@ -92,3 +92,35 @@ def test_an_imported_log_key_is_used_as_given(stack):
     _consumer(stack, log_encryption_key=key)
     groups = resources(Template.from_stack(stack).to_json(), "AWS::Logs::LogGroup").values()
     assert {g["Properties"]["KmsKeyId"] for g in groups} == {key.key_arn}
+
+
+@pytest.mark.parametrize("construct", ["StreamFanOut", "OutboxPublisher"])
+def test_a_log_key_encrypts_the_pipes_log_group(stack, construct):
+    """Issue 24 §4: the pipes' log groups had no prop for a key (checkov CKV_AWS_158)."""
+    from cdc_constructs import OutboxPublisher, StreamFanOut
+
+    key = kms.Key(stack, "LogKey", enable_key_rotation=True)
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    props = {"table": table, "source": "com.example", "log_encryption_key": key}
+    if construct == "OutboxPublisher":
+        OutboxPublisher(stack, "Pipe", key_prefix="OUTBOX#", **props)
+    else:
+        StreamFanOut(stack, "Pipe", **props)
+    template = Template.from_stack(stack).to_json()
+    key_id = next(lid for lid in resources(template, "AWS::KMS::Key") if lid.startswith("LogKey"))
+    (group,) = resources(template, "AWS::Logs::LogGroup").values()
+    assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    policy = json.dumps(template["Resources"][key_id]["Properties"]["KeyPolicy"])
+    assert "kms:EncryptionContext:aws:logs:arn" in policy
+
+
+def test_a_pipes_log_key_that_is_not_a_key_is_refused(stack):
+    from cdc_constructs import StreamFanOut
+
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    with pytest.raises(
+        CdcConfigurationError, match=r"log_encryption_key='alias/logs': a kms\.IKey"
+    ):
+        StreamFanOut(
+            stack, "Pipe", table=table, source="com.example", log_encryption_key="alias/logs"
+        )

@@ -178,14 +178,13 @@ class Consumer:
 
 
 def make_redrive(stream: Stream, consumer: Callable[..., Any], **options: Any) -> Redrive:
-    settings: dict[str, Any] = {"consumer_name": "orders", "receive_wait_seconds": 0}
-    return Redrive(
-        invoker=CallableInvoker(consumer),
-        stream_arn=stream.arn,
-        sqs_client=stream.aws.client("sqs"),
-        streams_client=stream.streams,
-        **(settings | options),
-    )
+    settings: dict[str, Any] = {
+        "consumer_name": "orders",
+        "receive_wait_seconds": 0,
+        "sqs_client": stream.aws.client("sqs"),
+        "streams_client": stream.streams,
+    }
+    return Redrive(invoker=CallableInvoker(consumer), stream_arn=stream.arn, **(settings | options))
 
 
 def inject_stream_error(

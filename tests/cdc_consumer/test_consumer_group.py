@@ -10,7 +10,8 @@ import pytest
 from cdc_consumer import Change, ConfigurationError, PermanentError
 from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
 from cdc_consumer.contract import CONSUMER_GROUP_ENV, GroupMemberSpec
-from cdc_consumer.testing import FakeContext, TableStream, stream_event
+from cdc_consumer.kinesis_testing import kinesis_data, kinesis_event, kinesis_record
+from cdc_consumer.testing import FakeContext, TableStream, redelivery, stream_event
 
 from tests.cdc_consumer.fixtures import Resources, deliver
 
@@ -43,9 +44,11 @@ def counter(view_table: str, member: str, poison: str | None = None):
     return project
 
 
-def group(resources: Resources, poison: dict[str, str] | None = None) -> ConsumerGroup:
+def group(
+    resources: Resources, poison: dict[str, str] | None = None, *, kinesis: bool = False
+) -> ConsumerGroup:
     """``stats`` counts every change but TTL deletions, ``archive`` only TTL deletions, and
-    ``audit`` every change: three consumers, one mapping."""
+    ``audit`` every change: three consumers, one mapping (a Kinesis one: filters on ``data``)."""
     poison = poison or {}
     members = []
     for name, filters in (
@@ -55,7 +58,8 @@ def group(resources: Resources, poison: dict[str, str] | None = None) -> Consume
     ):
         processor = resources.processor(name)
         processor.projection(counter(resources.view_table, name, poison.get(name)))
-        members.append(GroupMember(processor, filters))
+        patterns = [{"data": pattern} for pattern in filters] if kinesis else filters
+        members.append(GroupMember(processor, patterns))
     return ConsumerGroup(members)
 
 
@@ -180,3 +184,108 @@ def test_from_environment_refuses_a_mismatch(
     environ = {} if value is None else {CONSUMER_GROUP_ENV: value}
     with pytest.raises(ConfigurationError, match=re.escape(message)):
         ConsumerGroup.from_environment([_processor(name) for name in names], environ)
+
+
+# --- the edges: Kinesis batches, deadlines shared by the members (issue 23 §5) ---------------
+
+
+def kinesis_changes() -> list[dict[str, Any]]:
+    """:func:`changes` as a Kinesis stream delivers them (sequence numbers 4960...)."""
+    return [
+        kinesis_record(kinesis_data(record), sequence_number=4960 + n)
+        for n, record in enumerate(changes())
+    ]
+
+
+def test_a_kinesis_batch_is_dispatched_like_a_stream_batch(resources: Resources) -> None:
+    """A group behind a Kinesis mapping: members filter on ``data`` (the decoded change), as
+    Lambda's filters do, and each applies its records once under redelivery."""
+    handler = group(resources, kinesis=True).handle
+    records = kinesis_changes()
+    assert handler(kinesis_event(records), FakeContext()) == {"batchItemFailures": []}
+    assert handler(kinesis_event(records), FakeContext()) == {"batchItemFailures": []}
+    assert resources.view() == expected()
+
+
+def test_a_kinesis_failure_is_reported_by_its_kinesis_sequence_number(
+    resources: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    consumer_group = group(resources, kinesis=True)
+    archive = consumer_group.members[1].processor
+    project = archive.projections[0]
+    failures = iter([True])
+
+    def flaky(change: Change) -> list[dict[str, Any]]:
+        if next(failures, False):
+            raise ConnectionError("throttled")
+        return project(change)
+
+    monkeypatch.setattr(archive, "projections", [flaky])
+    records = kinesis_changes()
+    response = consumer_group.handle(kinesis_event(records), FakeContext())
+    assert response == {"batchItemFailures": [{"itemIdentifier": "4967"}]}  # o2's TTL deletion
+    assert consumer_group.handle(kinesis_event(records[7:]), FakeContext()) == {
+        "batchItemFailures": []
+    }
+    assert resources.view() == expected()
+
+
+def test_a_member_after_one_stopped_at_the_deadline_reports_where_the_group_stopped(
+    resources: Resources,
+) -> None:
+    """``stats`` stops at its safety margin part way; ``audit`` then has less than the margin
+    left at its first record: the group reports the lowest stop point (a DeadlineError would
+    fail the whole invocation and waste the progress), and redeliveries finish the batch with
+    every member exactly once."""
+    consumer_group = group(resources)
+    stats = consumer_group.members[0].processor
+    count = stats.projections[0]
+    left = {"ms": 0}
+    applied: set[str] = set()
+
+    def slow(change: Change) -> list[dict[str, Any]]:  # 0.6 s per record stats has not seen
+        if change.event_id not in applied:
+            applied.add(change.event_id)
+            left["ms"] -= 600
+        return count(change)
+
+    stats.projections[:] = [slow]
+    records, response = changes(), None
+    numbers = [record["dynamodb"]["SequenceNumber"] for record in records]
+    invocations = 0
+    while records and invocations < len(numbers):
+        left["ms"] = 3_000  # a 3 s timeout: a margin of 0.6 s
+        response = consumer_group.handle(stream_event(records), FakeContext(lambda: left["ms"]))
+        invocations += 1
+        if invocations == 1:
+            (failure,) = response["batchItemFailures"]
+            assert failure["itemIdentifier"] in numbers
+        records = redelivery(records, response)
+    assert invocations == 2  # stats stops after 5 of its 8 records, then all finish
+    assert resources.view() == expected()
+
+
+def test_every_member_keeps_the_margin_of_the_function_s_timeout(resources: Resources) -> None:
+    """The margin follows the function's timeout, which a later member cannot read from the
+    time left when its turn comes: with a 10 s timeout (a margin of 2 s) and ``stats`` using
+    most of it, ``audit`` stops with 2 s left, not with a fifth of what it found."""
+    consumer_group = group(resources)
+    left = {"ms": 10_000}
+    seen: list[int] = []
+    stats, _, audit = (member.processor for member in consumer_group.members)
+    count_stats, count_audit = stats.projections[0], audit.projections[0]
+
+    def slow_stats(change: Change) -> list[dict[str, Any]]:
+        left["ms"] -= 1_000
+        return count_stats(change)
+
+    def timed_audit(change: Change) -> list[dict[str, Any]]:
+        seen.append(left["ms"])
+        left["ms"] -= 100
+        return count_audit(change)
+
+    stats.projections[:] = [slow_stats]
+    audit.projections[:] = [timed_audit]
+    response = consumer_group.handle(stream_event(changes()), FakeContext(lambda: left["ms"]))
+    assert response["batchItemFailures"]
+    assert seen and min(seen) >= 2_000

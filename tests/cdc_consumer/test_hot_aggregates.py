@@ -7,6 +7,7 @@ Against moto's server (tests/conftest.py), faults injected with botocore hooks.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from decimal import Decimal
@@ -190,3 +191,103 @@ def test_property_merged_groups_apply_every_record_exactly_once(
     assert Counter(m["id"].rsplit("#", 1)[-1] for m in resources.markers()) == Counter(
         r["eventID"] for r in batch
     )
+
+
+# --- merged aggregates at the edges (issue 23 §6) --------------------------------------------
+
+
+def tagging_projection(
+    view_table: str, numeric: frozenset[int] = frozenset(), huge: frozenset[int] = frozenset()
+) -> Callable[[Any], list[dict[str, Any]]]:
+    """Counts orders on ``hot`` and ADDs each order's tag to its ``tags`` set: ``tag-<i>``, a
+    number for the orders in ``numeric``, a 300 kB string for those in ``huge``."""
+
+    def project(change: Any) -> list[dict[str, Any]]:
+        i = int(change.new_image["pk"].split("-")[1])
+        tag: Any = i if i in numeric else "x" * HUGE if i in huge else f"tag-{i}"
+        return [
+            update_aggregate(
+                view_table, {"pk": "hot"}, add={"orders": 1}, add_to_set={"tags": [tag]}
+            )
+        ]
+
+    return project
+
+
+HUGE = 300_000
+
+
+def _refuse_huge_items(faults: Faults) -> None:
+    """DynamoDB's item size limit (400 KB), as it meets this test's updates: an Update carrying
+    a huge tag is cancelled with a ValidationError on that action (the others let through)."""
+
+    def decide(body: dict[str, Any]) -> Any:
+        items = body["TransactItems"]
+        bad = [i for i, item in enumerate(items) if len(json.dumps(item)) > HUGE]
+        if not any("Update" in items[i] for i in bad):
+            return None
+        reasons: list[dict[str, Any]] = [{"Code": "None"} for _ in items]
+        reasons[bad[0]] = {
+            "Code": "ValidationError",
+            "Message": "Item size to update has exceeded the maximum allowed size",
+        }
+        return error_response(
+            "TransactionCanceledException", "Transaction cancelled", CancellationReasons=reasons
+        )
+
+    faults.on("TransactWriteItems", decide)
+
+
+def test_a_merged_update_refused_for_one_record_quarantines_that_record_alone(
+    resources: Resources, faults: Callable[[Any], Faults]
+) -> None:
+    """Six orders' updates of ``hot`` merge into one action; order 3's huge tag makes DynamoDB
+    refuse it. The runtime falls back to fewer records until order 3 alone is refused: order 3
+    is quarantined, the other five are applied (none blamed for order 3's action)."""
+    processor = resources.processor()
+    processor.projection(tagging_projection(resources.view_table, huge=frozenset({3})))
+    _refuse_huge_items(faults(resources.dynamodb))
+    batch = records([(0, 1)] * 6)
+    assert processor.handle(stream_event(batch), FakeContext()) == {"batchItemFailures": []}
+    (message,) = resources.quarantined()
+    assert message["record"]["eventID"] == "event-3"
+    assert resources.view() == {
+        "hot": {"orders": Decimal(5), "tags": {f"tag-{i}" for i in (0, 1, 2, 4, 5)}}
+    }
+    assert len(resources.markers()) == 5  # a quarantined record without actions has none
+
+
+def test_a_string_and_a_number_element_of_one_set_are_not_merged(
+    resources: Resources, count_requests: Callable[[Any], RequestCounter]
+) -> None:
+    """Order 1 ADDs a string to ``tags``, order 2 a number: one set cannot hold both, so the
+    two are not merged (no TypeError out of handle): each goes to DynamoDB on its own, which
+    takes the first and decides the second against the item, as applying them one after the
+    other would."""
+    processor = resources.processor()
+    processor.projection(tagging_projection(resources.view_table, numeric=frozenset({2})))
+    counter = count_requests(resources.dynamodb)
+    batch = records([(0, 1)] * 3)
+    response = processor.handle(stream_event(batch), FakeContext())
+    assert response["batchItemFailures"] in ([], [{"itemIdentifier": "1002"}])
+    assert counter.by_operation["TransactWriteItems"] >= 2  # cut before order 2
+    assert resources.view()["hot"]["tags"] >= {"tag-0", "tag-1"}
+
+
+def test_merged_sums_keep_dynamodb_s_38_digits() -> None:
+    big = 10**30
+    merged = increment("view", {"pk": "hot"}, {"n": big}).then(
+        increment("view", {"pk": "hot"}, {"n": 1})
+    )
+    assert merged is not None
+    assert merged.adds["n"] == Decimal(big + 1)  # 31 digits: Python's default context keeps 28
+    assert merged["Update"]["ExpressionAttributeValues"][":g0"] == {"N": str(big + 1)}
+
+
+def test_a_sum_dynamodb_could_not_hold_exactly_is_not_merged() -> None:
+    """38 nines plus 0.1 needs 39 digits: DynamoDB refuses it when the second record is applied
+    after the first, so the two must reach it as two actions, not one rounded sum."""
+    nines = Decimal("9" * 38)
+    first = increment("view", {"pk": "hot"}, {"n": nines})
+    assert first.then(increment("view", {"pk": "hot"}, {"n": Decimal("0.1")})) is None
+    assert first.then(increment("view", {"pk": "hot"}, {"n": -nines})) is not None

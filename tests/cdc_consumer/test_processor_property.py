@@ -106,8 +106,10 @@ def seq(record: dict[str, Any]) -> str:
 def effect(change: Change, reads: frozenset[str]) -> dict[str, Any]:
     """The view item the projection writes for ``change``: the images it reads, as they are."""
     item: dict[str, Any] = {"pk": {"S": change.event_id}, "seq": {"S": change.sequence_number}}
-    for name, image in (("NewImage", change.new_image), ("OldImage", change.old_image)):
-        if name in reads and image is not None:
+    for name, attribute in (("NewImage", "new_image"), ("OldImage", "old_image")):
+        # Only what it reads: reading an image the view type lacks fails (MissingImageError).
+        image = getattr(change, attribute) if name in reads else None
+        if image is not None:
             item[name] = _serializer.serialize(image)
     return item
 

@@ -450,6 +450,7 @@ def test_cli_replays_through_an_in_process_handler_and_exits_zero(
     write_handler_module(tmp_path, "cli_consumer_ok")
     argv = ["--queue-url", queue_url, "--stream-arn", stream.arn, "--json"]
     argv += ["--handler", "cli_consumer_ok:handler", "--path", str(tmp_path)]
+    argv += ["--consumer-function", "orders-consumer"]
 
     status = main(argv, session=session_for(stream.aws))
 
@@ -473,6 +474,7 @@ def test_cli_exits_non_zero_and_names_the_lost_sequence_numbers(
     write_handler_module(tmp_path, "cli_consumer_lost")
     argv = ["--queue-url", queue_url, "--stream-arn", stream.arn]
     argv += ["--handler", "cli_consumer_lost:handler", "--path", str(tmp_path)]
+    argv += ["--consumer-function", "orders-consumer"]
 
     status = main(argv, session=session)
 
@@ -494,6 +496,7 @@ def test_cli_dry_run_lists_and_exits_zero_without_invoking(
     write_handler_module(tmp_path, "cli_consumer_dry")
     argv = ["--queue-url", queue_url, "--stream-arn", stream.arn, "--dry-run"]
     argv += ["--handler", "cli_consumer_dry:handler", "--path", str(tmp_path)]
+    argv += ["--consumer-function", "orders-consumer"]
 
     status = main(argv, session=session_for(stream.aws))
 

@@ -66,14 +66,16 @@ def put_batch(
     mapping: str = MAPPING,
     function_arn: str = FUNCTION_ARN,
     at: float = 1_700_000_000.0,
+    shard_id: str | None = None,
 ) -> str:
-    """Write one failed batch as Lambda does; return its key."""
+    """Write one failed batch (of ``shard_id``, default the stream's first shard) as Lambda
+    does; return its key."""
     destination = OnFailureDestination(f"arn:aws:s3:::{BUCKET}", stream.aws, mapping_uuid=mapping)
     record = invocation_record(
         records=records,
         condition=RETRY_ATTEMPTS_EXHAUSTED,
         function_arn=function_arn,
-        shard_id=stream.shard_id,
+        shard_id=shard_id or stream.shard_id,
         stream_arn=stream.arn,
         failure=FailedInvocation(str(uuid.uuid4()), 200, "Unhandled", 6),
         now=at,
@@ -144,7 +146,9 @@ def test_a_batch_still_failing_keeps_its_object_and_every_later_one_of_its_shard
     assert not report.ok
     reasons = {f.message_id: f.reason for f in report.failed}
     assert "still failed after 2 attempt(s)" in reasons[first]
-    assert f"an earlier batch of shard {stream.shard_id} ({first})" in reasons[second]
+    (held,) = report.held
+    assert held.message_id == second
+    assert f"an earlier batch of shard {stream.shard_id} ({first})" in held.reason
     assert broken.applied == [records[0]["dynamodb"]["SequenceNumber"]]
     assert keys(s3) == sorted([first, second])
 
@@ -253,14 +257,20 @@ def test_objects_not_in_awss_shape_or_not_this_consumers_are_kept_with_the_reaso
     assert keys(s3) == before
 
 
-def test_an_object_the_caller_cannot_read_is_kept_and_reported(stream: Stream, s3: Any) -> None:
-    stream.write(2)
-    records = lambda_records(stream)
-    locked = put_batch(stream, records[:1])
-    readable = put_batch(stream, records[1:])
+def statuses(stream: Stream, count: int) -> list[dict[str, Any]]:
+    """``count`` changes of one item (order-0's status 0, 1, ...), in Lambda's shape."""
+    for number in range(count):
+        stream.ddb.put_item(
+            TableName="orders", Item={"pk": {"S": "order-0"}, "status": {"S": f"s{number}"}}
+        )
+    return lambda_records(stream)
+
+
+def deny_reads_of(s3: Any, *locked: str) -> None:
+    """Make GetObject of the ``locked`` keys fail with AccessDenied."""
 
     def deny(params: dict[str, Any], **_: Any) -> Any:
-        if params["url_path"].endswith(locked.rsplit("/", 1)[1]):
+        if any(params["url_path"].endswith(key.rsplit("/", 1)[1]) for key in locked):
             return AWSResponse("https://s3", 403, {}, None), {
                 "Error": {"Code": "AccessDenied", "Message": "Access Denied"},
                 "ResponseMetadata": {"HTTPStatusCode": 403},
@@ -268,14 +278,53 @@ def test_an_object_the_caller_cannot_read_is_kept_and_reported(stream: Stream, s
         return None
 
     s3.meta.events.register("before-call.s3.GetObject", deny)
+
+
+def test_an_object_the_caller_cannot_read_holds_back_the_later_objects_of_its_shard(
+    stream: Stream, s3: Any
+) -> None:
+    """Three failed batches of one item's changes; the middle one cannot be read (S3 refuses
+    it). The batch written before it is replayed; the one written after it holds a newer change
+    of the item and is held, reported with the reason (issue 23 §2): replaying it would leave
+    the item with the older status once the middle one is readable again."""
+    records = statuses(stream, 3)
+    put_batch(stream, records[:1], at=1_700_000_000.0)  # before the locked one: replayed
+    locked = put_batch(stream, records[1:2], at=1_700_000_100.0)
+    later = put_batch(stream, records[2:], at=1_700_000_200.0)
+    deny_reads_of(s3, locked)
     consumer = Consumer()
 
     report = make_redrive(stream, consumer, s3_client=s3).run_bucket(BUCKET)
 
     (failed,) = report.failed
     assert failed.message_id == locked and "AccessDenied" in failed.reason
+    (held,) = report.held
+    assert held.message_id == later and locked in held.reason
     assert not report.ok and report.messages_deleted == 1
-    assert keys(s3) == [locked] and readable not in keys(s3)
+    assert consumer.applied == [records[0]["dynamodb"]["SequenceNumber"]]
+    assert keys(s3) == sorted([locked, later])
+    assert f"HELD {later}: object {locked}" in report.summary()
+
+
+def test_a_truncated_object_holds_back_the_later_objects_of_its_shard_until_it_is_fixed(
+    stream: Stream, s3: Any
+) -> None:
+    records = statuses(stream, 2)
+    truncated = put_batch(stream, records[:1], at=1_700_000_000.0)
+    whole = s3.get_object(Bucket=BUCKET, Key=truncated)["Body"].read()
+    put_raw(s3, truncated, whole.decode()[:-40])
+    later = put_batch(stream, records[1:], at=1_700_000_100.0)
+    consumer = Consumer()
+
+    report = make_redrive(stream, consumer, s3_client=s3).run_bucket(BUCKET)
+
+    assert [f.message_id for f in report.failed] == [truncated]
+    assert [h.message_id for h in report.held] == [later]
+    assert consumer.applied == [] and keys(s3) == sorted([truncated, later])
+
+    s3.put_object(Bucket=BUCKET, Key=truncated, Body=whole)  # restored from its version
+    assert make_redrive(stream, consumer, s3_client=s3).run_bucket(BUCKET).ok
+    assert consumer.applied == [r["dynamodb"]["SequenceNumber"] for r in records]
 
 
 # --- The command line and the function ------------------------------------------------------
@@ -306,15 +355,77 @@ def test_cli_replays_an_object_whose_records_the_stream_no_longer_holds(
     assert keys(s3) == []
 
 
+def shared_bucket(stream: Stream) -> tuple[str, str]:
+    """Our mapping's failed batch and another consumer's (its own mapping and function) in one
+    bucket; return their keys."""
+    records = lambda_records(stream)
+    ours = put_batch(stream, records[:1])
+    theirs = put_batch(
+        stream,
+        records[1:],
+        mapping=str(uuid.uuid4()),
+        function_arn=FUNCTION_ARN.replace("orders-", "billing-"),
+    )
+    return ours, theirs
+
+
+def test_cli_scoped_to_its_mapping_never_replays_another_consumers_object(
+    stream: Stream, s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shared bucket, the default prefix: with --mapping-uuid only this consumer's object is
+    replayed and deleted; the other consumer's stays (issue 23 §4)."""
+    stream.write(2)
+    ours, theirs = shared_bucket(stream)
+    write_handler_module(tmp_path, "cli_consumer_s3_scoped")
+    argv = ["--bucket", BUCKET, "--stream-arn", stream.arn, "--mapping-uuid", MAPPING]
+    argv += ["--handler", "cli_consumer_s3_scoped:handler", "--path", str(tmp_path), "--json"]
+
+    status = main(argv, session=session_for(stream.aws))
+
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert sys.modules["cli_consumer_s3_scoped"].applied == [
+        lambda_records(stream)[0]["dynamodb"]["SequenceNumber"]
+    ]
+    assert json.loads(out)["queue_url"] == f"s3://{BUCKET}/aws/lambda/{MAPPING}/"
+    assert keys(s3) == [theirs] and ours not in keys(s3)
+
+
+def test_cli_without_its_mapping_refuses_a_bucket_and_touches_nothing(
+    stream: Stream, s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--bucket with --handler and the default prefix names no consumer: one line, exit 2,
+    nothing replayed or deleted (it replayed and deleted the other consumer's object)."""
+    stream.write(2)
+    before = sorted(shared_bucket(stream))
+    write_handler_module(tmp_path, "cli_consumer_s3_unscoped")
+    argv = ["--bucket", BUCKET, "--stream-arn", stream.arn]
+    argv += ["--handler", "cli_consumer_s3_unscoped:handler", "--path", str(tmp_path)]
+
+    assert main(argv, session=session_for(stream.aws)) == 2
+
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "whose batches?" in line and "give --mapping-uuid UUID" in line
+    assert sys.modules["cli_consumer_s3_unscoped"].applied == []
+    assert keys(s3) == before
+
+    argv += ["--prefix", "aws/lambda/", "--mapping-uuid", str(uuid.uuid4())]
+    argv[-3] = f"aws/lambda/{MAPPING}/"  # a prefix naming another mapping than --mapping-uuid
+    assert main(argv, session=session_for(stream.aws)) == 2
+    assert "name two mappings" in capsys.readouterr().err
+    assert keys(s3) == before
+
+
 def test_cli_dry_run_lists_objects_and_bad_objects_exit_1(
     stream: Stream, s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stream.write(1)
     key = put_batch(stream, lambda_records(stream))
-    put_raw(s3, aws_key(stream, "junk"), "{")
+    put_raw(s3, aws_key(stream, "2030-01-01T00.00.00-junk"), "{")  # written after it
     write_handler_module(tmp_path, "cli_consumer_s3_dry")
     argv = ["--bucket", BUCKET, "--stream-arn", stream.arn, "--dry-run"]
     argv += ["--handler", "cli_consumer_s3_dry:handler", "--path", str(tmp_path)]
+    argv += ["--mapping-uuid", MAPPING]
 
     assert main(argv, session=session_for(stream.aws)) == 1
 
@@ -331,6 +442,7 @@ def test_cli_a_bucket_that_does_not_exist_is_one_line_and_exit_2(
     write_handler_module(tmp_path, "cli_consumer_s3_missing")
     argv = ["--bucket", "no-such-bucket", "--stream-arn", stream.arn]
     argv += ["--handler", "cli_consumer_s3_missing:handler", "--path", str(tmp_path)]
+    argv += ["--mapping-uuid", MAPPING]
 
     assert main(argv, session=session_for(stream.aws)) == 2
 

@@ -189,6 +189,68 @@ def test_a_groups_redrive_replays_every_members_quarantine_messages_and_keeps_ot
     assert queue_bodies(sqs, quarantine_url) == [bodies[2]]
 
 
+@pytest.mark.parametrize("declared", ["environment", "--member"])
+def test_cli_redrives_a_consumer_groups_quarantine_as_the_redrive_function_does(
+    stream: Stream,
+    sqs: Any,
+    quarantine_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    declared: str,
+) -> None:
+    """Run with the group function's environment (CDC_CONSUMER_GROUP) or --member, the command
+    line replays every member's quarantine message through the group and exits 0; a consumer
+    outside the group is still kept (issue 23 §4: it kept them all, "not the configured
+    consumer", and exited 1)."""
+    stream.write(3)
+    bodies = [
+        quarantine_message(lambda_record(stream, index), consumer=name)
+        for index, name in enumerate(("stats", "archive", "billing"))
+    ]
+    for body in bodies[:2]:
+        sqs.send_message(QueueUrl=quarantine_url, MessageBody=body)
+    write_handler_module(tmp_path, f"cli_consumer_group_{declared.strip('-')}")
+    argv = ["--queue-url", quarantine_url, "--stream-arn", stream.arn, "--quarantine", "--json"]
+    argv += ["--handler", f"cli_consumer_group_{declared.strip('-')}:handler"]
+    argv += ["--path", str(tmp_path), "--consumer-name", "orders-group"]
+    if declared == "environment":
+        monkeypatch.setenv(CONSUMER_GROUP_ENV, '[{"name":"stats"},{"name":"archive"}]')
+    else:
+        monkeypatch.delenv(CONSUMER_GROUP_ENV, raising=False)
+        argv += ["--member", "stats", "--member", "archive"]
+
+    status = main(argv, session=session_for(stream.aws))
+
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    replayed = [json.loads(b)["record"]["dynamodb"]["SequenceNumber"] for b in bodies[:2]]
+    handler = sys.modules[f"cli_consumer_group_{declared.strip('-')}"]
+    assert sorted(handler.applied) == sorted(replayed)
+    assert json.loads(out)["messages_deleted"] == 2
+    assert queue_bodies(sqs, quarantine_url) == []
+
+    sqs.send_message(QueueUrl=quarantine_url, MessageBody=bodies[2])
+    assert main(argv, session=session_for(stream.aws)) == 1  # billing is not in the group
+    assert "is from consumer 'billing'" in capsys.readouterr().err
+    assert queue_bodies(sqs, quarantine_url) == [bodies[2]]
+
+
+def test_cli_an_on_failure_queue_without_its_consumer_function_is_refused(
+    stream: Stream, sqs: Any, queue_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, body = send_failed_batch(sqs, queue_url, stream, 1)
+    write_handler_module(tmp_path, "cli_consumer_unscoped")
+    argv = ["--queue-url", queue_url, "--stream-arn", stream.arn]
+    argv += ["--handler", "cli_consumer_unscoped:handler", "--path", str(tmp_path)]
+
+    assert main(argv, session=session_for(stream.aws)) == 2
+
+    assert "give --consumer-function NAME" in one_line_error(capsys)
+    assert sys.modules["cli_consumer_unscoped"].applied == []
+    assert queue_bodies(sqs, queue_url) == [body]
+
+
 def test_redrive_function_keeps_another_functions_on_failure_records(
     stream: Stream, sqs: Any, queue_url: str
 ) -> None:
@@ -284,7 +346,7 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("python -m cdc_consumer.redrive: error: ")
+    assert lines[0].startswith("cdc-redrive: error: ")
     return lines[0]
 
 
@@ -295,6 +357,7 @@ def test_cli_a_missing_queue_is_one_line_and_exit_2(
     missing = f"{stream.aws.url}/123456789012/no-such-queue"
     argv = ["--queue-url", missing, "--stream-arn", stream.arn]
     argv += ["--handler", "cli_consumer_noqueue:handler", "--path", str(tmp_path)]
+    argv += ["--consumer-function", "orders-consumer"]
 
     assert main(argv, session=session_for(stream.aws)) == 2
     line = one_line_error(capsys)
@@ -327,6 +390,7 @@ def test_cli_unreadable_arguments_are_one_line_and_exit_2(
         "--stream-arn": stream.arn,
         "--handler": "cli_consumer_args:handler",
         "--path": str(tmp_path),
+        "--consumer-function": "orders-consumer",
     }
     options.update(change)
     argv = [part for name, value in options.items() if value is not None for part in (name, value)]
@@ -342,6 +406,7 @@ def test_the_command_without_credentials_is_one_line_and_exit_2(tmp_path: Path) 
     command = [sys.executable, "-m", "cdc_consumer.redrive", "--stream-arn", stream_arn]
     command += ["--queue-url", "https://sqs.us-east-1.amazonaws.com/123456789012/q"]
     command += ["--handler", "cli_consumer_nocreds:handler", "--path", str(tmp_path)]
+    command += ["--consumer-function", "orders-consumer"]
     environment = {
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": str(LAMBDA_SRC),
@@ -358,7 +423,7 @@ def test_the_command_without_credentials_is_one_line_and_exit_2(tmp_path: Path) 
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("python -m cdc_consumer.redrive: error: no AWS credentials")
+    assert line.startswith("cdc-redrive: error: no AWS credentials")
 
 
 def test_redrive_refuses_a_stream_arn_that_is_not_one(stream: Stream, queue_url: str) -> None:

@@ -232,6 +232,38 @@ def test_cancellation_without_reasons_fails_the_first_record_of_the_transaction(
     assert resources.view() == {}
 
 
+def test_a_duplicate_before_a_failing_record_commits_neither_the_failing_record_nor_after(
+    resources: Resources, faults
+) -> None:
+    """One cancellation names record 0's marker as existing (a duplicate) and record 1 as
+    conflicting: the batch reports record 1, and records 1 and 2 are applied by the retry."""
+    processor = resources.processor()
+    processor.projection(mirror_projection(resources.view_table))
+    records = write_all(TableStream(), 3, key=lambda index: f"K{index}")
+    processor.handle(stream_event(records[:1]), FakeContext())
+    answered = Counter[str]()
+
+    def cancel_once(body: dict[str, Any]) -> Any:
+        if answered["cancel"] or len(body["TransactItems"]) < 6:
+            return None
+        answered["cancel"] += 1
+        reasons: list[dict[str, Any]] = [{"Code": "None"} for _ in body["TransactItems"]]
+        reasons[0] = {"Code": "ConditionalCheckFailed"}  # record 0's marker: applied before
+        reasons[2] = {"Code": "TransactionConflict"}  # record 1's marker
+        return error_response(
+            "TransactionCanceledException", "cancelled", CancellationReasons=reasons
+        )
+
+    faults(resources.dynamodb).on("TransactWriteItems", cancel_once)
+    first = processor.handle(stream_event(records), FakeContext())
+    assert first == {
+        "batchItemFailures": [{"itemIdentifier": records[1]["dynamodb"]["SequenceNumber"]}]
+    }
+    assert set(resources.view()) == {"pk=K0"}
+    assert processor.handle(stream_event(records[1:]), FakeContext()) == {"batchItemFailures": []}
+    assert set(resources.view()) == {"pk=K0", "pk=K1", "pk=K2"}
+
+
 # --- validation of a projection's actions --------------------------------------------------
 
 MARKER = marker_action("idempotency", "c#e", 1)

@@ -145,3 +145,66 @@ def test_the_bundled_order_stats_on_a_keys_only_stream_fails_loudly(resources: R
     ):
         order_stats.handler(stream_event(order_records("KEYS_ONLY")), FakeContext())
     assert resources.view() == {}
+
+
+@pytest.mark.parametrize(
+    ("view_type", "image", "record"),
+    [
+        ("KEYS_ONLY", "NewImage", 0),
+        ("OLD_IMAGE", "NewImage", 0),
+        ("NEW_IMAGE", "OldImage", 1),
+        ("KEYS_ONLY", "OldImage", 1),
+    ],
+)
+def test_reading_an_image_the_view_type_lacks_fails_even_undeclared(
+    resources: Resources, capsys, view_type: str, image: str, record: int
+) -> None:
+    """Issue 24 §3: without ``reads=`` the projection's None image counted every record as
+    processed with no effect; now reading it fails as if it had been declared."""
+    processor = resources.processor()
+    read = "new_image" if image == "NewImage" else "old_image"
+
+    @processor.projection  # nothing declared
+    def mirror(change: Change) -> list[dict[str, Any]]:
+        getattr(change, read)
+        return mirror_projection(resources.view_table)(change)
+
+    records = order_records(view_type)[record:]
+    with pytest.raises(MissingImageError) as raised:
+        processor.handle(stream_event(records), FakeContext())
+
+    error = raised.value
+    assert (error.view_type, error.missing) == (view_type, [image])
+    assert error.reader == "projection 'mirror'"
+    assert error.sequence_number == records[0]["dynamodb"]["SequenceNumber"]
+    assert resources.view() == {} and resources.markers() == [] and resources.quarantined() == []
+    (metrics,) = emf(capsys.readouterr().out)
+    assert (metrics["RecordsProcessed"], metrics["BatchFailures"]) == (0, 1)
+
+
+def test_an_undeclared_side_effect_reading_a_missing_image_fails_naming_it(
+    resources: Resources,
+) -> None:
+    processor = resources.processor()
+    processor.side_effect(name="notify")(lambda change: change.old_image)
+    with pytest.raises(MissingImageError, match="side effect 'notify' reads it"):
+        processor.handle(stream_event(order_records("NEW_IMAGE")[1:]), FakeContext())
+
+
+def test_an_image_the_change_has_not_is_none_on_a_stream_that_carries_it() -> None:
+    insert, modify = order_records("NEW_IMAGE")
+    remove = as_view(
+        stream_record("REMOVE", {"pk": "ORDER#1"}, old_image={"pk": "ORDER#1"}, sequence_number=3),
+        "OLD_IMAGE",
+    )
+    assert Change.from_record(insert).new_image is not None
+    with pytest.raises(MissingImageError, match="OLD_IMAGE, which carries no NewImage"):
+        Change.from_record(remove).new_image  # noqa: B018
+    assert Change.from_record(remove).old_image == {"pk": "ORDER#1"}
+    both = as_view(insert, "NEW_AND_OLD_IMAGES")
+    assert Change.from_record(both).old_image is None  # an INSERT has none: legitimately None
+    keys_only = Change.from_record(as_view(modify, "KEYS_ONLY"))
+    assert keys_only.decode().keys == {"pk": "ORDER#1"}  # decoding what is there never raises
+    unstated = copy.deepcopy(as_view(modify, "KEYS_ONLY"))
+    del unstated["dynamodb"]["StreamViewType"]
+    assert Change.from_record(unstated).new_image is None  # no view type stated: not judged

@@ -29,6 +29,9 @@ def test_serve_lines_name_stream_queues_and_the_redrive_command(
     text = "\n".join(lines)
     assert pipeline.endpoint is not None and pipeline.resources is not None
     assert f"AWS_ENDPOINT_URL={pipeline.endpoint.url}" in lines[0]
+    # An application pointed at the endpoint gets the fake credentials and region it needs.
+    exported = shlex.split(lines[1].split("export ", 1)[1])
+    assert dict(word.split("=", 1) for word in exported) == pipeline.endpoint.environment()
     (mapping,) = pipeline.mappings.values()
     assert f"  stream: {mapping.stream_arn}" in lines
     on_failure = pipeline.queue_url("OnFailure")

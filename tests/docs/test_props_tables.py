@@ -15,6 +15,7 @@ from cdc_constructs import (
     StreamConsumer,
     StreamFanOut,
     StreamRedrive,
+    ViewBackfill,
 )
 from tests.cdc_constructs.nag.validation_report import synthesize_with_checks
 from tests.cdc_constructs.support import REPO_ROOT
@@ -29,7 +30,7 @@ def _section(heading: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "construct", [ChangeCaptureTable, StreamConsumer, StreamRedrive, StreamFanOut]
+    "construct", [ChangeCaptureTable, StreamConsumer, StreamRedrive, StreamFanOut, ViewBackfill]
 )
 def test_every_prop_in_a_props_table_is_a_parameter(construct: type) -> None:
     section = _section(f"### `{construct.__name__}(")

@@ -154,7 +154,9 @@ def test_no_wildcard_actions_in_any_policy(reference: Synthesized):
 def test_no_resource_policy_allows_a_wildcard_action(reference: Synthesized):
     """Key, queue, topic and bucket policies too: their ``*`` actions are all Deny (TLS-only),
     except AWS's default key policy, which gives the account root ``kms:*`` so that IAM policies
-    (which have no wildcard, above) decide who may use the key."""
+    (which have no wildcard, above) decide who may use the key, and the logs key's statement
+    for CloudWatch Logs, AWS's documented one (``kms:Encrypt*``...), for this account's log
+    groups only (its encryption-context condition)."""
     allowed_wildcards = []
     for resource_id, resource in reference.template["Resources"].items():
         props = resource.get("Properties", {})
@@ -173,9 +175,12 @@ def test_no_resource_policy_allows_a_wildcard_action(reference: Synthesized):
             ]
         }
     }
-    assert [(kind, s["Action"], s["Principal"]) for kind, _, s in allowed_wildcards] == [
-        ("AWS::KMS::Key", "kms:*", root)
-    ]
+    logs = [s for _, key, s in allowed_wildcards if key.startswith("LogsKey") and "Sid" in s]
+    assert [s["Sid"] for s in logs] == ["AllowCloudWatchLogsOfThisAccount"]
+    assert "kms:EncryptionContext:aws:logs:arn" in logs[0]["Condition"]["ArnLike"]
+    assert [
+        (kind, s["Action"], s["Principal"]) for kind, _, s in allowed_wildcards if s not in logs
+    ] == [("AWS::KMS::Key", "kms:*", root)] * 2  # the alarm key's and the logs key's
 
 
 def _as_list(value):
@@ -285,8 +290,9 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     # The consumers' function and mapping: lag, dropped records (the on-failure alarm,
     # whatever the destination), quarantine depth, errors, throttles and the redrive's lost
     # records; per member (order-stats, ttl-archive): quarantined and foreign markers; the
-    # fan-out: 3 pipe failures and its DLQ; each OrderPaid route: its dead-letter queue.
-    assert len(all_alarms) == 6 + 2 * 2 + 4 + 2
+    # fan-out: 3 pipe failures and its DLQ; each OrderPaid route: its dead-letter queue; the
+    # order-stats backfill: failed, timed-out and aborted executions.
+    assert len(all_alarms) == 6 + 2 * 2 + 4 + 2 + 3
     for alarm in all_alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
@@ -303,6 +309,9 @@ def test_alarms_notify_the_topic(reference: Synthesized):
         "ExecutionFailed",
         "ExecutionPartiallyFailed",
         "ExecutionTimeout",
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+        "ExecutionsAborted",
     }
     alarms = {
         a["Properties"]["MetricName"]: a["Properties"]
@@ -373,6 +382,7 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
         {"Fn::GetAtt": [logical_id(template, f"{consumer}RedriveLogGroup"), "Arn"]}
     )
     consumer_arn = json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}Function"), "Arn"]})
+    stream = {"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]}
     assert grants(template, role=logical_id(template, f"{consumer}RedriveRole")) == {
         ("lambda:InvokeFunction", consumer_arn),
         *[
@@ -386,7 +396,9 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
             )
             for queue in queues
         ],
-        # The batches are in the bucket's objects: list, read, delete; never the stream.
+        # The batches are in the bucket's objects: list, read, delete; of the stream only its
+        # shard lineage (a child shard's batches are replayed after its parent's), no records.
+        ("dynamodb:DescribeStream", json.dumps(stream)),
         ("s3:ListBucket", json.dumps(bucket)),
         ("s3:GetObject", objects),
         ("s3:DeleteObject", objects),
@@ -560,7 +572,9 @@ def test_reference_stack_counts(reference: Synthesized):
     counts: dict[str, int] = {}
     for resource in reference.template["Resources"].values():
         counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
-    assert counts["AWS::Lambda::Function"] == 2  # the consumers (a group), their redrive
+    # The consumers (a group), their redrive, the order-stats backfill's segment function.
+    assert counts["AWS::Lambda::Function"] == 3
+    assert counts["AWS::StepFunctions::StateMachine"] == 1
     assert counts["AWS::Lambda::EventSourceMapping"] == 1
     assert counts["AWS::Pipes::Pipe"] == 1
     assert counts["AWS::Events::Rule"] == 2

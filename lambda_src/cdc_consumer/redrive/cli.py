@@ -7,16 +7,26 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from cdc_consumer.contract import CONSUMER_NAME_ENV, ON_FAILURE_S3_PREFIX, QUARANTINE_QUEUE_ENV
+from cdc_consumer.contract import (
+    CONSUMER_GROUP_ENV,
+    CONSUMER_NAME_ENV,
+    MAPPING_UUID_ENV,
+    ON_FAILURE_BUCKET_ENV,
+    ON_FAILURE_S3_PREFIX,
+    QUARANTINE_QUEUE_ENV,
+    ContractError,
+    GroupMemberSpec,
+)
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.filter_patterns import check_filter_pattern
+from cdc_consumer.redrive.access import check_stream_arn
 from cdc_consumer.redrive.defaults import (
     DEFAULT_MAX_ATTEMPTS,
     LAMBDA_READ_TIMEOUT_SECONDS,
@@ -25,6 +35,7 @@ from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoke
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
+from cdc_consumer.redrive.scope import Scope, consumer_scope
 
 __all__ = ["EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
 
@@ -35,7 +46,9 @@ EXIT_OK = 0
 EXIT_NOT_OK = 1
 #: Exit status: an operator mistake stopped the run before it touched anything.
 EXIT_SETUP = 2
-PROG = "python -m cdc_consumer.redrive"
+#: The console script's name (pyproject.toml [project.scripts]): what usage and errors call it
+#: (``python -m cdc_consumer.redrive`` is the same program).
+PROG = "cdc-redrive"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -123,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_source_arguments(parser)
     _add_consumer_arguments(parser)
+    _add_scope_arguments(parser)
     _add_run_arguments(parser)
     return parser
 
@@ -153,6 +167,38 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_const",
         const=Source.QUARANTINE.value,
         help="same as --source quarantine",
+    )
+
+
+def _add_scope_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which consumer's batches and records: its mapping, function and group members."""
+    parser.add_argument(
+        "--mapping-uuid",
+        help="with --bucket, the consumer's event source mapping: only the objects it wrote are"
+        " replayed (default: the UUID in --prefix aws/lambda/<UUID>/, else"
+        f" ${MAPPING_UUID_ENV}, else the one mapping of --function-name on --stream-arn); a"
+        " bucket may hold several consumers' batches, so without it the run does not start",
+    )
+    parser.add_argument(
+        "--consumer-function",
+        help="with --handler and an on-failure queue, the consumer function whose mapping"
+        " wrote the messages: only its are replayed (--function-name is that function)",
+    )
+    parser.add_argument(
+        "--on-failure-bucket",
+        help="with --quarantine, the consumer's S3 on-failure destination: a quarantined record"
+        " waits while it holds an earlier change of the record's item (default:"
+        f" ${ON_FAILURE_BUCKET_ENV}; the mapping as for --bucket)",
+    )
+    parser.add_argument(
+        "--member",
+        dest="members",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a member of the consumer group behind the function (repeatable): its quarantine"
+        " messages are replayed through the group, as the redrive function does (default: the"
+        f" members ${CONSUMER_GROUP_ENV} declares, else --function-name's environment)",
     )
 
 
@@ -215,22 +261,37 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
-def _consumer_name(args: argparse.Namespace, session: Any) -> str | None:
-    """--consumer-name, else the consumer's environment (this process's, or the function's)."""
-    if args.consumer_name:
-        return str(args.consumer_name)
-    if os.environ.get(CONSUMER_NAME_ENV):
-        return os.environ[CONSUMER_NAME_ENV]
+def _consumer_environment(args: argparse.Namespace, session: Any) -> dict[str, str]:
+    """The consumer's environment, where a flag is left out: this process's, then (with
+    --function-name) the function's configuration."""
+    variables: dict[str, str] = {}
     if args.function_name:
         try:
             configuration = session.client("lambda").get_function_configuration(
                 FunctionName=args.function_name
             )
+            variables = dict((configuration.get("Environment") or {}).get("Variables") or {})
         except (ClientError, BotoCoreError):
-            return None  # only a default: the run says what is missing if it needs it
-        variables = (configuration.get("Environment") or {}).get("Variables") or {}
-        return variables.get(CONSUMER_NAME_ENV) or None
-    return None
+            pass  # only defaults: the run says what is missing if it needs it
+    names = (
+        CONSUMER_NAME_ENV,
+        CONSUMER_GROUP_ENV,
+        MAPPING_UUID_ENV,
+        ON_FAILURE_BUCKET_ENV,
+        QUARANTINE_QUEUE_ENV,
+    )
+    return variables | {name: os.environ[name] for name in names if os.environ.get(name)}
+
+
+def _members(args: argparse.Namespace, environment: Mapping[str, str]) -> tuple[str, ...]:
+    """--member, else the group the consumer's environment declares (none: not a group)."""
+    if args.members:
+        return tuple(args.members)
+    value = environment.get(CONSUMER_GROUP_ENV, "")
+    try:
+        return tuple(spec.name for spec in GroupMemberSpec.decode(value)) if value else ()
+    except ContractError as error:
+        raise RedriveSetupError(f"{error}; or name the members with --member") from None
 
 
 def _invoker(args: argparse.Namespace, session: Any) -> Invoker:
@@ -243,38 +304,58 @@ def _invoker(args: argparse.Namespace, session: Any) -> Invoker:
     )
 
 
-def _run(argv: Sequence[str] | None, session: Any) -> int:
-    args = build_parser().parse_args(argv)
-    if args.max_messages is not None and args.max_messages < 1:
-        raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
-    if args.max_attempts < 1:
-        raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
-    session = session or boto3.session.Session()
-    invoker = _invoker(args, session)
-    sqs_client = session.client("sqs")
-    redrive = Redrive(
+def _redrive(
+    args: argparse.Namespace,
+    session: Any,
+    sqs_client: Any,
+    invoker: Invoker,
+    environment: Mapping[str, str],
+    scope: Scope,
+) -> Redrive:
+    """The Redrive the command line describes, scoped to one consumer."""
+    return Redrive(
         invoker=invoker,
         stream_arn=args.stream_arn,
         sqs_client=sqs_client,
         streams_client=session.client(
             "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
         ),
-        consumer_name=_consumer_name(args, session),
-        function_name=args.function_name,
-        quarantine_queue_url=args.quarantine_queue_url or os.environ.get(QUARANTINE_QUEUE_ENV),
+        consumer_name=args.consumer_name or environment.get(CONSUMER_NAME_ENV) or None,
+        member_names=_members(args, environment),
+        function_name=scope.function_name,
+        mapping_uuid=scope.mapping_uuid,
+        on_failure_bucket=None if args.bucket else scope.bucket,
+        on_failure_prefix=scope.prefix,
+        quarantine_queue_url=args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV),
         max_attempts=args.max_attempts,
         filters=args.filters,
     )
-    if args.bucket:
-        if args.source != Source.ON_FAILURE.value:
-            raise RedriveSetupError(
-                "--bucket is an on-failure destination; the quarantine is a queue (--queue-url)"
-            )
+
+
+def _run(argv: Sequence[str] | None, session: Any) -> int:
+    args = build_parser().parse_args(argv)
+    if args.max_messages is not None and args.max_messages < 1:
+        raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
+    if args.max_attempts < 1:
+        raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
+    if args.bucket and args.source != Source.ON_FAILURE.value:
+        raise RedriveSetupError(
+            "--bucket is an on-failure destination; the quarantine is a queue (--queue-url)"
+        )
+    check_stream_arn(args.stream_arn)
+    session = session or boto3.session.Session()
+    invoker = _invoker(args, session)
+    environment = _consumer_environment(args, session)
+    scope = consumer_scope(args, session, environment)
+    sqs_client = session.client("sqs")
+    redrive = _redrive(args, session, sqs_client, invoker, environment, scope)
+    if scope.bucket:
         redrive.s3_client = session.client("s3")
-        redrive.check_bucket(args.bucket, args.prefix)
+    if args.bucket:
+        redrive.check_bucket(args.bucket, scope.prefix)
         report = redrive.run_bucket(
             args.bucket,
-            args.prefix,
+            scope.prefix,
             dry_run=args.dry_run,
             max_objects=args.max_messages,
             progress=_progress_printer(None),

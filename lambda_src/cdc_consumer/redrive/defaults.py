@@ -35,6 +35,7 @@ LAMBDA_READ_TIMEOUT_SECONDS = 905
 LOST_ERROR_CODES = frozenset(
     {"TrimmedDataAccessException", "ResourceNotFoundException", "ExpiredIteratorException"}
 )
-#: Objects read per S3 redrive run unless bounded otherwise: all of them are listed and sorted by
-#: stream position before any is replayed, so a run holds this many batches in memory at most.
+#: Objects replayed per S3 redrive run unless bounded otherwise: each is read once to place it in
+#: stream order and once to replay it, one at a time (the memory of one object, whatever the
+#: count), so the bound is on the run's time, not its memory.
 DEFAULT_MAX_OBJECTS = 1000

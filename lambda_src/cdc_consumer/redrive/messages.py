@@ -25,11 +25,13 @@ from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 
 __all__ = [
     "OnFailureBatch",
+    "OnFailureKey",
     "OnFailureObject",
     "QuarantinedRecord",
     "Source",
     "clip",
     "function_name_of",
+    "parse_on_failure_key",
     "parse_on_failure_message",
     "parse_on_failure_object",
     "parse_quarantine_message",
@@ -335,29 +337,56 @@ def parse_on_failure_object(
     another function's or mapping's (each checked when the expected value is given).
     """
     what = f"object {key}"
-    match = S3_KEY.search(key)
-    if match is None:
-        raise MalformedMessageError(
-            f"{what}: the key is not in AWS's shape aws/lambda/<mapping UUID>/<shard id>/"
-            "YYYY/MM/DD/<timestamp>-<uuid>; not an on-failure object of a stream mapping"
-        )
+    where = parse_on_failure_key(key, expected_mapping_uuid)
     document = _load_json_object(_text(body, what), what)
     batch = _batch_of(document, expected_stream_arn, expected_function, what)
-    if expected_mapping_uuid and match["mapping"].lower() != expected_mapping_uuid.lower():
-        raise ForeignMessageError(
-            f"{what} was written by event source mapping {match['mapping']}, not this"
-            f" consumer's mapping {expected_mapping_uuid}; redrive it with that consumer (kept)"
-        )
-    if match["shard"] != batch.shard_id:
+    if where.shard_id != batch.shard_id:
         raise MalformedMessageError(
-            f"{what}: the key names shard {match['shard']!r}, DDBStreamBatchInfo.shardId is"
+            f"{what}: the key names shard {where.shard_id!r}, DDBStreamBatchInfo.shardId is"
             f" {batch.shard_id!r}; expected the same shard"
         )
     records = _payload_records(document, what)
     _check_payload_matches(records, batch, expected_stream_arn, what)
     return OnFailureObject(
-        key=key, mapping_uuid=match["mapping"], batch=batch, records=list(records)
+        key=key, mapping_uuid=where.mapping_uuid, batch=batch, records=list(records)
     )
+
+
+@dataclass(frozen=True)
+class OnFailureKey:
+    """What an S3 on-failure object's key says: the mapping that wrote it, the batch's shard,
+    and when it was written (``YYYY-MM-DDTHH.MM.SS``, to the second; "" when the name does not
+    start with it)."""
+
+    key: str
+    mapping_uuid: str
+    shard_id: str
+    written: str
+
+
+def parse_on_failure_key(key: str, expected_mapping_uuid: str | None = None) -> OnFailureKey:
+    """Read an S3 on-failure object's key (nothing is fetched).
+
+    Raises :class:`MalformedMessageError` when the key is not in AWS's shape,
+    :class:`ForeignMessageError` when another mapping than ``expected_mapping_uuid`` wrote it.
+    """
+    match = S3_KEY.search(key)
+    if match is None:
+        raise MalformedMessageError(
+            f"object {key}: the key is not in AWS's shape aws/lambda/<mapping UUID>/<shard id>/"
+            "YYYY/MM/DD/<timestamp>-<uuid>; not an on-failure object of a stream mapping"
+        )
+    if expected_mapping_uuid and match["mapping"].lower() != expected_mapping_uuid.lower():
+        raise ForeignMessageError(
+            f"object {key} was written by event source mapping {match['mapping']}, not this"
+            f" consumer's mapping {expected_mapping_uuid}; redrive it with that consumer (kept)"
+        )
+    written = _WRITTEN.match(key.rsplit("/", 1)[1])
+    return OnFailureKey(key, match["mapping"], match["shard"], written.group(0) if written else "")
+
+
+#: The time at the start of an object's name: ``2026-12-01T20.13.19``.
+_WRITTEN = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}")
 
 
 def _text(body: bytes | str, what: str) -> str:

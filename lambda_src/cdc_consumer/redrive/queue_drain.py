@@ -11,6 +11,7 @@ from typing import Any
 
 from cdc_consumer.contract import OnFailureMessage
 from cdc_consumer.redrive.messages import Source
+from cdc_consumer.redrive.pending_changes import Change, change_of, item_key
 from cdc_consumer.redrive.queue_messages import QueueMessageReader
 from cdc_consumer.redrive.replayer import Replayer
 from cdc_consumer.redrive.report import FailedMessage, PlannedMessage, RedriveReport
@@ -50,7 +51,11 @@ class QueueDrain:
     dry_run: bool = False
     should_stop: Callable[[], bool] | None = None
     progress: Callable[[int, RedriveReport], None] | None = None
+    #: For a quarantine run: why a record must wait for the bucket (None: it need not).
+    hold: Callable[[Mapping[str, Any]], str | None] | None = None
     _seen: set[str] = field(default_factory=set, init=False)
+    #: Item -> its earliest quarantined change held or failed in this run, and its message.
+    _stalled: dict[str, tuple[Change, str]] = field(default_factory=dict, init=False)
     #: Message id -> receipt handle of the messages kept, released at the end.
     _keep: dict[str, str] = field(default_factory=dict, init=False)
 
@@ -133,6 +138,12 @@ class QueueDrain:
         found = self.reader.read(message, self.report)
         if found is None:
             return False
+        quarantined = found.records[0] if self.reader.source is Source.QUARANTINE else None
+        reason = self._hold_reason(quarantined) if quarantined is not None else None
+        if reason is not None:
+            self.report.held.append(FailedMessage(message_id, reason))
+            self._stall(quarantined, message_id)
+            return False
         if self.dry_run:
             self.report.planned.append(
                 PlannedMessage(
@@ -143,5 +154,23 @@ class QueueDrain:
         failure = self.replayer.replay(found.records, self.report)
         if failure is not None:
             self.report.failed.append(FailedMessage(message_id, failure))
+            self._stall(quarantined, message_id)
             return False
         return True
+
+    def _hold_reason(self, record: Mapping[str, Any]) -> str | None:
+        """Why a quarantined ``record`` must wait: an earlier quarantined change of its item
+        stayed in the queue in this run, or the bucket holds one (``hold``)."""
+        stalled = self._stalled.get(item_key(record))
+        if stalled is not None and stalled[0] < change_of(record):
+            return (
+                f"an earlier change of its item (message {stalled[1]}) stays in the queue, and"
+                " this one must not overtake it"
+            )
+        return self.hold(record) if self.hold is not None else None
+
+    def _stall(self, record: Mapping[str, Any] | None, message_id: str) -> None:
+        if record is not None:
+            key, change = item_key(record), change_of(record)
+            if key not in self._stalled or change < self._stalled[key][0]:
+                self._stalled[key] = (change, message_id)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import boto3
@@ -29,7 +29,9 @@ from cdc_consumer.redrive.access import (
     check_access,
     check_stream_arn,
 )
+from cdc_consumer.redrive.bucket_plan import ObjectReader
 from cdc_consumer.redrive.bucket_replay import BucketReplay
+from cdc_consumer.redrive.cross_source import CrossSource
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
     DEFAULT_INVOKE_MAX_RECORDS,
@@ -63,9 +65,8 @@ class Redrive:
         consumer_name: the consumer's name. Quarantine messages that name another consumer (or
             none) are kept, never replayed; a quarantine run without it cannot start.
         member_names: the members of a consumer group behind the consumer's function
-            (``CDC_CONSUMER_GROUP``): quarantine messages naming any of them are replayed too;
-            the group hands each record to its members, and those that applied it already
-            skip it as a duplicate.
+            (``CDC_CONSUMER_GROUP``): quarantine messages naming any of them are replayed too
+            (members that applied a record already skip it as a duplicate).
         function_name: the consumer function's name or ARN, when known: on-failure records that
             another function's mapping wrote are kept, never replayed.
         s3_client: boto3 S3 client for an S3 on-failure destination (default: plain
@@ -73,8 +74,10 @@ class Redrive:
         mapping_uuid: the consumer's event source mapping UUID, when known: S3 objects another
             mapping wrote (their key names its UUID) are kept, never replayed.
         quarantine_queue_url: the consumer's quarantine queue, when known: an on-failure run
-            looks there at the end for records it replayed that the consumer quarantined again
-            (a quarantine run sees them in the queue it reads).
+            looks there for records it replayed that were quarantined again, and a bucket run
+            holds an object while it holds an earlier change of one of the object's items.
+        on_failure_bucket, on_failure_prefix: the S3 on-failure destination, when known: a
+            quarantine run holds a record while it holds an earlier change of its item.
         max_attempts: invocations without progress before a message is given up (default
             :data:`DEFAULT_MAX_ATTEMPTS`).
         invoke_max_records, invoke_max_bytes: the size of one replay invocation (defaults
@@ -99,6 +102,8 @@ class Redrive:
     quarantine_queue_url: str | None = None
     s3_client: Any = None
     mapping_uuid: str | None = None
+    on_failure_bucket: str | None = None
+    on_failure_prefix: str = ON_FAILURE_S3_PREFIX
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     invoke_max_records: int = DEFAULT_INVOKE_MAX_RECORDS
     invoke_max_bytes: int = DEFAULT_INVOKE_MAX_BYTES
@@ -168,21 +173,8 @@ class Redrive:
         report = RedriveReport(source=source.value, queue_url=queue_url, dry_run=dry_run)
         started_ms = int(time.time() * 1000)
         replayer = _replayer(self)
-        drain = QueueDrain(
-            sqs_client=self.sqs_client,
-            queue_url=queue_url,
-            reader=_reader(self, source, replayer),
-            replayer=replayer,
-            watch=_watch(self, replayer),
-            report=report,
-            started_ms=started_ms,
-            window=self.window,
-            receive_wait_seconds=self.receive_wait_seconds,
-            visibility_timeout_seconds=self.visibility_timeout_seconds,
-            dry_run=dry_run,
-            should_stop=should_stop,
-            progress=progress,
-        )
+        drain = _drain(self, queue_url, source, replayer, report, started_ms)
+        drain.dry_run, drain.should_stop, drain.progress = dry_run, should_stop, progress
         if not drain.drain(max_messages):
             return report  # out of time within a window
         if source is Source.ON_FAILURE and self.quarantine_queue_url and replayer.replayed:
@@ -223,10 +215,15 @@ class Redrive:
         stream order (shard, then first sequence number) and an object is deleted only after
         every record of it succeeded. Deleted, not moved: the bucket is versioned, so the object
         stays recoverable as a noncurrent version for the bucket's lifecycle, while the prefix
-        lists exactly what is still to do and the redrive needs no write permission. After a
-        batch of a shard fails, the shard's later objects are kept too (replaying them would
-        apply newer changes of an item ahead of older ones). Objects that are not in AWS's
-        shape, or another consumer's or stream's, are kept and reported.
+        lists exactly what is still to do and the redrive needs no write permission.
+
+        No change of an item is applied ahead of an earlier pending one: after an object of a
+        shard fails, cannot be read or is malformed, the shard's later objects are held, and a
+        child shard's objects wait for its parent's (the lineage from ``DescribeStream``;
+        conservative when it is unknown, and the report says so). Held objects are reported
+        with the reason and make the run not ok. Objects are read one at a time (memory of one
+        object, whatever the count). Objects that are not in AWS's shape, or another
+        consumer's or stream's, are kept and reported.
         """
         self.check_bucket(bucket, prefix)
         report = RedriveReport(
@@ -234,13 +231,12 @@ class Redrive:
         )
         started_ms = int(time.time() * 1000)
         replayer = _replayer(self)
+        watched, hold = _cross_source(self, self.quarantine_queue_url).object_hold(report)
         BucketReplay(
-            s3_client=self.s3_client,
-            bucket=bucket,
+            reader=replace(_object_reader(self, bucket), watched_items=watched),
             prefix=prefix,
-            stream_arn=self.stream_arn,
-            function_name=self.function_name,
-            mapping_uuid=self.mapping_uuid,
+            hold=hold,
+            streams_client=self.streams_client,
             replayer=replayer,
             report=report,
             dry_run=dry_run,
@@ -267,6 +263,62 @@ def _replayer(redrive: Redrive) -> Replayer:
         max_attempts=redrive.max_attempts,
         max_records=redrive.invoke_max_records,
         max_bytes=redrive.invoke_max_bytes,
+    )
+
+
+def _object_reader(redrive: Redrive, bucket: str) -> ObjectReader:
+    return ObjectReader(
+        s3_client=redrive.s3_client,
+        bucket=bucket,
+        stream_arn=redrive.stream_arn,
+        function_name=redrive.function_name,
+        mapping_uuid=redrive.mapping_uuid,
+    )
+
+
+def _drain(
+    redrive: Redrive,
+    queue_url: str,
+    source: Source,
+    replayer: Replayer,
+    report: RedriveReport,
+    started_ms: int,
+) -> QueueDrain:
+    return QueueDrain(
+        sqs_client=redrive.sqs_client,
+        queue_url=queue_url,
+        reader=_reader(redrive, source, replayer),
+        replayer=replayer,
+        watch=_watch(redrive, replayer),
+        report=report,
+        started_ms=started_ms,
+        window=redrive.window,
+        receive_wait_seconds=redrive.receive_wait_seconds,
+        visibility_timeout_seconds=redrive.visibility_timeout_seconds,
+        hold=(
+            _cross_source(redrive, queue_url).record_hold(report)
+            if source is Source.QUARANTINE
+            else None
+        ),
+    )
+
+
+def _cross_source(redrive: Redrive, quarantine_queue_url: str | None) -> CrossSource:
+    if redrive.on_failure_bucket and redrive.s3_client is None:
+        redrive.s3_client = boto3.client("s3")
+    return CrossSource(
+        sqs_client=redrive.sqs_client,
+        streams_client=redrive.streams_client,
+        stream_arn=redrive.stream_arn,
+        consumers=_consumers(redrive),
+        visibility_timeout_seconds=redrive.visibility_timeout_seconds,
+        quarantine_queue_url=quarantine_queue_url,
+        bucket_reader=(
+            _object_reader(redrive, redrive.on_failure_bucket)
+            if redrive.on_failure_bucket
+            else None
+        ),
+        bucket_prefix=redrive.on_failure_prefix,
     )
 
 

@@ -81,6 +81,13 @@ class RedriveReport:
     kept: list[FailedMessage] = field(default_factory=list)
     requarantined: list[RequarantinedRecord] = field(default_factory=list)
     planned: list[PlannedMessage] = field(default_factory=list)
+    #: Messages (objects) of this consumer not replayed because an earlier change of one of
+    #: their items is still pending (an earlier batch of the shard, a parent shard's batch, the
+    #: other source's record): replaying them would apply a newer change first. Not ok.
+    held: list[FailedMessage] = field(default_factory=list)
+    #: What the run could not know and how it was conservative about it (e.g. a shard lineage
+    #: DescribeStream no longer lists); for a person, does not make the run fail.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def lost_record_count(self) -> int:
@@ -89,8 +96,9 @@ class RedriveReport:
 
     @property
     def ok(self) -> bool:
-        """True when nothing was lost, failed, kept as another's, or quarantined again."""
-        return not (self.lost or self.failed or self.kept or self.requarantined)
+        """True when nothing was lost, failed, held back, kept as another's, or quarantined
+        again."""
+        return not (self.lost or self.failed or self.held or self.kept or self.requarantined)
 
     def to_log(self) -> dict[str, Any]:
         """The report as one structured log record."""
@@ -109,6 +117,7 @@ class RedriveReport:
             f" filtered out {self.records_filtered},"
             f" deleted {self.messages_deleted}, deferred {self.messages_deferred},"
             f" lost {self.lost_record_count} record(s), failed {len(self.failed)} {unit}(s),"
+            f" held {len(self.held)},"
             f" kept {len(self.kept)} not this consumer's,"
             f" re-quarantined {len(self.requarantined)} record(s)"
             f" -> {'ok' if self.ok else 'NOT OK'}"
@@ -124,9 +133,11 @@ class RedriveReport:
             for x in self.lost
         ]
         lines += [f"  FAILED {f.message_id}: {f.reason}" for f in self.failed]
+        lines += [f"  HELD {h.message_id}: {h.reason}" for h in self.held]
         lines += [f"  KEPT {k.message_id}: {k.reason}" for k in self.kept]
         lines += [
             f"  REQUARANTINED record {r.sequence_number} (message {r.message_id}): {r.reason}"
             for r in self.requarantined
         ]
+        lines += [f"  NOTE {note}" for note in self.notes]
         return "\n".join(lines)

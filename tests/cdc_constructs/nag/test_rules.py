@@ -463,6 +463,65 @@ def _(scope: Construct, shared: Shared) -> None:
     filtered_mapping(scope, shared, NEW_IMAGE_FILTER, event_source_arn=stream_arn)
 
 
+TYPO_BELOW_DYNAMODB = {"dynamodb": {"NewImgae": {"status": {"S": ["PAID"]}}}}
+
+
+@fragment("typo-below-dynamodb", "CDC-ESM12")
+def _(scope: Construct, shared: Shared) -> None:
+    filtered_mapping(scope, shared, TYPO_BELOW_DYNAMODB, dynamodb.StreamViewType.NEW_AND_OLD_IMAGES)
+
+
+@fragment("pipe-attribute-type-typo", "CDC-ESM12")
+def _(scope: Construct, shared: Shared) -> None:
+    pipe(scope, shared, filters=[{"dynamodb": {"NewImage": {"status": {"s": ["PAID"]}}}}])
+
+
+@fragment("rules-on-an-attribute-without-its-type", "CDC-ESM12")
+def _(scope: Construct, shared: Shared) -> None:
+    pattern = {"$or": [{"eventName": ["INSERT"]}, {"dynamodb": {"Keys": {"pk": ["O#1"]}}}]}
+    filtered_mapping(scope, shared, pattern, dynamodb.StreamViewType.KEYS_ONLY)
+
+
+@fragment("typo-in-the-data-of-a-table-kinesis-stream", "CDC-ESM12")
+def _(scope: Construct, shared: Shared) -> None:
+    stream = kinesis.Stream(scope, "Stream")
+    dynamodb.Table(
+        scope,
+        "Table",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        kinesis_stream=stream,
+    )
+    pattern = {"data": {"dynamodb": {"NewImage": {"status": {"SS": ["a"], "Bool": [True]}}}}}
+    filtered_mapping(scope, shared, pattern, event_source_arn=stream.stream_arn)
+
+
+@fragment("typo-in-a-kinesis-record-field", "CDC-ESM12")
+def _(scope: Construct, shared: Shared) -> None:
+    stream = kinesis.Stream(scope, "Stream")
+    filtered_mapping(scope, shared, {"partitionkey": ["A"]}, event_source_arn=stream.stream_arn)
+
+
+@fragment("any-data-of-another-kinesis-stream")
+def _(scope: Construct, shared: Shared) -> None:
+    stream = kinesis.Stream(scope, "Stream")
+    pattern = {"data": {"temperature": [{"numeric": [">", 0]}]}, "partitionKey": ["A"]}
+    filtered_mapping(scope, shared, pattern, event_source_arn=stream.stream_arn)
+
+
+@fragment("typed-filters-at-every-level")
+def _(scope: Construct, shared: Shared) -> None:
+    pattern = {
+        "eventName": ["MODIFY"],
+        "userIdentity": {"type": [{"exists": False}]},
+        "dynamodb": {
+            "Keys": {"pk": {"S": [{"prefix": "O#"}]}},
+            "NewImage": {"address": {"M": {"city": {"S": ["Oslo"]}}}, "tags": {"SS": ["x"]}},
+            "StreamViewType": ["NEW_AND_OLD_IMAGES"],
+        },
+    }
+    filtered_mapping(scope, shared, pattern, dynamodb.StreamViewType.NEW_AND_OLD_IMAGES)
+
+
 @fragment("no-iterator-age-alarm", "CDC-ESM8")
 def _(scope: Construct, shared: Shared) -> None:
     mapping(scope, shared, fn=function(scope, "Function"))
@@ -582,6 +641,24 @@ def test_the_pointer_destination_finding_says_what_is_lost_and_the_fix(
         finding.description
     )
     assert "on_failure=S3OnFailureDestination(bucket)" in finding.description
+
+
+def test_a_filter_typo_finding_names_the_typo_its_path_and_the_field_meant(
+    tmp_path: Any,
+) -> None:
+    # On its own app: cdk-nag groups a rule's findings under the first one's description.
+    app = App(outdir=str(tmp_path))
+    stack = Stack(app, "Typo")
+    shared = Shared(stack, "Shared")
+    view = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
+    filtered_mapping(Construct(stack, "Consumer"), shared, TYPO_BELOW_DYNAMODB, view)
+
+    (finding,) = synthesize_with_checks(app)
+
+    assert finding.rule_id == "CDC-ESM12"
+    assert finding.description.startswith(
+        "filters[0].dynamodb.NewImgae: dynamodb has no field 'NewImgae' (did you mean 'NewImage'?)"
+    )
 
 
 def test_value_known_only_at_deployment_is_reported_with_the_value(tmp_path: Any) -> None:

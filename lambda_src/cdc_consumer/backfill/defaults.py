@@ -1,0 +1,33 @@
+"""The backfill's defaults, in one place, each with its reason (docs/backfill.md)."""
+
+from __future__ import annotations
+
+#: The horizon's clock-skew margin: the segment's clock and the stamps DynamoDB puts on stream
+#: records (``ApproximateCreationDateTime``, rounded down to the second) may differ; a change
+#: made after the scan started must be stamped at or after the horizon, or a row read before it
+#: would win. 5 s covers the second's rounding and NTP-synchronised clocks with a wide margin;
+#: a larger margin costs nothing but changes that win over rows they are already in.
+SKEW_SECONDS = 5
+#: Scan's Limit per page: one consumer invocation per page, of the StreamConsumer's default
+#: batch size, so the consumer sees batches of the size it was built and timed for.
+PAGE_SIZE = 100
+#: No page is started when less than this share of the function's timeout is left (within
+#: MIN/MAX_RESERVE_SECONDS): a page is a Scan plus a consumer invocation, and the progress
+#: record must be written before Lambda's deadline.
+RESERVE_SHARE = 0.2
+MIN_RESERVE_SECONDS = 2.0
+MAX_RESERVE_SECONDS = 30.0
+#: Attempts of one page's records (the consumer reported a record failed, or its invocation
+#: failed) before the segment gives up and fails: the state machine retries it from its progress
+#: record, later. Backoff doubles from BACKOFF_SECONDS.
+PAGE_ATTEMPTS = 5
+BACKOFF_SECONDS = 0.2
+#: The scan client's retries: botocore's adaptive mode backs off on throttling and rate-limits
+#: the client itself (client-side token bucket), the library's answer to a throttled table.
+SCAN_RETRIES = {"mode": "adaptive", "max_attempts": 10}
+#: Serialized snapshot event size per consumer invocation: below the 6 MB limit of a
+#: synchronous invoke payload, with headroom for the envelope (a Scan page is at most 1 MB of
+#: items, which JSON makes larger).
+INVOKE_MAX_BYTES = 5_000_000
+#: Mapping states that deliver the stream (Lambda's ListEventSourceMappings ``State``).
+RUNNING_STATES = frozenset({"Enabled", "Updating"})

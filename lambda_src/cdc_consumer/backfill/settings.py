@@ -1,0 +1,77 @@
+"""The segment function's settings, from its environment (what ViewBackfill sets)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cdc_consumer import contract
+from cdc_consumer.backfill import defaults
+from cdc_consumer.exceptions import ConfigurationError
+
+
+@dataclass(frozen=True)
+class BackfillSettings:
+    """What one segment function works with (see :data:`contract.BACKFILL_ENVIRONMENT`)."""
+
+    table: str
+    stream_arn: str
+    consumer_function: str
+    consumer: str
+    idempotency_table: str
+    metrics_namespace: str = contract.DEFAULT_METRICS_NAMESPACE
+    items_per_second: float | None = None
+    page_size: int = defaults.PAGE_SIZE
+    skew_seconds: int = defaults.SKEW_SECONDS
+    reserve_seconds: float | None = None
+    """None: a share of the invocation's timeout (see :mod:`cdc_consumer.backfill.defaults`)."""
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> BackfillSettings:
+        """The settings; :class:`ConfigurationError` names every missing or wrong variable."""
+        env = os.environ if environ is None else environ
+        required = {
+            "table": contract.BACKFILL_TABLE_ENV,
+            "stream_arn": contract.STREAM_ARN_ENV,
+            "consumer_function": contract.CONSUMER_FUNCTION_NAME_ENV,
+            "consumer": contract.CONSUMER_NAME_ENV,
+            "idempotency_table": contract.IDEMPOTENCY_TABLE_ENV,
+        }
+        problems = [
+            f"{variable} is not set" for variable in required.values() if not env.get(variable)
+        ]
+        numbers: dict[str, float | None] = {}
+        for field, variable, kind in (
+            ("items_per_second", contract.BACKFILL_ITEMS_PER_SECOND_ENV, float),
+            ("page_size", contract.BACKFILL_PAGE_SIZE_ENV, int),
+            ("skew_seconds", contract.BACKFILL_SKEW_SECONDS_ENV, int),
+            ("reserve_seconds", contract.BACKFILL_RESERVE_SECONDS_ENV, float),
+        ):
+            value = env.get(variable)
+            if not value:
+                continue
+            try:
+                number = kind(value)
+            except ValueError:
+                number = -1
+            if number < 0 or (number == 0 and field != "skew_seconds"):
+                problems.append(f"{variable} must be a positive number, got {value!r}")
+            numbers[field] = number
+        if problems:
+            raise ConfigurationError("the backfill segment function: " + "; ".join(problems))
+        return cls(
+            **{field: env[variable] for field, variable in required.items()},
+            metrics_namespace=env.get(contract.METRICS_NAMESPACE_ENV)
+            or contract.DEFAULT_METRICS_NAMESPACE,
+            **{k: v for k, v in numbers.items() if v is not None},  # type: ignore[arg-type]
+        )
+
+    def reserve_for(self, timeout_ms: int | None) -> float:
+        """Seconds to keep in hand before the deadline, for an invocation of ``timeout_ms``."""
+        if self.reserve_seconds is not None:
+            return self.reserve_seconds
+        if timeout_ms is None:
+            return defaults.MIN_RESERVE_SECONDS
+        share = timeout_ms / 1000 * defaults.RESERVE_SHARE
+        return min(defaults.MAX_RESERVE_SECONDS, max(defaults.MIN_RESERVE_SECONDS, share))
