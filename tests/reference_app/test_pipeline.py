@@ -42,11 +42,12 @@ BATCH_INFO_KEYS = {
 
 class MergedGroups:
     """Watches the consumers' TransactWriteItems (botocore hooks on each function's own boto3
-    session, which its clients are made from: LocalPipeline.session_hooks): requests carrying fewer Updates than markers
-    hold merged hot aggregates (an order-stats record writes one Update of its customer and one
-    Put of an idempotency-table item, its contribution, so fewer Updates than such Puts means
-    records' updates were merged), and such requests that DynamoDB cancelled for a failed
-    condition had a duplicate or a contended contribution inside a merged group."""
+    session, which its clients are made from: LocalPipeline.session_hooks): requests carrying
+    fewer Updates than markers hold merged hot aggregates (an order-stats record writes one
+    Update of its customer and one Put of an idempotency-table item, its contribution, so fewer
+    Updates than such Puts means records' updates were merged), and such requests that DynamoDB
+    cancelled for a failed condition had a duplicate or a contended contribution inside a merged
+    group."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
