@@ -39,13 +39,16 @@ STREAM_KEY_ACTIONS = ("kms:Decrypt",)
 """Reading a stream of a table under a customer key."""
 
 IDEMPOTENCY_TABLE_ACTIONS = (
+    "dynamodb:BatchGetItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
 )
-"""The runtime's markers (in transactions) and side-effect claims."""
+"""The runtime's markers (in transactions) and side-effect claims; ``BatchGetItem``: a
+Contributions projection reads its batch's stored contributions (items of this table) in one
+request per batch (without it every batch falls back to one GetItem per record, silently)."""
 
 VIEW_TABLE_WRITE_ACTIONS = (
     "dynamodb:ConditionCheckItem",

@@ -61,11 +61,16 @@ class RoleSession:
 
 
 def create_roles(resources: LocalResources, endpoint: LocalEndpoint) -> None:
-    """Create the template's roles and their policies on ``endpoint`` (see the module docstring)."""
+    """Create the roles of the stack's functions and their policies on ``endpoint`` (see the
+    module docstring). Other roles (a state machine's, a pipe's) are not created: nothing runs
+    under them locally, and their documents may name resources the pipeline does not create."""
     stack = resources.stack
     iam = endpoint.client("iam")
-    roles = list(stack.of_type(ROLE_TYPE))
-    for role in roles:  # names first: policies may refer to any role
+    used = {
+        function_role(resources, spec, stack.resources[spec.logical_id]["Properties"].get("Role"))
+        for spec in stack.functions().values()
+    }
+    for role in stack.of_type(ROLE_TYPE):  # every name: any document may refer to a role
         name = resources.resolve(role.properties.get("RoleName")) or physical_name(
             stack.stack_name, role.logical_id, 64
         )
@@ -74,10 +79,13 @@ def create_roles(resources: LocalResources, endpoint: LocalEndpoint) -> None:
         resources.attributes[(role.logical_id, "Arn")] = (
             f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role{path}{name}"
         )
-    for role in roles:
-        _create_role(resources, iam, role)
+    for role in stack.of_type(ROLE_TYPE):
+        if role.logical_id in used:
+            _create_role(resources, iam, role)
     for policy in stack.of_type(POLICY_TYPE, MANAGED_POLICY_TYPE):
-        _attach_policy(resources, iam, policy)
+        roles = [r.get("Ref") for r in policy.properties.get("Roles", ()) if isinstance(r, Mapping)]
+        if any(role in used for role in roles):
+            _attach_policy(resources, iam, policy, [resources.refs[r] for r in roles if r in used])
 
 
 def _create_role(resources: LocalResources, iam: Any, role: Resource) -> None:
@@ -120,10 +128,11 @@ def _attach_managed(iam: Any, role_name: str, arn: str) -> None:
     )
 
 
-def _attach_policy(resources: LocalResources, iam: Any, policy: Resource) -> None:
-    props = resources.resolve(dict(policy.properties))
+def _attach_policy(
+    resources: LocalResources, iam: Any, policy: Resource, role_names: list[str]
+) -> None:
+    props = resources.resolve({k: v for k, v in policy.properties.items() if k != "Roles"})
     document = json.dumps(props["PolicyDocument"])
-    role_names = [str(name).rsplit("/", 1)[-1] for name in props.get("Roles", ())]
     if policy.type == POLICY_TYPE:
         for role_name in role_names:
             iam.put_role_policy(

@@ -236,6 +236,7 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
         *[
             (a, by_prefix["IdempotencyTable"])
             for a in (
+                "dynamodb:BatchGetItem",  # Contributions' read of a batch's contributions
                 "dynamodb:ConditionCheckItem",
                 "dynamodb:DeleteItem",
                 "dynamodb:GetItem",
