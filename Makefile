@@ -25,7 +25,7 @@ MINISTACK_VENV ?= .venv-ministack
 export MINISTACK_VENV
 MINISTACK_DEPS := $(MINISTACK_VENV)/.requirements-sha256
 
-.PHONY: synth test snapshots local deploy-local bench deploy docs diagrams lint clean
+.PHONY: synth test model-test snapshots local deploy-local bench deploy docs diagrams permissions lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,14 @@ synth: $(APP_DEPS) $(CLI_DEPS)
 test: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
+## model-test: the model-based test across features (tests/cdc_local/test_model.py) with many
+## more examples than `make test` runs (MODEL_EXAMPLES=60 of MODEL_STEPS=25 steps; about 30
+## minutes on 2 cores); MODEL_SHRINK=1 shrinks a failure to its shortest steps (slow)
+MODEL_EXAMPLES ?= 60
+MODEL_STEPS ?= 25
+model-test: $(DEV_DEPS) $(CLI_DEPS)
+	MODEL_EXAMPLES=$(MODEL_EXAMPLES) MODEL_STEPS=$(MODEL_STEPS) $(BIN)/python -m pytest -p no:cacheprovider -q tests/cdc_local/test_model.py
+
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
 snapshots: $(DEV_DEPS) $(CLI_DEPS)
 	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/reference_app/test_stack.py tests/reference_app/test_kinesis_stack.py -k snapshot
@@ -89,6 +97,10 @@ deploy: $(APP_DEPS) $(CLI_DEPS)
 ## docs: build the documentation site into site/ (MkDocs, strict: a broken link fails)
 docs: $(DEV_DEPS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+## permissions: regenerate the IAM tables of docs/permissions.md from the synthesized policies
+permissions: $(DEV_DEPS)
+	$(BIN)/python docs/_ext/iam.py
 
 ## diagrams: re-render docs/diagrams/*.svg from their .dot sources (needs Graphviz's dot)
 diagrams:

@@ -3,11 +3,12 @@
 in reference_app/) and CdcKinesisReferenceStack (the same orders on the Kinesis route), checked
 by cdk-nag.
 
-Context: ``-c alarmEmail=you@example.com`` subscribes an address to the alarm topic.
+Context: ``-c alarmEmail=you@example.com`` subscribes an address to the alarm topic;
+``-c cdcNagVerbose=true`` lists every cdk-nag acknowledgement with its reason.
 
 cdk-nag v3 packs are CDK policy-validation plugins: at synth CDK runs them and, on any
-unacknowledged finding, prints the report and fails. When synth succeeds this app prints the
-result and every acknowledgement with its reason, so ``make synth`` shows what was accepted.
+unacknowledged finding, prints the report and fails. When synth succeeds this app prints one
+line: the findings and how many were acknowledged (each one with its reason on request).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from reference_app.stack import CdcReferenceStack
 STACK_NAME = "CdcReferenceStack"
 KINESIS_STACK_NAME = "CdcKinesisReferenceStack"
 NAG_PACKS = ("AwsSolutions", "Serverless", "CdcChecks")
+#: The context key that lists every acknowledgement (``-c cdcNagVerbose=true``).
+VERBOSE_CONTEXT = "cdcNagVerbose"
 
 
 def build_app(app: cdk.App | None = None) -> cdk.App:
@@ -82,12 +85,26 @@ def unacknowledged_findings(assembly_dir: str) -> int:
 
 
 def nag_summary(app: cdk.App, assembly_dir: str) -> str:
-    acks = acknowledgements(app)
-    lines = [
-        f"cdk-nag ({' + '.join(NAG_PACKS)}): {unacknowledged_findings(assembly_dir)} "
-        f"unacknowledged findings, {len(acks)} acknowledged:"
-    ]
-    lines += [f"  - {rule} on {path}: {reason}" for path, rule, reason in acks]
+    """What a passing synth prints (see :func:`format_nag_summary`); verbose with the context
+    ``cdcNagVerbose=true``."""
+    verbose = str(app.node.try_get_context(VERBOSE_CONTEXT)).lower() == "true"
+    return format_nag_summary(
+        unacknowledged_findings(assembly_dir), acknowledgements(app), verbose=verbose
+    )
+
+
+def format_nag_summary(
+    findings: int, acks: list[tuple[str, str, str]], *, verbose: bool = False
+) -> str:
+    """One line: the unacknowledged findings and the number acknowledged; ``verbose`` adds
+    each acknowledgement after it (rule, construct, reason)."""
+    head = (
+        f"cdk-nag ({' + '.join(NAG_PACKS)}): {findings} unacknowledged findings, "
+        f"{len(acks)} acknowledged"
+    )
+    if not verbose:
+        return f"{head} (each with its reason: -c {VERBOSE_CONTEXT}=true)"
+    lines = [f"{head}:"] + [f"  - {rule} on {path}: {reason}" for path, rule, reason in acks]
     return "\n".join(lines)
 
 

@@ -12,12 +12,10 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench import cold_start, cost, cpu, machine, report, synth
+from bench import backfill, cold_start, cost, cpu, machine, report, synth
 from bench.consumers import (
     CONSUMER_NAME,
     Consumer,
@@ -30,12 +28,13 @@ from bench.faults import run_fault
 from bench.local_aws import (
     REPLICA_TABLE,
     create_resources,
+    endpoint_at,
     install_instrumentation,
     moto_transactions_patch,
 )
 from bench.projection import RunOptions, run
 from bench.workload import order_workload, same_item_workload
-from cdc_local.endpoint import LocalEndpoint, patched_environ
+from cdc_local.endpoint import patched_environ
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,18 +51,6 @@ FAULT_CHANGES = 500
 
 def _log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def _endpoint(url: str | None) -> Iterator[LocalEndpoint]:
-    """moto's server on 127.0.0.1: a new one, or the one already running at ``url``."""
-    if url is None:
-        with LocalEndpoint() as endpoint:
-            yield endpoint
-        return
-    endpoint = LocalEndpoint()
-    endpoint.url = url.rstrip("/")
-    yield endpoint
 
 
 def _both(consumers: list[Consumer], fn: Any) -> dict[str, Any]:
@@ -84,7 +71,7 @@ def run_projection_benchmarks(quick: bool, endpoint_url: str | None) -> dict[str
     fractions = (1.0,) if quick else SAME_ITEM_FRACTIONS
     fault_kinds = ("transient",) if quick else ("transient", "crash")
     results: dict[str, Any] = {}
-    with _endpoint(endpoint_url) as endpoint, patched_environ(endpoint.environment()):
+    with endpoint_at(endpoint_url) as endpoint, patched_environ(endpoint.environment()):
         resources = create_resources(endpoint)
         with patched_environ(resources.environment(CONSUMER_NAME)):
             install_instrumentation()
@@ -158,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, Any] = {"machine": machine.describe(), "quick": args.quick}
     results.update(run_projection_benchmarks(args.quick, args.endpoint_url))
+    _log("backfill: segments and the naive approach")
+    results["backfill"] = backfill.run(args.quick, args.endpoint_url)
     _log("CPU per record")
     results["cpu"] = cpu.measure(records=1_000 if args.quick else cpu.RECORDS)
     if not args.quick:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,6 +188,18 @@ def moto_transactions_patch() -> str:
     from cdc_local.moto_patches import is_applied
 
     return "cdc_local.moto_patches" if is_applied() else "none"
+
+
+@contextmanager
+def endpoint_at(url: str | None) -> Iterator[LocalEndpoint]:
+    """moto's server on 127.0.0.1: a new one, or the one already running at ``url``."""
+    if url is None:
+        with LocalEndpoint() as endpoint:
+            yield endpoint
+        return
+    endpoint = LocalEndpoint()
+    endpoint.url = url.rstrip("/")
+    yield endpoint
 
 
 def admin_client(endpoint: LocalEndpoint, service: str) -> Any:

@@ -2,8 +2,9 @@
 
 Premise: events arrive out of order across items, at least once, and they fail. The
 constructs make the safe settings the defaults (finite retries and record age, bisect, an
-on-failure queue, in-order processing that stops at the first failure, idempotency, alarms)
-and refuse unsafe ones with one error that lists every problem.
+on-failure bucket that keeps each batch given up on whole, in-order processing that stops at
+the first failure, idempotency, alarms) and refuse unsafe ones with one error that lists every
+problem.
 """
 
 from cdc_constructs import _runtime  # noqa: F401  (first: makes cdc_consumer.contract importable)

@@ -1,24 +1,24 @@
-"""Consumer names, unique in the app: a consumer's name namespaces its idempotency markers, so
-two consumers writing markers under one name into one idempotency table would each treat the
-other's records as duplicates and apply nothing.
+"""Consumer names: a consumer's name namespaces its idempotency markers, so two consumers writing
+markers under one name into one idempotency table would each treat the other's records as
+duplicates and apply nothing.
 
-- A name given (``consumer_name=...``) is refused when another consumer of the same app (any
-  stack) already writes under it into the same idempotency table; the error names both paths.
-- The default name is the construct id when no other consumer of the app has that id or that
-  name, so existing names stay as they were; otherwise it is the consumer's construct path with
-  ``-`` for ``/`` (``Stack-Orders-Consumer``), unique in the app. It is decided once the app is
-  built (a lazy value, resolved at synthesis), so a consumer added later is taken into account.
+- A consumer's name is a function of that consumer alone: ``consumer_name`` when given, else its
+  construct id (the last part of its own construct path). It never depends on what else the app
+  holds, so adding a consumer (a group member, a consumer in another stack) never renames one
+  that exists: a rename would forget every marker it wrote, and on a shared idempotency table
+  hand its old namespace to the newcomer, which would skip every record the other had applied.
+- A name that would collide, given or default (another consumer of the same app, any stack,
+  already writes under it into the same idempotency table), is refused at synthesis with both
+  construct paths in the error, never renamed.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import jsii
-from aws_cdk import IStableStringProducer, Lazy, Token
+from aws_cdk import Token
 from constructs import Construct
 
 from cdc_constructs.exceptions import Problem
@@ -29,19 +29,10 @@ __all__ = ["ConsumerNames", "check_consumer_name"]
 
 @dataclass(frozen=True)
 class _Entry:
-    path: str
-    construct_id: str
-    name: str | None  # None: the default
+    path: str  # the consumer's construct path (a group member's: "<path> (member <name>)")
+    name: str
+    given: bool  # False: the default, the construct id
     table: str | None  # the idempotency table's identity, None when the consumer makes its own
-
-
-@jsii.implements(IStableStringProducer)
-class _DefaultName:
-    def __init__(self, names: ConsumerNames, entry: _Entry) -> None:
-        self._names, self._entry = names, entry
-
-    def produce(self) -> str:
-        return self._names.default_name(self._entry)
 
 
 class ConsumerNames:
@@ -63,49 +54,59 @@ class ConsumerNames:
         return registry
 
     def problems(
-        self, scope: Construct, construct_id: str, name: str | None, table: Any
+        self,
+        scope: Construct,
+        construct_id: str,
+        name: str | None,
+        table: Any,
+        *,
+        member: bool = False,
     ) -> list[Problem]:
-        """A given ``name`` another consumer already writes under into the same table."""
+        """``name`` (None: the default, ``construct_id``) when another consumer already writes
+        under it into the same table. ``member``: ``name`` is a group member's of the consumer
+        ``construct_id``."""
         key = table_identity(table)
-        if name is None or key is None:
+        resolved = construct_id if name is None else name
+        if key is None:
             return []
-        path = f"{scope.node.path}/{construct_id}" if scope.node.path else construct_id
+        path = _path(scope, construct_id, name if member else None)
         return [
             Problem(
                 "consumer_name",
-                name,
+                f"{resolved} (the default: the construct id)" if name is None else resolved,
                 f"a name no other consumer writes markers under into this idempotency table: "
                 f"{entry.path} already does, so each of {entry.path} and {path} would take the "
-                "other's records for duplicates and apply nothing",
+                "other's records for duplicates and apply nothing; give one of them a "
+                "consumer_name of its own (a consumer keeps its name when others are added: "
+                "names are never changed to make room)",
             )
             for entry in self._entries
-            if entry.table == key and entry.name == name
+            if entry.table == key and entry.name == resolved
         ]
 
-    def register(self, consumer: Construct, name: str | None, table: Any) -> str:
-        """The consumer's name: ``name``, or its default (a lazy string, see the module)."""
-        entry = _Entry(consumer.node.path, consumer.node.id, name, table_identity(table))
-        self._entries.append(entry)
-        if name is not None:
-            return name
-        return Lazy.string(_DefaultName(self, entry))
+    def register(
+        self, consumer: Construct, name: str | None, table: Any, *, member: bool = False
+    ) -> str:
+        """The consumer's name: ``name``, or its construct id. ``member``: ``name`` is one of
+        the consumer's group members'."""
+        resolved = consumer.node.id if name is None else name
+        path = f"{consumer.node.path} (member {name})" if member else consumer.node.path
+        self._entries.append(_Entry(path, resolved, name is not None, table_identity(table)))
+        return resolved
 
-    def default_name(self, entry: _Entry) -> str:
-        ids = Counter(e.construct_id for e in self._entries if e.name is None)
-        given = {e.name for e in self._entries if e.name is not None}
-        if ids[entry.construct_id] == 1 and entry.construct_id not in given:
-            return entry.construct_id
-        return entry.path.replace("/", "-")
+
+def _path(scope: Construct, construct_id: str, member: str | None) -> str:
+    path = f"{scope.node.path}/{construct_id}" if scope.node.path else construct_id
+    return f"{path} (member {member})" if member is not None else path
 
 
 def check_consumer_name(
     scope: Construct, construct_id: str, name: Any, idempotency_table: Any
 ) -> list[Problem]:
-    """A given name is a non-empty string without ``#`` (the marker key's separator) that no
-    other consumer of the app writes markers under into the same idempotency table."""
-    if name is None:
-        return []
-    problems = check_name("consumer_name", name, forbidden="#")
+    """A given name is a non-empty string without ``#`` (the marker key's separator); given or
+    the default (the construct id), no other consumer of the app writes markers under it into
+    the same idempotency table."""
+    problems = [] if name is None else check_name("consumer_name", name, forbidden="#")
     return problems or ConsumerNames.of(scope).problems(
         scope, construct_id, name, idempotency_table
     )

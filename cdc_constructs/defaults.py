@@ -35,8 +35,9 @@ IDEMPOTENCY_PARTITION_KEY: Final = "id"
 """The key Powertools for AWS Lambda uses, so one idempotency table serves both."""
 
 IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE: Final = "expiration"
-"""Powertools' TTL attribute (epoch seconds); markers expire after 7 days, well past the
-24 h stream retention after which no duplicate can arrive."""
+"""Powertools' TTL attribute (epoch seconds); markers expire once the consumer's marker lifetime
+has passed: longer than every window in which their record can come back
+(cdc_constructs.marker_lifetime)."""
 
 # --- Stream consumer (Lambda event source mapping) ------------------------------------------
 
@@ -57,7 +58,7 @@ RETRY_ATTEMPTS: Final = 5
 record is trimmed from the stream 24 h later."""
 
 MAX_RECORD_AGE_SECONDS: Final = 3600
-"""One hour: a record older than this goes to the on-failure queue instead of blocking the
+"""One hour: a record older than this goes to the on-failure destination instead of blocking the
 shard. Must stay below the 24 h stream retention (at or above it, it means "never")."""
 
 PARALLELIZATION_FACTOR: Final = 1
@@ -121,9 +122,11 @@ LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
 # --- Redrive (StreamRedrive, composed by StreamConsumer) --------------------------------------
 
 REDRIVE: Final = True
-"""StreamConsumer provisions a redrive function by default: the on-failure queue holds only
-pointers, and the stream forgets their records after 24 h, so the way to replay them must exist
-before the alarm fires. Idle, it costs nothing. Turn it off only when you redrive another way."""
+"""StreamConsumer provisions a redrive function by default: batches given up on wait in the
+on-failure destination (and poison records in the quarantine queue) until something replays
+them, and that must exist before the alarm fires (an SQS or SNS destination holds only
+pointers, whose records the stream forgets after 24 h). Idle, it costs nothing. Turn it off
+only when you redrive another way."""
 
 REDRIVE_TIMEOUT_SECONDS: Final = 900
 """Lambda's maximum: a redrive invokes the consumer synchronously, message after message, and
@@ -162,7 +165,7 @@ outbox items under ``pk``)."""
 
 ITERATOR_AGE_ALARM_FRACTION: Final = 0.25
 """The lag alarm fires at a quarter of the max record age (15 min of 1 h), leaving three
-quarters of the budget to react before records start going to the on-failure queue."""
+quarters of the budget to react before records start going to the on-failure destination."""
 
 ALARM_PERIOD_SECONDS: Final = 60
 """One-minute periods: lag and loss should page within minutes."""
@@ -217,6 +220,16 @@ FAILED_BATCH_RETENTION_DAYS: Final = 14
 """How long the default on-failure bucket keeps a failed batch (and a redriven one, as a
 noncurrent version): at least the on-failure queue's 14 days, the time to notice the alarm and
 redrive. ``failed_batch_retention`` sets more; less is refused."""
+
+SQS_DEFAULT_RETENTION_SECONDS: Final = 4 * 24 * 3600
+"""What SQS keeps a message when a queue sets no MessageRetentionPeriod: 4 days."""
+
+SQS_MAX_RETENTION_SECONDS: Final = 14 * 24 * 3600
+"""The longest SQS keeps a message: assumed for a quarantine queue this app does not define, so
+the marker lifetime derived from it is never too short."""
+
+# The marker lifetime is not a default: each consumer derives it from its own replay windows
+# (cdc_constructs.marker_lifetime, by the rule of cdc_consumer.contract.minimum_marker_lifetime).
 
 # --- Backfill (ViewBackfill: a Step Functions Distributed Map over the table's segments) -----
 

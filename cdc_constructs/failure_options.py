@@ -42,6 +42,12 @@ class FailureHandlingOptions:
         SQS-managed encryption.
     :param idempotency_table: an :class:`IdempotencyTable` or ITable (pk ``id``, TTL
         ``expiration``). Default: a new IdempotencyTable; share one between consumers.
+    :param marker_lifetime: how long the runtime keeps processed-markers and side-effect
+        claims (``CDC_MARKER_TTL_SECONDS``). Default: derived from this consumer's replay
+        windows (stream retention, maximum record age, the failed-batch bucket's lifecycle, the
+        quarantine queue's retention, plus a day; :mod:`~cdc_constructs.marker_lifetime`), since
+        a record replayed after its marker expired is applied again. Longer costs storage only;
+        shorter than the derived minimum is refused.
     :param removal_policy: what ``cdk destroy`` or a replacement does to the quarantine queue
         and the failed-batch bucket made here. Default ``RemovalPolicy.RETAIN``: they may hold
         the only copy of a record (the stream trims it after 24 h); the retained queue still
@@ -61,6 +67,7 @@ class FailureHandlingOptions:
     quarantine_queue: sqs.IQueue | None = None
     encryption_key: kms.IKey | None = None
     idempotency_table: IdempotencyTable | dynamodb.ITable | None = None
+    marker_lifetime: Duration | None = None
     redrive: bool = defaults.REDRIVE
     removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY
 

@@ -23,11 +23,15 @@ from cdc_constructs.validation import (
     check_whole_number,
 )
 
-__all__ = ["EXAMPLE_HANDLER", "FunctionOptions"]
+__all__ = ["HANDLER_DOCS", "FunctionOptions"]
 
-EXAMPLE_HANDLER = "reference_app/handlers/order_stats.py"
-"""Where the repository's orders example keeps a handler to start from (named in the error
-raised when a consumer is given no code): the library ships no handler of its own."""
+HANDLER_DOCS = (
+    "https://github.com/cdc-constructs/cdc-constructs/blob/main/docs/getting-started.md"
+    "#3-a-table-and-a-consumer"
+)
+"""Where the docs show a handler to start from (named in the error raised when a consumer is
+given no code): the library ships no handler of its own, and an installed library has no
+example beside it (tests/docs/test_docs.py checks that the page has the section)."""
 
 # Props that configure a function this library makes; refused with an existing ``function``.
 _MADE_FUNCTION_PROPS = (
@@ -46,7 +50,7 @@ class FunctionOptions:
     """The consumer function's props.
 
     :param code: the function code; required unless ``function`` is given (the library ships
-        no handler: the repository's reference_app/handlers/order_stats.py is an example).
+        no handler: Getting started has one to start from, :data:`HANDLER_DOCS`).
     :param handler: the handler string (module.function); required with ``code``.
     :param function: an existing ``lambda_.Function`` instead: the layer and environment are
         added to it, its role gets the grants. ``code``, ``handler``, ``memory_size``,
@@ -163,8 +167,8 @@ class FunctionOptions:
                 Problem(
                     "code",
                     None,
-                    "code + handler (your consumer; the orders example's "
-                    f"{EXAMPLE_HANDLER} is one to start from), or an existing function",
+                    "code + handler (your consumer: Getting started shows one, "
+                    f"{HANDLER_DOCS}), or an existing function",
                 )
             ]
         if not self.handler:

@@ -16,7 +16,6 @@ from typing import Any, Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_kinesis as kinesis
-from cdc_consumer.contract import MARKER_TTL_ENV
 from constructs import Construct
 
 from cdc_constructs import defaults
@@ -65,10 +64,6 @@ KINESIS_KEY_ACTIONS: Final = ("kms:Decrypt",)
 KINESIS_FILTER_FIELDS: Final = tuple(KINESIS_CHANGE_RECORD.fields)
 """What a Kinesis filter pattern can match: the record's metadata and its ``data`` (the
 DynamoDB change, decoded from base64 JSON by Lambda before filtering)."""
-
-KINESIS_MARKER_MARGIN_SECONDS: Final = 24 * 3600
-"""Markers outlive the stream's retention by a day: a duplicate can arrive as long as the
-stream holds the record (a mapping re-created at TRIM_HORIZON reads it again)."""
 
 
 class KinesisFilters:
@@ -126,8 +121,9 @@ class KinesisConsumer(StreamConsumer):
     stream's retention and within AWS's 7 days; ``filters`` match Kinesis records, the DynamoDB
     change under ``data`` (:class:`KinesisFilters`); there is no ``redrive`` function on this
     route yet (the on-failure destination and the quarantine queue still keep every failed
-    record); markers are kept for the stream's retention plus a day (``CDC_MARKER_TTL_SECONDS``),
-    as a duplicate can arrive as long as the stream holds a record.
+    record); markers are kept for the replay windows with the stream's retention in place of
+    24 h (``marker_lifetime``, :mod:`~cdc_constructs.marker_lifetime`), as a duplicate can
+    arrive as long as the stream holds a record.
 
     Escape hatches: StreamConsumer's, plus :attr:`stream`, :attr:`stream_retention`,
     :attr:`fan_out_consumer`; :attr:`stream_arn` is what the mapping reads (the stream, or the
@@ -181,7 +177,7 @@ class KinesisConsumer(StreamConsumer):
             if self.fan_out_consumer
             else source.stream_arn
         )
-        self._set_failure_resources(options.failure)
+        self._set_failure_resources(options, retention)
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         if self.fan_out_consumer is not None:
@@ -202,7 +198,7 @@ class KinesisConsumer(StreamConsumer):
 
 def _options(props: Mapping[str, Any], retention: Duration | None) -> ConsumerOptions:
     """StreamConsumer's option objects from ``props`` (the same names and defaults), the mapping
-    bounded by ``retention``, no redrive, and markers kept past the retention."""
+    bounded by ``retention``, and no redrive."""
     unknown = sorted(set(props) - set(ConsumerOptions.prop_names()) | ({"redrive"} & set(props)))
     if unknown:
         raise TypeError(f"KinesisConsumer got unexpected props {unknown}")
@@ -212,11 +208,6 @@ def _options(props: Mapping[str, Any], retention: Duration | None) -> ConsumerOp
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
     }
     merged = {**defaults_of, **props, "redrive": False}
-    marker_ttl = int(seconds(retention) or 0) + KINESIS_MARKER_MARGIN_SECONDS
-    merged["environment"] = {
-        MARKER_TTL_ENV: str(marker_ttl),
-        **(props.get("environment") or {}),
-    }
     options = ConsumerOptions.from_props(merged)
     mapping = KinesisMappingOptions(
         **{

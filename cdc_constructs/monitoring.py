@@ -98,7 +98,7 @@ class StreamConsumerMonitoring(Construct):
 
     - ``IteratorAge``: the function's IteratorAge (Maximum, 1 min) above the threshold for
       3 minutes. Default threshold: a quarter of the consumer's max record age (15 min of
-      1 h), so there is time to act before records go to the on-failure queue.
+      1 h), so there is time to act before records go to the on-failure destination.
     - ``DroppedRecords``: the mapping's ``DroppedEventCount`` (Sum, 1 min) ≥ 1: records were
       given up on and sent to the on-failure destination, whatever it is (see
       :data:`DROPPED_RECORDS_METRIC`).
@@ -347,7 +347,7 @@ def _descriptions(name: str, threshold_seconds: float, age_seconds: float) -> di
     return {
         "IteratorAge": (
             f"{name}: the oldest record waits more than {threshold_seconds:g} s; at "
-            f"{age_seconds:g} s records go to the on-failure queue"
+            f"{age_seconds:g} s records go to the on-failure destination"
         ),
         "DroppedRecords": (
             f"{name}: records were given up on (retries or record age ran out) and sent to "

@@ -218,7 +218,7 @@ class FailedBatchBucket(Construct):
     deleted or the bucket replaced (``removal_policy``, default ``RemovalPolicy.RETAIN``: it may
     hold the only copy of changes the stream has trimmed; ``defaults.RECORD_REMOVAL_POLICY``).
     Its lifecycle expires objects and noncurrent versions ``retention`` after they were
-    written or redriven (default 14 days, the on-failure queue's retention: the time to
+    written or redriven (default 14 days, as long as SQS keeps a message: the time to
     notice the alarm and redrive) and aborts incomplete uploads after a day.
 
     Escape hatch: :attr:`bucket`.
@@ -261,9 +261,10 @@ class FailedBatchBucket(Construct):
         )
         """The bucket (escape hatch)."""
         no_access_logs = (
-            "Only the stream mapping writes here (one object per failed batch) and only the "
-            "redrive reads and deletes; the objects' versions are the record of what failed "
-            "and was redriven. Give the bucket server access logs (on_failure="
+            "Only the stream mapping writes here (one object per failed batch); people read it, "
+            "and so does the consumer's redrive function where it has one (a KinesisConsumer "
+            "has none), deleting an object once replayed; the objects' versions are the record "
+            "of what failed and was redriven. Give the bucket server access logs (on_failure="
             "S3OnFailureDestination(your_bucket)) where an access log per request is required."
         )
         resource = self.bucket.node.default_child

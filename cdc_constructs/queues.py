@@ -42,8 +42,8 @@ def dead_letter_queue(
     )
     reason = (
         f"This queue is itself a dead-letter destination ({purpose}); its messages are read "
-        "by people and the redrive tool, never by an automatic consumer, so a further "
-        "dead-letter queue would never receive anything."
+        "by people (and by a redrive, where the consumer has one), never by an automatic "
+        "consumer, so a further dead-letter queue would never receive anything."
     )
     # On the queue resource itself, not the construct: its queue policy is not acknowledged.
     for rule in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):

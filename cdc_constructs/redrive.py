@@ -89,7 +89,7 @@ class StreamRedrive(Construct):
     :param layer: the consumer runtime layer (``python/cdc_consumer/``), which holds the
         handler.
     :param quarantine_queue: the runtime's quarantine queue. Default none (only the
-        on-failure queue is drained).
+        on-failure destination is drained).
     :param consumer_timeout: the consumer function's timeout. Default: read from
         ``consumer_function`` when it is a ``lambda_.Function``; required otherwise. The
         redrive starts no new message later than this plus 30 s before its own deadline.

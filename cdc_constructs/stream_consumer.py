@@ -20,10 +20,13 @@ from cdc_consumer.contract import (
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
     IDEMPOTENCY_TABLE_ENV,
+    MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
     QUARANTINE_QUEUE_ENV,
     REDRIVE_LOST_RECORDS,
+    STREAM_RETENTION_SECONDS,
     GroupMemberSpec,
+    ReplayWindows,
 )
 from constructs import Construct
 
@@ -36,6 +39,11 @@ from cdc_constructs.function import make_function
 from cdc_constructs.function_options import FunctionOptions
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.mapping_options import StreamMappingOptions
+from cdc_constructs.marker_lifetime import (
+    check_marker_lifetime,
+    marker_lifetime_seconds,
+    replay_windows,
+)
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.monitoring_options import MonitoringOptions
 from cdc_constructs.on_failure import FailedBatchBucket, LeastPrivilegeDestination, OnFailureTarget
@@ -67,7 +75,8 @@ __all__ = ["StreamConsumer"]
 
 class StreamConsumer(Construct):
     """A Lambda function fed by a DynamoDB stream, set up so records are neither lost nor
-    stuck: in order, finite retries, bisect, an on-failure queue, alarms.
+    stuck: in order, finite retries, bisect, an on-failure destination that keeps each batch
+    given up on whole (an S3 bucket by default), a quarantine queue for poison records, alarms.
 
     The function runs ``code`` + ``handler``, or is an existing ``function``; in every case
     the consumer runtime layer (``cdc_consumer``) is attached and the environment variables
@@ -83,11 +92,11 @@ class StreamConsumer(Construct):
         (image filters are then not checked).
     :param consumer_name: the consumer's stable name: namespaces its idempotency markers
         and is the ``Consumer`` metric dimension. Changing it forgets which records were
-        applied. Default: the construct id, unique in the app: when another consumer of the
-        app has the same id or name, the construct path with ``-`` for ``/`` instead
-        (:mod:`~cdc_constructs.consumer_names`). A name another consumer of the app (any stack)
-        already writes markers under into the same idempotency table is refused: each would
-        take the other's records for duplicates.
+        applied. Default: the construct id, whatever else the app holds (adding a consumer
+        never renames another: :mod:`~cdc_constructs.consumer_names`). A name, given or
+        default, that another consumer of the app (any stack) already writes markers under
+        into the same idempotency table is refused, naming both: each would take the other's
+        records for duplicates.
     :param members: several consumers behind this function and mapping, each a
         :class:`~cdc_constructs.ConsumerGroupMember` (name, filters, images): more consumers
         than the stream serves readers (:mod:`~cdc_constructs.consumer_group`). The mapping
@@ -107,7 +116,8 @@ class StreamConsumer(Construct):
 
     Failure handling: ``on_failure`` (default: an S3 bucket that keeps each failed batch
     whole), ``on_failure_queue``, ``failed_batch_retention``, ``quarantine_queue``,
-    ``encryption_key``, ``idempotency_table``, ``redrive``, ``removal_policy`` (default RETAIN)
+    ``encryption_key``, ``idempotency_table``, ``marker_lifetime`` (default: derived from the
+    replay windows; less is refused), ``redrive``, ``removal_policy`` (default RETAIN)
     (:class:`~cdc_constructs.failure_options.FailureHandlingOptions`).
 
     Monitoring: ``monitoring``, ``alarm_topic``, ``dashboard``, ``iterator_age_alarm_threshold``,
@@ -117,12 +127,11 @@ class StreamConsumer(Construct):
     :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
     queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
     unless the destination is SQS), :attr:`quarantine_queue`, :attr:`idempotency_table`,
-    :attr:`source_table` and
-    :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
-    :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic`
-    (the topic every alarm notifies; None without monitoring and without ``alarm_topic``),
-    :attr:`consumer_name` (a lazy string when defaulted, see
-    :mod:`~cdc_constructs.consumer_names`), :attr:`options` (the props, by concern).
+    :attr:`source_table` and :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with
+    ``redrive=False``), :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`,
+    :attr:`alarm_topic` (the topic every alarm notifies; None without monitoring and without
+    ``alarm_topic``), :attr:`consumer_name`, :attr:`marker_lifetime` and :attr:`replay_windows`
+    (its source: :mod:`~cdc_constructs.marker_lifetime`), :attr:`options` (props by concern).
     """
 
     group = GroupOfConsumers()  # no members: one consumer (KinesisConsumer keeps this)
@@ -164,6 +173,7 @@ class StreamConsumer(Construct):
         quarantine_queue: sqs.IQueue | None = None,
         encryption_key: kms.IKey | None = None,
         idempotency_table: IdempotencyTable | dynamodb.ITable | None = None,
+        marker_lifetime: Duration | None = None,
         monitoring: bool = True,
         alarm_topic: sns.ITopic | None = None,
         dashboard: cloudwatch.Dashboard | None = None,
@@ -174,14 +184,13 @@ class StreamConsumer(Construct):
     ) -> None:
         options, self.group = _options(scope, construct_id, dict(locals()))
         super().__init__(scope, construct_id)
-        self.options = options
-        self.consumer_name = _register_names(self, consumer_name, options)
+        self.options, self.consumer_name = options, _register_names(self, consumer_name, options)
         self.metrics_namespace = options.monitoring.metrics_namespace
         self.max_record_age = options.mapping.record_age
         self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
-        self._set_failure_resources(options.failure)
+        self._set_failure_resources(options)
         self._make_function(options.function)
         self.event_source_mapping = _make_mapping(self, options.mapping)
         self.alarm_topic: sns.ITopic | None = options.monitoring.resolve_topic(self)
@@ -201,27 +210,20 @@ class StreamConsumer(Construct):
     @property
     def related_alarms(self) -> dict[str, cloudwatch.Alarm]:
         """Alarms of the consumer's parts besides the monitoring's (the redrive's)."""
-        if self.redrive is None:
-            return {}
-        return {REDRIVE_LOST_RECORDS.name: self.redrive.lost_records_alarm}
+        redrive = self.redrive
+        return {REDRIVE_LOST_RECORDS.name: redrive.lost_records_alarm} if redrive else {}
 
     def grant_view_table(
         self, table: dynamodb.ITable, *, env_var: str | None = None, read: bool = False
     ) -> None:
-        """Let the runtime write a projection's view table, and nothing more.
-
-        Grants PutItem, UpdateItem, DeleteItem and ConditionCheckItem (the TransactWriteItems
-        actions a projection uses), plus GetItem when ``read`` is True. With ``env_var``, the
-        table's name is put in that environment variable, for the handler to read.
-        """
+        """Let the runtime write a projection's view table, and nothing more: PutItem,
+        UpdateItem, DeleteItem and ConditionCheckItem (the TransactWriteItems actions a
+        projection uses), plus GetItem when ``read`` is True. With ``env_var``, the table's name
+        is put in that environment variable, for the handler to read."""
         actions = VIEW_TABLE_WRITE_ACTIONS + (VIEW_TABLE_READ_ACTIONS if read else ())
-        self._grant_table(table, tuple(sorted(actions)))
+        _grant_table(self.function, table, tuple(sorted(actions)))
         if env_var:
             self.function.add_environment(env_var, table.table_name)
-
-    def _grant_table(self, table: dynamodb.ITable, actions: Sequence[str]) -> None:
-        self.function.add_to_role_policy(allow(actions, [table.table_arn]))
-        grant_key(self.function, table.encryption_key, TABLE_KEY_ACTIONS)
 
     def _make_function(self, options: FunctionOptions) -> None:
         variables = _runtime_environment(self, options.environment)
@@ -244,27 +246,66 @@ class StreamConsumer(Construct):
                 memory_size=options.memory_mb,
                 timeout=options.function_timeout,
                 log_retention=options.log_retention,
-                invoked_by="Invoked only by the stream event source mapping (failed batches go "
-                "to the mapping's on-failure queue)",
+                invoked_by="Invoked only by the stream event source mapping (batches it gives "
+                "up on go to the mapping's on-failure destination, an S3 bucket by default)",
                 tracing=options.tracing,
                 reserved_concurrent_executions=options.reserved_concurrent_executions,
                 log_group=options.log_group,
                 log_encryption_key=options.log_encryption_key,
             )
         self._grant_source()
-        self._grant_table(self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
+        _grant_table(self.function, self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
         grant_send(self.function, self.quarantine_queue)
 
-    def _set_failure_resources(self, failure: FailureHandlingOptions) -> None:
+    def _set_failure_resources(
+        self, options: ConsumerOptions, stream_retention: Duration | None = None
+    ) -> None:
+        failure = options.failure
         target, self.quarantine_queue, self.idempotency_table = _failure_resources(self, failure)
         self.on_failure: OnFailureTarget = target
         self.on_failure_bucket: s3.IBucket | None = target.bucket
         self.dead_letter_queue: sqs.IQueue | None = target.queue
+        self.replay_windows, self.marker_lifetime = _marker_lifetime(
+            self, stream_retention, options
+        )
 
     def _grant_source(self) -> None:
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
         self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
         grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
+
+
+def _grant_table(
+    function: lambda_.Function, table: dynamodb.ITable, actions: Sequence[str]
+) -> None:
+    function.add_to_role_policy(allow(actions, [table.table_arn]))
+    grant_key(function, table.encryption_key, TABLE_KEY_ACTIONS)
+
+
+def _marker_lifetime(
+    consumer: StreamConsumer, stream_retention: Duration | None, options: ConsumerOptions
+) -> tuple[ReplayWindows | None, Duration]:
+    """The consumer's replay windows (``stream_retention``: a Kinesis stream's; None: DynamoDB
+    Streams' 24 h) and marker lifetime (``marker_lifetime``, else the rule's
+    minimum for the windows); refused when ``marker_lifetime`` is below it, or when a window
+    cannot be known and no ``marker_lifetime`` is given."""
+    failure = options.failure
+    windows, found = replay_windows(
+        consumer,
+        stream_retention=stream_retention or Duration.seconds(STREAM_RETENTION_SECONDS),
+        record_age=options.mapping.record_age,
+        target=consumer.on_failure,
+        failed_batch_retention=failure.failed_batch_retention,
+        quarantine_queue=consumer.quarantine_queue,
+        made_bucket=failure.on_failure is None and failure.on_failure_queue is None,
+    )
+    if failure.marker_lifetime is not None:
+        found = []  # the user states the lifetime for the window this app cannot read
+    found += check_marker_lifetime(failure.marker_lifetime, windows, options.function.environment)
+    raise_if_any(f"{type(consumer).__name__} {consumer.node.id!r}", found)
+    lifetime = marker_lifetime_seconds(failure.marker_lifetime, windows)
+    assert lifetime is not None  # refused above otherwise
+    return windows, Duration.seconds(lifetime)
 
 
 def _failure_resources(
@@ -378,6 +419,7 @@ def _runtime_environment(
         METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
         **({CONSUMER_GROUP_ENV: GroupMemberSpec.encode(group)} if group else {}),
         **(extra or {}),
+        MARKER_TTL_ENV: str(int(consumer.marker_lifetime.to_seconds())),
     }
 
 
@@ -396,11 +438,11 @@ def _options(
 
 
 def _register_names(consumer: StreamConsumer, name: str | None, options: ConsumerOptions) -> str:
-    """The consumer's name (a lazy default when ``name`` is None); the members' are reserved
+    """The consumer's name (its construct id when ``name`` is None); the members' are reserved
     too: each is a namespace of markers in the idempotency table."""
     names, table = ConsumerNames.of(consumer), options.failure.idempotency_table
     for member in consumer.group.names:
-        names.register(consumer, member, table)
+        names.register(consumer, member, table, member=True)
     return names.register(consumer, name, table)
 
 
@@ -421,7 +463,9 @@ def _validate(
     idempotency_table = options.failure.idempotency_table
     found += check_consumer_name(scope, construct_id, props["consumer_name"], idempotency_table)
     for name in group.names:  # group.problems checked their form
-        found += ConsumerNames.of(scope).problems(scope, construct_id, name, idempotency_table)
+        found += ConsumerNames.of(scope).problems(
+            scope, construct_id, name, idempotency_table, member=True
+        )
     if not table_problems:
         path = f"{scope.node.path}/{construct_id}"
         reason = options.mapping.extra_reader_reason

@@ -45,13 +45,20 @@ def seconds(value: Duration | None) -> float | None:
     return value.to_seconds(integral=False) if isinstance(value, Duration) else None
 
 
-def check_range(prop: str, value: Any, low: float, high: float, note: str = "") -> list[Problem]:
-    """``value`` is a number (not a bool) within ``low..high`` inclusive."""
+def check_range(
+    prop: str, value: Any, low: float, high: float, note: str = "", *, whole: bool = False
+) -> list[Problem]:
+    """``value`` is a number (not a bool) within ``low..high`` inclusive. Anything that is not
+    a number (a Duration for a count, a string, a bool) is named by its type: ``got a
+    Duration; retry_attempts is a whole number in 0..10000``."""
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
     if is_number and math.isfinite(value) and low <= value <= high:
         return []
     allowed = f"a number {_describe_range(low, high)}"
-    return [Problem(prop, value, f"{allowed}{'; ' + note if note else ''}")]
+    if not is_number:
+        kind = f"a {'whole ' if whole else ''}number {_describe_range(low, high)}"
+        allowed = f"{_got(value)}; {prop} is {kind}"
+    return [Problem(prop, shown(value), f"{allowed}{'; ' + note if note else ''}")]
 
 
 def check_whole_number(
@@ -59,11 +66,34 @@ def check_whole_number(
 ) -> list[Problem]:
     """``value`` is a whole number (``int``, or a ``float`` with nothing after the point; not a
     bool, NaN or infinity) within ``low..high`` inclusive (``high`` may be ``math.inf``)."""
-    problems = check_range(prop, value, low, high, note)
+    problems = check_range(prop, value, low, high, note, whole=True)
     if not problems and not float(value).is_integer():
         allowed = f"a whole number {_describe_range(low, high)}"
         problems = [Problem(prop, value, f"{allowed}{'; ' + note if note else ''}")]
     return problems
+
+
+class _Shown:
+    """A value as an error shows it: an aws-cdk-lib object by what it says
+    (``Duration.minutes(5)``), not by its jsii proxy's ``<aws_cdk.Duration object at 0x...>``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def shown(value: Any) -> Any:
+    """``value``, or for a Duration a stand-in whose repr is the Duration's own text."""
+    if isinstance(value, Duration):
+        return _Shown(value.to_string())
+    return value
+
+
+def _got(value: Any) -> str:
+    kind = type(value).__name__
+    return f"got {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
 
 
 def check_flag(prop: str, value: Any) -> list[Problem]:
@@ -113,11 +143,10 @@ def check_duration(
     if in_seconds is not None and low <= in_seconds <= high and float(in_seconds).is_integer():
         return []
     allowed = f"whole seconds in {low}..{high}"
-    return [
-        Problem(
-            prop, _describe_duration(value, in_seconds), f"{allowed}{f' ({note})' if note else ''}"
-        )
-    ]
+    if in_seconds is None:  # a number of seconds, or anything else that is not a Duration
+        allowed = f"{_got(value)}; {prop} is an aws_cdk.Duration of {allowed}"
+        return [Problem(prop, value, f"{allowed}{f' ({note})' if note else ''}")]
+    return [Problem(prop, f"{in_seconds:g} s", f"{allowed}{f' ({note})' if note else ''}")]
 
 
 def check_retry_attempts(value: Any) -> list[Problem]:
@@ -239,10 +268,3 @@ def view_type_name(view_type: dynamodb.StreamViewType | str | None) -> str | Non
 
 def _describe_range(low: float, high: float) -> str:
     return f">= {low:g}" if math.isinf(high) else f"in {low:g}..{high:g}"
-
-
-def _describe_duration(value: Any, in_seconds: float | None) -> str:
-    if in_seconds is None:
-        # Not a Duration: say what was given, and the check's message asks for a Duration.
-        return f"{value!r} (not an aws_cdk.Duration)"
-    return f"{in_seconds:g} s"

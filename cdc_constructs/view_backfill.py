@@ -31,6 +31,7 @@ from cdc_consumer.contract import (
     CONSUMER_NAME_ENV,
     CONSUMER_PROGRESS_ENV,
     IDEMPOTENCY_TABLE_ENV,
+    MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
     STREAM_ARN_ENV,
 )
@@ -193,6 +194,8 @@ class ViewBackfill(Construct):
             CONSUMER_FUNCTION_NAME_ENV: consumer.function.function_name,
             CONSUMER_NAME_ENV: self.consumer_name,
             IDEMPOTENCY_TABLE_ENV: consumer.idempotency_table.table_name,
+            # Its progress records in the consumer's idempotency table live as its markers do.
+            MARKER_TTL_ENV: str(int(consumer.marker_lifetime.to_seconds())),
             METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
             BACKFILL_PAGE_SIZE_ENV: str(int(options.page_size)),
         }

@@ -69,12 +69,17 @@ class LocalEndpoint:
         self.stop()
 
     def reset(self) -> None:
-        """Forget every resource created so far (moto's reset API)."""
+        """Forget every resource created so far (moto's reset API), and stamp new stream
+        records with the wall clock again (a pipeline's clock goes with its resources)."""
+        import time
         import urllib.request
+
+        from cdc_local.retention import stamp_records_with
 
         urllib.request.urlopen(
             urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")
         ).read()
+        stamp_records_with(time.time)
 
     def client(
         self, service: str, credentials: Mapping[str, str] | None = None, **config: Any

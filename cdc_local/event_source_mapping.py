@@ -35,6 +35,10 @@ batch response with DynamoDB and Lambda", "Using event filtering with a DynamoDB
   ``ApproximateCreationDateTime``) are not sent to the function but discarded to the destination
   (condition ``RecordAgeExceeded``).
 - ``DestinationConfig.OnFailure``: see :mod:`cdc_local.destinations`.
+- Shards: every shard DescribeStream lists is read, a child (``ParentShardId``) only once its
+  parent is read to its end and every record of it settled, as Lambda processes a parent
+  before its children; a shard found later is read from its start. The local endpoint has
+  children once a stream's shard rolls over (:mod:`cdc_local.shards`).
 """
 
 from __future__ import annotations

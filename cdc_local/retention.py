@@ -12,6 +12,11 @@ Reference", GetShardIterator and GetRecords):
 - ``GetRecords`` with an iterator that points at trimmed records: ``TrimmedDataAccessException``;
 - ``TRIM_HORIZON`` starts at the oldest record not trimmed.
 
+The records are stamped on that clock too: moto stamps ``ApproximateCreationDateTime`` with the
+wall clock, so once a caller's clock moved ahead (a test's "eight days later") every new record
+would look days old, and a mapping with a maximum record age would discard it unread. DynamoDB
+stamps a record when the change happens, which on the pipeline's clock is ``clock()``.
+
 Sequence numbers keep their values (moto numbers records by their position in the shard, so the
 records stay in moto's list and only a per-shard *horizon* moves). Assumption where AWS says
 less: a record is trimmed as soon as it is older than the retention (AWS trims "after 24 hours",
@@ -27,11 +32,13 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from cdc_consumer.contract import STREAM_RETENTION_SECONDS
 
+#: The clock new stream records are stamped with (the last StreamRetention's; see above).
+_stamp_clock: list[Callable[[], float]] = [time.time]
 #: The attribute set on moto's StreamShard: the first sequence number not trimmed.
 _HORIZON = "_cdc_local_trim_horizon"
 _MARKER = "_cdc_local_retention"
@@ -80,10 +87,34 @@ def apply() -> None:
             raise _trimmed(int(self.sequence_number))
         return original_get(self, limit)
 
+    _stamp_records_on_the_clock()
     setattr(get_shard_iterator, _MARKER, True)
     # Patching moto's classes in place: mypy refuses any assignment to a method.
     models.DynamoDBStreamsBackend.get_shard_iterator = get_shard_iterator  # type: ignore[method-assign]
     models.ShardIterator.get = get  # type: ignore[method-assign]
+
+
+def stamp_records_with(clock: Callable[[], float]) -> None:
+    """Stamp the stream records written from now on with ``clock``. A StreamRetention sets its
+    clock; :meth:`cdc_local.endpoint.LocalEndpoint.reset` sets the wall clock back, so one
+    test's (or pipeline's) "eight days later" does not stamp the next one's records."""
+    _stamp_clock[0] = clock
+
+
+def _stamp_records_on_the_clock() -> None:
+    """Patch moto's StreamRecord to take its ``ApproximateCreationDateTime`` from the clock
+    (a naive UTC datetime, as moto's own ``utcnow()``)."""
+    from moto.dynamodb.models import table
+
+    original_init = table.StreamRecord.__init__
+
+    @functools.wraps(original_init)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        now = datetime.fromtimestamp(_stamp_clock[0](), UTC).replace(tzinfo=None)
+        self.record["dynamodb"]["ApproximateCreationDateTime"] = now
+
+    table.StreamRecord.__init__ = init  # type: ignore[method-assign]
 
 
 def _shards() -> Iterator[Any]:
@@ -115,6 +146,7 @@ class StreamRetention:
         apply()
         self.retention_seconds = retention_seconds
         self.clock = clock
+        stamp_records_with(clock)
         self.trimmed = 0
 
     def trim(self) -> int:

@@ -5,7 +5,8 @@ endpoint given), creates the stack's tables, queues, buckets and topics there, a
 DynamoDB-stream event source mapping with its synthesized settings, invoking the handlers
 in-process with their environments resolved to the local resources. ``drain()`` runs until
 every stream is read to its end and every batch is settled; ``sweep_ttl()`` plays DynamoDB's
-TTL sweeper.
+TTL sweeper; ``roll_shards()`` plays DynamoDB's shard rollover (a parent shard closes and a
+child opens; :mod:`cdc_local.shards`); ``trim_streams()`` its 24-hour retention.
 """
 
 from __future__ import annotations

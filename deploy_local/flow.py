@@ -6,8 +6,11 @@ exercised through boto3. The steps, in order:
 3. ``cdk synth``, ``cdk bootstrap``, ``cdk deploy`` (:mod:`deploy_local.cdk_cli`);
 4. read back what was deployed and check it (:mod:`deploy_local.checks`): every resource
    created, the consumers' environments resolve, each consumer loads its layer;
-5. write orders, wait (bounded) for the view, check the markers, quarantine a poison order
+5. write orders, wait (bounded) for the view, check the contribution records, quarantine a
+   poison order
    (:mod:`deploy_local.orders`), count the consumer's log lines (:mod:`deploy_local.logs`);
+5b. run the backfill state machine (:mod:`deploy_local.backfill`): a refused execution, then a
+   backfill of the order-stats view while orders keep being written, the view exact after it;
 6. change the app (``-c alarmEmail=...``) and ``cdk diff`` it against the deployed stack;
 7. stop the emulator - always, also on a failure or Ctrl-C.
 
@@ -23,16 +26,19 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from cdc_consumer.contract import BACKFILL_ITEMS
 
-from deploy_local import checks, orders
+from cdc_local.accounting import scan
+from deploy_local import backfill, checks, orders
 from deploy_local.cdk_cli import CdkCli
 from deploy_local.deployed_stack import DeployedStack, OrderStatsWiring
 from deploy_local.emulator import READY_TIMEOUT_SECONDS, Emulator
 from deploy_local.emulator_venv import EmulatorVenv
 from deploy_local.exceptions import StepFailed
-from deploy_local.logs import count_log_lines
+from deploy_local.logs import count_log_lines, sum_metric
 from deploy_local.paths import DEFAULT_WORKDIR
 from deploy_local.summary import Summary
 
@@ -48,7 +54,8 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Options:
-    """One run. Defaults: the reference stack, a free port, 60 order changes, waits of 60 s.
+    """One run. Defaults: the reference stack, a free port, 60 order changes, waits of 60 s
+    (300 s for the backfill's execution).
 
     ``assembly``: deploy this cloud assembly (e.g. ``make synth``'s cdk.out) instead of
     synthesizing the app first; it must have been synthesized for ``stack`` (assets bundled).
@@ -60,6 +67,7 @@ class Options:
     changes: int = 60
     seed: int = 0
     wait_seconds: float = 60.0
+    backfill_wait_seconds: float = 300.0
     diff_context: Mapping[str, str] = field(default_factory=lambda: dict(DIFF_CONTEXT))
     venv: EmulatorVenv | None = None
     assembly: Path | None = None
@@ -130,7 +138,6 @@ def _deploy_and_exercise(
         cli.bootstrap(assembly)
     with steps.step("cdk deploy"):
         cli.deploy(options.stack, assembly)
-
     client = emulator.client
     with steps.step("check deployment"):
         stack = DeployedStack.read(client, options.stack)
@@ -141,7 +148,21 @@ def _deploy_and_exercise(
     with steps.step("layer import"):
         summary.consumers_loaded = checks.check_layer_imports(client, stack)
     wiring = OrderStatsWiring.of(stack)
+    _exercise_stream(options, client, wiring, summary, steps)
+    _exercise_backfill(options, client, stack, wiring, summary, steps)
+    with steps.step("cdk diff"):
+        report = cli.diff(options.stack, options.diff_context, workdir / "cdk.out.changed")
+        summary.diff_changes = [line for line in report.splitlines() if _DIFF_LINE.match(line)]
+    context = " ".join(f"-c {k}={v}" for k, v in options.diff_context.items())
+    progress(f"   cdk diff {options.stack} {context}:")
+    for line in summary.diff_changes or ["(no differences)"]:
+        progress(f"     {line}")
 
+
+def _exercise_stream(
+    options: Options, client: Any, wiring: OrderStatsWiring, summary: Summary, steps: _Steps
+) -> None:
+    """Orders through the stream: the view, its contribution records, a poison order, the logs."""
     ddb, sqs = client("dynamodb"), client("sqs")
     with steps.step("write orders"):
         summary.orders_written = orders.write_orders(ddb, wiring, options.changes, options.seed)
@@ -149,11 +170,11 @@ def _deploy_and_exercise(
         summary.view_reconciled, summary.view_seconds = orders.wait_until(
             lambda: orders.view_reconciled(ddb, wiring), options.wait_seconds
         )
-    with steps.step("check markers"):
+    with steps.step("check contributions"):
         markers = orders.check_markers(ddb, client("dynamodbstreams"), wiring)
-        summary.stream_records = markers.records
+        summary.stream_records, summary.orders_counted = markers.records, markers.counted
         summary.markers = markers.markers
-        summary.markers_missing = len(markers.missing) + len(markers.strays)
+        summary.markers_missing = len(markers.missing)
     with steps.step("quarantine a poison order"):
         pk = orders.send_poison(ddb, wiring)
         summary.poison_quarantined, _ = orders.wait_until(
@@ -163,13 +184,45 @@ def _deploy_and_exercise(
         counts = count_log_lines(client("logs"), wiring.function.log_group)
         summary.log_group = counts.group
         summary.log_json_lines, summary.log_emf_lines = counts.json_lines, counts.emf_lines
-    with steps.step("cdk diff"):
-        report = cli.diff(options.stack, options.diff_context, workdir / "cdk.out.changed")
-        summary.diff_changes = [line for line in report.splitlines() if _DIFF_LINE.match(line)]
-    context = " ".join(f"-c {k}={v}" for k, v in options.diff_context.items())
-    progress(f"   cdk diff {options.stack} {context}:")
-    for line in summary.diff_changes or ["(no differences)"]:
-        progress(f"     {line}")
+
+
+def _exercise_backfill(
+    options: Options,
+    client: Any,
+    stack: DeployedStack,
+    wiring: OrderStatsWiring,
+    summary: Summary,
+    steps: _Steps,
+) -> None:
+    """The state machine: a refusal, then a backfill while orders keep being written, the view
+    still exact after it, the items it handed over (deploy_local/backfill.py)."""
+    ddb, sfn = client("dynamodb"), client("stepfunctions")
+    engine = backfill.BackfillWiring.of(stack)
+    with steps.step("backfill refused"):
+        refusal = backfill.run_backfill(
+            sfn, engine, backfill.refusal_request(), options.wait_seconds
+        )
+        summary.backfill_refused = backfill.refused(refusal)
+        summary.backfill_refusal_error = refusal.error
+    with steps.step("backfill while writing"):
+        summary.backfill_table_items = len(scan(ddb, wiring.source_table))
+        run, written = backfill.while_running(
+            lambda: orders.write_orders(ddb, wiring, options.changes // 3, options.seed + 1),
+            lambda: backfill.run_backfill(
+                sfn, engine, backfill.backfill_request(), options.backfill_wait_seconds
+            ),
+        )
+        summary.orders_written += written
+        summary.backfill_status, summary.backfill_seconds = run.status, run.seconds
+        summary.backfill_segments = run.segments
+        summary.backfill_segments_succeeded = run.segments_succeeded
+    with steps.step("wait for the view after the backfill"):
+        summary.view_reconciled_after_backfill, _ = orders.wait_until(
+            lambda: orders.view_reconciled(ddb, wiring), options.wait_seconds
+        )
+    with steps.step("read backfill metrics"):
+        group = engine.segment_function.log_group
+        summary.backfilled_items = sum_metric(client("logs"), group, BACKFILL_ITEMS.name)
 
 
 def _fresh_workdir(workdir: Path) -> Path:

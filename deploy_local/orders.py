@@ -1,5 +1,5 @@
-"""Orders through the deployed order-stats consumer: write, wait for the view, check markers,
-quarantine a poison order.
+"""Orders through the deployed order-stats consumer: write, wait for the view, check its
+contribution records, quarantine a poison order.
 
 The workload and the view's recomputation are the orders example's (``reference_app.workload``,
 ``reference_app.oracle``), as in the local pipeline: one oracle of the order-stats view serves
@@ -9,12 +9,15 @@ reported, never raised past.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_local.accounting import peek_messages, processed_markers, read_stream, scan
+from cdc_consumer.contributions import Contributions
+
+from cdc_local.accounting import peek_messages, read_stream, scan
 from deploy_local.deployed_stack import OrderStatsWiring
 from reference_app.oracle import actual_view, contribution, expected_view
 from reference_app.workload import OrderWorkload, apply
@@ -64,38 +67,44 @@ def wait_until(condition: Callable[[], bool], timeout: float) -> tuple[bool, flo
 
 @dataclass
 class MarkerReport:
-    """The consumer's processed-markers against the orders stream's records."""
+    """The consumer's bookkeeping in the idempotency table against the orders it counts."""
 
     records: int = 0
-    with_effect: int = 0
+    """Records of the orders stream."""
+    counted: int = 0
+    """Orders of the table the view counts."""
     markers: int = 0
+    """The consumer's contribution records (one per order it has applied)."""
     missing: list[str] = field(default_factory=list)
-    """eventIDs of records with an effect on the view but no marker."""
-    strays: list[str] = field(default_factory=list)
-    """markers naming no record of the stream."""
+    """Keys of orders the view counts with no contribution record."""
 
     @property
     def ok(self) -> bool:
-        return not self.missing and not self.strays and self.markers == self.with_effect
+        return not self.missing and self.markers >= self.counted
 
 
 def check_markers(ddb: Any, streams: Any, wiring: OrderStatsWiring) -> MarkerReport:
-    """Every stream record that changes the view has its marker ``{consumer}#{eventID}``
-    (docs/interfaces.md §7), and every marker names a record of the stream. A record without
-    an effect on the view (e.g. an amended pending order) gets no marker: the runtime writes
-    none when a projection returns no actions."""
-    markers = processed_markers(ddb, wiring.idempotency_table, wiring.consumer_name)
-    report = MarkerReport(markers=len(markers))
-    event_ids = set()
-    for record in read_stream(ddb, streams, wiring.source_table):
-        report.records += 1
-        event_ids.add(record["eventID"])
-        images = record["dynamodb"]
-        if contribution(images.get("NewImage", {})) != contribution(images.get("OldImage", {})):
-            report.with_effect += 1
-            if record["eventID"] not in markers:
-                report.missing.append(record["eventID"])
-    report.strays = sorted(markers - event_ids)
+    """Every order the view counts has its contribution record in the idempotency table: the
+    reference's order-stats keeps each order's contribution, versioned
+    (``cdc_consumer.Contributions``: the per-order state that makes a redelivered, reordered or
+    backfilled change exact), instead of a processed-marker per record. Records that change
+    nothing leave none."""
+    names = Contributions(wiring.consumer_name, lambda image: [])
+    prefix = names.item_id({}).removesuffix(json.dumps({}))
+    ids = {
+        item["id"]["S"]
+        for item in scan(ddb, wiring.idempotency_table)
+        if item["id"]["S"].startswith(prefix)
+    }
+    report = MarkerReport(markers=len(ids))
+    report.records = sum(1 for _ in read_stream(ddb, streams, wiring.source_table))
+    for order in scan(ddb, wiring.source_table):
+        if contribution(order) is None:
+            continue
+        report.counted += 1
+        key = {"pk": order["pk"]}
+        if names.item_id(key) not in ids:
+            report.missing.append(order["pk"]["S"])
     return report
 
 

@@ -23,12 +23,29 @@ class Summary:
     view_seconds: float = 0.0
     """How long the deployed consumer took to bring the view level with the orders."""
     stream_records: int = 0
+    orders_counted: int = 0
     markers: int = 0
+    """The order-stats consumer's contribution records (one per order it applied)."""
     markers_missing: int = 0
+    """Orders the view counts without a contribution record."""
     poison_quarantined: bool = False
     log_group: str = ""
     log_json_lines: int = 0
     log_emf_lines: int = 0
+    backfill_refused: bool = False
+    """An execution with no segments failed with the start step's refusal."""
+    backfill_refusal_error: str = ""
+    """Its error: BackfillRefusedError on AWS; MiniStack's Runtime.HandlerError here."""
+    backfill_table_items: int = 0
+    """Items in the orders table when the backfill started."""
+    backfill_status: str = ""
+    backfill_seconds: float = 0.0
+    backfill_segments: int = 0
+    backfill_segments_succeeded: int = 0
+    """The Distributed Map's Map Run: its items (segments) and those that succeeded."""
+    backfilled_items: int = 0
+    """Items the segment function handed to the consumer (its BackfillItems metric)."""
+    view_reconciled_after_backfill: bool = False
     diff_changes: list[str] = field(default_factory=list)
     """The ``cdk diff`` lines of the changed app against the deployed stack ([+], [-], [~])."""
     step_seconds: dict[str, float] = field(default_factory=dict)
@@ -43,6 +60,20 @@ class Summary:
             and self.markers_missing == 0
             and self.poison_quarantined
             and bool(self.diff_changes)
+            and self.backfill_ok
+        )
+
+    @property
+    def backfill_ok(self) -> bool:
+        """The refusal, and a backfill whose every segment succeeded, that handed over at least
+        the table's items and left the view exact while the stream kept flowing."""
+        return (
+            self.backfill_refused
+            and self.backfill_status == "SUCCEEDED"
+            and self.backfill_segments > 0
+            and self.backfill_segments_succeeded == self.backfill_segments
+            and self.backfilled_items >= self.backfill_table_items
+            and self.view_reconciled_after_backfill
         )
 
     def table(self) -> str:
@@ -57,15 +88,30 @@ class Summary:
                 f"{'yes' if self.view_reconciled else 'no'} ({self.view_seconds:.1f} s)",
             ),
             (
-                "idempotency markers",
-                f"{self.markers} for {self.stream_records} stream records, "
-                f"{self.markers_missing} missing",
+                "contribution records",
+                f"{self.markers} for {self.orders_counted} orders counted "
+                f"({self.stream_records} stream records), {self.markers_missing} missing",
             ),
             ("poison order quarantined", "yes" if self.poison_quarantined else "no"),
             (
                 "consumer's CloudWatch Logs",
                 f"{self.log_json_lines} JSON lines, {self.log_emf_lines} EMF lines in "
                 f"{self.log_group}",
+            ),
+            (
+                "backfill refused (0 segments)",
+                f"{'yes' if self.backfill_refused else 'no'} ({self.backfill_refusal_error})",
+            ),
+            (
+                "backfill while writing",
+                f"{self.backfill_status or 'not run'} in {self.backfill_seconds:.1f} s, "
+                f"{self.backfill_segments_succeeded}/{self.backfill_segments} segments, "
+                f"{self.backfilled_items} items handed over "
+                f"({self.backfill_table_items} in the table at the start)",
+            ),
+            (
+                "view reconciled after the backfill",
+                "yes" if self.view_reconciled_after_backfill else "no",
             ),
             ("cdk diff after the change", f"{len(self.diff_changes)} resource change(s)"),
             ("seconds", f"{self.seconds:.1f}"),

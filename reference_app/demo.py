@@ -1,9 +1,13 @@
 """The demo behind ``make local`` (``python -m reference_app``): the orders example's
 pipeline, run locally under a workload.
 
-Orders are created, paid, cancelled, amended, deleted and expired by TTL, with a few poison
-writes, while the order-stats consumer runs with a few injected faults (crashes, transient
-DynamoDB errors, duplicate deliveries), so its idempotency has something to do. At the end the
+Orders are written before the consumer exists (their changes trimmed from the stream, as 24
+hours would); then the consumer starts and, once it runs, the stack's ViewBackfill backfills
+order-stats from the table (reference_app/demo_backfill.py, docs/backfill.md) while orders are
+created, paid, cancelled, amended, deleted and expired by TTL, with a few poison writes, and the
+order-stats consumer runs with a few injected faults (crashes, transient DynamoDB errors,
+duplicate deliveries, a backfill segment that fails and resumes), so its idempotency has
+something to do. At the end the
 TTL sweeper runs, every consumer's on-failure batches are redriven (the summary says how many
 messages are left: none, or the run is not ok), every stream record is accounted for, and
 the view is compared with its recomputation from the orders table. A progress bar runs while it
@@ -30,6 +34,11 @@ from cdc_local.accounting import (
 )
 from cdc_local.faults import FaultPlan
 from cdc_local.runner import LocalPipeline
+from reference_app.demo_backfill import (
+    RunningBackfill,
+    start_backfill,
+    write_before_the_consumer,
+)
 from reference_app.oracle import order_stats_wiring, view_reconciled
 from reference_app.workload import OrderWorkload, write_while_running
 
@@ -44,10 +53,17 @@ DEMO_FAULTS = FaultPlan(
 )
 #: Writes between two pipeline turns: the consumer keeps up with the workload as it runs.
 WRITES_PER_TURN = 50
+#: The share of the workload written before the backfill starts: the consumer has applied
+#: changes by then (it records its progress, which the backfill's start step checks).
+BACKFILL_AFTER = 0.1
 
 
 @dataclass(frozen=True)
 class DemoSummary:
+    written_before_the_consumer: int
+    backfilled_items: int
+    backfill_segments: int
+    backfill_segment_retries: int
     changes_written: int
     records_delivered: int
     processed: int
@@ -87,42 +103,23 @@ def run_demo(
     workload = workload or OrderWorkload(changes=2000, orders=100, poison=3)
     console = console or Console()
     started = time.monotonic()
-    with LocalPipeline(
+    pipeline = LocalPipeline(
         assembly_dir, stack_name, faults=faults, track_records=True, enforce_iam=enforce_iam
-    ) as pipeline:
+    )
+    before = write_before_the_consumer(pipeline, "Orders")
+    with pipeline:
         wiring = order_stats_wiring(pipeline)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress:
-            writing = progress.add_task("changes written", total=workload.changes)
-            delivered = progress.add_task("records settled", total=workload.changes)
-
-            def show(counters: object) -> None:
-                settled = pipeline.counters.records_succeeded + pipeline.counters.records_discarded
-                progress.update(delivered, completed=min(settled, workload.changes))
-
-            def wrote(count: int) -> None:
-                if count % WRITES_PER_TURN == 0:
-                    show(None)
-                progress.update(writing, completed=count)
-
-            write_while_running(
-                pipeline, wiring.source_table, workload, WRITES_PER_TURN, on_write=wrote
-            )
-            pipeline.drain(on_progress=show)
-            pipeline.sweep_ttl()
-            pipeline.drain(on_progress=show)
-            progress.update(delivered, completed=workload.changes)
+        backfill = _run_workload(pipeline, workload, console)
         redriven, left = redrive_every_consumer(pipeline)
         accounting = account(pipeline, wiring)
         counters = pipeline.counters
         injected = pipeline.faults.counters if pipeline.faults is not None else None
+        results = backfill.results
         summary = DemoSummary(
+            written_before_the_consumer=before,
+            backfilled_items=sum(result.items for result in results),
+            backfill_segments=len(results),
+            backfill_segment_retries=backfill.progress.segment_retries,
             changes_written=workload.changes,
             records_delivered=counters.records_delivered,
             processed=accounting.processed + accounting.acknowledged_without_marker,
@@ -142,6 +139,50 @@ def run_demo(
         )
     print_summary(summary, console)
     return summary
+
+
+def _run_workload(
+    pipeline: LocalPipeline, workload: OrderWorkload, console: Console
+) -> RunningBackfill:
+    """Write the workload while the consumers run and, from :data:`BACKFILL_AFTER` of it on,
+    the backfill; then let everything settle (TTL sweep included). Shows progress bars."""
+    source_table = order_stats_wiring(pipeline).source_table
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
+        writing = progress.add_task("changes written", total=workload.changes)
+        delivered = progress.add_task("records settled", total=workload.changes)
+        segments = progress.add_task("backfill segments", total=None)
+        backfill: list[RunningBackfill] = []
+
+        def show(_: object = None) -> None:
+            settled = pipeline.counters.records_succeeded + pipeline.counters.records_discarded
+            progress.update(delivered, completed=min(settled, workload.changes))
+            if backfill:
+                done = backfill[0].progress
+                progress.update(segments, total=done.total_segments, completed=done.segments_done)
+
+        def wrote(count: int) -> None:
+            if not backfill and count >= workload.changes * BACKFILL_AFTER:
+                pipeline.drain()  # the consumer has applied changes: its progress is recorded
+                backfill.append(start_backfill(pipeline, "demo"))
+            if count % WRITES_PER_TURN == 0:
+                show()
+            progress.update(writing, completed=count)
+
+        write_while_running(pipeline, source_table, workload, WRITES_PER_TURN, on_write=wrote)
+        if not backfill:
+            backfill.append(start_backfill(pipeline, "demo"))
+        while backfill[0].thread is not None and backfill[0].thread.is_alive():
+            pipeline.poll()  # the stream keeps flowing while the backfill finishes
+            show()
+            time.sleep(0.05)
+        backfill[0].join()
+        pipeline.drain(on_progress=show)
+        pipeline.sweep_ttl()
+        pipeline.drain(on_progress=show)
+        show()
+        progress.update(delivered, completed=workload.changes)
+    return backfill[0]
 
 
 def destination_of(wiring: ConsumerWiring) -> str:
@@ -178,6 +219,15 @@ def summary_table(title: str, rows: Iterable[tuple[str, object]]) -> Table:
 
 def print_summary(summary: DemoSummary, console: Console) -> None:
     rows = [
+        (
+            "orders' changes written before the consumer existed",
+            summary.written_before_the_consumer,
+        ),
+        (
+            "items backfilled (segments, segment retries)",
+            f"{summary.backfilled_items} "
+            f"({summary.backfill_segments}, {summary.backfill_segment_retries})",
+        ),
         ("changes written", summary.changes_written),
         ("records delivered (retries and duplicates included)", summary.records_delivered),
         ("processed (distinct records)", summary.processed),

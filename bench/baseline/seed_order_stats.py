@@ -21,7 +21,7 @@ import boto3
 import order_stats
 from botocore.exceptions import ClientError
 from cdc_consumer import Change, PermanentError
-from cdc_consumer.defaults import IDEMPOTENCY_TTL_SECONDS
+from cdc_consumer.defaults import marker_ttl_seconds
 from cdc_consumer.quarantine import send_to_quarantine
 from cdc_consumer.transactions import marker_action
 
@@ -40,7 +40,7 @@ def _apply(change: Change) -> None:
     marker = marker_action(
         IDEMPOTENCY_TABLE,
         f"{CONSUMER}#{change.event_id}",
-        int(time.time()) + IDEMPOTENCY_TTL_SECONDS,
+        int(time.time()) + marker_ttl_seconds(),
     )
     try:
         dynamodb.transact_write_items(TransactItems=[marker, *actions])

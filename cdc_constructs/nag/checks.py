@@ -85,7 +85,8 @@ class CdcChecks(NagPack):
     - CDC-ESM6 StartingPosition TRIM_HORIZON (warning)
     - CDC-ESM7 filters only on images the table's StreamViewType carries
     - CDC-ESM8 an IteratorAge alarm on the consumer function (warning)
-    - CDC-ESM9 a Kinesis consumer's idempotency markers outlive the stream's retention
+    - CDC-ESM9 the runtime's markers outlive every replay window (stream, record age, failed-batch
+      bucket, quarantine queue)
     - CDC-ESM10 an on-failure destination that keeps the records (S3), not a pointer (warning)
     - CDC-ESM11 at most two readers (mappings and pipes, across stacks) per DynamoDB stream,
       one when the table has replicas

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnResource
-from cdc_consumer.contract import CONSUMER_NAME_ENV, MARKER_TTL_ENV
 from cdk_nag import NagMessageLevel, NagRuleCompliance, NagRules
 
+from cdc_constructs.nag.marker_windows import markers_outlive_replay_windows
 from cdc_constructs.nag.stream_source import (
     StreamKind,
     StreamSource,
@@ -282,35 +282,6 @@ def iterator_age_alarm(node: CfnResource, source: StreamSource) -> NagRuleCompli
     return NON_COMPLIANT
 
 
-# The consumer runtime's idempotency window: how long its markers are kept unless the function
-# sets CDC_MARKER_TTL_SECONDS (cdc_consumer.defaults.IDEMPOTENCY_TTL_SECONDS; the names are
-# cdc_consumer.contract's).
-RUNTIME_MARKER = CONSUMER_NAME_ENV
-MARKER_TTL_VARIABLE = MARKER_TTL_ENV
-DEFAULT_MARKER_TTL_SECONDS = 7 * 24 * 3600
-
-
-def markers_outlive_retention(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
-    """A consumer running this library's runtime (its function sets CDC_CONSUMER_NAME) keeps
-    its markers at least as long as its Kinesis stream keeps records.
-
-    Applies to Kinesis sources whose function is in the same template; DynamoDB Streams keep
-    24 hours, well inside the runtime's default 7 days.
-    """
-    if source.kind is not StreamKind.KINESIS:
-        return NOT_APPLICABLE
-    variables = None
-    for name in source.function_names(node):
-        resource = source.resources.get(name) or {}
-        if resource.get("Type") == "AWS::Lambda::Function":
-            variables = dig(resource, "Properties", "Environment", "Variables")
-    if not isinstance(variables, Mapping) or RUNTIME_MARKER not in variables:
-        return NOT_APPLICABLE
-    ttl = variables.get(MARKER_TTL_VARIABLE)
-    seconds = DEFAULT_MARKER_TTL_SECONDS if ttl is None else int(_primitive(node, ttl))
-    return COMPLIANT if seconds >= source.retention_seconds(node) else NON_COMPLIANT
-
-
 def at_most_two_readers(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
     """The DynamoDB stream has at most two readers (mappings and pipes, across the app's
     stacks), or one when its table has replicas."""
@@ -422,14 +393,18 @@ RULES: tuple[CdcRule, ...] = (
     CdcRule(
         "ESM9",
         NagMessageLevel.ERROR,
-        "The Kinesis consumer forgets which records it applied before the stream forgets them: "
-        "its markers expire before the stream's retention.",
-        "Kinesis delivers a record again as long as it holds it (a retry, a mapping re-created "
-        "at TRIM_HORIZON), up to its RetentionPeriodHours - longer than the runtime's default "
-        "7-day markers when the retention is longer. A record delivered after its marker "
-        "expired applies its non-idempotent effects twice. Set CDC_MARKER_TTL_SECONDS on the "
-        "function to at least the retention (KinesisConsumer sets the retention plus a day).",
-        markers_outlive_retention,
+        "The consumer forgets which records it applied while they can still come back: its "
+        "marker lifetime (CDC_MARKER_TTL_SECONDS) is unset or shorter than its replay windows.",
+        "A record can come back as long as any copy of it can be delivered or replayed: the "
+        "stream holds it (24 h, or the Kinesis stream's RetentionPeriodHours), the mapping gives "
+        "up on it after MaximumRecordAgeInSeconds and its batch waits in the on-failure bucket "
+        "for the bucket's lifecycle expiration, and a quarantined copy waits for the quarantine "
+        "queue's MessageRetentionPeriod. A consumer group's failed batch always holds records "
+        "its earlier members applied, so a redrive after their markers expired applies them "
+        "again. Set CDC_MARKER_TTL_SECONDS on the function to at least the windows chained plus "
+        "a day (cdc_consumer.contract.minimum_marker_lifetime; StreamConsumer and "
+        "KinesisConsumer derive it), and give the on-failure bucket a lifecycle expiration.",
+        markers_outlive_replay_windows,
     ),
     CdcRule(
         "ESM10",

@@ -141,7 +141,7 @@ class ConsumerGroup:
 
         snapshot = SnapshotBatch.of(event)
         if snapshot is not None and snapshot.probe:
-            return self._probe(event, context)
+            return self._probe(snapshot, event, context)
         records = event.get("Records") if isinstance(event, Mapping) else None
         if not isinstance(records, list):
             raise MalformedBatchError("the event has no Records list; expected a stream batch")
@@ -153,6 +153,8 @@ class ConsumerGroup:
         taken = False  # whether a member took records before this one's turn
         quarantined = 0  # a snapshot batch's answer (docs/backfill.md)
         for member, criteria in zip(self.members, self._criteria, strict=True):
+            if snapshot is not None and snapshot.consumer not in (None, member.name):
+                continue  # a backfill feeds the member it backfills only
             mine = [records[n] for n in range(limit) if criteria.matches(views[n])]
             if not mine:
                 continue
@@ -166,14 +168,18 @@ class ConsumerGroup:
         failures = [] if limit == len(records) else [_item_identifier(records[limit], limit)]
         answer: dict[str, Any] = {"batchItemFailures": [{"itemIdentifier": n} for n in failures]}
         if snapshot is not None:
-            answer[BACKFILL_EVENT_KEY] = {"consumers": self.names, "quarantined": quarantined}
+            answer[BACKFILL_EVENT_KEY] = {"quarantined": quarantined}
         return answer
 
-    def _probe(self, event: Mapping[str, Any], context: LambdaContext | None) -> dict[str, Any]:
+    def _probe(
+        self, wanted: SnapshotBatch, event: Mapping[str, Any], context: LambdaContext | None
+    ) -> dict[str, Any]:
         """Each member whose filters admit an INSERT answers the probe (raising
         :class:`SnapshotRefusedError` when it cannot take snapshot rows)."""
         probed = []
         for member, criteria in zip(self.members, self._criteria, strict=True):
+            if wanted.consumer not in (None, member.name):
+                continue
             if may_receive_snapshots(criteria):
                 member.processor.handle(event, context)
                 probed.append(member.name)

@@ -48,8 +48,10 @@ __all__ = [
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
     "MAPPING_UUID_ENV",
+    "MARKER_LIFETIME_MARGIN_SECONDS",
     "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
+    "MAX_PLANNED_SEGMENTS",
     "MAX_STREAM_READERS",
     "MAX_STREAM_READERS_WITH_REPLICAS",
     "MAX_TOTAL_SEGMENTS",
@@ -76,10 +78,12 @@ __all__ = [
     "REDRIVE_RECORDS_REPLAYED",
     "REDRIVE_RESERVE_SECONDS_ENV",
     "RETRY_ATTEMPTS_EXHAUSTED",
+    "SEGMENT_BYTES",
     "SNAPSHOT_EVENT_SOURCE",
     "STREAM_ARN_ENV",
     "STREAM_RETENTION_SECONDS",
     "TTL_EXPIRIES",
+    "UNLIMITED_RECORD_AGE",
     "BackfillPlan",
     "BackfillRequest",
     "ConsumerProgress",
@@ -93,11 +97,13 @@ __all__ = [
     "OutboxEventDetail",
     "OutboxItem",
     "QuarantineMessage",
+    "ReplayWindows",
     "SegmentProgress",
     "SegmentResult",
     "SegmentTask",
     "SnapshotBatch",
     "StreamBatchInfo",
+    "minimum_marker_lifetime",
 ]
 
 
@@ -124,8 +130,12 @@ METRICS_NAMESPACE_ENV: Final = "CDC_METRICS_NAMESPACE"
 :data:`DEFAULT_METRICS_NAMESPACE`). Consumer and redrive functions."""
 
 MARKER_TTL_ENV: Final = "CDC_MARKER_TTL_SECONDS"
-"""How long idempotency markers are kept, whole seconds (set by KinesisConsumer: longer than its
-stream's retention); unset, the runtime's default (7 days)."""
+"""How long processed-markers and side-effect claims are kept, whole seconds: the consumer's
+marker lifetime, which the constructs derive from its replay windows
+(:func:`minimum_marker_lifetime`) or take from ``marker_lifetime`` when at least that. Unset
+(a function these constructs did not make), the runtime keeps them for the rule applied to the
+longest windows it cannot see (``cdc_consumer.defaults.marker_ttl_seconds``); CdcChecks
+reports such a function."""
 
 CONSUMER_FUNCTION_NAME_ENV: Final = "CONSUMER_FUNCTION_NAME"
 """Redrive: the consumer function it invokes synchronously."""
@@ -255,6 +265,90 @@ MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
 
 MAX_DETAIL_TYPE_LENGTH: Final = 128
 """EventBridge's limit on an event's detail-type (an outbox event's type becomes it)."""
+
+
+# --- Replay windows: how long a marker must live ------------------------------------------------
+# The one rule (docs/design.md, "Markers outlive every replay window"): a processed-marker or a
+# side-effect claim outlives every window in which its record can be delivered or replayed.
+# The constructs derive each consumer's marker lifetime from it, StreamConsumer and
+# KinesisConsumer refuse a ``marker_lifetime`` below it, and CdcChecks applies it to any
+# template.
+
+MARKER_LIFETIME_MARGIN_SECONDS: Final = 24 * 3600
+"""Kept past the last moment a record can come back: a redrive started on a window's last day,
+clocks of different hosts, a retention counted from a slightly later write. A day; DynamoDB's TTL
+deletes late, never early, so the margin is never eaten from the other side."""
+
+UNLIMITED_RECORD_AGE: Final = -1
+"""``MaximumRecordAgeInSeconds`` meaning "no limit": the stream's retention bounds it."""
+
+
+@dataclass(frozen=True)
+class ReplayWindows:
+    """The windows in which a consumer's record can come back, whole seconds.
+
+    ``stream_retention``: how long the stream holds a record (:data:`STREAM_RETENTION_SECONDS`
+    for DynamoDB Streams; a Kinesis stream's ``RetentionPeriodHours``): a retry, a bisected
+    half or a mapping re-created at TRIM_HORIZON delivers it again within it.
+    ``max_record_age``: the mapping's ``MaximumRecordAgeInSeconds``
+    (:data:`UNLIMITED_RECORD_AGE`: none): when it gives up on a record at the latest and sends
+    its batch to the on-failure destination. ``failed_batch_retention``: how long the
+    destination keeps that batch (an S3 bucket's lifecycle expiration); 0 for SQS or SNS, which
+    keep a pointer into the stream only, so the stream's retention bounds its replay.
+    ``quarantine_retention``: the quarantine queue's ``MessageRetentionPeriod``.
+    """
+
+    stream_retention: int
+    max_record_age: int
+    failed_batch_retention: int
+    quarantine_retention: int
+
+    @property
+    def discarded_by(self) -> int:
+        """The latest a failed batch reaches the on-failure destination, after the write."""
+        age = self.max_record_age
+        unlimited = age == UNLIMITED_RECORD_AGE or age >= self.stream_retention
+        return self.stream_retention if unlimited else age
+
+    @property
+    def replayable_until(self) -> int:
+        """The latest a record can come back, after its write: from the stream; from the
+        failed-batch bucket (written at :attr:`discarded_by`, kept its retention); from the
+        quarantine, where a record goes when it is delivered from either, and stays its
+        retention."""
+        bucket_until = self.discarded_by + self.failed_batch_retention
+        quarantined_by = max(self.stream_retention, bucket_until)
+        return max(bucket_until, quarantined_by + self.quarantine_retention)
+
+    def describe(self) -> str:
+        """The windows in words, for errors and findings."""
+        age = (
+            "no limit"
+            if self.max_record_age == UNLIMITED_RECORD_AGE
+            else f"{self.max_record_age} s"
+        )
+        return (
+            f"stream retention {self.stream_retention} s, maximum record age {age}, "
+            f"failed-batch retention {self.failed_batch_retention} s, quarantine retention "
+            f"{self.quarantine_retention} s"
+        )
+
+
+def minimum_marker_lifetime(windows: ReplayWindows) -> int:
+    """The shortest time a processed-marker or side-effect claim may be kept, whole seconds:
+    :attr:`ReplayWindows.replayable_until` plus :data:`MARKER_LIFETIME_MARGIN_SECONDS`.
+
+    A marker is written when its record is applied, never before the record was written, so a
+    marker kept this long outlives every copy of its record: a late replay (a consumer group's
+    failed batch always holds records its earlier members applied; a member's quarantined
+    record is replayed through the group) finds it and skips. Kept shorter, the replay applies
+    the record a second time.
+
+    Not covered: a record quarantined again by a redrive of the quarantine starts a new
+    quarantine window, and a redriven object restored from the bucket's noncurrent versions is a
+    deliberate second replay.
+    """
+    return windows.replayable_until + MARKER_LIFETIME_MARGIN_SECONDS
 
 
 # --- Shapes: helpers ---------------------------------------------------------------------------
@@ -684,14 +778,25 @@ BACKFILL_ENVIRONMENT: Final = (
     BACKFILL_PAGE_SIZE_ENV,
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_RESERVE_SECONDS_ENV,
+    CONSUMER_FILTERS_ENV,
 )
 """Every variable the segment function may get from ViewBackfill (the first five required:
 the table, its stream, the consumer function, the consumer's name (whose progress the start
-step checks; a group member's name for a group), the idempotency table (progress records))."""
+step checks and the only member of a group its snapshot batches reach), the idempotency table
+(progress records)). ``CONSUMER_FILTERS_ENV``: the mapping's filter patterns; a row no pattern
+matches is not handed over (the mapping would not deliver its INSERT)."""
 
 MIN_TOTAL_SEGMENTS: Final = 1
 MAX_TOTAL_SEGMENTS: Final = 1_000_000
 """Scan's ``TotalSegments`` range (DynamoDB API reference)."""
+
+MAX_PLANNED_SEGMENTS: Final = 10_000
+"""The most segments one backfill plans: the plan's ``segments`` list passes through the state
+machine's 256 KB payload (10,000 numbers take about 50 KB)."""
+
+SEGMENT_BYTES: Final = 2 * 1024**3
+"""A request without ``totalSegments`` gets one segment per this many bytes of the table
+(``TableSizeBytes``; DynamoDB's parallel-scan guidance), within 1..MAX_PLANNED_SEGMENTS."""
 
 SNAPSHOT_EVENT_SOURCE: Final = "cdc-constructs:backfill"
 """The ``eventSource`` of a snapshot record (a stream record's is ``aws:dynamodb``)."""
@@ -739,10 +844,11 @@ class BackfillRequest:
     ``backfill_id``: names the run; its progress records and its snapshot records' ids derive
     from it, so starting the same id again resumes it (and is a no-op for what was done).
     ``horizon``: epoch seconds; None lets the start step decide (the start time less the skew
-    margin, or the consumer's recorded progress if that is earlier)."""
+    margin, or the consumer's recorded progress if that is earlier). ``total_segments``: None
+    lets the start step decide from the table's size (:data:`SEGMENT_BYTES`)."""
 
     backfill_id: str
-    total_segments: int
+    total_segments: int | None
     horizon: int | None = None
 
     BACKFILL_ID: ClassVar[str] = "backfillId"
@@ -762,7 +868,7 @@ class BackfillRequest:
         document = _object(document, what)
         return cls(
             backfill_id=_text(document, cls.BACKFILL_ID, what),
-            total_segments=_int(document, cls.TOTAL_SEGMENTS, what),
+            total_segments=_int(document, cls.TOTAL_SEGMENTS, what, None),
             horizon=_int(document, cls.HORIZON, what, None),
         )
 
@@ -939,14 +1045,19 @@ class ConsumerProgress:
 @dataclass(frozen=True)
 class SnapshotBatch:
     """The ``cdcBackfill`` part of a consumer event carrying snapshot records (the event's
-    ``Records`` are then snapshot records, ``eventSource`` :data:`SNAPSHOT_EVENT_SOURCE`).
-    ``probe``: no records; the consumer answers whether its projections take snapshot rows
-    (raising ``SnapshotRefusedError`` when one does not) and writes nothing."""
+    ``Records`` are then snapshot records: ``eventName`` INSERT, no ``userIdentity``,
+    ``eventSource`` :data:`SNAPSHOT_EVENT_SOURCE`). ``consumer``: the consumer backfilled; a
+    consumer group hands the batch to that member only. ``probe``: no records; the consumer
+    answers whether its projections take snapshot rows (raising ``SnapshotRefusedError`` when
+    one does not) and writes nothing."""
 
     backfill_id: str
     horizon: int
     segment: int | None = None
     probe: bool = False
+    consumer: str | None = None
+
+    CONSUMER: ClassVar[str] = "consumer"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -954,17 +1065,20 @@ class SnapshotBatch:
             BackfillRequest.HORIZON: self.horizon,
             SegmentTask.SEGMENT: self.segment,
             "probe": self.probe,
+            self.CONSUMER: self.consumer,
         }
 
     @classmethod
     def from_dict(cls, document: Any) -> SnapshotBatch:
         what = f"{BACKFILL_EVENT_KEY} of a consumer event"
         document = _object(document, what)
+        consumer = document.get(cls.CONSUMER)
         return cls(
             backfill_id=_text(document, BackfillRequest.BACKFILL_ID, what),
             horizon=_int(document, BackfillRequest.HORIZON, what),
             segment=_int(document, SegmentTask.SEGMENT, what, None),
             probe=bool(document.get("probe", False)),
+            consumer=consumer if isinstance(consumer, str) and consumer else None,
         )
 
     @staticmethod

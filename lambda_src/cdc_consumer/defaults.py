@@ -13,26 +13,47 @@ from botocore.config import Config
 
 # --- Idempotency records ---
 
-#: How long a processed-marker or side-effect record is kept (epoch-seconds TTL): 7 days.
-#: A duplicate can only come from the stream (24 h retention) or from a redrive of an
-#: on-failure pointer, which reads the stream too; 7 days outlives both with a wide margin,
-#: while the TTL still keeps the table from growing without bound.
-IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 60 * 60
-
-#: Overrides IDEMPOTENCY_TTL_SECONDS (whole seconds): a consumer of a Kinesis stream keeps its
-#: records longer than its stream's retention (up to 365 days), since a duplicate can arrive as
-#: long as the stream holds the record (docs/design.md §9). Set by the KinesisConsumer construct.
-# (MARKER_TTL_ENV, the variable, is the contract's: cdc_consumer.contract.)
+#: How long a processed-marker or side-effect claim is kept (epoch-seconds TTL) is the
+#: consumer's marker lifetime: ``CDC_MARKER_TTL_SECONDS``, which the constructs derive from the
+#: consumer's replay windows (cdc_consumer.contract.minimum_marker_lifetime, docs/design.md
+#: "Markers outlive every replay window"). A record can come back as long as any copy of it can
+#: be delivered or replayed (the stream, the failed-batch bucket, the quarantine queue); a marker
+#: kept less long turns that replay into a second application.
+#:
+#: Without the variable (a function these constructs did not make) the runtime cannot see its
+#: windows, so it applies the rule to the longest it can assume: a DynamoDB stream whose mapping
+#: has no record age limit, a failed-batch bucket kept the constructs' default 14 days and a
+#: quarantine queue kept SQS's maximum 14 days: 30 days (CdcChecks reports such a function, and
+#: one whose windows are longer).
+UNCONFIGURED_FAILED_BATCH_RETENTION_SECONDS = 14 * 24 * 3600
+UNCONFIGURED_QUARANTINE_RETENTION_SECONDS = 14 * 24 * 3600
+# (MARKER_TTL_ENV, the variable, and the rule are the contract's: cdc_consumer.contract.)
 
 
 def marker_ttl_seconds() -> int:
     """How long markers and claims are kept: ``CDC_MARKER_TTL_SECONDS`` when set to a positive
-    whole number, else IDEMPOTENCY_TTL_SECONDS (a wrong value falls back: a marker kept 7 days
-    is the documented default, and a configuration typo must not drop idempotency)."""
-    from cdc_consumer.contract import MARKER_TTL_ENV  # not at import: see processor's docstring
+    whole number, else the rule for the longest windows (above). A wrong value falls back too:
+    a configuration typo must not drop idempotency."""
+    # not at import: see processor's docstring
+    from cdc_consumer.contract import (
+        MARKER_TTL_ENV,
+        STREAM_RETENTION_SECONDS,
+        UNLIMITED_RECORD_AGE,
+        ReplayWindows,
+        minimum_marker_lifetime,
+    )
 
     value = os.environ.get(MARKER_TTL_ENV, "")
-    return int(value) if value.isdigit() and int(value) > 0 else IDEMPOTENCY_TTL_SECONDS
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    return minimum_marker_lifetime(
+        ReplayWindows(
+            stream_retention=STREAM_RETENTION_SECONDS,
+            max_record_age=UNLIMITED_RECORD_AGE,
+            failed_batch_retention=UNCONFIGURED_FAILED_BATCH_RETENTION_SECONDS,
+            quarantine_retention=UNCONFIGURED_QUARANTINE_RETENTION_SECONDS,
+        )
+    )
 
 
 #: Attribute names of the idempotency table, the ones Powertools for AWS Lambda uses, so one

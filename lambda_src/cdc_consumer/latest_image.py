@@ -18,6 +18,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 
+from cdc_consumer import defaults
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
 from cdc_consumer.versions import VERSION_ATTRIBUTE, guard
@@ -42,8 +43,11 @@ class LatestImage:
         view skip tombstones (:meth:`is_tombstone`).
     :param tombstone_ttl: ``(attribute, seconds)``: give tombstones a TTL attribute of now +
         seconds (epoch seconds), so DynamoDB deletes them once no older change can still
-        arrive (keep it above the consumer's maximum record age and redrive window). Default
-        none: tombstones stay.
+        arrive. A tombstone guards the deletion's version as a marker guards a record, so it
+        is kept at least the consumer's marker lifetime (``CDC_MARKER_TTL_SECONDS``, derived
+        from its replay windows: docs/design.md "Markers outlive every replay window"), longer
+        than ``seconds`` when that is shorter: an older change replayed after the tombstone
+        expired would bring the item back. Default none: tombstones stay.
     :param clock: epoch seconds for ``tombstone_ttl``; default ``time.time``.
 
     A change whose record lacks a creation time has no version: :class:`MissingVersionError`
@@ -101,7 +105,8 @@ class LatestImage:
             item[self.deleted_attribute] = {"BOOL": True}
             if self.tombstone_ttl is not None:
                 attribute, seconds = self.tombstone_ttl
-                item[attribute] = {"N": str(int(self.clock()) + seconds)}
+                lifetime = max(seconds, defaults.marker_ttl_seconds())
+                item[attribute] = {"N": str(int(self.clock()) + lifetime)}
         else:
             if change.new_image is None:
                 raise PermanentError(

@@ -147,6 +147,7 @@ def handler(
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, CONSUMER_FUNCTION_NAME_ENV)
     if redrive is None:
         redrive = _redrive(environ)
+    redrive.set_aside_since_ms = int(time.time() * 1000)  # what it quarantines again holds nothing
     wanted = str(event.get("source", "all"))
     queues = {
         Source.ON_FAILURE: environ.get(ON_FAILURE_BUCKET_ENV, "")

@@ -1,5 +1,6 @@
-"""Helpers for testing stream consumers without AWS: stream records, a table's stream, a
-Lambda context, and AWS-style redelivery.
+"""Helpers for testing stream consumers without AWS: the environment a StreamConsumer gives
+its function (:func:`consumer_environment`, on moto's server: the ``testing`` extra), stream
+records, a table's stream, a Lambda context, and AWS-style redelivery.
 
 Importing this module needs nothing beyond boto3, so it is safe to ship in the layer; it is
 meant for tests, the local pipeline and benchmarks::
@@ -24,7 +25,22 @@ from typing import Any
 from boto3.dynamodb.types import TypeSerializer
 
 from cdc_consumer.change import TTL_PRINCIPAL
+from cdc_consumer.consumer_environment import ConsumerEnvironment, consumer_environment
 from cdc_consumer.wire import to_wire
+
+__all__ = [
+    "DEFAULT_SOURCE_ARN",
+    "FIRST_SEQUENCE_NUMBER",
+    "ConsumerEnvironment",
+    "FakeContext",
+    "TableStream",
+    "consumer_environment",
+    "redelivery",
+    "serialize",
+    "stream_event",
+    "stream_record",
+    "wire_serialize",
+]
 
 #: The stream ARN records carry unless told otherwise.
 DEFAULT_SOURCE_ARN = (

@@ -720,7 +720,11 @@ def test_outbox_props_conflicts_are_rejected(props: dict[str, Any], expected: st
         ({"detail_type": "$.dynamodb..x"}, "a Pipes JSON path: dot notation"),
         ({"source": ""}, "source='': the events' source"),
         ({"key_attributes": {}}, "key_attributes={}: a dict of attribute name -> type"),
-        ({"max_record_age": 3600}, "max_record_age='3600 (not an aws_cdk.Duration)'"),
+        (
+            {"max_record_age": 3600},
+            "max_record_age=3600: got an int; max_record_age is an aws_cdk.Duration of whole "
+            "seconds in 60..86399",
+        ),
         (
             {"new_image_attributes": {f"attribute_{i:03}": "S" for i in range(200)}},
             "at most 8192 characters (Pipes' limit): declare fewer attributes",

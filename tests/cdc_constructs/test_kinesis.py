@@ -159,7 +159,9 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
         assert statement["Resource"] != "*"
     variables = only(template, "AWS::Lambda::Function")["Environment"]["Variables"]
     assert variables["CDC_CONSUMER_NAME"] == "Replica"
-    assert variables["CDC_MARKER_TTL_SECONDS"] == str(168 * 3600 + 24 * 3600)
+    # The replay windows (cdc_constructs.marker_lifetime): the 7-day stream, or the 1 h record
+    # age then 14 days in the failed-batch bucket, then 14 days in the quarantine, plus a day.
+    assert variables["CDC_MARKER_TTL_SECONDS"] == str(3600 + (14 + 14 + 1) * 24 * 3600)
     assert set(consumer.alarms) >= {
         "IteratorAge",
         "DroppedRecords",

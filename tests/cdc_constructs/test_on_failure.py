@@ -126,8 +126,13 @@ def test_the_redrive_may_only_list_read_and_delete_in_that_bucket(stack: cdk.Sta
         ("s3:GetObject", _objects(bucket)),
         ("s3:DeleteObject", _objects(bucket)),
     }
-    # With S3 the records are in the objects: the redrive never reads the stream.
-    assert not _service_grants(template, redrive_role, "dynamodb")
+    # With S3 the records are in the objects: the redrive never reads the stream's records. It
+    # only describes the stream, for the shards' lineage (a child's objects wait for the
+    # parent's, docs/design.md §5).
+    stream = {"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]}
+    assert _service_grants(template, redrive_role, "dynamodb") == {
+        ("dynamodb:DescribeStream", json.dumps(stream))
+    }
 
 
 def test_a_customer_key_encrypts_the_bucket_and_is_granted_for_data_keys_only(
@@ -152,7 +157,12 @@ def test_a_customer_key_encrypts_the_bucket_and_is_granted_for_data_keys_only(
 
 def test_s3_on_failure_destination_of_your_own_bucket(stack: cdk.Stack) -> None:
     key = kms.Key(stack, "Key")
-    bucket = s3.Bucket(stack, "Failures", encryption_key=key)
+    bucket = s3.Bucket(
+        stack,
+        "Failures",
+        encryption_key=key,
+        lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(14))],
+    )
     consumer = _consumer(stack, on_failure=S3OnFailureDestination(bucket))
     template = Template.from_stack(stack).to_json()
     assert len(resources(template, "AWS::S3::Bucket")) == 1  # no default bucket

@@ -36,8 +36,14 @@ CODE = lambda_.Code.from_inline("def handler(event, context):\n    return {}\n")
     [
         ({"retry_attempts": 2.5}, "retry_attempts=2.5: a whole number in 0..10000"),
         ({"retry_attempts": NAN}, "retry_attempts=nan: a number in 0..10000"),
-        ({"retry_attempts": "5"}, "retry_attempts='5': a number in 0..10000"),
-        ({"retry_attempts": True}, "retry_attempts=True: a number in 0..10000"),
+        (
+            {"retry_attempts": "5"},
+            "retry_attempts='5': got a str; retry_attempts is a whole number in 0..10000",
+        ),
+        (
+            {"retry_attempts": True},
+            "retry_attempts=True: got a bool; retry_attempts is a whole number in 0..10000",
+        ),
         ({"memory_size": 256.5}, "memory_size=256.5: a whole number in 128..10240"),
         ({"memory_size": INF}, "memory_size=inf: a number in 128..10240"),
         ({"batch_size": 10.5}, "batch_size=10.5: a whole number in 1..10000"),
@@ -63,6 +69,40 @@ def test_a_bad_number_or_type_is_named_in_the_error(stack, props, expected):
     error = consumer_error(stack, code=CODE, handler="index.handler", **props)
     assert expected in str(error)
     assert len(error.problems) == 1, str(error)
+
+
+@pytest.mark.parametrize(
+    "prop",
+    [
+        "retry_attempts",
+        "batch_size",
+        "parallelization_factor",
+        "memory_size",
+        "reserved_concurrent_executions",
+    ],
+)
+def test_a_duration_for_a_count_is_named_as_a_duration(stack, prop):
+    """Not ``<aws_cdk.Duration object at 0x7f...>``: what was given, and what the prop is."""
+    error = consumer_error(stack, code=CODE, handler="index.handler", **{prop: Duration.minutes(5)})
+    (problem,) = error.problems
+    assert str(problem).startswith(f"{prop}=Duration.minutes(5): got a Duration; {prop} is a "), (
+        str(problem)
+    )
+    assert "object at 0x" not in str(error)
+
+
+@pytest.mark.parametrize(
+    ("props", "prop"),
+    [
+        ({"max_record_age": 3600}, "max_record_age"),
+        ({"max_batching_window": 5}, "max_batching_window"),
+        ({"timeout": 30}, "timeout"),
+    ],
+)
+def test_a_number_for_a_duration_says_a_duration_is_wanted(stack, props, prop):
+    error = consumer_error(stack, code=CODE, handler="index.handler", **props)
+    (problem,) = error.problems
+    assert f"got an int; {prop} is an aws_cdk.Duration" in str(problem), str(problem)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
@@ -22,6 +24,7 @@ from cdc_constructs import (
     StreamFilters,
     StreamRedrive,
 )
+from cdc_constructs.function_options import HANDLER_DOCS
 from cdc_constructs.redrive import REDRIVE_HANDLER
 from tests.cdc_constructs.support import (
     arn_of,
@@ -137,6 +140,9 @@ def test_function_defaults(default_consumer):
         "IDEMPOTENCY_TABLE_NAME": {"Ref": logical_id(template, "ConsumerIdempotencyTable")},
         "QUARANTINE_QUEUE_URL": {"Ref": logical_id(template, "ConsumerQuarantineQueue")},
         "CDC_METRICS_NAMESPACE": "CdcConstructs",
+        # The replay windows (cdc_constructs.marker_lifetime): the 1 h record age, then 14 days
+        # in the failed-batch bucket, then 14 days in the quarantine, plus a day.
+        "CDC_MARKER_TTL_SECONDS": str(3600 + (14 + 14 + 1) * 24 * 3600),
     }
     log_group = resources(template, "AWS::Logs::LogGroup")[logical_id(template, "ConsumerLogGroup")]
     assert log_group["Properties"]["RetentionInDays"] == 30
@@ -292,14 +298,28 @@ def test_user_code_and_settings(stack, tmp_path):
 
 def test_the_library_ships_no_handler_so_code_is_required(stack):
     """No bundled default: without code (or a function) the error says what to give and
-    points at the orders example's handler as a starting point."""
+    points at the docs' handler to start from (an installed library has no example beside it),
+    a section Getting started has."""
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     with pytest.raises(CdcConfigurationError) as caught:
         StreamConsumer(stack, "Consumer", table=table)
     assert (
-        "code=None: code + handler (your consumer; the orders example's "
-        "reference_app/handlers/order_stats.py is one to start from), or an existing function"
+        f"code=None: code + handler (your consumer: Getting started shows one, {HANDLER_DOCS}), "
+        "or an existing function"
     ) in str(caught.value)
+    assert "reference_app" not in str(caught.value)
+    page, anchor = HANDLER_DOCS.split("/docs/", 1)[1].split("#")
+    headings = (Path(__file__).resolve().parents[2] / "docs" / page).read_text()
+    assert (
+        f"## {anchor.split('-', 1)[0]}. " in headings
+        and "processor = StreamProcessor()" in headings
+    )
+    slugs = [
+        re.sub(r"[^\w\- ]", "", line[3:].lower()).replace(" ", "-")
+        for line in headings.splitlines()
+        if line.startswith("## ")
+    ]
+    assert anchor in slugs, (anchor, slugs)
     with pytest.raises(CdcConfigurationError, match="handler=None: the handler string"):
         StreamConsumer(stack, "Other", table=table, code=lambda_.Code.from_inline("x = 1"))
 

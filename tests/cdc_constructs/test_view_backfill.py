@@ -148,6 +148,8 @@ def test_the_segment_function_runs_the_layer_handler_with_its_share_of_the_rate(
     assert variables[BACKFILL_ITEMS_PER_SECOND_ENV] == "125"  # 500 / 4 at once
     assert variables[BACKFILL_PAGE_SIZE_ENV] == "50"
     assert variables[BACKFILL_SKEW_SECONDS_ENV] == "10"
+    # The progress records live as the consumer's markers (issue 23 §1).
+    assert variables["CDC_MARKER_TTL_SECONDS"] == str(3600 + (14 + 14 + 1) * 24 * 3600)
     consumer_env = _function(template, "ConsumerFunction")["Environment"]["Variables"]
     assert consumer_env[CONSUMER_PROGRESS_ENV] == "1"
 
@@ -358,7 +360,7 @@ def test_every_bad_prop_is_named_in_one_error(stack: cdk.Stack) -> None:
 @pytest.mark.parametrize("segments", [0, 1.5, True])
 def test_a_segment_count_out_of_range_is_refused(stack: cdk.Stack, segments: Any) -> None:
     message = _error(stack, consumer=_consumer(stack), total_segments=segments)
-    assert f"total_segments={segments!r}: a " in message and "number in 1..10000" in message
+    assert f"total_segments={segments!r}: " in message and "number in 1..10000" in message
 
 
 def test_cfn_lint_is_clean(stack: cdk.Stack) -> None:

@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from cdc_consumer import Contributions, LatestImage
+from cdc_consumer import ConsumerGroup, Contributions, GroupMember, LatestImage
 from cdc_consumer.backfill.handler import Backfill
 from cdc_consumer.backfill.settings import BackfillSettings
 from cdc_consumer.contract import (
+    BACKFILL_REFUSED_ERROR,
     CONSUMER_PROGRESS_ENV,
     BackfillPlan,
     BackfillRequest,
@@ -76,6 +77,7 @@ class World:
                 dynamodb_client=resources.dynamodb,
             )
         )
+        self.consumer_handle = self.consumer.handle
         self.invocations = 0
         self.fail_next = 0
 
@@ -85,7 +87,7 @@ class World:
             self.fail_next -= 1
             raise RuntimeError("Rate exceeded")  # a throttled invoke
         with patched_environ({"VIEW_TABLE_NAME": self.resources.view_table}):
-            return self.consumer.handle(event, context)
+            return self.consumer_handle(event, context)
 
     def record_progress(self, at: float | None = None) -> None:
         stream = TableStream(clock=lambda: at or time.time())
@@ -93,7 +95,7 @@ class World:
         with patched_environ(
             {CONSUMER_PROGRESS_ENV: "1", "VIEW_TABLE_NAME": self.resources.view_table}
         ):
-            assert self.consumer.handle(stream_event(stream.records), FakeContext())
+            assert self.consumer_handle(stream_event(stream.records), FakeContext())
 
     def backfill(
         self, mappings: Mappings | None = None, sleep: Callable[[float], None] = lambda s: None
@@ -207,13 +209,14 @@ def test_the_start_step_refuses_a_horizon_the_consumer_has_not_passed(
     resources: Resources,
 ) -> None:
     world = World(resources)
-    world.record_progress(at=time.time() - 60)
+    applied = int(time.time()) - 60
+    world.record_progress(at=applied)
     backfill = world.backfill()
 
     with pytest.raises(BackfillRefusedError, match="has not passed the horizon"):
         backfill.handle(BackfillRequest("b", 1, horizon=int(time.time()) - 30).to_dict())
     plan = BackfillPlan.from_dict(backfill.handle(BackfillRequest("b", 1).to_dict()))
-    assert plan.horizon == int(time.time() - 60)  # the consumer's progress, not now - skew
+    assert plan.horizon == applied  # the consumer's progress, not now - skew
 
 
 @pytest.mark.parametrize("total", [0, 1_000_001])
@@ -245,3 +248,38 @@ def test_a_latest_image_replica_is_backfilled_too(resources: Resources) -> None:
     assert replica.table_name is not None
     items = [replica.image(item) for item in resources.scan(replica.table_name)]
     assert {i["pk"]: i for i in items if i and i["pk"].startswith("ORDER#")} == world.orders
+
+
+def test_the_refusal_is_the_error_type_the_state_machine_matches() -> None:
+    assert BackfillRefusedError.__name__ == BACKFILL_REFUSED_ERROR
+
+
+def test_rows_the_mapping_filter_would_drop_are_not_handed_over(resources: Resources) -> None:
+    world = World(resources)
+    world.record_progress()
+    backfill = world.backfill()
+    pattern = {"dynamodb": {"NewImage": {"customerId": {"S": ["c1"]}}}}
+    backfill.settings = BackfillSettings(**{**backfill.settings.__dict__, "filters": (pattern,)})
+    plan = BackfillPlan.from_dict(backfill.handle(BackfillRequest("f", None).to_dict()))
+    assert plan.total_segments == 1  # a small table: one segment
+    run_all(backfill, plan)
+
+    c1 = [order for order in world.orders.values() if order["customerId"] == "c1"]
+    assert resources.view() == recompute(c1)
+
+
+def test_a_group_hands_a_backfill_to_the_member_backfilled_only(resources: Resources) -> None:
+    world = World(resources)
+    other = resources.processor("replica")
+    replica = LatestImage(table_name=resources.new_table("replica"))
+    other.projection(replica)
+    group = ConsumerGroup([GroupMember(world.consumer), GroupMember(other)])
+    world.consumer_handle = group.handle
+    world.record_progress()
+    backfill = world.backfill()
+    plan = BackfillPlan.from_dict(backfill.handle(BackfillRequest("g", 2).to_dict()))
+    run_all(backfill, plan)
+
+    assert resources.view() == recompute(world.orders.values())
+    assert replica.table_name is not None
+    assert [i for i in resources.scan(replica.table_name) if i["pk"].startswith("ORDER#")] == []

@@ -184,6 +184,32 @@ def test_older_and_equal_changes_are_no_ops_and_a_tombstone_stays(resources: Res
     assert tombstone["cdc_version"] == Change_version(removed, "30")
 
 
+@pytest.mark.parametrize(
+    ("asked_days", "kept_days"),
+    [(3, 45), (60, 60)],  # below the marker lifetime: the lifetime; above: as asked
+)
+def test_a_tombstone_outlives_the_consumers_replay_windows(
+    resources: Resources, monkeypatch: pytest.MonkeyPatch, asked_days: int, kept_days: int
+) -> None:
+    """A tombstone guards the delete's version: expiring before a late replay of an older change
+    (a redrive of the failed-batch bucket on day 14) would bring the item back (issue 23 §1)."""
+    day, now = 24 * 3600, 1_800_000_000
+    monkeypatch.setenv("CDC_MARKER_TTL_SECONDS", str(45 * day))
+    stream = TableStream(keys=("pk",), clock=MicrosecondClock())
+    stream.put({"pk": "a", "n": 1})
+    removed = stream.delete(("a",))
+    table = resources.new_table("replica")
+    latest = LatestImage(
+        table_name=table, tombstone_ttl=("expireAt", asked_days * day), clock=lambda: now
+    )
+    processor = resources.processor("tombstones")
+    processor.projection(latest)
+    record = kinesis_record(kinesis_data(removed), sequence_number="1")
+    assert processor.handle(kinesis_event([record]), FakeContext()) == {"batchItemFailures": []}
+    (tombstone,) = resources.scan(table)
+    assert tombstone["expireAt"] == now + kept_days * day
+
+
 def Change_version(stream_change: dict[str, Any], sequence_number: str) -> str:
     from cdc_consumer import Change
 

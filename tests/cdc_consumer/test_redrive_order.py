@@ -174,7 +174,7 @@ def test_a_runs_memory_is_a_function_of_one_object_not_of_the_count(
     stream: Stream, s3: Any
 ) -> None:
     """A run of 3 objects of about 300 KB, then one of 15: the peak of traced memory (this
-    process, moto's server thread included) grows by less than two objects' size, while the
+    process, moto's server thread included) grows by less than three objects' size, while the
     second run replays 12 objects more. Reading every object before replaying any, as the
     redrive did, grows the peak by several times the 12 objects' bytes."""
     size = big_batches(stream, 0, 3, 300_000)
@@ -185,7 +185,11 @@ def test_a_runs_memory_is_a_function_of_one_object_not_of_the_count(
     many, applied = peak_of_run(stream, s3)
 
     assert applied == 15
-    assert many < few + 2 * size, f"peak {many} bytes for 15 objects, {few} for 3 ({size} each)"
+    # 12 objects more may add a quarter of their bytes (buffers, the report's lines; measured:
+    # about two objects'); reading every object first adds all 12 objects' bytes at least.
+    assert many - few < 12 * size / 4, (
+        f"peak {many} bytes for 15 objects, {few} for 3 ({size} each)"
+    )
 
 
 # --- Between the quarantine queue and the bucket (issue 23 §2) -------------------------------
@@ -279,3 +283,38 @@ def test_the_redrive_function_replays_both_sources_in_each_items_order(
     assert [r["source"] for r in result["reports"]] == ["on-failure", "quarantine", "on-failure"]
     assert consumer.applied == sequence_numbers([first, second])
     assert keys(s3) == []
+
+
+def test_a_quarantined_change_still_poison_after_the_fix_is_set_aside_as_the_consumer_does(
+    stream: Stream, s3: Any
+) -> None:
+    """The quarantined s0 is still poison for the fixed consumer: the quarantine round
+    quarantines it again (reported, not ok), and the object with s1 then goes in the second
+    on-failure round, as the running consumer would have applied s1 past the poison s0."""
+    url = quarantine_of(stream)
+    sqs = stream.aws.client("sqs")
+    change_status(stream, "s0")
+    change_status(stream, "s1")
+    first, second = shard_records(stream, stream.shard_id)
+    quarantine(stream, url, first)
+    put_batch(stream, [second])
+    applied: list[str] = []
+
+    def still_poison_s0(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        for record in event["Records"]:
+            if record["dynamodb"]["NewImage"]["status"]["S"] == "s0":
+                sqs.send_message(QueueUrl=url, MessageBody=quarantine_message(record))
+            else:
+                applied.append(record["dynamodb"]["SequenceNumber"])
+        return {"batchItemFailures": []}
+
+    environ = {"ON_FAILURE_BUCKET_NAME": BUCKET, "QUARANTINE_QUEUE_URL": url}
+    environ |= {"CONSUMER_FUNCTION_NAME": "orders-consumer", "STREAM_ARN": stream.arn}
+    redrive = make_redrive(
+        stream, still_poison_s0, s3_client=s3, quarantine_queue_url=url, on_failure_bucket=BUCKET
+    )
+
+    result = redrive_handler.handler({}, None, redrive=redrive, environ=environ)
+
+    assert not result["ok"] and result["requarantinedRecords"] == 1 and result["heldMessages"] == 0
+    assert applied == sequence_numbers([second]) and keys(s3) == []

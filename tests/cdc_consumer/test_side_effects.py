@@ -82,7 +82,8 @@ def test_a_completed_side_effect_leaves_a_powertools_shaped_record_and_is_not_re
     assert claim == {
         "id": f"test-consumer#{records[0]['eventID']}#notify",
         "status": "COMPLETED",
-        "expiration": int(T0) + 7 * 24 * 3600,
+        # No CDC_MARKER_TTL_SECONDS: the rule for the longest windows the runtime can assume.
+        "expiration": int(T0) + 30 * 24 * 3600,
         # The side-effect timeout: a quarter of the 30 s the invocation had (at most 10 s).
         "in_progress_expiration": int(T0 * 1000) + 7_500,
         "stream": records[0]["eventSourceARN"],  # the stream it was claimed for

@@ -21,6 +21,7 @@ from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import MappingSettings
 from cdc_local.functions import InvocationResult
 from cdc_local.kinesis import KinesisDelivery, KinesisEventSourceMapping, filter_view
+from cdc_local.shards import roll_shards
 
 
 @dataclass
@@ -256,3 +257,33 @@ def test_filters_match_the_decoded_data(aws: LocalEndpoint) -> None:
     assert [Change.from_record(r).event_name for r in delivered] == ["REMOVE"]
     assert reader.counters.records_filtered_out == 6
     assert filter_view(delivered[0])["data"]["eventName"] == "REMOVE"
+
+
+def test_delivery_follows_the_table_streams_child_shards(aws: LocalEndpoint) -> None:
+    """After a rollover of the table's stream (cdc_local.shards), the delivery reads the parent
+    to its end and then the child: every change reaches Kinesis, each item's in order."""
+    table, stream = setup_table(aws)
+    ddb = aws.client("dynamodb")
+
+    def write_from(first: int, count: int) -> None:
+        for n in range(first, first + count):
+            ddb.put_item(TableName=table, Item={"pk": {"S": f"k{n % 5}"}, "n": {"N": str(n)}})
+
+    write_from(0, 6)
+    emulator = delivery(aws, table, stream)
+    while emulator.pump():
+        pass
+    roll_shards(table)
+    write_from(6, 6)
+    roll_shards(table)
+    write_from(12, 3)
+    while emulator.pump():
+        pass
+    function = FakeFunction()
+    mapping(aws, stream, function, batch_size=1000).drain()
+    decoded = [Change.from_record(record) for batch in function.batches for record in batch]
+    assert emulator.counters.changes_read == 15 and len(decoded) == 15
+    by_item: dict[str, list[int]] = {}
+    for change in decoded:
+        by_item.setdefault(change.keys["pk"], []).append(int(change.new_image["n"]))
+    assert all(numbers == sorted(numbers) for numbers in by_item.values()), by_item

@@ -50,3 +50,23 @@ def test_records_older_than_the_retention_are_trimmed_as_dynamodb_trims_them(
     fresh = streams.get_records(ShardIterator=iterator(streams, arn, shard_id, "TRIM_HORIZON"))
     assert [r["dynamodb"]["Keys"]["pk"]["S"] for r in fresh["Records"]] == ["new"]
     assert int(fresh["Records"][0]["dynamodb"]["SequenceNumber"]) == int(old_numbers[-1]) + 1
+
+
+def test_records_are_stamped_on_the_pipeline_s_clock(
+    pipeline_for: Any,
+) -> None:
+    """A change made eight days later on the pipeline's clock is a new record, not an
+    eight-day-old one: a mapping whose maximum record age is 60 s delivers it (moto stamps
+    records with the wall clock; found by tests/cdc_local/test_model.py)."""
+    import time
+
+    from tests.cdc_local.helpers import put
+
+    offset = [0.0]
+    pipeline = pipeline_for("AgeToS3", clock=lambda: time.time() + offset[0])
+    offset[0] = 8 * 24 * 3600.0
+    pipeline.trim_streams()
+    put(pipeline, "late")
+    pipeline.drain()
+    assert pipeline.counters.records_expired == 0
+    assert pipeline.counters.records_succeeded == 1

@@ -6,7 +6,7 @@ that never lets the child's newer change of an item land before the parent's old
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from cdc_consumer.redrive import CallableInvoker, Redrive
@@ -28,7 +28,7 @@ def objects(pipeline: LocalPipeline) -> list[dict[str, Any]]:
     return found
 
 
-def latest_status(view: dict[str, str], still_failing: set[str] = frozenset()) -> Handler:  # type: ignore[assignment]
+def latest_status(view: dict[str, str], still_failing: Collection[str] = ()) -> Handler:
     """A consumer of a latest-status view (order matters: the last change applied wins); the
     records whose status is in ``still_failing`` fail the invocation (the fix is not in)."""
 

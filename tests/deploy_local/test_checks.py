@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from deploy_local import checks
+from deploy_local import backfill, checks
 from deploy_local.deployed_stack import (
     DeployedFunction,
     DeployedStack,
@@ -153,8 +153,8 @@ def test_the_order_stats_consumer_is_found_by_its_environment_not_its_logical_id
         OrderStatsWiring.of(stack(environment=without_view))
 
 
-def test_the_summary_is_not_ok_when_the_view_is_not_reconciled() -> None:
-    summary = Summary(
+def _healthy_summary() -> Summary:
+    return Summary(
         stack="S",
         resources_created=75,
         consumers_loaded=2,
@@ -162,9 +162,54 @@ def test_the_summary_is_not_ok_when_the_view_is_not_reconciled() -> None:
         view_reconciled=True,
         poison_quarantined=True,
         diff_changes=["[+] AWS::SNS::Subscription Alarms/Email0 AlarmsEmail00FF1726A"],
+        backfill_refused=True,
+        backfill_status="SUCCEEDED",
+        backfill_segments=4,
+        backfill_segments_succeeded=4,
+        backfill_table_items=21,
+        backfilled_items=21,
+        view_reconciled_after_backfill=True,
     )
+
+
+def test_the_summary_is_not_ok_when_the_view_is_not_reconciled() -> None:
+    summary = _healthy_summary()
     assert summary.ok
     summary.view_reconciled = False
     assert not summary.ok
     assert "view reconciled" in summary.table() and "no (" in summary.table()
     assert json.loads(summary.json_line())["ok"] is False
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("backfill_refused", False),
+        ("backfill_status", "FAILED"),
+        ("backfill_segments_succeeded", 3),
+        ("backfilled_items", 20),
+        ("view_reconciled_after_backfill", False),
+    ],
+)
+def test_the_summary_is_not_ok_when_the_backfill_did_not_hold(field: str, value: Any) -> None:
+    summary = _healthy_summary()
+    setattr(summary, field, value)
+    assert not summary.ok
+
+
+def test_a_refusal_is_known_by_its_error_on_aws_and_by_its_message_on_ministack() -> None:
+    aws = backfill.BackfillRun("FAILED", error="BackfillRefusedError")
+    ministack = backfill.BackfillRun(
+        "FAILED",
+        error="Runtime.HandlerError",
+        cause='{"errorMessage": "totalSegments is 0; DynamoDB\'s Scan takes 1..1,000,000"}',
+    )
+    other = backfill.BackfillRun("FAILED", error="Runtime.HandlerError", cause="Boom")
+    assert backfill.refused(aws) and backfill.refused(ministack)
+    assert not backfill.refused(other)
+    assert not backfill.refused(backfill.BackfillRun("RUNNING"))
+
+
+def test_the_backfill_is_found_by_its_type_and_handler() -> None:
+    with pytest.raises(StepFailed, match=r"one state machine and one function running .* 0 and 0"):
+        backfill.BackfillWiring.of(stack())

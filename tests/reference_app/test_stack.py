@@ -85,6 +85,27 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
     assert [rule for _, rule, _ in acks if rule == "CDC-ESM11"] == []
 
 
+def test_a_passing_synth_prints_one_line_and_the_reasons_on_request(reference: Synthesized):
+    from app import format_nag_summary
+
+    acks = acknowledgements_of(reference)
+    brief = format_nag_summary(0, acks)
+    assert brief == (
+        "cdk-nag (AwsSolutions + Serverless + CdcChecks): 0 unacknowledged findings, "
+        f"{len(acks)} acknowledged (each with its reason: -c cdcNagVerbose=true)"
+    )
+    verbose = format_nag_summary(0, acks, verbose=True).splitlines()
+    assert len(verbose) == 1 + len(acks)
+    path, rule, reason = acks[0]
+    assert verbose[1] == f"  - {rule} on {path}: {reason}"
+
+
+def acknowledgements_of(reference: Synthesized) -> list[tuple[str, str, str]]:
+    from app import acknowledgements
+
+    return acknowledgements(reference.app)
+
+
 def test_cfn_lint_is_clean(reference: Synthesized):
     matches = cfn_lint(reference.template)
     assert matches == []

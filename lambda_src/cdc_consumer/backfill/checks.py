@@ -20,8 +20,10 @@ from cdc_consumer.backfill import defaults
 from cdc_consumer.backfill.settings import BackfillSettings
 from cdc_consumer.contract import (
     BACKFILL_EVENT_KEY,
+    MAX_PLANNED_SEGMENTS,
     MAX_TOTAL_SEGMENTS,
     MIN_TOTAL_SEGMENTS,
+    SEGMENT_BYTES,
     BackfillPlan,
     BackfillRequest,
     SnapshotBatch,
@@ -31,7 +33,7 @@ from cdc_consumer.progress import read_progress
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
 
-__all__ = ["StartCheck", "check_segments"]
+__all__ = ["StartCheck", "check_segments", "segments_for"]
 
 
 def check_segments(segment: int | None, total_segments: int) -> None:
@@ -48,6 +50,21 @@ def check_segments(segment: int | None, total_segments: int) -> None:
         )
 
 
+def _check_planned(total_segments: int) -> None:
+    check_segments(None, total_segments)
+    if total_segments > MAX_PLANNED_SEGMENTS:
+        raise BackfillRefusedError(
+            f"totalSegments is {total_segments:,}; a backfill plans at most "
+            f"{MAX_PLANNED_SEGMENTS:,} (its list of segments passes through the state machine's "
+            "256 KB payload): give fewer, each scans more"
+        )
+
+
+def segments_for(table_bytes: int) -> int:
+    """One segment per :data:`SEGMENT_BYTES` of the table, within 1..MAX_PLANNED_SEGMENTS."""
+    return max(1, min(MAX_PLANNED_SEGMENTS, -(-table_bytes // SEGMENT_BYTES)))
+
+
 @dataclass
 class StartCheck:
     """Validates a :class:`BackfillRequest` and makes its :class:`BackfillPlan`."""
@@ -59,21 +76,24 @@ class StartCheck:
     clock: Callable[[], float]
 
     def plan(self, request: BackfillRequest) -> BackfillPlan:
-        check_segments(None, request.total_segments)
-        self.check_stream()
+        if request.total_segments is not None:
+            _check_planned(request.total_segments)
+        table = self.check_stream()
+        total = request.total_segments or segments_for(int(table.get("TableSizeBytes") or 0))
         running = self.running_mappings()
         horizon = self.horizon(request.horizon)
         _check_latest(running, horizon)
         self.probe(request.backfill_id, horizon)
         return BackfillPlan(
             request.backfill_id,
-            request.total_segments,
+            total,
             horizon,
             self.settings.consumer,
             self.settings.table,
         )
 
-    def check_stream(self) -> None:
+    def check_stream(self) -> dict[str, Any]:
+        """The table's description; refused: no stream, or not the consumer's."""
         table = self.dynamodb.describe_table(TableName=self.settings.table)["Table"]
         spec = table.get("StreamSpecification") or {}
         latest = table.get("LatestStreamArn")
@@ -89,6 +109,7 @@ class StartCheck:
                 f"{self.settings.stream_arn}: the stream was re-created; point the consumer "
                 "at the table's stream first"
             )
+        return table  # type: ignore[no-any-return]
 
     def running_mappings(self) -> list[dict[str, Any]]:
         """The consumer function's running mappings on the stream (refused: none)."""
@@ -136,7 +157,9 @@ class StartCheck:
         return given
 
     def probe(self, backfill_id: str, horizon: int) -> None:
-        probe = SnapshotBatch(backfill_id=backfill_id, horizon=horizon, probe=True)
+        probe = SnapshotBatch(
+            backfill_id=backfill_id, horizon=horizon, probe=True, consumer=self.settings.consumer
+        )
         try:
             self.invoker.invoke({"Records": [], BACKFILL_EVENT_KEY: probe.to_dict()})
         except InvocationError as error:

@@ -49,6 +49,8 @@ class Backfill:
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     key_names: tuple[str, ...] = field(default=())
+    #: Where the EMF line goes (Lambda: stdout; the local pipeline collects it).
+    emit_line: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
 
     @classmethod
     def from_environment(cls) -> Backfill:
@@ -98,7 +100,7 @@ class Backfill:
         }
         namespace, consumer = self.settings.metrics_namespace, self.settings.consumer
         document = emf_document(namespace, consumer, values, self.clock())
-        print(json.dumps(document, separators=(",", ":")), flush=True)
+        self.emit_line(json.dumps(document, separators=(",", ":")))
 
 
 def _remaining(context: Any) -> Callable[[], int | None]:

@@ -30,6 +30,7 @@ from cdc_consumer.contract import (
     SnapshotBatch,
 )
 from cdc_consumer.exceptions import BackfillError, BackfillRefusedError, InvocationError
+from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.snapshots import snapshot_record
 from cdc_consumer.wire import binary_from_wire, to_wire
@@ -61,6 +62,10 @@ class SegmentRun:
     items_handled: int = field(default=0)
     pages_handled: int = field(default=0)
     retries: int = field(default=0)
+    criteria: FilterCriteria = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.criteria = FilterCriteria(list(self.settings.filters), where="consumer filters")
 
     def run(self, task: SegmentTask) -> SegmentResult:
         check_segments(task.segment, task.total_segments)
@@ -126,10 +131,12 @@ class SegmentRun:
             )
             for index, image in enumerate(to_wire(items))
         ]
-        batch = SnapshotBatch(task.backfill_id, task.horizon, task.segment).to_dict()
+        records = [record for record in records if self.criteria.matches(record)]
+        consumer = self.settings.consumer
+        batch = SnapshotBatch(task.backfill_id, task.horizon, task.segment, consumer=consumer)
         outcome = PageOutcome()
         for chunk in _chunks(records):
-            self._apply(chunk, batch, outcome)
+            self._apply(chunk, batch.to_dict(), outcome)
         return outcome
 
     def _apply(self, records: list[Any], batch: dict[str, Any], outcome: PageOutcome) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from cdc_consumer import contract
 from cdc_consumer.backfill import defaults
@@ -26,6 +28,8 @@ class BackfillSettings:
     skew_seconds: int = defaults.SKEW_SECONDS
     reserve_seconds: float | None = None
     """None: a share of the invocation's timeout (see :mod:`cdc_consumer.backfill.defaults`)."""
+    filters: tuple[Any, ...] = ()
+    """The mapping's filter patterns: a row none matches is not handed over."""
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> BackfillSettings:
@@ -58,9 +62,11 @@ class BackfillSettings:
             if number < 0 or (number == 0 and field != "skew_seconds"):
                 problems.append(f"{variable} must be a positive number, got {value!r}")
             numbers[field] = number
+        filters = _filters(env.get(contract.CONSUMER_FILTERS_ENV), problems)
         if problems:
             raise ConfigurationError("the backfill segment function: " + "; ".join(problems))
         return cls(
+            filters=filters,
             **{field: env[variable] for field, variable in required.items()},
             metrics_namespace=env.get(contract.METRICS_NAMESPACE_ENV)
             or contract.DEFAULT_METRICS_NAMESPACE,
@@ -75,3 +81,17 @@ class BackfillSettings:
             return defaults.MIN_RESERVE_SECONDS
         share = timeout_ms / 1000 * defaults.RESERVE_SHARE
         return min(defaults.MAX_RESERVE_SECONDS, max(defaults.MIN_RESERVE_SECONDS, share))
+
+
+def _filters(text: str | None, problems: list[str]) -> tuple[Any, ...]:
+    if not text:
+        return ()
+    try:
+        filters = json.loads(text)
+    except ValueError as error:
+        problems.append(f"{contract.CONSUMER_FILTERS_ENV} is not JSON ({error})")
+        return ()
+    if not isinstance(filters, list):
+        problems.append(f"{contract.CONSUMER_FILTERS_ENV} must be a JSON list of patterns")
+        return ()
+    return tuple(filters)

@@ -72,7 +72,7 @@ class ObjectReader:
         except (ClientError, BotoCoreError) as error:
             detail = getattr(error, "response", {}).get("Error", {})
             reason = f"{detail.get('Code')}: {detail.get('Message')}" if detail else error
-            raise MalformedMessageError(f"cannot read the object ({reason}); kept") from None
+            raise MalformedMessageError(f"cannot read the object ({reason})") from None
         return parse_on_failure_object(
             key, body, self.stream_arn, self.function_name, self.mapping_uuid
         )
@@ -139,7 +139,7 @@ class BucketPlan:
         except ForeignMessageError as error:
             report.kept.append(FailedMessage(where.key, str(error)))
         except MalformedMessageError as error:
-            reason = str(error) if str(error).endswith("kept") else f"{error} (kept)"
+            reason = f"{error} (kept)"
             report.failed.append(FailedMessage(where.key, reason))
             self._pend(where, reason)
 

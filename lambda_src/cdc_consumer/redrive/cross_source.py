@@ -33,6 +33,7 @@ class CrossSource:
     quarantine_queue_url: str | None
     bucket_reader: ObjectReader | None
     bucket_prefix: str
+    set_aside_since_ms: int | None = None
 
     def _quarantine(self) -> PendingChanges:
         assert self.quarantine_queue_url is not None
@@ -42,6 +43,7 @@ class CrossSource:
             self.stream_arn,
             self.consumers,
             self.visibility_timeout_seconds,
+            self.set_aside_since_ms,
         )
 
     def object_hold(
@@ -64,7 +66,10 @@ class CrossSource:
                 if reason is not None:
                     return reason
             if quarantine.unknown:
-                return quarantine.before("of this object", (0, 0), unknown_holds=True)
+                return (
+                    f"the quarantine queue could not be looked at ({quarantine.unknown[0]}), so"
+                    " it may hold an earlier change of one of this object's items"
+                )
             return None
 
         return quarantine.items(), hold

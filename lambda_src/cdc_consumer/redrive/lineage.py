@@ -66,9 +66,6 @@ class ShardLineage:
             reason = f"{detail.get('Code')}: {detail.get('Message')}" if detail else str(error)
             return cls({}, f"DescribeStream of the stream failed ({reason})")
 
-    def known(self, shard_id: str) -> bool:
-        return shard_id in self.parents
-
     def ancestors(self, shard_id: str) -> tuple[list[str], bool]:
         """The known ancestors of ``shard_id``, parent first, and whether that list is complete
         (it ends at a shard listed without a parent)."""

@@ -89,10 +89,12 @@ def peek_quarantine(
     stream_arn: str,
     consumers: Iterable[str],
     visibility_timeout_seconds: int,
+    set_aside_since_ms: int | None = None,
 ) -> PendingChanges:
     """The changes the quarantine queue holds for ``consumers`` on ``stream_arn``: every message
     is received once and made visible again at once; other consumers' and unreadable messages
-    are not this consumer's changes and are left out."""
+    are not this consumer's changes and are left out, and so are the messages sent since
+    ``set_aside_since_ms`` (quarantined again by this redrive)."""
     pending = PendingChanges("the quarantine queue")
     accepted = tuple(consumers)
     seen: dict[str, str] = {}
@@ -103,12 +105,16 @@ def peek_quarantine(
                 MaxNumberOfMessages=10,
                 WaitTimeSeconds=0,
                 VisibilityTimeout=visibility_timeout_seconds,
+                MessageSystemAttributeNames=["SentTimestamp"],
             ).get("Messages", [])
             fresh = [m for m in messages if m["MessageId"] not in seen]
             if not fresh:
                 return pending
             for message in fresh:
                 seen[message["MessageId"]] = message["ReceiptHandle"]
+                sent = int(message.get("Attributes", {}).get("SentTimestamp", 0))
+                if set_aside_since_ms is not None and sent >= set_aside_since_ms:
+                    continue
                 try:
                     record = parse_quarantine_message(
                         message["Body"], expected_stream_arn=stream_arn, expected_consumer=accepted
@@ -117,7 +123,7 @@ def peek_quarantine(
                     continue  # another's, or not a record: no change of this consumer's
                 pending.add(item_key(record), change_of(record), f"message {message['MessageId']}")
     except (ClientError, BotoCoreError) as error:
-        pending.unknown.append(f"a queue that could not be read ({error})")
+        pending.unknown.append(f"receiving from it failed: {error}")
         return pending
     finally:
         release(sqs_client, queue_url, seen.values())

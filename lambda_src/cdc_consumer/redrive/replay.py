@@ -78,6 +78,8 @@ class Redrive:
             holds an object while it holds an earlier change of one of the object's items.
         on_failure_bucket, on_failure_prefix: the S3 on-failure destination, when known: a
             quarantine run holds a record while it holds an earlier change of its item.
+        set_aside_since_ms: quarantine messages sent since then (epoch ms) were quarantined
+            again by this redrive: poison by the consumer's judgement, they hold nothing.
         max_attempts: invocations without progress before a message is given up (default
             :data:`DEFAULT_MAX_ATTEMPTS`).
         invoke_max_records, invoke_max_bytes: the size of one replay invocation (defaults
@@ -104,6 +106,7 @@ class Redrive:
     mapping_uuid: str | None = None
     on_failure_bucket: str | None = None
     on_failure_prefix: str = ON_FAILURE_S3_PREFIX
+    set_aside_since_ms: int | None = None
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     invoke_max_records: int = DEFAULT_INVOKE_MAX_RECORDS
     invoke_max_bytes: int = DEFAULT_INVOKE_MAX_BYTES
@@ -319,6 +322,7 @@ def _cross_source(redrive: Redrive, quarantine_queue_url: str | None) -> CrossSo
             else None
         ),
         bucket_prefix=redrive.on_failure_prefix,
+        set_aside_since_ms=redrive.set_aside_since_ms,
     )
 
 

@@ -398,7 +398,53 @@ def _(scope: Construct, shared: Shared) -> None:
 
 @fragment("kinesis-markers-expire-before-retention", "CDC-ESM9")
 def _(scope: Construct, shared: Shared) -> None:
-    _kinesis_consumer(scope, 30, environment={"CDC_MARKER_TTL_SECONDS": str(7 * 24 * 3600)})
+    """KinesisConsumer derives the lifetime; an escape hatch on its function sets it shorter."""
+    _kinesis_consumer(scope, 30)
+    consumer = scope.node.find_child("Consumer")
+    consumer.function.add_environment("CDC_MARKER_TTL_SECONDS", str(7 * 24 * 3600))  # type: ignore[attr-defined]
+
+
+def _runtime_consumer(scope: Construct, shared: Shared, **environment: str) -> None:
+    """A consumer of this library's runtime made without its constructs: a function with the
+    runtime's variables (quarantine queue kept 14 days), a mapping whose failed batches go to a
+    bucket kept 30 days."""
+    quarantine = sqs.Queue(scope, "Quarantine", retention_period=Duration.days(14))
+    bucket = s3.Bucket(
+        scope, "FailedBatches", lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(30))]
+    )
+    fn = function(scope, "Function")
+    for name, value in {
+        "CDC_CONSUMER_NAME": "stats",
+        "QUARANTINE_QUEUE_URL": quarantine.queue_url,
+        **environment,
+    }.items():
+        fn.add_environment(name, value)
+    iterator_age_alarm(scope, "Alarm", fn)
+    mapping(scope, shared, fn=fn, destination_config=destination(bucket.bucket_arn))
+
+
+# 1 h record age, then 30 days in the bucket, then 14 days in the quarantine, plus a day.
+REPLAY_WINDOWS_SECONDS = 3600 + (30 + 14 + 1) * 24 * 3600
+
+
+@fragment("markers-expire-before-the-failed-batch-bucket", "CDC-ESM9")
+def _(scope: Construct, shared: Shared) -> None:
+    _runtime_consumer(scope, shared, CDC_MARKER_TTL_SECONDS=str(7 * 24 * 3600))
+
+
+@fragment("marker-lifetime-unset", "CDC-ESM9")
+def _(scope: Construct, shared: Shared) -> None:
+    _runtime_consumer(scope, shared)
+
+
+@fragment("compliant-marker-lifetime")
+def _(scope: Construct, shared: Shared) -> None:
+    _runtime_consumer(scope, shared, CDC_MARKER_TTL_SECONDS=str(REPLAY_WINDOWS_SECONDS))
+
+
+@fragment("marker-lifetime-a-second-short", "CDC-ESM9")
+def _(scope: Construct, shared: Shared) -> None:
+    _runtime_consumer(scope, shared, CDC_MARKER_TTL_SECONDS=str(REPLAY_WINDOWS_SECONDS - 1))
 
 
 @fragment("pipe-record-age-unset", "CDC-ESM2")
@@ -688,3 +734,11 @@ def test_checking_an_unsynthesized_app_names_the_fix(tmp_path: Any) -> None:
     mapping(Construct(stack, "Consumer"), Shared(stack, "Shared"))
     with pytest.raises(RuntimeError, match=r"NotSynthesized.*run app\.synth\(\)"):
         CdcChecks().validate_scope(app)
+
+
+def test_the_marker_lifetime_finding_says_what_to_set(findings: list[Finding]) -> None:
+    path = f"{STACK}/markers-expire-before-the-failed-batch-bucket/"
+    (finding,) = [f for f in findings if f.construct_path.startswith(path)]
+    assert finding.rule_id == "CDC-ESM9"
+    assert "Set CDC_MARKER_TTL_SECONDS on the function to at least" in finding.description
+    assert "minimum_marker_lifetime" in finding.description

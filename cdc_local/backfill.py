@@ -1,0 +1,205 @@
+"""A ViewBackfill's work on the local pipeline: the same segment code, segments in threads.
+
+The synthesized stack's segment function (a function whose environment names
+``CDC_BACKFILL_TABLE_NAME``) gives the settings, resolved to the local resources; the segment
+code (:class:`cdc_consumer.backfill.handler.Backfill`, what the Lambda handler runs) then runs in
+this process with local clients: DynamoDB on the local endpoint (adaptive retries, as in
+Lambda), the consumer function invoked in-process through its handler (with the pipeline's
+faults), and ListEventSourceMappings answered from the pipeline's own mappings (moto's Lambda
+does not run them). The state machine's part is played here: the start step once, then each
+segment invoked until it is done, segments in parallel threads; a segment that fails is
+invoked again after a pause, as the state machine's retry would, and resumes from its progress
+record. What differs from AWS (docs/backfill.md): no Step Functions, and the segment runs with
+the pipeline's credentials, not its role's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from cdc_consumer.backfill import defaults as backfill_defaults
+from cdc_consumer.backfill.handler import Backfill
+from cdc_consumer.backfill.settings import BackfillSettings
+from cdc_consumer.contract import (
+    BACKFILL_TABLE_ENV,
+    BackfillPlan,
+    BackfillRequest,
+    SegmentResult,
+    SegmentTask,
+)
+from cdc_consumer.exceptions import BackfillRefusedError
+from cdc_consumer.redrive.invokers import CallableInvoker
+
+from cdc_local.endpoint import LOCAL_CREDENTIALS
+from cdc_local.exceptions import LocalPipelineError
+
+__all__ = ["BackfillProgress", "LocalBackfill"]
+
+#: Invocations of one segment before the local run gives up on it (the state machine's retry).
+SEGMENT_ATTEMPTS = 4
+#: Seconds between two invocations of a failed segment.
+SEGMENT_RETRY_SECONDS = 0.5
+
+
+@dataclass
+class BackfillProgress:
+    """What a running backfill has done, for a progress bar (shared between threads)."""
+
+    total_segments: int = 0
+    segments_done: int = 0
+    items: int = 0
+    segment_retries: int = 0
+    started: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def items_per_second(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return self.items / elapsed if elapsed > 0 else 0.0
+
+
+class LocalMappings:
+    """ListEventSourceMappings from the local pipeline's running mappings."""
+
+    def __init__(self, pipeline: Any) -> None:
+        self.pipeline = pipeline
+        self.since = datetime.now(UTC)
+
+    def list_event_source_mappings(self, **request: Any) -> dict[str, Any]:
+        found = [
+            {
+                "UUID": mapping.name,
+                "State": "Enabled",
+                "StartingPosition": mapping.settings.starting_position,
+                "LastModified": self.since,
+                "EventSourceArn": mapping.stream_arn,
+            }
+            for mapping in self.pipeline.mappings.values()
+            if mapping.function.name == request.get("FunctionName")
+            and mapping.stream_arn == request.get("EventSourceArn")
+        ]
+        return {"EventSourceMappings": found}
+
+
+class LocalBackfill:
+    """Runs one backfill of ``pipeline``'s consumer (see the module docstring).
+
+    ``consumer``: the backfilled consumer's name, when the stack has several segment functions.
+    ``invoker_wrapper``: wraps the consumer invoker (the demo's segment fault).
+    ``page_size``: Scan's Limit instead of the function's (``CDC_BACKFILL_PAGE_SIZE``).
+    """
+
+    def __init__(
+        self,
+        pipeline: Any,
+        consumer: str | None = None,
+        *,
+        threads: int = 4,
+        invoker_wrapper: Callable[[Any], Any] | None = None,
+        page_size: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.pipeline = pipeline
+        self.threads = threads
+        self.sleep = sleep
+        self.settings = _segment_settings(pipeline, consumer)
+        #: The segment invocations' EMF lines (in Lambda they go to the log).
+        self.metric_lines: list[str] = []
+        if page_size is not None:
+            self.settings = dataclasses.replace(self.settings, page_size=page_size)
+        consumer_function = _function_named(pipeline, self.settings.consumer_function)
+        invoker: Any = CallableInvoker(
+            consumer_function.as_handler(), function_name=consumer_function.name
+        )
+        self.backfill = Backfill(
+            self.settings,
+            _scan_client(pipeline.endpoint),
+            LocalMappings(pipeline),
+            invoker_wrapper(invoker) if invoker_wrapper else invoker,
+            sleep=sleep,
+            emit_line=self.metric_lines.append,
+        )
+        self.progress = BackfillProgress()
+
+    def plan(self, backfill_id: str, total_segments: int | None = None) -> BackfillPlan:
+        """The start step (raises :class:`BackfillRefusedError` for bad input)."""
+        request = BackfillRequest(backfill_id, total_segments)
+        plan = BackfillPlan.from_dict(self.backfill.handle(request.to_dict()))
+        self.progress.total_segments = plan.total_segments
+        return plan
+
+    def run(self, plan: BackfillPlan) -> list[SegmentResult]:
+        """Every segment to its end, ``threads`` at a time."""
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            return list(pool.map(self.segment, plan.tasks()))
+
+    def segment(self, task: SegmentTask) -> SegmentResult:
+        """One segment, invoked until done; a failure is retried after a pause."""
+        document = task.to_dict()
+        failures = 0
+        while True:
+            try:
+                result = SegmentResult.from_dict(self.backfill.handle(document))
+            except BackfillRefusedError:
+                raise
+            except Exception:  # the state machine retries any other error of a segment
+                failures += 1
+                with self.progress.lock:
+                    self.progress.segment_retries += 1
+                if failures >= SEGMENT_ATTEMPTS:
+                    raise
+                self.sleep(SEGMENT_RETRY_SECONDS)
+                continue
+            with self.progress.lock:
+                self.progress.items = self.progress.items - _seen(document) + result.items
+            document = result.to_dict()
+            if result.done:
+                with self.progress.lock:
+                    self.progress.segments_done += 1
+                return result
+
+
+def _scan_client(endpoint: Any) -> Any:
+    """A DynamoDB client on the local endpoint with the segment's adaptive retries."""
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint.url,
+        region_name=endpoint.region,
+        config=Config(retries=backfill_defaults.SCAN_RETRIES),  # type: ignore[arg-type]
+        **LOCAL_CREDENTIALS,
+    )
+
+
+def _seen(document: dict[str, Any]) -> int:
+    return int(document.get(SegmentResult.ITEMS, 0))
+
+
+def _segment_settings(pipeline: Any, consumer: str | None) -> BackfillSettings:
+    found = []
+    for logical_id, spec in pipeline.stack.functions().items():
+        if BACKFILL_TABLE_ENV in spec.environment:
+            settings = BackfillSettings.from_environment(pipeline.functions[logical_id].environment)
+            if consumer is None or settings.consumer == consumer:
+                found.append(settings)
+    if len(found) != 1:
+        raise LocalPipelineError(
+            f"stack {pipeline.stack.stack_name} has {len(found)} backfill segment functions"
+            f"{' for consumer ' + repr(consumer) if consumer else ''}: a ViewBackfill makes one; "
+            "name the consumer when there are several"
+        )
+    return found[0]
+
+
+def _function_named(pipeline: Any, name: str) -> Any:
+    for function in pipeline.functions.values():
+        if function.name == name:
+            return function
+    raise LocalPipelineError(f"the consumer function {name} is not in the local pipeline")

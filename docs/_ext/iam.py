@@ -1,0 +1,164 @@
+"""The IAM tables of docs/permissions.md, generated from the policies the constructs synthesize
+(`make permissions`): each role of a sample app (a StreamConsumer with a view table, its
+redrive, a StreamFanOut, a KinesisConsumer), each statement's actions, the resource it is
+scoped to, and why. tests/docs/test_permissions.py regenerates the tables and fails when the
+page differs, or when a statement has no reason here (a new permission must say why)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+PAGE = Path(__file__).resolve().parents[1] / "permissions.md"
+BEGIN, END = "<!-- iam tables: begin (make permissions) -->", "<!-- iam tables: end -->"
+
+# (role, resource, first action's prefix) -> why, the first match; role and resource are parts
+# of the construct paths ("Role", "Redrive/Role"; "IdempotencyTable", "FailedBatches/Bucket").
+REASONS: list[tuple[str, str, str, str]] = [
+    ("", "LogGroup", "logs", "write the function's own log streams (the stack makes the group)"),
+    ("", "Logs", "logs", "write the pipe's own log streams (the stack makes the group)"),
+    ("Redrive/Role", "(stream)", "dynamodb", "find the stream's shards before a replay"),
+    ("", "(stream)", "dynamodb", "poll the table's stream (the mapping reads as this role)"),
+    ("", "ChangeStream", "kinesis", "poll the Kinesis stream (the mapping reads as this role)"),
+    ("", "IdempotencyTable", "dynamodb", "write each record's marker in the effect's transaction"),
+    ("Redrive/Role", "QuarantineQueue", "sqs", "read quarantined records, delete each replayed"),
+    ("", "QuarantineQueue", "sqs", "quarantine a poison record, whole, with its error"),
+    ("Redrive/Role", "FailedBatches/Bucket", "s3:ListBucket", "list the batches still to replay"),
+    ("Redrive/Role", "FailedBatches/Bucket", "s3", "read the failed batches, delete each replayed"),
+    ("", "FailedBatches/Bucket", "s3:ListBucket", "Lambda needs it for an S3 on-failure bucket"),
+    ("", "FailedBatches/Bucket", "s3", "the mapping writes each batch it gives up on, whole"),
+    ("Redrive/Role", "Function", "lambda", "replay records through the consumer, synchronously"),
+    ("", "Totals", "dynamodb", "grant_view_table: the effect's TransactWriteItems actions"),
+    ("", "Bus", "events", "publish one event per matching change"),
+    ("", "DeadLetterQueue", "sqs", "send the batches the pipe could not deliver"),
+]
+
+
+def sample_app(outdir: Path) -> Path:
+    """Synthesize the sample app into ``outdir``; the directory."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_dynamodb as dynamodb
+    from aws_cdk import aws_lambda as lambda_
+
+    from cdc_constructs import (
+        ChangeCaptureTable,
+        KinesisConsumer,
+        KinesisDestination,
+        StreamConsumer,
+        StreamFanOut,
+    )
+
+    app = cdk.App(outdir=str(outdir), context={"aws:cdk:enable-path-metadata": True})
+    key = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+    code = lambda_.Code.from_inline("def handler(event, context):\n    return {}\n")
+    shop = cdk.Stack(app, "Shop")
+    orders = ChangeCaptureTable(shop, "Orders", partition_key=key)
+    totals = dynamodb.TableV2(shop, "Totals", partition_key=key)
+    consumer = StreamConsumer(shop, "OrderTotals", table=orders, code=code, handler="i.handler")
+    consumer.grant_view_table(totals, env_var="TOTALS_TABLE_NAME")
+    StreamFanOut(shop, "OrderEvents", table=orders, source="com.example.orders")
+    kinesis = cdk.Stack(app, "ShopKinesis")
+    streamed = ChangeCaptureTable(
+        kinesis, "Orders", partition_key=key, kinesis=KinesisDestination()
+    )
+    KinesisConsumer(kinesis, "Replica", table=streamed, code=code, handler="i.handler")
+    app.synth()
+    return outdir
+
+
+def _path(resources: dict[str, Any], logical_id: str, construct: str) -> str:
+    path = resources[logical_id].get("Metadata", {}).get("aws:cdk:path", logical_id)
+    parts = path.split("/")[1:]  # without the stack
+    if parts and parts[-1] in ("Resource", "Default"):
+        parts = parts[:-1]
+    if parts and parts[0] == construct:
+        parts = parts[1:]
+    return "/".join(parts) or construct
+
+
+def _resource(resources: dict[str, Any], value: Any, construct: str) -> str:
+    text = json.dumps(value)
+    found = re.search(r'"Fn::GetAtt": \["(\w+)", "(\w+)"\]|"Ref": "(\w+)"', text)
+    if not found:
+        return "*" if value == "*" else text
+    name = _path(resources, found[1] or found[3], construct)
+    if found[2] == "StreamArn":
+        name += " (stream)"
+    return name + ("/*" if text.endswith('"/*"]]}') else "")
+
+
+def _reason(role: str, resource: str, action: str) -> str:
+    for role_part, resource_part, service, why in REASONS:
+        if role.endswith(role_part) and resource_part in resource and action.startswith(service):
+            return why
+    raise LookupError(
+        f"no reason for {action} on {resource} ({role}): add one to REASONS in docs/_ext/iam.py"
+    )
+
+
+def rows(template: dict[str, Any]) -> dict[str, list[tuple[str, str, str, str]]]:
+    """Construct -> (role, actions, resource, why) for each statement of each role."""
+    resources = template["Resources"]
+    tables: dict[str, list[tuple[str, str, str, str]]] = {}
+    for policy in resources.values():
+        if policy["Type"] != "AWS::IAM::Policy":
+            continue
+        for role_ref in policy["Properties"]["Roles"]:
+            role_path = resources[role_ref["Ref"]]["Metadata"]["aws:cdk:path"].split("/")
+            construct = role_path[1]
+            role = "/".join(role_path[2:-1] if role_path[-1] == "Resource" else role_path[2:])
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions, targets = _listed(statement["Action"]), _listed(statement["Resource"])
+                resource = ", ".join(_resource(resources, t, construct) for t in targets)
+                why = _reason(role, resource, actions[0])
+                tables.setdefault(construct, []).append(
+                    (role, ", ".join(f"`{a}`" for a in actions), f"`{resource}`", why)
+                )
+    return tables
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def markdown(assembly: Path) -> str:
+    """The generated part of the page."""
+    out = []
+    for stack in ("Shop", "ShopKinesis"):
+        template = json.loads((assembly / f"{stack}.template.json").read_text())
+        for construct, found in rows(template).items():
+            out += [f"### `{construct}` ({_KINDS[construct]})", ""]
+            out += ["| role | actions | on | why |", "|---|---|---|---|"]
+            out += [f"| `{construct}/{role}` | {a} | {r} | {w} |" for role, a, r, w in found]
+            out.append("")
+    return "\n".join(out)
+
+
+_KINDS = {
+    "OrderTotals": "StreamConsumer, with its StreamRedrive",
+    "OrderEvents": "StreamFanOut; OutboxPublisher is the same pipe",
+    "Replica": "KinesisConsumer",
+}
+
+
+def render_page(assembly: Path) -> str:
+    text = PAGE.read_text()
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    return f"{head}{BEGIN}\n\n{markdown(assembly)}\n{END}{tail}"
+
+
+def main() -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as outdir:
+        PAGE.write_text(render_page(sample_app(Path(outdir))))
+    print(PAGE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

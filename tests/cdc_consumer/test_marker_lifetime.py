@@ -1,0 +1,69 @@
+"""The runtime keeps processed-markers and side-effect claims for the consumer's marker lifetime
+(CDC_MARKER_TTL_SECONDS, which the constructs derive from its replay windows), in projection and
+side-effect mode alike; without the variable, for the rule applied to the longest windows it
+can assume (issue 23 §1)."""
+
+from __future__ import annotations
+
+import pytest
+from cdc_consumer import Change
+from cdc_consumer.contract import (
+    MARKER_TTL_ENV,
+    STREAM_RETENTION_SECONDS,
+    UNLIMITED_RECORD_AGE,
+    ReplayWindows,
+    minimum_marker_lifetime,
+)
+from cdc_consumer.defaults import (
+    UNCONFIGURED_FAILED_BATCH_RETENTION_SECONDS,
+    UNCONFIGURED_QUARANTINE_RETENTION_SECONDS,
+)
+from cdc_consumer.testing import FakeContext, TableStream, stream_event
+
+from tests.cdc_consumer.fixtures import Resources, mirror_projection
+
+T0 = 1_800_000_000
+DAY = 24 * 3600
+
+
+def expirations(resources: Resources, lifetime: str | None, monkeypatch: pytest.MonkeyPatch):
+    """The ``expiration`` of the marker a projection writes and of the claim a side effect
+    completes, for one record each, with CDC_MARKER_TTL_SECONDS ``lifetime`` (None: unset)."""
+    if lifetime is None:
+        monkeypatch.delenv(MARKER_TTL_ENV, raising=False)
+    else:
+        monkeypatch.setenv(MARKER_TTL_ENV, lifetime)
+    projection = resources.processor("view", clock=lambda: T0)
+    projection.projection(mirror_projection(resources.view_table))
+    effects = resources.processor("mailer", clock=lambda: T0)
+
+    @effects.side_effect
+    def notify(change: Change) -> None:
+        pass
+
+    record = TableStream().put({"pk": "ORDER#1", "status": "paid"})
+    for processor in (projection, effects):
+        processor.handle(stream_event([record]), FakeContext(remaining_ms=30_000))
+    by_consumer = {m["id"].split("#")[0]: m["expiration"] for m in resources.markers()}
+    return by_consumer["view"] - T0, by_consumer["mailer"] - T0
+
+
+def test_markers_and_claims_live_the_consumers_lifetime(
+    resources: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert expirations(resources, str(45 * DAY), monkeypatch) == (45 * DAY, 45 * DAY)
+
+
+def test_without_the_variable_the_rule_for_the_longest_windows(
+    resources: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rule = minimum_marker_lifetime(
+        ReplayWindows(
+            STREAM_RETENTION_SECONDS,
+            UNLIMITED_RECORD_AGE,
+            UNCONFIGURED_FAILED_BATCH_RETENTION_SECONDS,
+            UNCONFIGURED_QUARANTINE_RETENTION_SECONDS,
+        )
+    )
+    assert rule == 30 * DAY
+    assert expirations(resources, None, monkeypatch) == (rule, rule)

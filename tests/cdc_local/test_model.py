@@ -1,0 +1,544 @@
+"""A model-based test across features: writes, updates, deletes and TTL expiries; transient
+faults, crashes, crashes after commit (lost responses) and poison records; redrives from the
+on-failure bucket and the quarantine on any day of the pipeline's clock, with expired markers
+swept as DynamoDB's TTL would; consumer group members added, removed and reordered between
+deployments, and a poison fix deployed (issue 23 §8).
+
+hypothesis' ``RuleBasedStateMachine`` interleaves the steps; the model is the table's history
+(every write the test made, in order). After each step that drains the pipeline or redrives:
+
+- **nothing doubled**: no member's log (tests/cdc_local/handlers/model) holds a change twice,
+  and the ``notify`` side effect ran at most once per change;
+- **nothing lost**: each change of the history is in the log of ``ordered`` and ``stats``, or
+  still pending in the on-failure bucket (or, for ``stats``, in the quarantine); ``audit`` has
+  every change written and drained while it was deployed;
+- **nothing out of order**: the changes the stream delivered are applied in stream order per
+  item, and a redrive never applies a change of an item while an earlier change of that item
+  stays pending in the source it replays;
+- and once everything is redriven with the fix deployed, each log *is* the item's history
+  (the view equals its recomputation) and ``notify`` ran exactly once per change.
+
+``make test`` runs a few examples (``MODEL_EXAMPLES``, default 4, of ``MODEL_STEPS`` 12 steps);
+``make model-test`` runs many more. Steps whose features are not in the local pipeline yet are
+rules that a switch enables (see ``LATE_REDRIVES`` below).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from cdc_consumer.contract import CONSUMER_GROUP_ENV, GroupMemberSpec
+from cdc_consumer.redrive import CallableInvoker, Redrive, Source
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from cdc_constructs import ChangeCaptureTable, ConsumerGroupMember, StreamConsumer
+from cdc_local.accounting import (
+    ConsumerWiring,
+    on_failure_batches,
+    peek_messages,
+    scan,
+)
+from cdc_local.endpoint import LocalEndpoint
+from cdc_local.faults import FaultPlan
+from cdc_local.runner import LocalPipeline
+from cdc_local.ttl import TtlAnnotatedStreams
+
+HANDLER = Path(__file__).parent / "handlers" / "model"
+PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+DAY = 24 * 3600
+ITEMS = ("a", "b", "c")
+KINDS = ("put", "put", "poison", "expiring", "delete")
+CHANGES = st.lists(
+    st.tuples(st.sampled_from(ITEMS), st.sampled_from(KINDS)), min_size=2, max_size=8
+)
+#: Faults of a drain, the crash more often (it exhausts retries: batches go to the bucket).
+FAULTS = ("transient", "crash", "crash", "lost_response", "duplicate", "none")
+MEMBERS = ("ordered", "stats", "audit")
+#: Members every deployment has (``audit`` comes and goes).
+ALWAYS = ("ordered", "stats")
+#: Examples ``make test`` runs; ``make model-test`` sets more.
+EXAMPLES = int(os.environ.get("MODEL_EXAMPLES", "4"))
+STEPS = int(os.environ.get("MODEL_STEPS", "12"))
+#: Redrives after the markers' lifetime (7 days before issue 23 §1): enabled once markers
+#: outlive the bucket's and the quarantine's retention.
+LATE_REDRIVES = os.environ.get("MODEL_LATE_REDRIVES") == "1"
+#: How far the clock may go: within the markers' 7 days, or up to the retention of the
+#: bucket and the quarantine (14 days) when late redrives are on.
+MAX_DAYS = 13 if LATE_REDRIVES else 6
+SHRINK = os.environ.get("MODEL_SHRINK") == "1"
+
+
+@pytest.fixture(scope="module")
+def model_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    outdir = tmp_path_factory.mktemp("model.out")
+    app = cdk.App(outdir=str(outdir))
+    stack = cdk.Stack(app, "Model")
+    table = ChangeCaptureTable(
+        stack, "Orders", partition_key=PK, time_to_live_attribute="expiresAt"
+    )
+    view = dynamodb.TableV2(stack, "View", partition_key=PK)
+    consumer = StreamConsumer(
+        stack,
+        "Consumers",
+        table=table,
+        consumer_name="model",
+        members=[ConsumerGroupMember(name) for name in MEMBERS],
+        code=lambda_.Code.from_asset(str(HANDLER)),
+        handler="index.handler",
+        batch_size=4,
+        retry_attempts=1,
+        monitoring=False,
+        redrive=False,
+    )
+    consumer.grant_view_table(view, env_var="VIEW_TABLE")
+    app.synth()
+    return outdir
+
+
+@dataclass(frozen=True)
+class Change:
+    """One write of the model's history: the item, its log entry (see the handler's
+    ``entry``), and whether ``stats`` finds it poison."""
+
+    pk: str
+    entry: str
+    poison: bool = False
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return order_of(self.entry)
+
+
+def order_of(entry: str) -> tuple[int, int]:
+    """Log entries of one item in the order of its changes: write ``w``, then its deletion."""
+    return (int(entry[:-1]), 1) if entry.endswith("D") else (int(entry), 0)
+
+
+def entry_of(record: dict[str, Any]) -> tuple[str, str]:
+    """(pk, log entry) of a stream record as Lambda delivers it."""
+    stream = record["dynamodb"]
+    pk = stream["Keys"]["pk"]["S"]
+    if record["eventName"] == "REMOVE":
+        return pk, f"{int(stream['OldImage']['w']['N'])}D"
+    return pk, str(int(stream["NewImage"]["w"]["N"]))
+
+
+@dataclass
+class Deployment:
+    """A period during which one set of members ran (for ``audit``'s expectations)."""
+
+    members: tuple[str, ...]
+    first_change: int
+    #: changes drained by the mapping while this deployment ran (index into the history)
+    drained_to: int = 0
+
+
+@dataclass
+class Observed:
+    """The logs and side-effect calls read from the view table."""
+
+    logs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    #: ``notify``'s calls per change (pk, entry)
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+class PipelineModel(RuleBasedStateMachine):
+    """The local pipeline against its model; see the module docstring."""
+
+    endpoint: LocalEndpoint
+    assembly: Path
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offset = 0.0
+        self.pipeline = LocalPipeline(
+            self.assembly,
+            "Model",
+            endpoint=self.endpoint,
+            faults=FaultPlan(),
+            clock=lambda: time.time() + self.offset,
+            flush_windows=True,
+        ).start()
+        self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
+        self.ddb = self.pipeline.client("dynamodb")
+        self.view_table = self.wiring.function.environment["VIEW_TABLE"]
+        self.history: list[Change] = []
+        self.items: dict[str, int | None] = dict.fromkeys(ITEMS)
+        self.writes = 0
+        self.fixed = False
+        self.deployments = [Deployment(MEMBERS, 0)]
+        #: the highest change the stream applied per (member, item): stream order check
+        self.stream_high: dict[tuple[str, str], tuple[int, int]] = {}
+        self.observed = Observed()
+        self.steps = 0
+        #: Changes whose side effect a crash or a transient error may have cut between the
+        #: call and its claim's completion: it may run again (at least once, as documented in
+        #: cdc_consumer.side_effects). Every other change's runs exactly once.
+        self.exposed: set[tuple[str, str]] = set()
+
+    def teardown(self) -> None:
+        self.pipeline.close()
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _write(self, pk: str, *, poison: bool = False, ttl_seconds: int | None = None) -> None:
+        self.writes += 1
+        item: dict[str, Any] = {"pk": {"S": pk}, "w": {"N": str(self.writes)}}
+        if poison:
+            item["poison"] = {"BOOL": True}
+        if ttl_seconds is not None:
+            expires = int(time.time() + self.offset) + ttl_seconds
+            item["expiresAt"] = {"N": str(expires)}
+        self.ddb.put_item(TableName=self.wiring.source_table, Item=item)
+        self.items[pk] = self.writes
+        self.history.append(Change(pk, str(self.writes), poison))
+
+    @initialize(changes=CHANGES, fault=st.sampled_from(FAULTS), seed=st.integers(0, 2**16))
+    def start(self, changes: list[tuple[str, str]], fault: str, seed: int) -> None:
+        """A first workload, drained with a fault: every example starts with history."""
+        self.write(changes)
+        self.drain(fault, seed)
+
+    @rule(changes=CHANGES)
+    def write(self, changes: list[tuple[str, str]]) -> None:
+        """Writes to the table: a put, a put ``stats`` finds poison (until the fix is
+        deployed), a put of an item that expires within the hour (swept when the clock passes
+        it), or a delete."""
+        self.steps += 1
+        for pk, kind in changes:
+            if kind != "delete":
+                poison = kind == "poison" and not self.fixed
+                self._write(pk, poison=poison, ttl_seconds=3600 if kind == "expiring" else None)
+                continue
+            last = self.items[pk]
+            if last is None:
+                continue
+            self.ddb.delete_item(TableName=self.wiring.source_table, Key={"pk": {"S": pk}})
+            self.items[pk] = None
+            self.history.append(Change(pk, f"{last}D"))
+
+    # -- the pipeline ----------------------------------------------------------------------------
+
+    @rule(
+        fault=st.sampled_from(
+            ["transient", "crash", "crash", "lost_response", "duplicate", "none"]
+        ),
+        seed=st.integers(0, 2**16),
+    )
+    def drain(self, fault: str, seed: int) -> None:
+        """Drain the streams with one kind of fault injected (often enough to exhaust retries
+        and send batches to the on-failure bucket)."""
+        self.steps += 1
+        before = self._read()
+        with self._faults(fault, seed):
+            self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self._check(before, self._read(), self._check_stream_order)
+
+    @rule()
+    def roll_shards(self) -> None:
+        """DynamoDB closes the stream's shard and opens a child (about every 4 hours), maybe
+        while a batch of the parent is failing or unread: Lambda reads the parent first."""
+        self.steps += 1
+        self.pipeline.roll_shards()
+
+    @rule(days=st.sampled_from([1, 3, 8]))
+    def days_pass(self, days: int) -> None:
+        """The clock moves on (after the streams are drained, so no record ages out unread):
+        the TTL sweeper deletes expired items (REMOVE records the next drain delivers) and
+        expired markers, and the streams trim what is older than 24 hours."""
+        self.steps += 1
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self.observed = self._read()
+        if self.offset + days * DAY > MAX_DAYS * DAY:
+            return
+        self.offset += days * DAY
+        self.pipeline.trim_streams()
+        swept = self._sweep()
+        for pk, last in swept:
+            self.items[pk] = None
+            self.history.append(Change(pk, f"{last}D"))
+
+    @rule(
+        add_audit=st.booleans(),
+        reverse=st.booleans(),
+        fix=st.booleans(),
+    )
+    def deploy(self, add_audit: bool, reverse: bool, fix: bool) -> None:
+        """A new deployment: ``audit`` added or removed, the members' order changed, maybe the
+        poison fix; the function cold-starts with the new environment."""
+        self.steps += 1
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self.observed = self._read()
+        members = [*ALWAYS, *(["audit"] if add_audit else [])]
+        if reverse:
+            members.reverse()
+        function = self.wiring.function
+        environment = dict(function.environment)
+        environment[CONSUMER_GROUP_ENV] = GroupMemberSpec.encode(
+            [GroupMemberSpec(name) for name in members]
+        )
+        if fix:
+            environment["POISON_FIXED"] = "1"
+            self.fixed = True
+        function.environment = environment
+        function._handler, function._modules = None, {}  # a cold start of the new code
+        self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
+        self.deployments.append(Deployment(tuple(members), len(self.history)))
+
+    @rule(fault=st.sampled_from(["none", "transient", "crash"]), seed=st.integers(0, 2**16))
+    def redrive_bucket(self, fault: str, seed: int) -> None:
+        self.steps += 1
+        before = self._read()
+        with self._faults(fault, seed):
+            assert self.wiring.on_failure_bucket is not None
+            redriver(self.pipeline, self.wiring).run_bucket(
+                self.wiring.on_failure_bucket, self.wiring.on_failure_prefix
+            )
+        self._check(before, self._read(), self._redrive_order(self._pending()))
+
+    @precondition(lambda self: self.fixed)
+    @rule()
+    def redrive_quarantine(self) -> None:
+        self.steps += 1
+        before = self._read()
+        redriver(self.pipeline, self.wiring).run(
+            self.wiring.quarantine_queue_url, Source.QUARANTINE
+        )
+        self._check(before, self._read(), self._redrive_order(self._pending()))
+
+    @precondition(lambda self: self.steps >= STEPS // 2)
+    @rule()
+    def settle(self) -> None:
+        """Everything redriven with the fix deployed, no faults: each member's log is its
+        item's history, and ``notify`` ran exactly once per change."""
+        if not self.fixed:
+            self.deploy(add_audit="audit" in self.deployments[-1].members, reverse=False, fix=True)
+        for _ in range(3):
+            self.redrive_bucket("none", 0)
+            self.redrive_quarantine()
+        self.drain("none", 0)
+        assert not self._bucket_pending() and not self._quarantine_pending()
+        expected: dict[str, list[str]] = defaultdict(list)
+        for change in self.history:
+            expected[change.pk].append(change.entry)
+        for member in ALWAYS:
+            logs = {pk: self.observed.logs.get((member, pk), []) for pk in expected}
+            # Redriven changes come late (the stream moved on): the same changes, each once.
+            assert {pk: sorted(log, key=order_of) for pk, log in logs.items()} == dict(expected)
+        changes = {(change.pk, change.entry) for change in self.history}
+        assert set(self.observed.calls) == changes, "notify did not run for every change"
+
+    # -- checks after each step that drains or redrives --------------------------------------------
+
+    def _check(self, before: Observed, after: Observed, order: Any) -> None:
+        self.observed = after
+        order(before, after)
+        self._nothing_doubled()
+        self._nothing_lost()
+
+    def _nothing_doubled(self) -> None:
+        for (member, pk), log in self.observed.logs.items():
+            assert len(log) == len(set(log)), f"{member} applied a change of {pk} twice: {log}"
+        doubled = {
+            change: n
+            for change, n in self.observed.calls.items()
+            if n != 1 and change not in self.exposed
+        }
+        assert not doubled, f"notify ran more than once: {doubled}"
+
+    def _nothing_lost(self) -> None:
+        current = self.deployments[-1]
+        pending = self._pending()
+        for member in ALWAYS:
+            for change in self.history[: current.drained_to]:
+                applied = change.entry in self.observed.logs.get((member, change.pk), [])
+                held = (change.pk, change.entry) in pending
+                assert applied or held, f"{member} lost {change} (history {self.history})"
+        if "audit" in current.members:
+            for change in self.history[current.first_change : current.drained_to]:
+                applied = change.entry in self.observed.logs.get(("audit", change.pk), [])
+                assert applied or (change.pk, change.entry) in pending, f"audit lost {change}"
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _faults(self, fault: str, seed: int) -> Any:
+        if fault in ("transient", "crash"):
+            self.exposed |= {
+                (change.pk, change.entry)
+                for change in self.history
+                if not self.observed.calls.get((change.pk, change.entry))
+            }
+        plan = {
+            "none": FaultPlan(),
+            "transient": FaultPlan(seed=seed, transient_error_probability=0.3),
+            "crash": FaultPlan(seed=seed, crash_probability=0.3),
+            "lost_response": FaultPlan(seed=seed, lost_response_probability=0.5),
+            "duplicate": FaultPlan(seed=seed, duplicate_delivery_probability=0.5),
+        }[fault]
+        return _plan(self.pipeline, plan)
+
+    def _read(self) -> Observed:
+        observed = Observed()
+        for item in scan(self.ddb, self.view_table):
+            member, _, rest = item["pk"]["S"].partition("#")
+            if member == "notify":
+                pk, _, entry = rest.partition("#")
+                observed.calls[(pk, entry)] = int(item["calls"]["N"])
+            else:
+                observed.logs[(member, rest)] = [e["S"] for e in item["log"]["L"]]
+        return observed
+
+    def _sweep(self) -> list[tuple[str, int]]:
+        """The TTL sweep; the source items it deleted, as (pk, last write)."""
+        source = {
+            item["pk"]["S"]: int(item["w"]["N"])
+            for item in scan(self.ddb, self.wiring.source_table)
+        }
+        self.pipeline.sweep_ttl()
+        left = {item["pk"]["S"] for item in scan(self.ddb, self.wiring.source_table)}
+        return [(pk, w) for pk, w in sorted(source.items()) if pk not in left]
+
+    def _pending(self) -> set[tuple[str, str]]:
+        """The changes held in the bucket or the quarantine."""
+        return self._bucket_pending() | self._quarantine_pending()
+
+    def _bucket_pending(self) -> set[tuple[str, str]]:
+        pending = set()
+        for document in on_failure_batches(self.pipeline, self.wiring):
+            payload = document["payload"]  # the batch's event, as JSON text
+            batch = json.loads(payload) if isinstance(payload, str) else payload
+            pending |= {entry_of(record) for record in batch["Records"]}
+        return pending
+
+    def _quarantine_pending(self) -> set[tuple[str, str]]:
+        messages = peek_messages(self.pipeline.client("sqs"), self.wiring.quarantine_queue_url)
+        return {entry_of(message["record"]) for message in messages}
+
+    def _appended(self, before: Observed, after: Observed) -> Iterator[tuple[str, str, list[str]]]:
+        for (member, pk), log in after.logs.items():
+            earlier = before.logs.get((member, pk), [])
+            assert log[: len(earlier)] == earlier, f"{member}'s log of {pk} was rewritten"
+            if len(log) > len(earlier):
+                yield member, pk, log[len(earlier) :]
+
+    def _check_stream_order(self, before: Observed, after: Observed) -> None:
+        """What a drain applied (the mapping delivers in stream order; a redelivery only
+        repeats), per member and item: newer than what the stream applied before."""
+        for member, pk, new in self._appended(before, after):
+            orders = [order_of(entry) for entry in new]
+            assert orders == sorted(orders), f"{member} applied {pk}'s changes {new} out of order"
+            high = self.stream_high.get((member, pk))
+            assert high is None or orders[0] > high, (
+                f"{member} applied {pk}'s change {new[0]} after a newer one from the stream"
+            )
+            self.stream_high[(member, pk)] = orders[-1]
+
+    def _redrive_order(self, pending: set[tuple[str, str]]) -> Any:
+        """The order check of a redrive that left ``pending`` (bucket and quarantine): it applies an
+        item's changes in order, and none while an earlier change of that item that the member
+        has not applied stays pending there."""
+
+        def check(before: Observed, after: Observed) -> None:
+            for member, pk, new in self._appended(before, after):
+                orders = [order_of(entry) for entry in new]
+                assert orders == sorted(orders), f"a redrive applied {pk}'s {new} out of order"
+                log = after.logs[(member, pk)]
+                held = sorted(
+                    order_of(entry) for key, entry in pending if key == pk and entry not in log
+                )
+                assert not held or held[0] > orders[-1], (
+                    f"a redrive applied {member}'s {pk} change(s) {new} while an earlier one "
+                    f"stays pending: {held}"
+                )
+
+        return check
+
+
+def redriver(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redrive:
+    """A redrive of the consumer through its handler contract that knows both of its sources,
+    the quarantine queue and the on-failure bucket, as the redrive function does (so neither
+    replays a change of an item while the other holds an earlier one)."""
+    return Redrive(
+        invoker=CallableInvoker(
+            handler=wiring.function.as_handler(), function_name=wiring.function.name
+        ),
+        stream_arn=wiring.mapping.stream_arn,
+        sqs_client=pipeline.client("sqs"),
+        streams_client=TtlAnnotatedStreams(
+            pipeline.client("dynamodbstreams"), pipeline.ttl_ledger, wiring.mapping.stream_arn
+        ),
+        consumer_name=wiring.consumer_name,
+        member_names=[spec.name for spec in wiring.members],
+        receive_wait_seconds=0,
+        s3_client=pipeline.client("s3"),
+        function_name=wiring.function.name,
+        quarantine_queue_url=wiring.quarantine_queue_url,
+        on_failure_bucket=wiring.on_failure_bucket,
+        on_failure_prefix=wiring.on_failure_prefix,
+    )
+
+
+class _plan:
+    """Inject ``plan``'s faults inside the block (none outside)."""
+
+    def __init__(self, pipeline: LocalPipeline, plan: FaultPlan) -> None:
+        self.faults, self.plan = pipeline.faults, plan
+
+    def __enter__(self) -> None:
+        assert self.faults is not None
+        self.faults.plan = self.plan
+        self.faults._random.seed(self.plan.seed)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.faults is not None
+        self.faults.plan = FaultPlan()
+
+
+def test_model(aws: LocalEndpoint, model_assembly: Path) -> None:
+    """The state machine over the local pipeline (see the module docstring)."""
+    reset = getattr(aws, "reset", None)
+
+    class Machine(PipelineModel):
+        endpoint = aws
+        assembly = model_assembly
+
+        def __init__(self) -> None:
+            if reset is not None:
+                reset()
+            super().__init__()
+
+    run_state_machine_as_test(
+        Machine,
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=True,
+            database=None,
+            # Shrinking a failure of this machine takes many minutes: on with MODEL_SHRINK=1.
+            phases=[p for p in Phase if p is not Phase.shrink or SHRINK],
+        ),
+    )
