@@ -242,7 +242,7 @@ class LocalPipeline:
             try:
                 progressed = mapping.poll(flush=self.flush_windows) or progressed
             finally:  # a denied read or send fails the run, named, whatever it raised
-                self._check_access()
+                self.check_access()
         self._collect_output()
         return progressed
 
@@ -251,9 +251,13 @@ class LocalPipeline:
         """Whether the functions run under their own roles with IAM enforced."""
         return self._enforcing
 
-    def _check_access(self, function: LocalFunction | None = None) -> None:
+    def check_access(self, function_name: str | None = None) -> None:
+        """Raise :class:`~cdc_local.exceptions.AccessDeniedError` for a call denied to a
+        function's role (``function_name``'s only, when given) since the last check; the
+        pipeline checks after every invocation and every mapping turn, and code that runs a
+        function's work itself (the local backfill) calls it too."""
         if self.roles is not None:
-            self.roles.check(function.name if function is not None else None)
+            self.roles.check(function_name)
 
     def drain(self, on_progress: Callable[[PipelineCounters], None] | None = None) -> None:
         """Run until every stream is read to its end and every batch is settled (delivered,
@@ -364,7 +368,9 @@ class LocalPipeline:
             layer_dirs=tuple(layer_dirs),
             endpoint_environment=self.endpoint.environment(),
             credentials=session.environment() if session is not None else {},
-            check_access=self._check_access if session is not None else None,
+            check_access=(lambda function: self.check_access(function.name))
+            if session is not None
+            else None,
             boto3_setup=functools.partial(
                 self._hook_session, LocalInvoke(self._functions_by_reference, session)
             ),
