@@ -18,9 +18,11 @@ STREAM_READ_ACTIONS = (
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
-    "dynamodb:ListStreams",
 )
-"""Reading a stream (Lambda's event source mapping and Pipes poll with these)."""
+"""Reading a stream (Lambda's event source mapping and Pipes poll with these). Granted on the
+stream's ARN. Not ``dynamodb:ListStreams``: it takes no resource (the Service Authorization
+Reference lists none for it), so scoped to a stream ARN it allowed nothing, and a mapping or
+pipe given its stream's ARN never lists streams."""
 
 STREAM_REPLAY_ACTIONS = (
     "dynamodb:DescribeStream",
@@ -37,13 +39,16 @@ STREAM_KEY_ACTIONS = ("kms:Decrypt",)
 """Reading a stream of a table under a customer key."""
 
 IDEMPOTENCY_TABLE_ACTIONS = (
+    "dynamodb:BatchGetItem",
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
 )
-"""The runtime's markers (in transactions) and side-effect claims."""
+"""The runtime's markers (in transactions) and side-effect claims; ``BatchGetItem``: a
+Contributions projection reads its batch's stored contributions (items of this table) in one
+request per batch (without it every batch falls back to one GetItem per record, silently)."""
 
 VIEW_TABLE_WRITE_ACTIONS = (
     "dynamodb:ConditionCheckItem",
@@ -65,8 +70,15 @@ QUEUE_SEND_ACTIONS = ("sqs:SendMessage",)
 QUEUE_SEND_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 """Sending to a queue under a customer key."""
 
-QUEUE_DRAIN_ACTIONS = ("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage")
-"""Reading a queue and deleting what was handled (the redrive)."""
+QUEUE_DRAIN_ACTIONS = (
+    "sqs:ChangeMessageVisibility",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+    "sqs:ReceiveMessage",
+)
+"""Reading a queue and deleting what was handled (the redrive). ``GetQueueAttributes``:
+``Redrive.check()`` reads the queue's ARN before it touches a message, so a wrong queue URL or
+missing access stops the run at once."""
 
 QUEUE_DRAIN_KEY_ACTIONS = ("kms:Decrypt",)
 """Receiving from a queue under a customer key."""

@@ -28,6 +28,7 @@ from cdc_local.assembly import CloudAssembly, StackTemplate
 from cdc_local.endpoint import LocalEndpoint, patched_environ
 from cdc_local.event_source_mapping import EventSourceMapping, MappingCounters, MappingSettings
 from cdc_local.exceptions import (
+    AccessDeniedError,
     AssemblyError,
     FunctionLoadError,
     LocalPipelineError,
@@ -40,6 +41,7 @@ from cdc_local.runner import LocalPipeline, PipelineCounters
 from cdc_local.ttl import TtlLedger, TtlSweeper
 
 __all__ = [
+    "AccessDeniedError",
     "AssemblyError",
     "CloudAssembly",
     "EventSourceMapping",

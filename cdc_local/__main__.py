@@ -40,6 +40,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument(
         "--ttl-every", type=float, default=5.0, help="seconds between TTL sweeps (default 5)"
     )
+    parser.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="run every function with the endpoint's credentials, not its own role's, without "
+        "IAM enforcement (AWS would still refuse what a role lacks)",
+    )
     return parser
 
 
@@ -65,14 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     try:
         stack = stack_to_run(arguments.assembly, arguments.stack)
-        return serve(arguments.assembly, stack, arguments.ttl_every)
+        return serve(arguments.assembly, stack, arguments.ttl_every, not arguments.no_iam)
     except (LocalPipelineError, FilterPatternError) as error:
         console.print(f"{PROG}: error: {error}", style="red", markup=False, soft_wrap=True)
         return 2
 
 
-def serve(assembly: str, stack: str, ttl_every: float) -> int:
-    with LocalPipeline(assembly, stack, capture_output=False) as pipeline:
+def serve(assembly: str, stack: str, ttl_every: float, enforce_iam: bool = True) -> int:
+    with LocalPipeline(assembly, stack, capture_output=False, enforce_iam=enforce_iam) as pipeline:
         # Plain lines on stdout, never wrapped: URLs, ARNs and the redrive command lines must
         # survive a pipe or a log file whole, to be copied as they are.
         for line in serve_lines(pipeline):

@@ -9,8 +9,10 @@ faults), and ListEventSourceMappings answered from the pipeline's own mappings (
 does not run them). The state machine's part is played here: the start step once, then each
 segment invoked until it is done, segments in parallel threads; a segment that fails is
 invoked again after a pause, as the state machine's retry would, and resumes from its progress
-record. What differs from AWS (docs/backfill.md): no Step Functions, and the segment runs with
-the pipeline's credentials, not its role's.
+record. The segment's DynamoDB calls use the segment function's role session when the pipeline
+enforces IAM (a denied call fails the run, named, and is not retried); what differs from AWS
+(docs/backfill.md): no Step Functions, and ListEventSourceMappings is answered in process without
+an IAM check.
 """
 
 from __future__ import annotations
@@ -110,7 +112,8 @@ class LocalBackfill:
         self.pipeline = pipeline
         self.threads = threads
         self.sleep = sleep
-        self.settings = _segment_settings(pipeline, consumer)
+        segment_id, self.settings = _segment_settings(pipeline, consumer)
+        self.segment_function = pipeline.functions[segment_id]
         #: The segment invocations' EMF lines (in Lambda they go to the log).
         self.metric_lines: list[str] = []
         if page_size is not None:
@@ -121,7 +124,7 @@ class LocalBackfill:
         )
         self.backfill = Backfill(
             self.settings,
-            _scan_client(pipeline.endpoint),
+            _scan_client(pipeline, segment_id),
             LocalMappings(pipeline),
             invoker_wrapper(invoker) if invoker_wrapper else invoker,
             sleep=sleep,
@@ -132,9 +135,16 @@ class LocalBackfill:
     def plan(self, backfill_id: str, total_segments: int | None = None) -> BackfillPlan:
         """The start step (raises :class:`BackfillRefusedError` for bad input)."""
         request = BackfillRequest(backfill_id, total_segments)
-        plan = BackfillPlan.from_dict(self.backfill.handle(request.to_dict()))
+        plan = BackfillPlan.from_dict(self._handle(request.to_dict()))
         self.progress.total_segments = plan.total_segments
         return plan
+
+    def _handle(self, document: dict[str, Any]) -> Any:
+        """The segment code on ``document``; then the calls its role was denied fail the run."""
+        try:
+            return self.backfill.handle(document)
+        finally:
+            self.pipeline.check_access(self.segment_function.name)
 
     def run(self, plan: BackfillPlan) -> list[SegmentResult]:
         """Every segment to its end, ``threads`` at a time."""
@@ -147,9 +157,9 @@ class LocalBackfill:
         failures = 0
         while True:
             try:
-                result = SegmentResult.from_dict(self.backfill.handle(document))
-            except BackfillRefusedError:
-                raise
+                result = SegmentResult.from_dict(self._handle(document))
+            except (BackfillRefusedError, LocalPipelineError):
+                raise  # refused input, or a call the segment's role does not allow
             except Exception:  # the state machine retries any other error of a segment
                 failures += 1
                 with self.progress.lock:
@@ -167,14 +177,19 @@ class LocalBackfill:
                 return result
 
 
-def _scan_client(endpoint: Any) -> Any:
-    """A DynamoDB client on the local endpoint with the segment's adaptive retries."""
+def _scan_client(pipeline: Any, segment_id: str) -> Any:
+    """A DynamoDB client on the local endpoint with the segment's adaptive retries, and the
+    segment function's role session when IAM is enforced."""
+    roles = pipeline.roles
+    credentials = (
+        roles.sessions[segment_id].client_credentials() if roles is not None else LOCAL_CREDENTIALS
+    )
     return boto3.client(
         "dynamodb",
-        endpoint_url=endpoint.url,
-        region_name=endpoint.region,
+        endpoint_url=pipeline.endpoint.url,
+        region_name=pipeline.endpoint.region,
         config=Config(retries=backfill_defaults.SCAN_RETRIES),  # type: ignore[arg-type]
-        **LOCAL_CREDENTIALS,
+        **credentials,
     )
 
 
@@ -182,13 +197,14 @@ def _seen(document: dict[str, Any]) -> int:
     return int(document.get(SegmentResult.ITEMS, 0))
 
 
-def _segment_settings(pipeline: Any, consumer: str | None) -> BackfillSettings:
+def _segment_settings(pipeline: Any, consumer: str | None) -> tuple[str, BackfillSettings]:
+    """The segment function's logical id and settings."""
     found = []
     for logical_id, spec in pipeline.stack.functions().items():
         if BACKFILL_TABLE_ENV in spec.environment:
             settings = BackfillSettings.from_environment(pipeline.functions[logical_id].environment)
             if consumer is None or settings.consumer == consumer:
-                found.append(settings)
+                found.append((logical_id, settings))
     if len(found) != 1:
         raise LocalPipelineError(
             f"stack {pipeline.stack.stack_name} has {len(found)} backfill segment functions"

@@ -100,6 +100,7 @@ class OnFailureDestination:
         endpoint: LocalEndpoint,
         queue_url: str | None = None,
         mapping_uuid: str = "",
+        credentials: Mapping[str, str] | None = None,
     ) -> None:
         self.arn = arn
         self.service = arn.split(":")[2]
@@ -113,7 +114,8 @@ class OnFailureDestination:
         self.queue_url = queue_url
         self.bucket = self.arn.split(":::", 1)[1] if self.service == "s3" else None
         self.mapping_uuid = mapping_uuid or str(uuid.uuid4())
-        self.client = endpoint.client(self.service)
+        # Lambda sends with the function's role (``credentials``: its session's).
+        self.client = endpoint.client(self.service, credentials=credentials)
         self.sent = 0
 
     def send(self, record: Mapping[str, Any], event: Mapping[str, Any], now: float) -> None:

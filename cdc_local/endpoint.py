@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,8 +12,9 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-#: Credentials and region for the local endpoint. moto accepts any; fixed values keep every
-#: client in the process pointed at the same moto account.
+#: Credentials and region for the local endpoint: the operator's (cdc_local.authorization),
+#: allowed everything when IAM is enforced; fixed values keep every client in the process pointed
+#: at the same moto account.
 LOCAL_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
@@ -39,10 +40,14 @@ class LocalEndpoint:
         # Imported here so that importing cdc_local does not pull in moto's server (flask).
         from moto.server import ThreadedMotoServer
 
-        from cdc_local import moto_patches, shards
+        from cdc_local import authorization, moto_patches, shards
 
         moto_patches.apply()  # transactions snapshot what they touch, not whole tables
         shards.apply()  # streams serve parent and child shards once a shard rolls over
+        # IAM, when enforced, checks what AWS checks; the operator's credentials allow all.
+        authorization.apply(
+            (LOCAL_CREDENTIALS["aws_access_key_id"], LOCAL_CREDENTIALS["aws_secret_access_key"])
+        )
 
         # The server logs every request through werkzeug at INFO; keep only its warnings.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -76,14 +81,18 @@ class LocalEndpoint:
         ).read()
         stamp_records_with(time.time)
 
-    def client(self, service: str, **config: Any) -> Any:
-        """A boto3 client for ``service`` bound to this endpoint."""
+    def client(
+        self, service: str, credentials: Mapping[str, str] | None = None, **config: Any
+    ) -> Any:
+        """A boto3 client for ``service`` bound to this endpoint, with the operator's
+        credentials (allowed everything) unless ``credentials`` (``boto3.client``'s keyword
+        arguments, such as a role session's) are given."""
         return boto3.client(
             service,
             endpoint_url=self.url,
             region_name=self.region,
             config=Config(retries={"max_attempts": 2, "mode": "standard"}, **config),
-            **LOCAL_CREDENTIALS,
+            **(credentials or LOCAL_CREDENTIALS),
         )
 
     def environment(self) -> dict[str, str]:

@@ -23,3 +23,24 @@ class FunctionLoadError(LocalPipelineError):
 class PipelineStuck(LocalPipelineError):
     """A mapping keeps failing on the same records and its settings never let them go
     (infinite retries and record age), so draining would never finish."""
+
+
+class AccessDeniedError(LocalPipelineError):
+    """A function (its code, its event source mapping's reads or its on-failure destination)
+    made a call its own role does not allow, with IAM enforced: the template's statements are
+    not enough. Never retried: a role does not heal. ``function``, ``role``, ``action`` and
+    ``resource`` say which (the first denial; the message lists every one)."""
+
+    def __init__(self, function: str, role: str, denials: list[tuple[str, str]]) -> None:
+        action, resource = denials[0]
+        listed = "; ".join(f"{a} on {r}" for a, r in denials)
+        super().__init__(
+            f"function {function} (role {role}) was denied {listed}: the statements the "
+            f"template gives role {role} do not allow it. Grant {action} on {resource} to the "
+            "role (the construct that made the function should), or run without IAM "
+            "enforcement to see what else happens"
+        )
+        self.function = function
+        self.role = role
+        self.action = action
+        self.resource = resource

@@ -12,8 +12,9 @@
 - **Duplicate deliveries**: a batch that succeeded is delivered again (at-least-once).
 
 Calls are intercepted with a botocore ``before-call`` hook on boto3's default session, which is
-what ``boto3.client(...)`` in a handler uses; clients copy the session's hooks when created, so
-:meth:`Faults.install` must run before the handlers are imported (the runner does that). The hook
+what ``boto3.client(...)`` in a handler uses (the local pipeline gives each function its own:
+:meth:`Faults.hook`); clients copy the session's hooks when created, so the hook must be in
+place before the handlers are imported (the runner does that). The hook
 acts only on the thread that is inside an invocation (:meth:`Faults.during`), never on the
 pipeline's own calls (reading streams, writing destinations).
 """
@@ -95,6 +96,13 @@ class Faults:
                 "before-call", self._before_call, unique_id=f"cdc-local-faults-{id(self)}"
             )
             self._installed_on = session
+
+    def hook(self, session: Any) -> None:
+        """Hook a function's own boto3 default session (the local pipeline gives each function
+        one: cdc_local.functions), as :meth:`install` hooks the process's."""
+        session.events.register(
+            "before-call", self._before_call, unique_id=f"cdc-local-faults-{id(self)}"
+        )
 
     def uninstall(self) -> None:
         if self._installed_on is not None:

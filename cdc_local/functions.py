@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import boto3
+
 from cdc_local.assembly import FunctionSpec
 from cdc_local.endpoint import patched_environ
 from cdc_local.exceptions import FunctionLoadError
@@ -103,6 +105,15 @@ class LocalFunction:
     environment: Mapping[str, str]
     layer_dirs: tuple[Path, ...] = ()
     endpoint_environment: Mapping[str, str] = field(default_factory=dict)
+    #: The function's role session, as Lambda sets it (``AWS_ACCESS_KEY_ID``, ...): its calls
+    #: are checked against that role's policies when IAM is enforced; none: the endpoint's.
+    credentials: Mapping[str, str] = field(default_factory=dict)
+    #: Called after each invocation, before its result is used: raises when the function made a
+    #: call it is not allowed (:class:`cdc_local.exceptions.AccessDeniedError`).
+    check_access: Callable[[LocalFunction], None] | None = None
+    #: Called with the function's own boto3 default session when it is made (the pipeline
+    #: answers ``lambda.Invoke`` of the stack's functions there: cdc_local.lambda_invoke).
+    boto3_setup: Callable[[Any], None] | None = None
     clock: Callable[[], float] = time.monotonic
     clock_speed: float = 1.0
     capture_output: bool = False
@@ -112,6 +123,7 @@ class LocalFunction:
     outputs: deque[str] = field(default_factory=deque, repr=False)
     _modules: dict[str, Any] = field(default_factory=dict, repr=False)
     _handler: Callable[[Any, Any], Any] | None = field(default=None, repr=False)
+    _boto3_session: Any = field(default=None, repr=False)
 
     @property
     def code_dirs(self) -> tuple[Path, ...]:
@@ -166,6 +178,7 @@ class LocalFunction:
                 except BaseException as error:  # a crash of any kind fails the invocation
                     if isinstance(error, KeyboardInterrupt):
                         raise
+                    self._check_access()
                     self.errors += 1
                     traceback.print_exc(file=output)
                     return InvocationResult(
@@ -175,6 +188,7 @@ class LocalFunction:
                         str(error),
                         output.getvalue(),
                     )
+        self._check_access()
         if context.elapsed_seconds() > self.spec.timeout_seconds:
             self.errors += 1
             return InvocationResult(
@@ -194,6 +208,10 @@ class LocalFunction:
                 output.getvalue(),
             )
         return InvocationResult(context.aws_request_id, response, output=output.getvalue())
+
+    def _check_access(self) -> None:
+        if self.check_access is not None:
+            self.check_access(self)
 
     def _load(self) -> Callable[[Any, Any], Any]:
         if self._handler is None:
@@ -233,12 +251,20 @@ class LocalFunction:
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.name}",
             "LAMBDA_TASK_ROOT": str(self.spec.asset_dir),
+            **self.credentials,
             **self.environment,
         }
+        # boto3's default session keeps the credentials it first found: each function has its
+        # own, so a client made by boto3.client() in its code uses its role's credentials.
+        saved_session, boto3.DEFAULT_SESSION = boto3.DEFAULT_SESSION, self._boto3_session
         try:
             with patched_environ(environment):
+                if boto3.DEFAULT_SESSION is None and self.boto3_setup is not None:
+                    boto3.setup_default_session()
+                    self.boto3_setup(boto3.DEFAULT_SESSION)
                 yield
         finally:
+            self._boto3_session, boto3.DEFAULT_SESSION = boto3.DEFAULT_SESSION, saved_session
             for p in paths:
                 sys.path.remove(p)
             self._modules = {

@@ -11,6 +11,7 @@ child opens; :mod:`cdc_local.shards`); ``trim_streams()`` its 24-hour retention.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections import Counter, defaultdict, deque
@@ -26,6 +27,7 @@ from cdc_consumer.contract import (
 )
 
 from cdc_local.assembly import CloudAssembly, StackTemplate
+from cdc_local.authorization import ENFORCEMENT
 from cdc_local.destinations import OnFailureDestination
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping, MappingCounters, MappingSettings
@@ -40,8 +42,10 @@ from cdc_local.kinesis import (
     kinesis_mapping_ids,
     stream_name,
 )
+from cdc_local.lambda_invoke import LocalInvoke
 from cdc_local.resources import LocalResources, create_resources
 from cdc_local.retention import STREAM_RETENTION_SECONDS, StreamRetention
+from cdc_local.roles import RoleSessions, create_roles
 from cdc_local.shards import roll_shards
 from cdc_local.ttl import TtlLedger, TtlSweeper
 
@@ -92,6 +96,12 @@ class LocalPipeline:
             with the stream).
         stream_retention_seconds: how long the streams keep a record, on ``clock``
             (:meth:`trim_streams` trims them); default DynamoDB's 24 hours.
+        enforce_iam: create the template's roles and run each function with credentials of its
+            own role (its code, its mapping's reads and its on-failure destination), on an
+            endpoint that enforces IAM; a denied call raises
+            :class:`~cdc_local.exceptions.AccessDeniedError` and fails the run. Default True, so
+            the local run refuses what AWS would (docs/local.md says what moto checks); False
+            only for speed where IAM is not what is tested.
     """
 
     def __init__(
@@ -107,6 +117,7 @@ class LocalPipeline:
         flush_windows: bool = False,
         track_records: bool = False,
         stream_retention_seconds: float = STREAM_RETENTION_SECONDS,
+        enforce_iam: bool = True,
     ) -> None:
         self.stack: StackTemplate = CloudAssembly(assembly_dir).stack(stack_name)
         self.endpoint = endpoint
@@ -131,6 +142,15 @@ class LocalPipeline:
         #: When each Kinesis record was put (pipeline clock), by ``stream/shard:sequence``.
         self.kinesis_arrivals: dict[str, float] = {}
         self.retention = StreamRetention(stream_retention_seconds, clock)
+        self.enforce_iam = enforce_iam
+        #: Each function's role session (with IAM enforced; None without).
+        self.roles: RoleSessions | None = None
+        self._enforcing = False
+        #: Called with each function's own boto3 default session when the function makes it (its
+        #: first client): to watch or intercept what the functions' code calls (each function
+        #: has its own session, as each Lambda function has its own process, so hooks on this
+        #: process's default session do not see its calls).
+        self.session_hooks: list[Callable[[Any], None]] = []
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -141,6 +161,8 @@ class LocalPipeline:
         if self.resources is None:
             self.resources = create_resources(self.stack, self.endpoint)
             create_kinesis_resources(self.resources, self.endpoint)
+            if self.enforce_iam:
+                create_roles(self.resources, self.endpoint)
         return self.resources
 
     def start(self) -> LocalPipeline:
@@ -149,6 +171,8 @@ class LocalPipeline:
         assert self.endpoint is not None
         if self.faults is not None:
             self.faults.install()
+        if self.enforce_iam and self.roles is None:
+            self.roles = RoleSessions(self._resources, self.endpoint)
         self.functions = {
             logical_id: self._function(logical_id) for logical_id in self.stack.functions()
         }
@@ -157,14 +181,24 @@ class LocalPipeline:
         self.kinesis_deliveries = self._kinesis_deliveries()
         for logical_id in kinesis_mapping_ids(self.stack):
             self.mappings[logical_id] = self._mapping(logical_id)
-        for mapping in self.mappings.values():
-            mapping.start()
+        if self.roles is not None and not self._enforcing:
+            ENFORCEMENT.hold()  # from the mappings' first reads on
+            self._enforcing = True
+        try:
+            for mapping in self.mappings.values():
+                mapping.start()
+        except BaseException:
+            self.close()  # not left holding moto's enforcement on
+            raise
         self.sweeper = TtlSweeper(self.endpoint, self._ttl_tables(), self.ttl_ledger, self.clock)
         return self
 
     def close(self) -> None:
         if self.faults is not None:
             self.faults.uninstall()
+        if self._enforcing:
+            ENFORCEMENT.release()
+            self._enforcing = False
         if self._owns_endpoint and self.endpoint is not None:
             self.endpoint.stop()
             self.endpoint = None
@@ -205,9 +239,25 @@ class LocalPipeline:
         for delivery in self.kinesis_deliveries:  # table -> Kinesis, before Kinesis is read
             progressed = delivery.pump() or progressed
         for mapping in self.mappings.values():
-            progressed = mapping.poll(flush=self.flush_windows) or progressed
+            try:
+                progressed = mapping.poll(flush=self.flush_windows) or progressed
+            finally:  # a denied read or send fails the run, named, whatever it raised
+                self.check_access()
         self._collect_output()
         return progressed
+
+    @property
+    def iam_enforced(self) -> bool:
+        """Whether the functions run under their own roles with IAM enforced."""
+        return self._enforcing
+
+    def check_access(self, function_name: str | None = None) -> None:
+        """Raise :class:`~cdc_local.exceptions.AccessDeniedError` for a call denied to a
+        function's role (``function_name``'s only, when given) since the last check; the
+        pipeline checks after every invocation and every mapping turn, and code that runs a
+        function's work itself (the local backfill) calls it too."""
+        if self.roles is not None:
+            self.roles.check(function_name)
 
     def drain(self, on_progress: Callable[[PipelineCounters], None] | None = None) -> None:
         """Run until every stream is read to its end and every batch is settled (delivered,
@@ -308,13 +358,22 @@ class LocalPipeline:
             name: str(resources.resolve(value)) for name, value in spec.environment.items()
         }
         assert self.endpoint is not None
+        name = resources.refs[logical_id]
+        session = self.roles.of(spec, name) if self.roles is not None else None
         return LocalFunction(
             spec=spec,
-            name=resources.refs[logical_id],
+            name=name,
             arn=resources.attributes[(logical_id, "Arn")],
             environment=environment,
             layer_dirs=tuple(layer_dirs),
             endpoint_environment=self.endpoint.environment(),
+            credentials=session.environment() if session is not None else {},
+            check_access=(lambda function: self.check_access(function.name))
+            if session is not None
+            else None,
+            boto3_setup=functools.partial(
+                self._hook_session, LocalInvoke(self._functions_by_reference, session)
+            ),
             clock=self.clock,
             clock_speed=self.clock_speed,
             capture_output=self.capture_output,
@@ -326,6 +385,12 @@ class LocalPipeline:
         properties = resources.resolve(dict(self.stack.resources[logical_id]["Properties"]))
         settings = MappingSettings.from_properties(properties)
         function = self._function_of(self.stack.resources[logical_id]["Properties"]["FunctionName"])
+        # Lambda reads the stream and sends to the destination with the function's role.
+        credentials = (
+            self.roles.sessions[function.spec.logical_id].client_credentials()
+            if self.roles is not None
+            else None
+        )
         destination = None
         if settings.on_failure_arn:
             assert self.endpoint is not None
@@ -334,6 +399,7 @@ class LocalPipeline:
                 self.endpoint,
                 queue_url=resources.queue_url_for_arn(settings.on_failure_arn),
                 mapping_uuid=_uuid_of(self.stack.stack_name, logical_id),
+                credentials=credentials,
             )
         assert self.endpoint is not None
         kinesis = ":kinesis:" in properties["EventSourceArn"]
@@ -346,7 +412,9 @@ class LocalPipeline:
             stream_arn=properties["EventSourceArn"],
             function=function,
             settings=settings,
-            streams_client=self.endpoint.client("kinesis" if kinesis else "dynamodbstreams"),
+            streams_client=self.endpoint.client(
+                "kinesis" if kinesis else "dynamodbstreams", credentials=credentials
+            ),
             destination=destination,
             ttl_ledger=self.ttl_ledger,
             faults=self.faults,
@@ -384,6 +452,21 @@ class LocalPipeline:
                 )
             )
         return deliveries
+
+    def _hook_session(self, invoke: LocalInvoke, session: Any) -> None:
+        """A function's own boto3 session: Invoke of the stack's functions answered in process,
+        the faults injected into its calls, and :attr:`session_hooks`."""
+        invoke.register(session)
+        if self.faults is not None:
+            self.faults.hook(session)
+        for hook in self.session_hooks:
+            hook(session)
+
+    def _functions_by_reference(self) -> dict[str, LocalFunction]:
+        """The stack's functions by name and by ARN (what Lambda's Invoke accepts)."""
+        found = {function.name: function for function in self.functions.values()}
+        found.update({function.arn: function for function in self.functions.values()})
+        return found
 
     def _function_of(self, reference: Any) -> LocalFunction:
         if isinstance(reference, Mapping) and "Ref" in reference:

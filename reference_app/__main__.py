@@ -38,6 +38,12 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--poison", type=int, default=3, help="poison writes")
     parser.add_argument("--seed", type=int, default=0, help="workload seed")
     parser.add_argument("--no-faults", action="store_true", help="inject no faults")
+    parser.add_argument(
+        "--no-iam",
+        action="store_true",
+        help="run every function with the endpoint's credentials, not its own role's, without "
+        "IAM enforcement (faster; AWS would still refuse what a role lacks)",
+    )
     return parser.parse_args(argv)
 
 
@@ -59,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
             faults=None if arguments.no_faults else faults,
             console=console,
+            enforce_iam=not arguments.no_iam,
         )
         return 0 if summary.ok else 1
     except (LocalPipelineError, FilterPatternError) as error:

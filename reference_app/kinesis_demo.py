@@ -71,6 +71,8 @@ class KinesisDemoSummary:
     replica_equals_table: bool
     view_reconciled: bool
     seconds: float
+    iam_enforced: bool = False
+    """Whether each function ran under its own synthesized role with IAM enforced."""
 
     @property
     def ok(self) -> bool:
@@ -174,14 +176,20 @@ def run_kinesis_demo(
     faults: FaultPlan | None = KINESIS_FAULTS,
     console: Console | None = None,
     endpoint: LocalEndpoint | None = None,
+    enforce_iam: bool = True,
 ) -> KinesisDemoSummary:
     """Run the Kinesis route under ``workload`` (default: 2,000 changes on 100 orders, 3 poison
-    writes) and ``faults``, on ``endpoint`` (default: a local endpoint of its own); print and
-    return the summary."""
+    writes) and ``faults``, on ``endpoint`` (default: a local endpoint of its own), with IAM
+    enforced unless ``enforce_iam`` is False; print and return the summary."""
     workload = workload or OrderWorkload(changes=2000, orders=100, poison=3)
     started = time.monotonic()
     with LocalPipeline(
-        assembly_dir, stack_name, endpoint, faults=faults, track_records=True
+        assembly_dir,
+        stack_name,
+        endpoint,
+        faults=faults,
+        track_records=True,
+        enforce_iam=enforce_iam,
     ) as pipeline:
         if not pipeline.kinesis_deliveries:
             raise LocalPipelineError(f"stack {stack_name} has no table streaming to Kinesis")
@@ -210,6 +218,7 @@ def run_kinesis_demo(
             replica_equals_table=replica_equals_table(pipeline, orders_table),
             view_reconciled=view_reconciled(pipeline, orders_table),
             seconds=round(time.monotonic() - started, 1),
+            iam_enforced=pipeline.iam_enforced,
         )
     print_summary(summary, console or Console())
     return summary

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "CdcConsumerError": "cdc_consumer.exceptions",
+    "AccessDeniedError": "cdc_consumer.exceptions",
     "Change": "cdc_consumer.change",
     "ConsumerGroup": "cdc_consumer.consumer_group",
     "Contributions": "cdc_consumer.contributions",
@@ -62,6 +63,7 @@ _EXPORTS = {
 """Each public name -> the module defining it (imported on first use)."""
 
 __all__ = [
+    "AccessDeniedError",
     "CdcConsumerError",
     "Change",
     "ConfigurationError",
@@ -110,6 +112,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
     from cdc_consumer.contributions import Contributions
     from cdc_consumer.exceptions import (
+        AccessDeniedError,
         CdcConsumerError,
         ConfigurationError,
         DeadlineError,

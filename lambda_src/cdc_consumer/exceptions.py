@@ -129,6 +129,19 @@ def projection_reader(projection: Any) -> str:
     return f"projection {getattr(projection, '__name__', repr(projection))!r}"
 
 
+class AccessDeniedError(ConfigurationError):
+    """An AWS call of the consumer was refused with AccessDenied: its role lacks the action.
+
+    Not a bad record, and not transient: retrying the record cannot grant a permission, and
+    reporting it as one failed record would look like a hiccup (no ``Errors`` metric, only the
+    iterator age growing) while every record fails the same way. ``handle`` commits what came
+    before the record, logs ``batch failed`` with this error, then raises it: a function error,
+    which the Errors alarm reports (Lambda retries the batch, then sends it to the on-failure
+    destination). The message names the call and the record; grant the action to the
+    function's role (the construct that made the function grants what the runtime uses).
+    """
+
+
 class DeadlineError(CdcConsumerError):
     """The invocation could take no record: less than the safety margin was left at its first.
 

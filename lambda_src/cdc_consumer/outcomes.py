@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cdc_consumer import logs
-from cdc_consumer.exceptions import TransientError
+from cdc_consumer.exceptions import AccessDeniedError, TransientError
 from cdc_consumer.kinesis import item_identifier
 from cdc_consumer.ledger import Ledger
 from cdc_consumer.quarantine import send_to_quarantine
@@ -67,6 +67,25 @@ def sequence_number(record: Any) -> str | None:
     return item_identifier(record)
 
 
+#: The error codes of a refused permission: AWS's JSON services, its XML ones (SQS, S3, SNS).
+ACCESS_DENIED_CODES: Final = frozenset({"AccessDeniedException", "AccessDenied"})
+
+
+def access_denial(error: BaseException | None) -> BaseException | None:
+    """The AccessDenied ``ClientError`` that ``error`` is or wraps (its ``__cause__`` chain), if
+    any: code ``AccessDeniedException`` / ``AccessDenied``, or an HTTP 403 whose body says
+    AccessDenied (an emulator answering a JSON service in XML)."""
+    while error is not None:
+        response = getattr(error, "response", None)
+        if isinstance(response, Mapping):
+            code = response.get("Error", {}).get("Code", "")
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ACCESS_DENIED_CODES or (status == 403 and "AccessDenied" in str(error)):
+                return error
+        error = error.__cause__
+    return None
+
+
 def event_id(record: Any) -> Any:
     return record.get("eventID") if isinstance(record, Mapping) else None
 
@@ -112,8 +131,16 @@ class Outcomes:
     def fail(
         self, position: int, error: Exception | None, reason: str = "transient", **fields: Any
     ) -> Stop:
-        """Stop at the record: it is reported to Lambda and delivered again."""
+        """Stop at the record: it is reported to Lambda and delivered again. A failure that is
+        an AccessDenied (its own, or what it wraps) raises :class:`AccessDeniedError` instead:
+        the role is wrong, not the record, and retrying cannot fix it."""
         record = self.records[position]
+        denied = access_denial(error)
+        if denied is not None:
+            raise AccessDeniedError(
+                f"record {sequence_number(record)}: {denied} (the function's role does not allow "
+                "this call; grant it the action: retrying the record cannot)"
+            ) from denied
         logs.log(
             "WARNING" if reason == "deadline" else "ERROR",
             "record failed",

@@ -416,9 +416,9 @@ def _refused(
                 f"DynamoDB rejected the record's transaction: {_message(error)}"
             ),
         )
-    return _fail_first(
-        chunk, TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
-    )
+    failure = TransientError(f"TransactWriteItems failed: {code}: {_message(error)}")
+    failure.__cause__ = error  # so an AccessDenied is told apart (cdc_consumer.outcomes)
+    return _fail_first(chunk, failure)
 
 
 def _fail_first(chunk: list[RecordWrites], error: CdcConsumerError) -> _Attempt:

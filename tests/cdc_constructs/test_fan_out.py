@@ -399,7 +399,6 @@ def test_role_has_only_the_actions_the_pipe_needs_on_its_own_resources(
         ("dynamodb:DescribeStream", on(table_id, "StreamArn")),
         ("dynamodb:GetRecords", on(table_id, "StreamArn")),
         ("dynamodb:GetShardIterator", on(table_id, "StreamArn")),
-        ("dynamodb:ListStreams", on(table_id, "StreamArn")),
         ("events:PutEvents", on(bus_id)),
         ("sqs:SendMessage", on(dlq_id)),
         ("logs:CreateLogStream", on(logs_id)),

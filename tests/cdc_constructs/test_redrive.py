@@ -152,7 +152,14 @@ def test_permissions_are_the_redrive_actions_on_these_resources_only(
     assert by_action[("lambda:InvokeFunction",)] == world.arn(world.consumer)
     assert sorted(
         _list(
-            by_action[("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage")]
+            by_action[
+                (
+                    "sqs:ChangeMessageVisibility",
+                    "sqs:DeleteMessage",
+                    "sqs:GetQueueAttributes",
+                    "sqs:ReceiveMessage",
+                )
+            ]
         ),
         key=str,
     ) == sorted([world.arn(world.on_failure), world.arn(world.quarantine)], key=str)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from cdc_consumer import (
+    AccessDeniedError,
     Change,
     ConfigurationError,
     DeadlineError,
@@ -329,6 +330,70 @@ def test_a_failed_quarantine_send_stops_the_batch_at_the_poison_record(
 
     assert mirrored.handle(stream_event(records), FakeContext()) == failure(records[1])
     assert resources.view() == expected_view(stream, records[:1])
+
+
+def access_denied(action: str) -> Any:
+    return error_response(
+        "AccessDeniedException",
+        f"User: arn:aws:sts::123456789012:assumed-role/consumer/fn is not authorized to perform: "
+        f"{action}",
+    )
+
+
+def test_a_denied_quarantine_send_fails_the_invocation_not_the_record(
+    resources: Resources, mirrored, faults
+) -> None:
+    """A role without sqs:SendMessage: the poison record cannot be quarantined. Retrying the
+    record cannot grant the permission, so it is not reported as one failed record (a partial
+    batch response raises no Errors metric): the records before it are committed, then handle
+    raises AccessDeniedError, a function error, naming the call."""
+    stream, records = orders(3)
+
+    @mirrored.projection
+    def reject(change: Change) -> list[dict[str, Any]]:
+        if change.event_id == records[1]["eventID"]:
+            raise PermanentError("bad order")
+        return []
+
+    faults(resources.sqs).on("SendMessage", lambda body: access_denied("sqs:SendMessage"))
+
+    with pytest.raises(AccessDeniedError, match="sqs:SendMessage") as denied:
+        mirrored.handle(stream_event(records), FakeContext())
+    assert seq(records[1]) in str(denied.value)
+    assert resources.view() == expected_view(stream, records[:1])
+
+
+def test_a_denied_transaction_fails_the_invocation_after_the_records_before_it(
+    resources: Resources, mirrored, faults
+) -> None:
+    """A role without the view's write actions: TransactWriteItems is refused (AccessDenied),
+    which no retry fixes; handle raises AccessDeniedError instead of reporting the record."""
+    _, records = orders(2)
+    faults(resources.dynamodb).on(
+        "TransactWriteItems", lambda body: access_denied("dynamodb:UpdateItem")
+    )
+
+    with pytest.raises(AccessDeniedError, match="dynamodb:UpdateItem"):
+        mirrored.handle(stream_event(records), FakeContext())
+    assert resources.markers() == []
+
+
+def test_a_throttled_quarantine_send_is_still_one_failed_record(
+    resources: Resources, mirrored, faults
+) -> None:
+    """The counterpart: a transient refusal (throttling) stops at the record and reports it,
+    as before."""
+    _, records = orders(2)
+
+    @mirrored.projection
+    def reject(change: Change) -> list[dict[str, Any]]:
+        raise PermanentError("bad order")
+
+    faults(resources.sqs).on(
+        "SendMessage", lambda body: error_response("ThrottlingException", "slow down")
+    )
+
+    assert mirrored.handle(stream_event(records), FakeContext()) == failure(records[0])
 
 
 # --- poison with compensating actions ------------------------------------------------------

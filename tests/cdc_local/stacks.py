@@ -12,6 +12,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
@@ -120,6 +121,10 @@ def build(outdir: Path) -> Path:
             report_batch_item_failures=True,
             on_failure=sources.SqsDlq(dlq),
         )
+    )
+    # The probe's "write" mode puts items into the sink: its role must allow it (IAM is enforced).
+    function.add_to_role_policy(
+        iam.PolicyStatement(actions=["dynamodb:PutItem"], resources=[sink.table_arn])
     )
 
     # Plain: Lambda's defaults except a small batch and finite retries; no bisect, no RBIF.

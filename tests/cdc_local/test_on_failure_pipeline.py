@@ -44,8 +44,8 @@ class Clock:
 @pytest.fixture(scope="module")
 def sqs_reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reference stack with the order-stats mapping's on-failure destination overridden to
-    an SQS queue (what StreamConsumer(on_failure=SqsDlq(queue)) synthesizes; the local
-    pipeline does not enforce IAM)."""
+    an SQS queue (what StreamConsumer(on_failure=SqsDlq(queue)) synthesizes, its send grant
+    included: the local pipeline enforces IAM, and Lambda sends with the function's role)."""
     import aws_cdk as cdk
     from aws_cdk import aws_sqs as sqs
 
@@ -59,6 +59,7 @@ def sqs_reference_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mapping.add_property_override(  # type: ignore[union-attr]
         "DestinationConfig.OnFailure.Destination", queue.queue_arn
     )
+    queue.grant_send_messages(stack.orders_consumers.function)
     app.synth()
     return outdir
 

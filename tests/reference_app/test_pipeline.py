@@ -7,11 +7,9 @@ the cdc_consumer runtime as its layer).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from cdc_local.accounting import account, redrive_on_failure
@@ -43,12 +41,13 @@ BATCH_INFO_KEYS = {
 
 
 class MergedGroups:
-    """Watches the consumers' TransactWriteItems (botocore hooks on boto3's default session,
-    which the functions' clients are made from): requests carrying fewer Updates than markers
-    hold merged hot aggregates (an order-stats record writes one Update of its customer and one
-    Put of an idempotency-table item, its contribution, so fewer Updates than such Puts means
-    records' updates were merged), and such requests that DynamoDB cancelled for a failed
-    condition had a duplicate or a contended contribution inside a merged group."""
+    """Watches the consumers' TransactWriteItems (botocore hooks on each function's own boto3
+    session, which its clients are made from: LocalPipeline.session_hooks): requests carrying
+    fewer Updates than markers hold merged hot aggregates (an order-stats record writes one
+    Update of its customer and one Put of an idempotency-table item, its contribution, so fewer
+    Updates than such Puts means records' updates were merged), and such requests that DynamoDB
+    cancelled for a failed condition had a duplicate or a contended contribution inside a merged
+    group."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -68,26 +67,9 @@ class MergedGroups:
         elif "Error" not in parsed:
             self.counts["committed"] += 1
 
-    def install(self) -> None:
-        if boto3.DEFAULT_SESSION is None:
-            boto3.setup_default_session()
-        events = boto3.DEFAULT_SESSION.events
-        events.register("before-parameter-build.dynamodb.TransactWriteItems", self._params)
-        events.register("after-call.dynamodb.TransactWriteItems", self._after)
-
-    def uninstall(self) -> None:
-        assert boto3.DEFAULT_SESSION is not None
-        events = boto3.DEFAULT_SESSION.events
-        events.unregister("before-parameter-build.dynamodb.TransactWriteItems", self._params)
-        events.unregister("after-call.dynamodb.TransactWriteItems", self._after)
-
-
-@pytest.fixture
-def merged_groups() -> Iterator[MergedGroups]:
-    watcher = MergedGroups()
-    watcher.install()
-    yield watcher
-    watcher.uninstall()
+    def install(self, session: Any) -> None:
+        session.events.register("before-parameter-build.dynamodb.TransactWriteItems", self._params)
+        session.events.register("after-call.dynamodb.TransactWriteItems", self._after)
 
 
 def run_workload(pipeline: LocalPipeline, workload: OrderWorkload, writes_per_turn: int) -> None:
@@ -129,7 +111,7 @@ def test_reference_stack_keeps_the_view_exactly(
 
 @pytest.mark.slow
 def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice(
-    aws: LocalEndpoint, reference_assembly: Path, merged_groups: MergedGroups
+    aws: LocalEndpoint, reference_assembly: Path
 ) -> None:
     """5,000 changes on 200 orders, with handler crashes at random points, transient DynamoDB
     errors, lost responses, duplicated deliveries and 3 poison writes: 0 changes lost, 0 effects
@@ -150,6 +132,8 @@ def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice
     with LocalPipeline(
         reference_assembly, "CdcReferenceStack", endpoint=aws, faults=faults, track_records=True
     ) as pipeline:
+        merged_groups = MergedGroups()
+        pipeline.session_hooks.append(merged_groups.install)
         run_workload(pipeline, OrderWorkload(changes=5000, orders=200, poison=3, seed=5), 250)
         wiring = order_stats_wiring(pipeline)
         injected = pipeline.faults.counters if pipeline.faults else None

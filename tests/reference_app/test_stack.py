@@ -252,12 +252,12 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
                 "dynamodb:DescribeStream",
                 "dynamodb:GetRecords",
                 "dynamodb:GetShardIterator",
-                "dynamodb:ListStreams",
             )
         ],
         *[
             (a, by_prefix["IdempotencyTable"])
             for a in (
+                "dynamodb:BatchGetItem",  # Contributions' read of a batch's contributions
                 "dynamodb:ConditionCheckItem",
                 "dynamodb:DeleteItem",
                 "dynamodb:GetItem",
@@ -409,7 +409,13 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
         ("lambda:InvokeFunction", consumer_arn),
         *[
             (action, queue)
-            for action in ("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage")
+            for action in (
+                "sqs:ChangeMessageVisibility",
+                "sqs:DeleteMessage",
+                # Redrive.check() reads the queue's ARN before it touches a message.
+                "sqs:GetQueueAttributes",
+                "sqs:ReceiveMessage",
+            )
             for queue in queues
         ],
         # The batches are in the bucket's objects: list, read, delete; of the stream only its

@@ -1,0 +1,174 @@
+"""IAM enforced in the local pipeline (issue 24): each function runs under its own synthesized
+role, every call is checked against the template's statements, and a denied call fails the run,
+named, instead of being retried into the on-failure destination.
+
+The reference stack is run as synthesized, then with one needed action taken out of a role: the
+run must fail naming that action (so enforcement is real), and pass with enforcement switched
+off (so it is the enforcement that fails it).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cdc_local.accounting import peek_messages
+from cdc_local.endpoint import LocalEndpoint
+from cdc_local.exceptions import AccessDeniedError
+from cdc_local.runner import LocalPipeline
+from reference_app.oracle import order_stats_wiring
+from reference_app.workload import OrderWorkload, apply
+
+STACK = "CdcReferenceStack"
+#: A small run with one poison order: its records are quarantined.
+WORKLOAD = OrderWorkload(changes=120, orders=12, poison=1, seed=3)
+
+
+def write_workload(pipeline: LocalPipeline) -> None:
+    wiring = order_stats_wiring(pipeline)
+    ddb = pipeline.client("dynamodb")
+    for change in WORKLOAD.plan():
+        apply(ddb, wiring.source_table, change)
+
+
+def without_action(assembly: Path, destination: Path, action: str, role_prefix: str) -> Path:
+    """A copy of ``assembly`` whose stack no longer grants ``action`` to the role whose logical
+    id starts with ``role_prefix`` (every other statement as synthesized)."""
+    shutil.copytree(assembly, destination)
+    path = destination / f"{STACK}.template.json"
+    template = json.loads(path.read_text())
+    removed = 0
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::IAM::Policy":
+            continue
+        roles = [r.get("Ref", "") for r in resource["Properties"].get("Roles", [])]
+        if not any(r.startswith(role_prefix) for r in roles):
+            continue
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+            actions = (
+                statement["Action"]
+                if isinstance(statement["Action"], list)
+                else [statement["Action"]]
+            )
+            if action in actions:
+                statement["Action"] = [a for a in actions if a != action] or ["sqs:ListQueues"]
+                removed += 1
+    assert removed, f"no statement grants {action} to a role {role_prefix}*"
+    path.write_text(json.dumps(template))
+    return destination
+
+
+def role_name(pipeline: LocalPipeline, prefix: str) -> str:
+    return next(name for lid, name in pipeline._resources.refs.items() if lid.startswith(prefix))
+
+
+def test_every_function_runs_under_its_own_role_and_the_reference_stack_passes(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """The consumer's calls (markers, view, quarantine), its mapping's reads and the redrive's
+    are all allowed by the statements the constructs synthesized."""
+    with LocalPipeline(reference_assembly, STACK, endpoint=aws) as pipeline:
+        assert pipeline.iam_enforced
+        sessions = pipeline.roles.sessions if pipeline.roles else {}
+        assert set(sessions) == set(pipeline.functions)
+        assert len({s.role_arn for s in sessions.values()}) == len(sessions)  # one role each
+        recorded = pipeline.recent_output
+        write_workload(pipeline)
+        pipeline.run()
+        wiring = order_stats_wiring(pipeline)
+        assert peek_messages(pipeline.client("sqs"), wiring.quarantine_queue_url), list(recorded)
+
+
+def test_the_redrive_function_drains_the_quarantine_under_its_own_role(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """The provisioned redrive function (cdc_consumer.redrive_handler), invoked with
+    ``{"source": "quarantine"}`` under its role: it checks the queue (GetQueueAttributes),
+    receives, invokes the consumer (lambda:InvokeFunction, answered in process) and deletes.
+    Every message is handled and nothing is denied."""
+    with LocalPipeline(reference_assembly, STACK, endpoint=aws) as pipeline:
+        write_workload(pipeline)
+        pipeline.run()
+        wiring = order_stats_wiring(pipeline)
+        before = peek_messages(pipeline.client("sqs"), wiring.quarantine_queue_url)
+        redrive = next(f for lid, f in pipeline.functions.items() if "Redrive" in lid)
+
+        result = redrive.invoke({"source": "quarantine"})
+
+        assert not result.failed, result.output
+        (report,) = result.response["reports"]
+        assert report["messages_received"] == len(before) > 0, report
+        assert report["failed"] == [] and report["kept"] == [], report  # every message handled
+
+
+@pytest.mark.parametrize(
+    ("action", "role", "resource_part"),
+    [
+        # the runtime's quarantine send (the consumer's code)
+        ("sqs:SendMessage", "OrdersConsumersRole", "QuarantineQueue"),
+        # the view's writes, inside TransactWriteItems (each item's action on its table)
+        ("dynamodb:UpdateItem", "OrdersConsumersRole", ":table/"),
+        # the event source mapping's reads, with the function's role
+        ("dynamodb:GetRecords", "OrdersConsumersRole", "/stream/"),
+    ],
+)
+def test_a_role_without_one_needed_action_fails_the_run_naming_it(
+    aws: LocalEndpoint,
+    reference_assembly: Path,
+    tmp_path: Path,
+    action: str,
+    role: str,
+    resource_part: str,
+) -> None:
+    """Removing one action the consumer needs from its role makes the run fail with
+    AccessDeniedError naming the function, the role, the action and the resource, at the first
+    denied call: the batch is not retried into the on-failure destination."""
+    assembly = without_action(reference_assembly, tmp_path / "cdk.out", action, role)
+    with LocalPipeline(assembly, STACK, endpoint=aws) as pipeline:
+        write_workload(pipeline)
+        with pytest.raises(AccessDeniedError) as denied:
+            pipeline.run()
+        wiring = order_stats_wiring(pipeline)
+        assert denied.value.action == action
+        assert denied.value.function == wiring.function.name
+        assert denied.value.role == role_name(pipeline, role)
+        assert resource_part in denied.value.resource
+        assert action in str(denied.value) and denied.value.role in str(denied.value)
+        assert pipeline.counters.on_failure_messages == 0
+
+
+def test_without_enforcement_the_same_role_runs(
+    aws: LocalEndpoint, reference_assembly: Path, tmp_path: Path
+) -> None:
+    """The switch: with ``enforce_iam=False`` the role short of sqs:SendMessage is not checked
+    (the functions use the endpoint's credentials), so it is the enforcement that fails the run
+    above."""
+    assembly = without_action(
+        reference_assembly, tmp_path / "cdk.out", "sqs:SendMessage", "OrdersConsumersRole"
+    )
+    with LocalPipeline(assembly, STACK, endpoint=aws, enforce_iam=False) as pipeline:
+        assert not pipeline.iam_enforced
+        write_workload(pipeline)
+        pipeline.run()
+        assert pipeline.counters.on_failure_messages == 0
+
+
+def test_a_denied_invoke_of_another_function_is_named(
+    aws: LocalEndpoint, reference_assembly: Path, tmp_path: Path
+) -> None:
+    """The redrive's lambda:InvokeFunction is checked too (the pipeline answers Invoke in
+    process): without it the redrive fails naming the consumer's ARN."""
+    assembly = without_action(
+        reference_assembly, tmp_path / "cdk.out", "lambda:InvokeFunction", "OrdersConsumersRedrive"
+    )
+    with LocalPipeline(assembly, STACK, endpoint=aws) as pipeline:
+        write_workload(pipeline)
+        pipeline.run()
+        redrive = next(f for lid, f in pipeline.functions.items() if "Redrive" in lid)
+        with pytest.raises(AccessDeniedError) as denied:
+            redrive.invoke({"source": "quarantine"})
+        assert denied.value.action == "lambda:InvokeFunction"
+        assert denied.value.resource == order_stats_wiring(pipeline).function.arn
