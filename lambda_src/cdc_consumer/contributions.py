@@ -42,7 +42,6 @@ from boto3.dynamodb.types import TypeSerializer
 from cdc_consumer import defaults
 from cdc_consumer.aggregates import Number, update_aggregate
 from cdc_consumer.change import Change
-from cdc_consumer.contract import IDEMPOTENCY_TABLE_ENV
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
 from cdc_consumer.versions import SWAP_PLACEHOLDER, VERSION_ATTRIBUTE, GuardedAction
 from cdc_consumer.wire import deserialize_image, to_wire
@@ -212,6 +211,10 @@ class Contributions:
         return f"{self.name}#contribution#{json.dumps(keys, sort_keys=True)}"
 
     def table(self) -> str:
+        # The contract's shapes load with the first batch, not the handler's import (the
+        # streaming path's cold start: docs/design.md §4).
+        from cdc_consumer.contract import IDEMPOTENCY_TABLE_ENV
+
         table = self.table_name or os.environ.get(IDEMPOTENCY_TABLE_ENV)
         if not table:
             # Not the record's fault: transient, so the batch stops instead of quarantining.

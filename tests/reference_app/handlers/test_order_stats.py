@@ -293,3 +293,28 @@ def test_a_failed_quarantine_send_commits_nothing_and_reports_the_record(
 
     assert resources.view() == recompute(stream.items.values())
     assert [m["record"] for m in resources.quarantined()] == [unreadable]
+
+
+def test_importing_the_backfillable_handler_leaves_the_contract_to_the_first_batch() -> None:
+    """The handler module's import is the cold start's share (docs/design.md §4): registering
+    a Contributions projection must not load the contract's message shapes."""
+    import subprocess
+    import sys
+
+    from tests.reference_app.handlers.orders import HANDLERS_DIR
+
+    lambda_src = HANDLERS_DIR.parents[1] / "lambda_src"
+    probe = (
+        "import sys, order_stats\n"
+        "assert order_stats.backfillable_order_stats.takes_snapshots\n"
+        "print('cdc_consumer.contract' in sys.modules)\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=HANDLERS_DIR,
+        env={"PYTHONPATH": f"{lambda_src}:{HANDLERS_DIR}", "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "False", loaded.stdout
