@@ -39,7 +39,7 @@ from reference_app.demo_backfill import (
     start_backfill,
     write_before_the_consumer,
 )
-from reference_app.oracle import order_stats_wiring, view_reconciled
+from reference_app.oracle import order_stats_wiring, require_order_stats_consumer, view_reconciled
 from reference_app.workload import OrderWorkload, write_while_running
 
 #: Light faults, so the summary shows duplicates suppressed and retries, yet every batch
@@ -106,6 +106,7 @@ def run_demo(
     pipeline = LocalPipeline(
         assembly_dir, stack_name, faults=faults, track_records=True, enforce_iam=enforce_iam
     )
+    require_order_stats_consumer(pipeline)
     before = write_before_the_consumer(pipeline, "Orders")
     with pipeline:
         wiring = order_stats_wiring(pipeline)

@@ -12,7 +12,10 @@ Each change or snapshot row then *replaces* its item's contribution:
   transaction; the write is a *swap*, conditioned on the version it read, so a concurrent
   writer of the same item (the stream consumer and a backfill segment at once) makes it fail
   and retry rather than both apply;
-* not newer: nothing is written (stale: a redelivery, a row older than a change already applied).
+* not newer: nothing is written (stale: a redelivery, a row older than a change already applied),
+  except the replay of a record that was quarantined (its image could not be read): its swap
+  took the item's contribution out and is marked ``unreadable``, so the same version replayed
+  by the redrive through a fixed projection is applied, not taken for a duplicate.
 
 The view is then a function of the items' latest states, whatever order and however often
 changes and rows arrive, and a rerun of a backfill is a no-op. A REMOVE (TTL expiry included)
@@ -53,13 +56,16 @@ Share = tuple[str, Mapping[str, Any], Mapping[str, Number]]
 
 #: The attribute holding a contribution's shares (JSON text).
 SHARES_ATTRIBUTE = "shares"
+#: Set (BOOL true) on a contribution whose version's record was quarantined, unread.
+UNREADABLE_ATTRIBUTE = "unreadable"
 #: BatchGetItem reads at most 100 keys per request.
 BATCH_GET_KEYS = 100
 
 _serializer = TypeSerializer()
 
-Stored = tuple[str | None, dict[tuple[str, str, str], Decimal]]
-"""(version, {(table, key JSON, attribute): amount}) of an item's stored contribution."""
+Stored = tuple[str | None, dict[tuple[str, str, str], Decimal], bool]
+"""(version, {(table, key JSON, attribute): amount}, whether that version's record was
+quarantined unread) of an item's stored contribution."""
 
 
 class Contributions:
@@ -128,7 +134,7 @@ class Contributions:
                 break
         for item_id in ids:
             if item_id not in cache and not _pending(request, table, item_id):
-                cache[item_id] = (None, {})
+                cache[item_id] = (None, {}, False)
 
     def stored(self, item_id: str) -> Stored:
         cache: dict[str, Stored] | None = getattr(self._local, "cache", None)
@@ -138,7 +144,7 @@ class Contributions:
             response = self.client.get_item(
                 TableName=self.table(), Key={"id": {"S": item_id}}, ConsistentRead=True
             )
-            cache[item_id] = _stored(response["Item"]) if "Item" in response else (None, {})
+            cache[item_id] = _stored(response["Item"]) if "Item" in response else (None, {}, False)
         return cache[item_id]
 
     # --- one change -------------------------------------------------------------------------
@@ -149,9 +155,9 @@ class Contributions:
             return []
         item_id = self.item_id(_serialized(change.keys))
         version = change.version
-        stored_version, stored = self.stored(item_id)
-        if stored_version is not None and stored_version >= version:
-            return []  # stale: what the view holds is as new or newer
+        stored_version, stored, unreadable_before = self.stored(item_id)
+        if _stale(stored_version, version, unreadable_before):
+            return []  # what the view holds is as new or newer
         unreadable: PermanentError | None = None
         try:
             new = (
@@ -161,11 +167,11 @@ class Contributions:
             )
         except PermanentError as error:
             new, unreadable = {}, error
-        actions: list[dict[str, Any]] = [
-            self._swap(item_id, version, stored_version, new, change.event_name == "REMOVE")
-        ]
-        actions += _additions(new, stored)
-        self._local.cache[item_id] = (version, new)
+        swap = self._swap(item_id, version, stored_version, new, change.event_name == "REMOVE")
+        if unreadable is not None:
+            swap["Put"]["Item"][UNREADABLE_ATTRIBUTE] = {"BOOL": True}
+        actions: list[dict[str, Any]] = [swap, *_additions(new, stored)]
+        self._local.cache[item_id] = (version, new, unreadable is not None)
         if unreadable is not None:
             raise PermanentError(
                 f"{unreadable} (the item's earlier contribution is taken out of the view)",
@@ -244,10 +250,20 @@ def _pending(unprocessed: Any, table: str, item_id: str) -> bool:
     return any(key.get("id", {}).get("S") == item_id for key in keys)
 
 
+def _stale(stored: str | None, version: str, unreadable: bool) -> bool:
+    """Whether a change of ``version`` is no newer than the stored contribution: a redelivery,
+    or older. The same version again is not stale when its record was quarantined unread:
+    that is the redrive replaying it (through a fixed projection, or to be quarantined again)."""
+    if stored is None:
+        return False
+    return stored > version or (stored == version and not unreadable)
+
+
 def _stored(item: Mapping[str, Any]) -> Stored:
     version = item.get(VERSION_ATTRIBUTE, {}).get("S")
     shares = json.loads(item.get(SHARES_ATTRIBUTE, {}).get("S", "[]"))
-    return version, {(t, k, a): Decimal(n) for t, k, a, n in shares}
+    unreadable = bool(item.get(UNREADABLE_ATTRIBUTE, {}).get("BOOL", False))
+    return version, {(t, k, a): Decimal(n) for t, k, a, n in shares}, unreadable
 
 
 def _amounts(shares: Iterable[Share]) -> dict[tuple[str, str, str], Decimal]:
