@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 from botocore.awsrequest import AWSResponse
 
 #: Error codes of transient DynamoDB failures, as the service returns them.
@@ -81,35 +80,16 @@ class Faults:
     counters: FaultCounters = field(default_factory=FaultCounters)
     _random: random.Random = field(init=False, repr=False)
     _active: threading.local = field(default_factory=threading.local, repr=False)
-    _installed_on: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.plan.seed)
 
-    def install(self) -> None:
-        """Hook boto3's default session (idempotent)."""
-        if boto3.DEFAULT_SESSION is None:
-            boto3.setup_default_session()
-        session = boto3.DEFAULT_SESSION
-        if self._installed_on is not session:
-            session.events.register(
-                "before-call", self._before_call, unique_id=f"cdc-local-faults-{id(self)}"
-            )
-            self._installed_on = session
-
     def hook(self, session: Any) -> None:
         """Hook a function's own boto3 default session (the local pipeline gives each function
-        one: cdc_local.functions), as :meth:`install` hooks the process's."""
+        one: cdc_local.functions)."""
         session.events.register(
             "before-call", self._before_call, unique_id=f"cdc-local-faults-{id(self)}"
         )
-
-    def uninstall(self) -> None:
-        if self._installed_on is not None:
-            self._installed_on.events.unregister(
-                "before-call", unique_id=f"cdc-local-faults-{id(self)}"
-            )
-            self._installed_on = None
 
     @contextlib.contextmanager
     def during(self, function_name: str) -> Iterator[None]:

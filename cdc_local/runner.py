@@ -169,8 +169,6 @@ class LocalPipeline:
         """Provision, then start every mapping (a LATEST mapping reads from this moment on)."""
         self.provision()
         assert self.endpoint is not None
-        if self.faults is not None:
-            self.faults.install()
         if self.enforce_iam and self.roles is None:
             self.roles = RoleSessions(self._resources, self.endpoint)
         self.functions = {
@@ -194,8 +192,6 @@ class LocalPipeline:
         return self
 
     def close(self) -> None:
-        if self.faults is not None:
-            self.faults.uninstall()
         if self._enforcing:
             ENFORCEMENT.release()
             self._enforcing = False
