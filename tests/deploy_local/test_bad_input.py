@@ -19,6 +19,7 @@ import pytest
 from deploy_local.emulator_venv import EmulatorVenv
 from deploy_local.paths import REPO_ROOT
 from tests.deploy_local.conftest import fake_emulator, processes_mentioning, run_cli
+from tests.signals import default_sigint
 
 NEVER_RUN = 'echo "the emulator must not be started" >&2; exit 99'
 
@@ -81,6 +82,7 @@ def test_ctrl_c_stops_the_emulator(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 60
     while not (pid_file.exists() and pid_file.read_text().strip()):

@@ -39,6 +39,7 @@ from typing import Any
 import pytest
 
 from tests.docs.blocks import DOCS, blocks
+from tests.signals import default_sigint
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
@@ -648,6 +649,7 @@ def test_cdc_local_serves_the_users_app_and_its_consumer_keeps_the_totals(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         lines = _read_until(process, "Ctrl-C stops", timeout=180)
