@@ -23,7 +23,12 @@ REASONS: list[tuple[str, str, str, str]] = [
     ("Redrive/Role", "(stream)", "dynamodb", "find the stream's shards before a replay"),
     ("", "(stream)", "dynamodb", "poll the table's stream (the mapping reads as this role)"),
     ("", "ChangeStream", "kinesis", "poll the Kinesis stream (the mapping reads as this role)"),
-    ("", "IdempotencyTable", "dynamodb", "write each record's marker in the effect's transaction; read contributions (BatchGetItem, one per batch)"),
+    (
+        "",
+        "IdempotencyTable",
+        "dynamodb",
+        "write each record's marker in the effect's transaction; read contributions per batch",
+    ),
     ("Redrive/Role", "QuarantineQueue", "sqs", "read quarantined records, delete each replayed"),
     ("", "QuarantineQueue", "sqs", "quarantine a poison record, whole, with its error"),
     ("Redrive/Role", "FailedBatches/Bucket", "s3:ListBucket", "list the batches still to replay"),
