@@ -139,7 +139,10 @@ def test_five_thousand_changes_under_faults_lose_nothing_and_apply_nothing_twice
         injected = pipeline.faults.counters if pipeline.faults else None
         assert injected is not None
         assert injected.crashes and injected.transient_errors and injected.duplicate_deliveries
-        assert pipeline.metrics["DuplicatesSkipped"] > 0
+        # No count of DuplicatesSkipped: order-stats absorbs a redelivery by its contribution's
+        # version (no marker, so no such metric), and the archive's markers see a duplicate only
+        # when one lands on a TTL deletion, which depends on the run's timing. That nothing was
+        # applied twice is the view's reconciliation below.
 
         accounting = account(pipeline, wiring)
         assert accounting.lost == []
