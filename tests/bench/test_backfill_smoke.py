@@ -6,34 +6,14 @@ Its figures mean nothing here: it is a script (`make bench`), never a timed test
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from cdc_local.endpoint import LocalEndpoint
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.bench.quick_run import run_quick
 
 
 def test_quick_backfill_run_reports_both_approaches(aws: LocalEndpoint, tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.backfill",
-            "--quick",
-            "--out",
-            str(tmp_path),
-            "--endpoint-url",
-            aws.url,
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    run_quick("bench.backfill", tmp_path, aws.url)
 
     backfill = json.loads((tmp_path / "results.json").read_text())["backfill"]
     ours, naive = backfill["backfill"], backfill["naive"]

@@ -8,34 +8,14 @@ reports about correctness holds (both views exact; fewer requests with cdc-const
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from cdc_local.endpoint import LocalEndpoint
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.bench.quick_run import run_quick
 
 
 def test_quick_run_writes_both_reports_with_exact_views(aws: LocalEndpoint, tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--quick",
-            "--out",
-            str(tmp_path),
-            "--endpoint-url",
-            aws.url,
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    run_quick("bench", tmp_path, aws.url)
 
     results = json.loads((tmp_path / "results.json").read_text())
     projection = results["projection"]
