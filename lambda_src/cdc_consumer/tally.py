@@ -1,6 +1,6 @@
-"""The ledger of one invocation: what became of each record, and the counts the metrics report.
+"""The tally of one invocation: what became of each record, and the counts the metrics report.
 
-Every record of a batch ends in exactly one of these states, and only the ledger counts them:
+Every record of a batch ends in exactly one of these states, and only the tally counts them:
 
 - **applied** (``RecordsProcessed``; ``TtlExpiries`` too for a TTL deletion): its effect was
   made by this invocation: its projection's transaction committed, or a side effect ran;
@@ -11,7 +11,7 @@ Every record of a batch ends in exactly one of these states, and only the ledger
   ``ForeignMarkers``.
 
 A record with a projection *and* side effects is settled after its side effects, so the
-ledger holds the projection's part until then (:meth:`Ledger.projected`).
+tally holds the projection's part until then (:meth:`Tally.projected`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from cdc_consumer.metrics import BatchMetrics
 
 
 @dataclass
-class Ledger:
+class Tally:
     """The counts of one :meth:`~cdc_consumer.processor.StreamProcessor.handle` call.
 
     ``settle_at_commit``: True when the projection is the record's last stage (no side
