@@ -49,14 +49,13 @@ from cdc_constructs.monitoring_options import MonitoringOptions
 from cdc_constructs.on_failure import FailedBatchBucket, LeastPrivilegeDestination, OnFailureTarget
 from cdc_constructs.permissions import (
     IDEMPOTENCY_TABLE_ACTIONS,
-    STREAM_KEY_ACTIONS,
-    STREAM_READ_ACTIONS,
     TABLE_KEY_ACTIONS,
     VIEW_TABLE_READ_ACTIONS,
     VIEW_TABLE_WRITE_ACTIONS,
     allow,
     grant_key,
     grant_send,
+    grant_stream_read,
 )
 from cdc_constructs.queues import dead_letter_queue
 from cdc_constructs.redrive import StreamRedrive
@@ -271,8 +270,7 @@ class StreamConsumer(Construct):
 
     def _grant_source(self) -> None:
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
-        self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
-        grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
+        grant_stream_read(self.function, self.stream_arn, self.source_table.encryption_key)
 
 
 def _grant_table(

@@ -397,6 +397,8 @@ def test_role_has_only_the_actions_the_pipe_needs_on_its_own_resources(
 
     assert granted == {
         ("dynamodb:DescribeStream", on(table_id, "StreamArn")),
+        # No resource-level permission: the Pipes guide lists it for a DynamoDB stream source.
+        ("dynamodb:ListStreams", '"*"'),
         ("dynamodb:GetRecords", on(table_id, "StreamArn")),
         ("dynamodb:GetShardIterator", on(table_id, "StreamArn")),
         ("events:PutEvents", on(bus_id)),
