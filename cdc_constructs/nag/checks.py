@@ -9,7 +9,7 @@ written to ``validation-report.json`` in the cloud assembly)::
 Acknowledge a finding on the consumer (or any construct above it) with its reason::
 
     Validations.of(mapping).acknowledge(
-        Acknowledgment(id="CDC-ESM6", reason="only orders placed after go-live matter")
+        Acknowledgment(id="CDC-ESM6", reason="only changes made after go-live matter")
     )
 """
 
