@@ -31,7 +31,7 @@ from cdc_consumer.contract import (
     BackfillRequest,
     SnapshotBatch,
 )
-from cdc_consumer.exceptions import BackfillRefusedError, InvocationError
+from cdc_consumer.exceptions import BackfillRefusedError, InvocationError, SnapshotRefusedError
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.progress import read_progress
 from cdc_consumer.redrive.invokers import Invoker
@@ -195,7 +195,7 @@ class StartCheck:
         try:
             answer = self.invoker.invoke({"Records": [], BACKFILL_EVENT_KEY: probe.to_dict()})
         except InvocationError as error:
-            if "SnapshotRefusedError" in str(error):
+            if error.error_type == SnapshotRefusedError.__name__:
                 raise BackfillRefusedError(str(error)) from error
             raise
         _check_answer(consumer, self.settings.consumer_function, answer)

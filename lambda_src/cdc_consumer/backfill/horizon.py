@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_consumer.backfill import defaults
-from cdc_consumer.contract import ConsumerProgress
+from cdc_consumer.contract import BackfillRefusal, ConsumerProgress
 from cdc_consumer.exceptions import BackfillRefusedError
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
 
@@ -109,7 +109,8 @@ class HorizonRules:
             raise BackfillRefusedError(
                 f"consumer {self.consumer} has recorded no progress: set CDC_RECORD_PROGRESS=1 "
                 "on its function (ViewBackfill does) and let it apply a change, so the backfill "
-                "knows it reads the stream"
+                "knows it reads the stream",
+                BackfillRefusal.NO_PROGRESS,
             )
         return self.progress
 
