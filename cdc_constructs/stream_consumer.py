@@ -219,10 +219,13 @@ class StreamConsumer(Construct):
     def grant_view_table(
         self, table: dynamodb.ITable, *, env_var: str | None = None, read: bool = False
     ) -> None:
-        """Let the runtime write a projection's view table, and nothing more: PutItem,
-        UpdateItem, DeleteItem and ConditionCheckItem (the TransactWriteItems actions a
-        projection uses), plus GetItem when ``read`` is True. With ``env_var``, the table's name
-        is put in that environment variable, for the handler to read."""
+        """Let the runtime write a projection's view table, and nothing more (PutItem,
+        UpdateItem, DeleteItem, ConditionCheckItem: the TransactWriteItems actions).
+
+        :param table: the view table the projection writes.
+        :param env_var: an environment variable to set to the table's name. Default: none.
+        :param read: also grant GetItem (a projection that reads the view). Default False.
+        """
         actions = VIEW_TABLE_WRITE_ACTIONS + (VIEW_TABLE_READ_ACTIONS if read else ())
         _grant_table(self.function, table, tuple(sorted(actions)))
         if env_var:
@@ -234,10 +237,7 @@ class StreamConsumer(Construct):
         self.log_group: logs.ILogGroup | None
         self.function: lambda_.Function
         if options.function is not None:
-            self.function, self.role, self.log_group = options.function, options.function.role, None
-            options.function.add_layers(ConsumerRuntimeLayer.of(self))
-            for name, value in variables.items():
-                options.function.add_environment(name, value)
+            self.function, self.role, self.log_group = _adopt(self, options.function, variables)
         else:
             self.role, self.log_group, self.function = make_function(
                 self,
@@ -249,8 +249,7 @@ class StreamConsumer(Construct):
                 memory_size=options.memory_mb,
                 timeout=options.function_timeout,
                 log_retention=options.log_retention,
-                invoked_by="Invoked only by the stream event source mapping (batches it gives "
-                "up on go to the mapping's on-failure destination, an S3 bucket by default)",
+                invoked_by=_INVOKED_BY,
                 tracing=options.tracing,
                 reserved_concurrent_executions=options.reserved_concurrent_executions,
                 log_group=options.log_group,
@@ -276,6 +275,22 @@ class StreamConsumer(Construct):
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
         self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
         grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
+
+
+_INVOKED_BY = (
+    "Invoked only by the stream event source mapping (batches it gives up on go to the "
+    "mapping's on-failure destination, an S3 bucket by default)"
+)
+
+
+def _adopt(
+    consumer: StreamConsumer, function: lambda_.Function, variables: Mapping[str, str]
+) -> tuple[lambda_.Function, iam.IRole | None, None]:
+    """An existing function as the consumer's: the runtime layer and environment added."""
+    function.add_layers(ConsumerRuntimeLayer.of(consumer))
+    for name, value in variables.items():
+        function.add_environment(name, value)
+    return function, function.role, None
 
 
 def _grant_table(

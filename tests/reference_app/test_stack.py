@@ -68,9 +68,7 @@ def test_cdk_nag_has_no_unacknowledged_findings(reference: Synthesized, pack):
 
 
 def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
-    from app import acknowledgements
-
-    acks = acknowledgements(reference.app)
+    acks = acknowledgements_of(reference)
     assert acks, "expected the by-design acknowledgements"
     for path, rule, reason in acks:
         assert path.count("/") >= 2, f"{rule} acknowledged too broadly, on {path}"
@@ -85,23 +83,8 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
     assert [rule for _, rule, _ in acks if rule == "CDC-ESM11"] == []
 
 
-def test_a_passing_synth_prints_one_line_and_the_reasons_on_request(reference: Synthesized):
-    from app import format_nag_summary
-
-    acks = acknowledgements_of(reference)
-    brief = format_nag_summary(0, acks)
-    assert brief == (
-        "cdk-nag (AwsSolutions + Serverless + CdcChecks): 0 unacknowledged findings, "
-        f"{len(acks)} acknowledged (each with its reason: -c cdcNagVerbose=true)"
-    )
-    verbose = format_nag_summary(0, acks, verbose=True).splitlines()
-    assert len(verbose) == 1 + len(acks)
-    path, rule, reason = acks[0]
-    assert verbose[1] == f"  - {rule} on {path}: {reason}"
-
-
 def acknowledgements_of(reference: Synthesized) -> list[tuple[str, str, str]]:
-    from app import acknowledgements
+    from cdc_constructs.nag.summary import acknowledgements
 
     return acknowledgements(reference.app)
 

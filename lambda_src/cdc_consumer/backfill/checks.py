@@ -25,10 +25,11 @@ from cdc_consumer.contract import (
     MIN_TOTAL_SEGMENTS,
     SEGMENT_BYTES,
     BackfillPlan,
+    BackfillRefusal,
     BackfillRequest,
     SnapshotBatch,
 )
-from cdc_consumer.exceptions import BackfillRefusedError, InvocationError
+from cdc_consumer.exceptions import BackfillRefusedError, InvocationError, SnapshotRefusedError
 from cdc_consumer.progress import read_progress
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
@@ -137,7 +138,8 @@ class StartCheck:
             raise BackfillRefusedError(
                 f"consumer {self.settings.consumer} has recorded no progress: set "
                 "CDC_RECORD_PROGRESS=1 on its function (ViewBackfill does) and let it apply a "
-                "change, so the backfill knows it reads the stream"
+                "change, so the backfill knows it reads the stream",
+                BackfillRefusal.NO_PROGRESS,
             )
         applied = progress.applied_until_us // MICROSECONDS_PER_SECOND
         if given is None:
@@ -163,7 +165,7 @@ class StartCheck:
         try:
             self.invoker.invoke({"Records": [], BACKFILL_EVENT_KEY: probe.to_dict()})
         except InvocationError as error:
-            if "SnapshotRefusedError" in str(error):
+            if error.error_type == SnapshotRefusedError.__name__:
                 raise BackfillRefusedError(str(error)) from error
             raise
 
