@@ -191,6 +191,14 @@ def test_redrive_is_provisioned_by_default_for_this_consumer(default_consumer):
     assert env["QUARANTINE_QUEUE_URL"] == {"Ref": logical_id(template, "ConsumerQuarantineQueue")}
     assert env["REDRIVE_RESERVE_SECONDS"] == "90"  # the consumer's 60 s + 30 s
     assert "CONSUMER_FILTERS" not in env
+    # The consumer's marker lifetime, so the redrive refuses what its markers no longer cover.
+    consumer_env = [
+        r["Properties"]["Environment"]["Variables"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] != REDRIVE_HANDLER
+        and "CDC_MARKER_TTL_SECONDS" in r["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert env["CDC_MARKER_TTL_SECONDS"] == consumer_env[0]["CDC_MARKER_TTL_SECONDS"]
     # The redrive role's grants are checked in test_redrive.py; here: no wildcard anywhere.
     assert [action for action, _ in grants(template) if "*" in action] == []
 

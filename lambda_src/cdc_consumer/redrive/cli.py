@@ -18,6 +18,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     MAPPING_UUID_ENV,
+    MARKER_TTL_ENV,
     ON_FAILURE_BUCKET_ENV,
     ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
@@ -258,6 +259,13 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="list what would be replayed (message or object, shard, sequence range, record"
         " count) without invoking or deleting anything",
     )
+    parser.add_argument(
+        "--marker-ttl-seconds",
+        type=int,
+        help="the consumer's marker lifetime: a failed batch or record older than this is"
+        " refused, neither replayed nor deleted, since its markers may have expired (default:"
+        f" ${MARKER_TTL_ENV}, else --function-name's environment; unknown: no age check)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
@@ -279,6 +287,7 @@ def _consumer_environment(args: argparse.Namespace, session: Any) -> dict[str, s
         MAPPING_UUID_ENV,
         ON_FAILURE_BUCKET_ENV,
         QUARANTINE_QUEUE_ENV,
+        MARKER_TTL_ENV,
     )
     return variables | {name: os.environ[name] for name in names if os.environ.get(name)}
 
@@ -329,7 +338,24 @@ def _redrive(
         quarantine_queue_url=args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV),
         max_attempts=args.max_attempts,
         filters=args.filters,
+        marker_ttl_seconds=_marker_ttl(args, environment),
     )
+
+
+def _marker_ttl(args: argparse.Namespace, environment: Mapping[str, str]) -> int | None:
+    """--marker-ttl-seconds, else the consumer's ``CDC_MARKER_TTL_SECONDS``; None: no check."""
+    if args.marker_ttl_seconds is not None:
+        value: Any = args.marker_ttl_seconds
+    else:
+        value = environment.get(MARKER_TTL_ENV)
+    if value is None or value == "":
+        return None
+    if not str(value).isdigit() or int(value) < 1:
+        raise RedriveSetupError(
+            f"the marker lifetime is {value!r}; expected whole seconds, 1 or more"
+            " (--marker-ttl-seconds, or the consumer's CDC_MARKER_TTL_SECONDS)"
+        )
+    return int(value)
 
 
 def _run(argv: Sequence[str] | None, session: Any) -> int:
