@@ -62,6 +62,7 @@ from cdc_constructs.permissions import (
 )
 from cdc_constructs.queues import dead_letter_queue
 from cdc_constructs.redrive import StreamRedrive
+from cdc_constructs.replication import Replication
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.source_table import (
     SourceTable,
@@ -464,6 +465,12 @@ def _options(
         group.mapping_filters(props["filters"]),
         group.reads_images(props["reads_images"]),
     )
+    replication = Replication.of(props["table"])
+    if replication is not None:  # a table with replicas: docs/global-tables.md
+        replication.warn(scope, construct_id, filters)
+        variables = replication.environment(props["filters"], group=bool(group.members))
+        filters = replication.mapping_filters(filters)
+        props = {**props, "environment": {**variables, **(props["environment"] or {})}}
     options = ConsumerOptions.from_props({**props, "filters": filters, "reads_images": images})
     _validate(scope, construct_id, props, options)
     return options, group
