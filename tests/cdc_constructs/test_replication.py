@@ -11,7 +11,7 @@ import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Annotations, Match, Template
 
-from cdc_constructs import ChangeCaptureTable, CdcConfigurationError, StreamConsumer
+from cdc_constructs import CdcConfigurationError, ChangeCaptureTable, StreamConsumer
 from cdc_constructs.filters import StreamFilters
 from cdc_constructs.replication import REPLICATED_FILTER_WARNING
 from tests.cdc_constructs.support import resources, with_code
