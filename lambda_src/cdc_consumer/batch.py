@@ -1,7 +1,7 @@
 """One batch, in order, stopping at the first failure: the loop behind ``StreamProcessor.handle``.
 
 Each record is decided (:mod:`cdc_consumer.decision`), then carried out by the strategy of
-each registered mode (:mod:`cdc_consumer.modes`); the :class:`~cdc_consumer.ledger.Ledger`
+each registered mode (:mod:`cdc_consumer.modes`); the :class:`~cdc_consumer.tally.Tally`
 counts what became of it. Whatever must come after every earlier record (a quarantine, a
 failure, a side effect, the deadline, the end of the batch) goes through
 :meth:`BatchRun.after_pending`, the one place that commits the pending transaction first:
@@ -28,11 +28,11 @@ from cdc_consumer.decision import (
     Transient,
 )
 from cdc_consumer.exceptions import DeadlineError
-from cdc_consumer.ledger import Ledger
 from cdc_consumer.modes import ProjectionMode, SideEffect, SideEffectMode
 from cdc_consumer.outcomes import DONE, Next, Outcomes, Step, Stop, sequence_number
 from cdc_consumer.settings import Settings
 from cdc_consumer.side_effects import SideEffectClaims
+from cdc_consumer.tally import Tally
 from cdc_consumer.transactions import RecordWrites, marker_action
 
 
@@ -129,7 +129,7 @@ class BatchRun:
 
     records: Sequence[Any]
     decider: Decider
-    ledger: Ledger
+    tally: Tally
     outcomes: Outcomes
     deadline: Deadline
     projection: ProjectionMode | None
@@ -142,7 +142,7 @@ class BatchRun:
         settings: Settings,
         context: LambdaContext | None,
         records: Sequence[Any],
-        ledger: Ledger,
+        tally: Tally,
         turn: GroupTurn | None = None,
         decode: Callable[[Any], Change] = Change.from_record,
     ) -> BatchRun:
@@ -150,7 +150,7 @@ class BatchRun:
         consumer group member's; ``decode`` makes a record's Change, a snapshot batch's a
         :class:`SnapshotChange`)."""
         outcomes = Outcomes(
-            settings.consumer, settings.quarantine_queue_url, records, ledger, lambda: registry.sqs
+            settings.consumer, settings.quarantine_queue_url, records, tally, lambda: registry.sqs
         )
 
         def remaining_ms() -> int | None:
@@ -167,13 +167,13 @@ class BatchRun:
 
         projection = side_effects = None
         if registry.projections:
-            projection = ProjectionMode(lambda: registry.dynamodb, ledger, outcomes)
+            projection = ProjectionMode(lambda: registry.dynamodb, tally, outcomes)
         if registry.side_effects:
             side_effects = SideEffectMode(
                 registry.side_effects,
                 SideEffectClaims(registry.dynamodb, settings.idempotency_table, registry.clock),
                 settings.consumer,
-                ledger,
+                tally,
                 outcomes,
                 timeout_ms=side_effect_timeout_ms,
                 remaining_ms=remaining_ms,
@@ -186,7 +186,7 @@ class BatchRun:
             decider=Decider(
                 registry.projections, _writes_for(settings, registry.clock), registry.reads, decode
             ),
-            ledger=ledger,
+            tally=tally,
             outcomes=outcomes,
             deadline=deadline,
             projection=projection,
@@ -228,7 +228,7 @@ class BatchRun:
 
     def carry_out(self, position: int, decision: Decision) -> Step | None:
         if decision.change is not None:
-            self.ledger.saw(position, decision.change)
+            self.tally.saw(position, decision.change)
         if type(decision) is Apply:  # the common case first
             return self.apply(position, decision)
         if isinstance(decision, Poison):

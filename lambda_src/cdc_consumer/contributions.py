@@ -15,7 +15,9 @@ Each change or snapshot row then *replaces* its item's contribution:
 * not newer: nothing is written (stale: a redelivery, a row older than a change already applied),
   except the replay of a record that was quarantined (its image could not be read): its swap
   took the item's contribution out and is marked ``unreadable``, so the same version replayed
-  by the redrive through a fixed projection is applied, not taken for a duplicate.
+  by the redrive through a fixed projection is applied, not taken for a duplicate;
+* a snapshot row that contributes exactly what is stored: nothing is written either (a second
+  rebuild over an unchanged view writes no item of the view nor of the contributions).
 
 The view is then a function of the items' latest states, whatever order and however often
 changes and rows arrive, and a rerun of a backfill is a no-op. A REMOVE (TTL expiry included)
@@ -36,13 +38,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal
+from decimal import Decimal, DecimalException
 from typing import Any
 
 import boto3
 from boto3.dynamodb.types import TypeSerializer
 
-from cdc_consumer import defaults
+from cdc_consumer import decimals, defaults
 from cdc_consumer.aggregates import Number, update_aggregate
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
@@ -167,6 +169,8 @@ class Contributions:
             )
         except PermanentError as error:
             new, unreadable = {}, error
+        if _unchanged_row(change, stored_version, stored, new, unreadable or unreadable_before):
+            return []  # a rebuild over an unchanged view writes nothing
         swap = self._swap(item_id, version, stored_version, new, change.event_name == "REMOVE")
         if unreadable is not None:
             swap["Put"]["Item"][UNREADABLE_ATTRIBUTE] = {"BOOL": True}
@@ -259,6 +263,16 @@ def _stale(stored: str | None, version: str, unreadable: bool) -> bool:
     return stored > version or (stored == version and not unreadable)
 
 
+def _unchanged_row(
+    change: Change, stored_version: str | None, stored: Any, new: Any, unreadable: Any
+) -> bool:
+    """A snapshot row whose item contributes what its stored contribution already holds (a
+    second rebuild, the same backfill run again): nothing to write. The stored version stays
+    below the row's; a change between the two is one the stream delivers in the item's order,
+    followed by the item's later changes, so the view still ends at the item's latest state."""
+    return change.is_snapshot and stored_version is not None and not unreadable and new == stored
+
+
 def _stored(item: Mapping[str, Any]) -> Stored:
     version = item.get(VERSION_ATTRIBUTE, {}).get("S")
     shares = json.loads(item.get(SHARES_ATTRIBUTE, {}).get("S", "[]"))
@@ -277,8 +291,26 @@ def _amounts(shares: Iterable[Share]) -> dict[tuple[str, str, str], Decimal]:
                     f"a contribution's {attribute!r} must be an int or Decimal, got {value!r}"
                 )
             slot = (table, key_json, attribute)
-            amounts[slot] = amounts.get(slot, Decimal(0)) + Decimal(value)
+            amounts[slot] = _exact(decimals.add, amounts.get(slot, Decimal(0)), value, attribute)
     return {slot: amount for slot, amount in amounts.items() if amount != 0}
+
+
+def _exact(
+    operation: Callable[[Decimal | int, Decimal | int], Decimal],
+    first: Decimal | int,
+    second: Decimal | int,
+    attribute: str,
+) -> Decimal:
+    """A sum or difference of contributions in DynamoDB's number context (38 digits, exact):
+    one the view could not hold exactly is the record's fault, not rounded."""
+    try:
+        return operation(first, second)
+    except DecimalException as error:
+        raise PermanentError(
+            f"a contribution's {attribute!r}: {first} and {second} combine to more than "
+            f"DynamoDB's 38 significant digits (or beyond its range); keep amounts within "
+            f"38 digits"
+        ) from error
 
 
 def _additions(
@@ -287,7 +319,7 @@ def _additions(
     """One ``ADD`` aggregate per view item for ``new - old``."""
     by_item: dict[tuple[str, str], dict[str, Decimal]] = {}
     for slot in new.keys() | old.keys():
-        delta = new.get(slot, Decimal(0)) - old.get(slot, Decimal(0))
+        delta = _exact(decimals.subtract, new.get(slot, Decimal(0)), old.get(slot, 0), slot[2])
         if delta != 0:
             table, key_json, attribute = slot
             by_item.setdefault((table, key_json), {})[attribute] = delta

@@ -24,10 +24,10 @@ from cdc_consumer.exceptions import (
     MalformedBatchError,
     SnapshotRefusedError,
 )
-from cdc_consumer.ledger import Ledger
 from cdc_consumer.outcomes import event_id, sequence_number
 from cdc_consumer.progress import ProgressRecorder
 from cdc_consumer.snapshots import SnapshotChange
+from cdc_consumer.tally import Tally
 
 if TYPE_CHECKING:
     from cdc_consumer.processor import LambdaContext, StreamProcessor
@@ -57,17 +57,17 @@ def handle_batch(
         if snapshot.probe:
             return {"batchItemFailures": [], BACKFILL_EVENT_KEY: {"consumer": settings.consumer}}
     started = processor.clock()
-    ledger = Ledger(settle_at_commit=not processor.side_effects)
+    tally = Tally(settle_at_commit=not processor.side_effects)
     try:
         records = _records_of(event)
         for start_batch in processor.batch_hooks:
             start_batch(records)
         decode = Change.from_record if snapshot is None else SnapshotChange.from_record
-        run = BatchRun.assemble(processor, settings, context, records, ledger, turn, decode)
+        run = BatchRun.assemble(processor, settings, context, records, tally, turn, decode)
         failed = run.run()
     except (MalformedBatchError, ConfigurationError, DeadlineError) as error:
         # The invocation cannot go on: a function error (alarmed, retried by Lambda).
-        ledger.metrics.batch_failures = 1
+        tally.metrics.batch_failures = 1
         logs.log(
             "ERROR",
             "batch rejected" if isinstance(error, MalformedBatchError) else "batch failed",
@@ -75,10 +75,10 @@ def handle_batch(
             error=logs.describe_error(error),
         )
         metrics.emit(
-            settings.metrics_namespace, settings.consumer, ledger.metrics, processor.clock()
+            settings.metrics_namespace, settings.consumer, tally.metrics, processor.clock()
         )
         raise
-    return _answered(processor, settings, snapshot, records, ledger, failed, started)
+    return _answered(processor, settings, snapshot, records, tally, failed, started)
 
 
 def _answered(
@@ -86,17 +86,17 @@ def _answered(
     settings: Settings,
     snapshot: SnapshotBatch | None,
     records: list[Any],
-    ledger: Ledger,
+    tally: Tally,
     failed: str | None,
     started: float,
 ) -> dict[str, Any]:
     """Log, emit the metrics and record the progress of a batch run; its response."""
-    ledger.metrics.batch_failures = int(failed is not None)
+    tally.metrics.batch_failures = int(failed is not None)
     if snapshot is not None:
-        ledger.metrics.newest_record_time = None  # a row's horizon is not the stream's lag
+        tally.metrics.newest_record_time = None  # a row's horizon is not the stream's lag
     duration_ms = round((processor.clock() - started) * 1000)
-    _log_processed(settings, records, ledger, failed, duration_ms)
-    metrics.emit(settings.metrics_namespace, settings.consumer, ledger.metrics, processor.clock())
+    _log_processed(settings, records, tally, failed, duration_ms)
+    metrics.emit(settings.metrics_namespace, settings.consumer, tally.metrics, processor.clock())
     if snapshot is None and ProgressRecorder.enabled():
         processor.progress = processor.progress or ProgressRecorder(processor.clock)
         processor.progress.note(
@@ -109,7 +109,7 @@ def _answered(
         "batchItemFailures": [] if failed is None else [{"itemIdentifier": failed}]
     }
     if snapshot is not None:
-        answer = {"consumer": settings.consumer, "quarantined": ledger.metrics.records_quarantined}
+        answer = {"consumer": settings.consumer, "quarantined": tally.metrics.records_quarantined}
         response[BACKFILL_EVENT_KEY] = answer
     return response
 
@@ -139,7 +139,7 @@ def _settled(records: list[Any], failed: str | None) -> list[Any]:
 
 
 def _log_processed(
-    settings: Settings, records: list[Any], ledger: Ledger, failed: str | None, duration_ms: int
+    settings: Settings, records: list[Any], tally: Tally, failed: str | None, duration_ms: int
 ) -> None:
     """The batch's log line."""
     logs.log(
@@ -147,10 +147,10 @@ def _log_processed(
         "batch processed",
         consumer=settings.consumer,
         records=len(records),
-        processed=ledger.metrics.records_processed,
-        duplicates=ledger.metrics.duplicates_skipped,
-        quarantined=ledger.metrics.records_quarantined,
-        transactions=ledger.transactions,
+        processed=tally.metrics.records_processed,
+        duplicates=tally.metrics.duplicates_skipped,
+        quarantined=tally.metrics.records_quarantined,
+        transactions=tally.transactions,
         failedSequenceNumber=failed,
         firstSequenceNumber=sequence_number(records[0]) if records else None,
         lastSequenceNumber=sequence_number(records[-1]) if records else None,

@@ -7,7 +7,7 @@
   :mod:`cdc_consumer.side_effects`).
 
 Both answer with a :data:`~cdc_consumer.outcomes.Step` (or None: nothing to report) and
-settle their records in the :class:`~cdc_consumer.ledger.Ledger`.
+settle their records in the :class:`~cdc_consumer.tally.Tally`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from cdc_consumer.exceptions import (
     SideEffectInProgressError,
     TransientError,
 )
-from cdc_consumer.ledger import Ledger
 from cdc_consumer.outcomes import Next, Outcomes, Step
 from cdc_consumer.side_effects import Claim, SideEffectClaims
+from cdc_consumer.tally import Tally
 from cdc_consumer.transactions import RecordWrites, TransactionGroup, commit
 
 SideEffect = Callable[[Change], None]
@@ -40,7 +40,7 @@ class ProjectionMode:
     """Groups consecutive records' writes into transactions and commits them."""
 
     client: Callable[[], Any]
-    ledger: Ledger
+    tally: Tally
     outcomes: Outcomes
     group: TransactionGroup = field(default_factory=TransactionGroup)
 
@@ -59,14 +59,14 @@ class ProjectionMode:
         if not self.group:
             return None
         pending = self.group.take()
-        self.ledger.committed_transaction()
+        self.tally.committed_transaction()
         outcome = commit(self.client(), pending)
         for writes in outcome.committed:
             if not writes.quarantined:  # counted as quarantined when its message was sent
-                self.ledger.projected(writes.position, applied=True)
+                self.tally.projected(writes.position, applied=True)
         for writes in outcome.duplicates:
             if not writes.quarantined:
-                self.ledger.projected(writes.position, applied=False)
+                self.tally.projected(writes.position, applied=False)
         if outcome.failed is None:
             return None
         position = outcome.failed.position
@@ -89,7 +89,7 @@ class SideEffectMode:
     side_effects: Sequence[tuple[str, SideEffect]]
     claims: SideEffectClaims
     consumer: str
-    ledger: Ledger
+    tally: Tally
     outcomes: Outcomes
     timeout_ms: Callable[[], int]
     remaining_ms: Callable[[], int | None]
@@ -115,7 +115,7 @@ class SideEffectMode:
                 raise error.read_by(f"side effect {name!r}") from None
             except Exception as error:
                 return self.outcomes.fail(position, error)
-        self.ledger.side_effects_done(position, ran=ran)
+        self.tally.side_effects_done(position, ran=ran)
         return Next(position + 1)
 
     def window_ms(self) -> int:

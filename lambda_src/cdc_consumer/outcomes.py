@@ -15,8 +15,8 @@ from typing import Any, Final
 from cdc_consumer import logs
 from cdc_consumer.exceptions import AccessDeniedError, TransientError
 from cdc_consumer.kinesis import item_identifier
-from cdc_consumer.ledger import Ledger
 from cdc_consumer.quarantine import send_to_quarantine
+from cdc_consumer.tally import Tally
 
 
 class _At:
@@ -97,7 +97,7 @@ class Outcomes:
     consumer: str
     queue_url: str
     records: Sequence[Any]
-    ledger: Ledger
+    tally: Tally
     sqs: Callable[[], Any]
 
     def quarantine(self, position: int, error: Exception) -> Stop | None:
@@ -110,7 +110,7 @@ class Outcomes:
             )
         except TransientError as send_error:
             return self.fail(position, send_error, poisonError=logs.describe_error(error))
-        self.ledger.quarantined()
+        self.tally.quarantined()
         logs.log(
             "ERROR",
             "record quarantined",
@@ -125,7 +125,7 @@ class Outcomes:
     def foreign_marker(self, position: int, error: Exception) -> Stop:
         """Stop at a record whose marker another stream's consumer wrote: counted
         (``ForeignMarkers``, alarmed) and reported, never skipped as a duplicate."""
-        self.ledger.foreign_marker()
+        self.tally.foreign_marker()
         return self.fail(position, error, reason="foreign marker")
 
     def fail(

@@ -15,8 +15,8 @@ def test_no_function_over_60_lines_and_no_class_over_200() -> None:
     assert structure.too_long(MODULES) == []
 
 
-def test_the_batch_loop_is_split_into_decision_ledger_and_modes() -> None:
-    for name in ("batch", "decision", "ledger", "modes", "outcomes"):
+def test_the_batch_loop_is_split_into_decision_tally_and_modes() -> None:
+    for name in ("batch", "decision", "tally", "modes", "outcomes"):
         assert f"cdc_consumer.{name}" in MODULES
     classes = {
         node.name

@@ -19,6 +19,7 @@ from typing import Any
 
 from cdc_consumer.backfill import defaults
 from cdc_consumer.backfill.checks import check_segments
+from cdc_consumer.backfill.horizon import check_horizon_value
 from cdc_consumer.backfill.progress_store import ProgressStore
 from cdc_consumer.backfill.rate import RateLimit
 from cdc_consumer.backfill.settings import BackfillSettings
@@ -29,7 +30,12 @@ from cdc_consumer.contract import (
     SegmentTask,
     SnapshotBatch,
 )
-from cdc_consumer.exceptions import BackfillError, BackfillRefusedError, InvocationError
+from cdc_consumer.exceptions import (
+    BackfillError,
+    BackfillRefusedError,
+    InvocationError,
+    SnapshotRefusedError,
+)
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.snapshots import snapshot_record
@@ -69,15 +75,16 @@ class SegmentRun:
 
     def run(self, task: SegmentTask) -> SegmentResult:
         check_segments(task.segment, task.total_segments)
-        if task.horizon <= 0:
-            raise BackfillRefusedError(f"horizon is {task.horizon}; give epoch seconds")
+        check_horizon_value(task.horizon)
         done = self.progress.load(task)
         if done.done:
             return _result(task, done)
         if not self.key_names:
             self.key_names = self._key_names()
         reserve_ms = self.settings.reserve_for(self.remaining_ms()) * 1000
-        limit = RateLimit(self.settings.items_per_second, self.clock, self.sleep)
+        limit = RateLimit(
+            self.settings.items_per_second, self.clock, self.sleep, self.settings.page_size
+        )
         state = done
         while True:
             remaining = self.remaining_ms()
@@ -150,7 +157,7 @@ class SegmentRun:
             try:
                 response = self.invoker.invoke({"Records": todo, BACKFILL_EVENT_KEY: batch})
             except InvocationError as error:
-                if "SnapshotRefusedError" in str(error):
+                if error.error_type == SnapshotRefusedError.__name__:
                     raise BackfillRefusedError(str(error)) from error
                 last: Any = error
                 continue

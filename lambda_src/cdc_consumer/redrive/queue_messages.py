@@ -9,6 +9,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
 from cdc_consumer.redrive.messages import (
     Source,
@@ -30,6 +31,8 @@ class MessageRecords:
     shard_id: str | None
     first: str
     last: str
+    #: The failure's own timestamp (the invocation record's, the quarantine message's).
+    failed_at: str | None = None
 
 
 @dataclass
@@ -54,12 +57,13 @@ class QueueMessageReader:
                 return self._on_failure(message, report)
             return self._quarantined(message)
         except ForeignMessageError as error:
-            report.kept.append(FailedMessage(message_id, str(error)))
+            report.kept.append(FailedMessage(message_id, str(error), RedriveCause.FOREIGN))
         except MalformedMessageError as error:
-            report.failed.append(FailedMessage(message_id, str(error)))
+            report.failed.append(FailedMessage(message_id, str(error), RedriveCause.UNREADABLE))
         except (ClientError, BotoCoreError) as error:
             # Not a sign of lost records (those raise RecordsLostError): keep it for another run.
-            report.failed.append(FailedMessage(message_id, f"reading the stream failed: {error}"))
+            reason = f"reading the stream failed: {error}"
+            report.failed.append(FailedMessage(message_id, reason, RedriveCause.UNREADABLE))
         return None
 
     def _on_failure(
@@ -83,11 +87,18 @@ class QueueMessageReader:
                 )
             )
             return None
-        return MessageRecords(self.replayer.delivered(records, report), batch.shard_id, first, last)
+        delivered = self.replayer.delivered(records, report)
+        return MessageRecords(delivered, batch.shard_id, first, last, batch.timestamp)
 
     def _quarantined(self, message: Mapping[str, Any]) -> MessageRecords:
         quarantined = parse_quarantine_message(
             message["Body"], expected_stream_arn=self.stream_arn, expected_consumer=self.consumers
         )
         sequence_number = quarantined.sequence_number
-        return MessageRecords([quarantined.record], None, sequence_number, sequence_number)
+        return MessageRecords(
+            [quarantined.record],
+            None,
+            sequence_number,
+            sequence_number,
+            quarantined.quarantined_at,
+        )
