@@ -196,7 +196,15 @@ class RecordsLostError(RedriveError):
 
 
 class InvocationError(RedriveError):
-    """The consumer failed the whole invocation (a function error or an exception)."""
+    """The consumer failed the whole invocation (a function error or an exception).
+
+    ``error_type``: the name of the error the function raised (Lambda's ``errorType``, or the
+    exception's class), when known: what callers decide on, never the message's text.
+    """
+
+    def __init__(self, message: str, error_type: str | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
 
 
 class TtlValueError(CdcConsumerError, ValueError):
@@ -215,8 +223,8 @@ class OutboxConflictError(OutboxError):
     """A condition failed, so DynamoDB cancelled the transaction: NEITHER item was written.
 
     ``failed_actions`` lists the indexes (into the actions given to
-    :meth:`cdc_consumer.outbox.Outbox.write`; the outbox item is the last index) whose condition
-    failed; ``reasons`` is DynamoDB's ``CancellationReasons`` list as returned.
+    :meth:`cdc_consumer.sinks.outbox.Outbox.write`; the outbox item is the last index) whose
+    condition failed; ``reasons`` is DynamoDB's ``CancellationReasons`` list as returned.
     """
 
     def __init__(self, message: str, failed_actions: list[int], reasons: list[dict[str, Any]]):

@@ -28,7 +28,7 @@ from cdc_consumer.contract import (
     BackfillRequest,
     SnapshotBatch,
 )
-from cdc_consumer.exceptions import BackfillRefusedError, InvocationError
+from cdc_consumer.exceptions import BackfillRefusedError, InvocationError, SnapshotRefusedError
 from cdc_consumer.progress import read_progress
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
@@ -163,7 +163,7 @@ class StartCheck:
         try:
             self.invoker.invoke({"Records": [], BACKFILL_EVENT_KEY: probe.to_dict()})
         except InvocationError as error:
-            if "SnapshotRefusedError" in str(error):
+            if error.error_type == SnapshotRefusedError.__name__:
                 raise BackfillRefusedError(str(error)) from error
             raise
 

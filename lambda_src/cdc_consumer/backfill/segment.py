@@ -29,7 +29,12 @@ from cdc_consumer.contract import (
     SegmentTask,
     SnapshotBatch,
 )
-from cdc_consumer.exceptions import BackfillError, BackfillRefusedError, InvocationError
+from cdc_consumer.exceptions import (
+    BackfillError,
+    BackfillRefusedError,
+    InvocationError,
+    SnapshotRefusedError,
+)
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.snapshots import snapshot_record
@@ -150,7 +155,7 @@ class SegmentRun:
             try:
                 response = self.invoker.invoke({"Records": todo, BACKFILL_EVENT_KEY: batch})
             except InvocationError as error:
-                if "SnapshotRefusedError" in str(error):
+                if error.error_type == SnapshotRefusedError.__name__:
                     raise BackfillRefusedError(str(error)) from error
                 last: Any = error
                 continue

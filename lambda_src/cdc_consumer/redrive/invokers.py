@@ -59,8 +59,10 @@ class LambdaInvoker:
                 if not isinstance(payload, dict)
                 else (f"{payload.get('errorType', '')}: {payload.get('errorMessage', '')}")
             )
+            error_type = payload.get("errorType") if isinstance(payload, dict) else None
             raise InvocationError(
-                f"function {self.function_name} failed ({response['FunctionError']}): {detail}"
+                f"function {self.function_name} failed ({response['FunctionError']}): {detail}",
+                error_type if isinstance(error_type, str) else None,
             )
         return payload
 
@@ -110,6 +112,7 @@ class CallableInvoker:
         except Exception as error:
             raise InvocationError(
                 f"handler {getattr(self.handler, '__name__', self.handler)!s} raised"
-                f" {type(error).__name__}: {error}"
+                f" {type(error).__name__}: {error}",
+                type(error).__name__,
             ) from error
         return json.loads(json.dumps(response)) if response is not None else None
