@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
+
+from cdc_consumer.decimals import DYNAMODB_CONTEXT
 
 from bench.consumers import CONSUMER_NAME, Consumer
 from bench.local_aws import VIEW_TABLE, Fault
@@ -41,7 +43,8 @@ def _delta(record: dict[str, Any]) -> tuple[str, tuple[Decimal, ...]]:
         if found is not None:
             customer, values = found
             for name, value in values.items():
-                figures[name] = figures.get(name, Decimal(0)) + sign * value
+                with localcontext(DYNAMODB_CONTEXT):  # DynamoDB's 38 digits, exactly
+                    figures[name] = figures.get(name, Decimal(0)) + sign * value
     return customer, tuple(sorted(v for v in figures.values() if v != 0))
 
 

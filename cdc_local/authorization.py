@@ -256,7 +256,9 @@ def apply(operator_key: tuple[str, str], ledger: DenialLedger = DENIALS) -> None
     operator, and the ledger of denials."""
     global _original_authorize
     from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.core.exceptions import AccessDeniedError
     from moto.iam import access_control
+    from moto.s3.exceptions import S3AccessDeniedError
 
     if getattr(access_control, _MARKER, False):
         return
@@ -280,7 +282,7 @@ def apply(operator_key: tuple[str, str], ledger: DenialLedger = DENIALS) -> None
         try:
             check_permitted(self, resource)
         except Exception as error:
-            if "AccessDenied" in type(error).__name__:
+            if isinstance(error, AccessDeniedError | S3AccessDeniedError):
                 key = self._access_key
                 ledger.record(Denial(key._access_key_id, key.arn, self._action, resource))
             raise

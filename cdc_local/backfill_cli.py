@@ -31,6 +31,7 @@ from cdc_consumer.contract import (
     BACKFILL_ITEMS,
     CONSUMER_DIMENSION,
     DEFAULT_METRICS_NAMESPACE,
+    BackfillRefusal,
     BackfillRequest,
 )
 from cdc_consumer.exceptions import BackfillRefusedError
@@ -164,7 +165,7 @@ def run_local(arguments: argparse.Namespace, console: Console) -> Snapshot:
             try:
                 plan = backfill.plan(arguments.id or "local", arguments.segments)
             except BackfillRefusedError as refused:
-                if "recorded no progress" not in str(refused):
+                if refused.refusal is not BackfillRefusal.NO_PROGRESS:
                     raise
                 console.print("waiting for the consumer to apply a change...", style="dim")
                 time.sleep(2)

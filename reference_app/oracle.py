@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdc_consumer.decimals import DYNAMODB_CONTEXT
+
 from cdc_local.accounting import ConsumerWiring, scan
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.runner import LocalPipeline
@@ -84,7 +86,7 @@ def expected_view(orders: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, De
             customer, values = found
             totals = view.setdefault(CUSTOMER_PREFIX + customer, {})
             for name, value in values.items():
-                totals[name] = totals.get(name, Decimal(0)) + value
+                totals[name] = DYNAMODB_CONTEXT.add(totals.get(name, Decimal(0)), value)
     return _without_zeros(view)
 
 

@@ -13,6 +13,7 @@ It ships in the consumer runtime layer with the rest of ``cdc_consumer``.
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -85,6 +86,7 @@ __all__ = [
     "TTL_EXPIRIES",
     "UNLIMITED_RECORD_AGE",
     "BackfillPlan",
+    "BackfillRefusal",
     "BackfillRequest",
     "ConsumerProgress",
     "ContractError",
@@ -97,6 +99,7 @@ __all__ = [
     "OutboxEventDetail",
     "OutboxItem",
     "QuarantineMessage",
+    "RedriveCause",
     "ReplayWindows",
     "SegmentProgress",
     "SegmentResult",
@@ -349,6 +352,48 @@ def minimum_marker_lifetime(windows: ReplayWindows) -> int:
     deliberate second replay.
     """
     return windows.replayable_until + MARKER_LIFETIME_MARGIN_SECONDS
+
+
+# --- Typed reasons: what a caller decides on ---------------------------------------------------
+# A report's or an error's sentence is for people; code that decides reads one of these instead,
+# so rewording a sentence never changes what a run does.
+
+
+class RedriveCause(enum.StrEnum):
+    """Why a redrive left a message or object where it was (``FailedMessage.cause``)."""
+
+    EARLIER_CHANGE_IN_QUARANTINE = "earlier-change-in-quarantine"
+    """The quarantine queue holds an earlier change of one of its items (a second on-failure
+    round may take it once the quarantine was replayed)."""
+    EARLIER_CHANGE_IN_BUCKET = "earlier-change-in-bucket"
+    """The failed-batch bucket holds an earlier change of its item (or an object whose items
+    cannot be read)."""
+    EARLIER_CHANGE_OF_ITEM = "earlier-change-of-item"
+    """An earlier quarantined change of its item stayed in the queue in this run."""
+    EARLIER_BATCH_OF_SHARD = "earlier-batch-of-shard"
+    """An earlier object of its shard failed, was held or stays in the bucket."""
+    ANCESTOR_SHARD_PENDING = "ancestor-shard-pending"
+    """A shard it may descend from still has an object in the bucket."""
+    OLDER_THAN_MARKERS = "older-than-markers"
+    """It failed longer ago than the consumer's markers live: replaying it could apply records
+    a second time."""
+    REPLAY_FAILED = "replay-failed"
+    """The consumer failed a record of it (or deleting it failed after its replay)."""
+    UNREADABLE = "unreadable"
+    """It could not be read, parsed or read back from the stream."""
+    FOREIGN = "foreign"
+    """Another consumer's, function's or stream's, or it names none."""
+    REQUARANTINED = "requarantined"
+    """A record of it was quarantined again by the replay."""
+
+
+class BackfillRefusal(enum.StrEnum):
+    """Why a backfill refused to start (``BackfillRefusedError.refusal``)."""
+
+    NO_PROGRESS = "no-progress"
+    """The consumer has recorded no progress yet: it may simply not have applied a change."""
+    OTHER = "other"
+    """Anything an operator must fix (the error's message says what)."""
 
 
 # --- Shapes: helpers ---------------------------------------------------------------------------

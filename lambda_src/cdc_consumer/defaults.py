@@ -56,6 +56,14 @@ def marker_ttl_seconds() -> int:
     )
 
 
+#: Upgrade in place (cdc_consumer.legacy_markers): an old per-record marker can exist only for a
+#: record created before the ledger took over plus this margin. The margin covers invocations of
+#: the older code still running or still being rolled out when the newer code first runs: a
+#: Lambda invocation lasts at most 15 minutes, and CodeDeploy's slowest predefined Lambda
+#: configuration (Linear10PercentEvery10Minutes) keeps old code in service for 90 more.
+LEGACY_MARKER_MARGIN_SECONDS = 2 * 3600
+
+
 #: Attribute names of the idempotency table, the ones Powertools for AWS Lambda uses, so one
 #: table serves both.
 ID_ATTRIBUTE = "id"

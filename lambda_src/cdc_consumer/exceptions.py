@@ -15,7 +15,10 @@ where the caller passed an invalid value): filter patterns, redrive, TTL values,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cdc_consumer.contract import BackfillRefusal
 
 
 class CdcConsumerError(Exception):
@@ -198,9 +201,9 @@ class RecordsLostError(RedriveError):
 class InvocationError(RedriveError):
     """The consumer failed the whole invocation (a function error or an exception).
 
-    ``error_type``: the name of the error the function raised (Lambda's ``errorType``, or the
-    exception's class), when known: what callers decide on, never the message's text.
-    """
+    ``error_type``: the function's ``errorType`` (Lambda reports an unhandled exception's class
+    name), or the exception's class name in process; what a caller decides on, never the
+    message's text."""
 
     def __init__(self, message: str, error_type: str | None = None) -> None:
         super().__init__(message)
@@ -255,4 +258,12 @@ class BackfillError(CdcConsumerError):
 
 class BackfillRefusedError(BackfillError, ValueError):
     """A backfill refused before anything was written: the message names what was wrong, with
-    the value, and what would be right. Not retried."""
+    the value, and what would be right. Not retried. ``refusal`` is the typed reason a caller
+    decides on (:class:`cdc_consumer.contract.BackfillRefusal`)."""
+
+    def __init__(self, message: str, refusal: BackfillRefusal | None = None) -> None:
+        # The contract loads with the first batch, not with a handler's import: imported here.
+        from cdc_consumer.contract import BackfillRefusal
+
+        super().__init__(message)
+        self.refusal = BackfillRefusal.OTHER if refusal is None else refusal

@@ -59,6 +59,7 @@ from cdc_consumer.contract import (
     STREAM_ARN_ENV,
     ContractError,
     GroupMemberSpec,
+    RedriveCause,
 )
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
 
@@ -192,7 +193,7 @@ def _worth_another_round(latest: Mapping[Source, RedriveReport]) -> bool:
         on_failure is not None
         and quarantine is not None
         and quarantine.messages_deleted > 0
-        and any("the quarantine queue holds" in held.reason for held in on_failure.held)
+        and any(held.cause is RedriveCause.EARLIER_CHANGE_IN_QUARANTINE for held in on_failure.held)
     )
 
 

@@ -24,8 +24,10 @@ The version guard that keeps a view item at its newest version is
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from typing import Any
+
+from cdc_consumer import decimals
 
 #: The view attribute holding the version of the change a view item was last written from.
 VERSION_ATTRIBUTE = "cdc_version"
@@ -35,6 +37,9 @@ TIME_DIGITS = 17
 LENGTH_DIGITS = 3
 
 MICROSECONDS_PER_SECOND = 1_000_000
+#: Decimal places from seconds to microseconds, and from seconds to milliseconds.
+MICROSECOND_PLACES = 6
+MILLISECOND_PLACES = 3
 #: A Kinesis record's ApproximateCreationDateTime at or above this is in microseconds (in
 #: milliseconds it would be after the year 5138); below it, milliseconds.
 MICROSECONDS_FROM = 10**14
@@ -68,8 +73,9 @@ def snapshot_version(horizon_us: int) -> str:
 
 def seconds_to_us(value: Any) -> int:
     """Epoch seconds (int, float or a numeric string) as integer microseconds, exactly for the
-    decimal digits given (``Decimal(str(value))``, so 1.000001 stays 1000001)."""
-    return _integer(Decimal(str(value)) * MICROSECONDS_PER_SECOND)
+    decimal digits given (``Decimal(str(value))``, so 1.000001 stays 1000001; the digits are
+    shifted in DynamoDB's context, not rounded at Python's default 28)."""
+    return _integer(_scaled(value, MICROSECOND_PLACES))
 
 
 def kinesis_time_to_us(value: Any) -> int:
@@ -81,14 +87,21 @@ def kinesis_time_to_us(value: Any) -> int:
     if number >= MICROSECONDS_FROM:
         return _integer(number)
     if number >= MILLISECONDS_FROM:
-        return _integer(number * 1000)
+        return _integer(_scaled(number, MICROSECOND_PLACES - MILLISECOND_PLACES))
     raise ValueError(
         f"{value!r} is not epoch milli- or microseconds (below {MILLISECONDS_FROM}: seconds?)"
     )
 
 
+def _scaled(value: Any, places: int) -> Decimal:
+    try:
+        return decimals.scale(Decimal(str(value)), places)
+    except DecimalException as error:  # NaN, not a number, beyond 38 digits
+        raise ValueError(f"not a finite number DynamoDB can hold: {value!r}") from error
+
+
 def _integer(value: Decimal) -> int:
     try:
         return int(value.to_integral_value(rounding="ROUND_FLOOR"))
-    except (InvalidOperation, OverflowError) as error:  # NaN, Infinity
+    except (DecimalException, OverflowError) as error:  # NaN, Infinity
         raise ValueError(f"not a finite number: {value}") from error

@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from decimal import Decimal
+from decimal import Decimal, DecimalException
 from typing import Any
 
 from cdc_consumer import Change, Contributions, PermanentError, StreamProcessor
+from cdc_consumer.decimals import DYNAMODB_CONTEXT
 from cdc_consumer.sinks.aggregates import increment
 from orders_schema import (
     COUNT_PREFIX,
@@ -122,14 +123,21 @@ def view_deltas(change: Change) -> dict[str, dict[str, Decimal]]:
 
 
 def _deltas(new: Contribution | None, old: Contribution | None) -> dict[str, dict[str, Decimal]]:
+    """new - old per customer, in DynamoDB's number context (38 exact digits, not Python's 28)."""
     deltas: dict[str, defaultdict[str, Decimal]] = {}
-    for side, sign in ((new, 1), (old, -1)):
+    for side, combine in ((new, DYNAMODB_CONTEXT.add), (old, DYNAMODB_CONTEXT.subtract)):
         if side is None:
             continue
         customer, values = side
         bucket = deltas.setdefault(customer, defaultdict(Decimal))
         for attribute, value in values.items():
-            bucket[attribute] += sign * value
+            try:
+                bucket[attribute] = combine(bucket[attribute], value)
+            except DecimalException as error:
+                raise PermanentError(
+                    f"customer {customer!r}: {attribute} {value} moves the view by more than "
+                    f"DynamoDB's 38 significant digits hold"
+                ) from error
     return {
         customer: {name: value for name, value in values.items() if value != 0}
         for customer, values in deltas.items()

@@ -10,6 +10,7 @@ import tracemalloc
 from typing import Any
 
 from cdc_consumer import redrive_handler
+from cdc_consumer.contract import RedriveCause
 from cdc_consumer.redrive import Source, to_lambda_record
 
 from cdc_local.retention import StreamRetention
@@ -229,6 +230,7 @@ def test_a_bucket_object_waits_while_the_quarantine_holds_an_earlier_change_of_i
     (held,) = report.held
     assert held.message_id == key and not report.ok and consumer.applied == []
     assert "the quarantine queue holds an earlier change of item" in held.reason
+    assert held.cause is RedriveCause.EARLIER_CHANGE_IN_QUARANTINE
     assert both_sources(stream, s3, consumer, url).run(url, Source.QUARANTINE).ok
     assert both_sources(stream, s3, consumer, url).run_bucket(BUCKET).ok
     assert consumer.applied == sequence_numbers([first, second])
@@ -249,6 +251,7 @@ def test_a_quarantined_record_waits_while_the_bucket_holds_an_earlier_change_of_
 
     (held,) = report.held
     assert "the failed-batch bucket holds an earlier change of item" in held.reason
+    assert held.cause is RedriveCause.EARLIER_CHANGE_IN_BUCKET
     assert key in held.reason and consumer.applied == [] and not report.ok
     assert both_sources(stream, s3, consumer, url).run_bucket(BUCKET).ok
     assert both_sources(stream, s3, consumer, url).run(url, Source.QUARANTINE).ok

@@ -25,6 +25,7 @@ from cdc_consumer.contract import (
     MIN_TOTAL_SEGMENTS,
     SEGMENT_BYTES,
     BackfillPlan,
+    BackfillRefusal,
     BackfillRequest,
     SnapshotBatch,
 )
@@ -137,7 +138,8 @@ class StartCheck:
             raise BackfillRefusedError(
                 f"consumer {self.settings.consumer} has recorded no progress: set "
                 "CDC_RECORD_PROGRESS=1 on its function (ViewBackfill does) and let it apply a "
-                "change, so the backfill knows it reads the stream"
+                "change, so the backfill knows it reads the stream",
+                BackfillRefusal.NO_PROGRESS,
             )
         applied = progress.applied_until_us // MICROSECONDS_PER_SECOND
         if given is None:

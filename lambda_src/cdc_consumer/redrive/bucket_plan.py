@@ -18,6 +18,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.redrive.lineage import ShardLineage
 from cdc_consumer.redrive.messages import (
@@ -137,10 +138,10 @@ class BucketPlan:
         try:
             self.readable.setdefault(where.shard_id, []).append(reader.survey(where))
         except ForeignMessageError as error:
-            report.kept.append(FailedMessage(where.key, str(error)))
+            report.kept.append(FailedMessage(where.key, str(error), RedriveCause.FOREIGN))
         except MalformedMessageError as error:
             reason = f"{error} (kept)"
-            report.failed.append(FailedMessage(where.key, reason))
+            report.failed.append(FailedMessage(where.key, reason, RedriveCause.UNREADABLE))
             self._pend(where, reason)
 
     def _pend(self, where: OnFailureKey, reason: str) -> None:
@@ -188,7 +189,9 @@ def _listed(reader: ObjectReader, prefix: str, report: RedriveReport) -> list[On
             try:
                 ours.append(parse_on_failure_key(item["Key"], reader.mapping_uuid))
             except ForeignMessageError as error:
-                report.kept.append(FailedMessage(item["Key"], str(error)))
+                report.kept.append(FailedMessage(item["Key"], str(error), RedriveCause.FOREIGN))
             except MalformedMessageError as error:  # not Lambda's: it holds no change of ours
-                report.failed.append(FailedMessage(item["Key"], f"{error} (kept)"))
+                report.failed.append(
+                    FailedMessage(item["Key"], f"{error} (kept)", RedriveCause.UNREADABLE)
+                )
     return ours

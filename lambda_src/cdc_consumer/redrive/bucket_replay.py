@@ -26,6 +26,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.redrive.bucket_plan import BucketPlan, ObjectReader, Surveyed
 from cdc_consumer.redrive.replayer import Replayer
@@ -72,16 +73,16 @@ class BucketReplay:
     def _replay_object(self, plan: BucketPlan, item: Surveyed) -> bool:
         """Replay one object; True when it was replayed and deleted."""
         key, shard = item.where.key, item.where.shard_id
-        reason = self._hold_reason(plan, item)
-        if reason is not None:
-            self.report.held.append(FailedMessage(key, reason))
+        held = self._hold_reason(plan, item)
+        if held is not None:
+            self.report.held.append(FailedMessage(key, held[1], held[0]))
             self._stalled.setdefault(shard, key)
             return False
         failure = self._replay_records(item)
         if failure is None and not self.dry_run:
             failure = self._delete_object(key)
         if failure is not None:
-            self.report.failed.append(FailedMessage(key, failure))
+            self.report.failed.append(FailedMessage(key, failure[1], failure[0]))
             self._stalled.setdefault(shard, key)
             return False
         if self.dry_run:
@@ -89,18 +90,18 @@ class BucketReplay:
         self.report.messages_deleted += 1
         return True
 
-    def _replay_records(self, item: Surveyed) -> str | None:
+    def _replay_records(self, item: Surveyed) -> tuple[RedriveCause, str] | None:
         """Read the object again and replay (or, dry, plan) its records; None on success."""
         try:
             found = self.reader.read(item.where.key)
         except (ForeignMessageError, MalformedMessageError) as error:
-            return f"{error} (read again to replay it; kept)"
+            return RedriveCause.UNREADABLE, f"{error} (read again to replay it; kept)"
         batch = found.batch
         if (int(batch.start_sequence_number), int(batch.end_sequence_number)) != (
             item.start,
             item.end,
         ):
-            return "the object changed since this run first read it (kept)"
+            return RedriveCause.UNREADABLE, "the object changed since this run first read it (kept)"
         records = self.replayer.delivered(found.records, self.report)
         del found  # one object's records in memory at a time
         if self.dry_run:
@@ -114,19 +115,20 @@ class BucketReplay:
                 )
             )
             return None
-        return self.replayer.replay(records, self.report)
+        failure = self.replayer.replay(records, self.report)
+        return None if failure is None else (RedriveCause.REPLAY_FAILED, failure)
 
-    def _hold_reason(self, plan: BucketPlan, item: Surveyed) -> str | None:
+    def _hold_reason(self, plan: BucketPlan, item: Surveyed) -> tuple[RedriveCause, str] | None:
         """Why ``item`` must wait (see the module docstring), or None."""
         shard, written = item.where.shard_id, item.where.written
         if shard in self._stalled:
-            return (
+            return RedriveCause.EARLIER_BATCH_OF_SHARD, (
                 f"an earlier batch of shard {shard} ({self._stalled[shard]}) was not replayed,"
                 " and this one must not overtake it"
             )
         for pending in plan.pending.get(shard, []):
             if not pending.where.written or not written or pending.where.written <= written:
-                return (
+                return RedriveCause.EARLIER_BATCH_OF_SHARD, (
                     f"object {pending.where.key} of shard {shard}, written no later than this"
                     f" one, stays in the bucket ({pending.reason}), and this one must not"
                     " overtake it"
@@ -137,17 +139,18 @@ class BucketReplay:
             )
             why = plan.lineage.may_descend_from(shard, other) if blocker else None
             if why is not None:
-                return (
+                return RedriveCause.ANCESTOR_SHARD_PENDING, (
                     f"{why}, and its object {blocker} stays in the bucket: this shard's changes"
                     " must not overtake it"
                 )
-        return self.hold(item) if self.hold is not None else None
+        reason = self.hold(item) if self.hold is not None else None
+        return None if reason is None else (RedriveCause.EARLIER_CHANGE_IN_QUARANTINE, reason)
 
-    def _delete_object(self, key: str) -> str | None:
+    def _delete_object(self, key: str) -> tuple[RedriveCause, str] | None:
         try:
             self.reader.s3_client.delete_object(Bucket=self.reader.bucket, Key=key)
         except (ClientError, BotoCoreError) as error:
-            return (
+            return RedriveCause.REPLAY_FAILED, (
                 f"all its records were replayed, but deleting it failed ({error}); a second run"
                 " replays it again as no-ops (the consumer's markers) and deletes it"
             )

@@ -54,15 +54,15 @@ class LambdaInvoker:
         raw = response["Payload"].read()
         payload = json.loads(raw) if raw else None
         if response.get("FunctionError"):
+            error_type = payload.get("errorType") if isinstance(payload, dict) else None
             detail = (
                 payload
                 if not isinstance(payload, dict)
-                else (f"{payload.get('errorType', '')}: {payload.get('errorMessage', '')}")
+                else (f"{error_type or ''}: {payload.get('errorMessage', '')}")
             )
-            error_type = payload.get("errorType") if isinstance(payload, dict) else None
             raise InvocationError(
                 f"function {self.function_name} failed ({response['FunctionError']}): {detail}",
-                error_type if isinstance(error_type, str) else None,
+                error_type=str(error_type) if error_type else None,
             )
         return payload
 
@@ -113,6 +113,6 @@ class CallableInvoker:
             raise InvocationError(
                 f"handler {getattr(self.handler, '__name__', self.handler)!s} raised"
                 f" {type(error).__name__}: {error}",
-                type(error).__name__,
+                error_type=type(error).__name__,
             ) from error
         return json.loads(json.dumps(response)) if response is not None else None

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import OnFailureMessage
+from cdc_consumer.contract import OnFailureMessage, RedriveCause
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.pending_changes import Change, change_of, item_key
 from cdc_consumer.redrive.queue_messages import QueueMessageReader
@@ -139,9 +139,9 @@ class QueueDrain:
         if found is None:
             return False
         quarantined = found.records[0] if self.reader.source is Source.QUARANTINE else None
-        reason = self._hold_reason(quarantined) if quarantined is not None else None
-        if reason is not None:
-            self.report.held.append(FailedMessage(message_id, reason))
+        held = self._hold_reason(quarantined) if quarantined is not None else None
+        if held is not None:
+            self.report.held.append(FailedMessage(message_id, held[1], held[0]))
             self._stall(quarantined, message_id)
             return False
         if self.dry_run:
@@ -153,21 +153,24 @@ class QueueDrain:
             return False
         failure = self.replayer.replay(found.records, self.report)
         if failure is not None:
-            self.report.failed.append(FailedMessage(message_id, failure))
+            self.report.failed.append(
+                FailedMessage(message_id, failure, RedriveCause.REPLAY_FAILED)
+            )
             self._stall(quarantined, message_id)
             return False
         return True
 
-    def _hold_reason(self, record: Mapping[str, Any]) -> str | None:
+    def _hold_reason(self, record: Mapping[str, Any]) -> tuple[RedriveCause, str] | None:
         """Why a quarantined ``record`` must wait: an earlier quarantined change of its item
         stayed in the queue in this run, or the bucket holds one (``hold``)."""
         stalled = self._stalled.get(item_key(record))
         if stalled is not None and stalled[0] < change_of(record):
-            return (
+            return RedriveCause.EARLIER_CHANGE_OF_ITEM, (
                 f"an earlier change of its item (message {stalled[1]}) stays in the queue, and"
                 " this one must not overtake it"
             )
-        return self.hold(record) if self.hold is not None else None
+        reason = self.hold(record) if self.hold is not None else None
+        return None if reason is None else (RedriveCause.EARLIER_CHANGE_IN_BUCKET, reason)
 
     def _stall(self, record: Mapping[str, Any] | None, message_id: str) -> None:
         if record is not None:

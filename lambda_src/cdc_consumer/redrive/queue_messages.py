@@ -9,6 +9,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
 from cdc_consumer.redrive.messages import (
     Source,
@@ -54,12 +55,13 @@ class QueueMessageReader:
                 return self._on_failure(message, report)
             return self._quarantined(message)
         except ForeignMessageError as error:
-            report.kept.append(FailedMessage(message_id, str(error)))
+            report.kept.append(FailedMessage(message_id, str(error), RedriveCause.FOREIGN))
         except MalformedMessageError as error:
-            report.failed.append(FailedMessage(message_id, str(error)))
+            report.failed.append(FailedMessage(message_id, str(error), RedriveCause.UNREADABLE))
         except (ClientError, BotoCoreError) as error:
             # Not a sign of lost records (those raise RecordsLostError): keep it for another run.
-            report.failed.append(FailedMessage(message_id, f"reading the stream failed: {error}"))
+            reason = f"reading the stream failed: {error}"
+            report.failed.append(FailedMessage(message_id, reason, RedriveCause.UNREADABLE))
         return None
 
     def _on_failure(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cdc_consumer.contract import RedriveCause
+
 __all__ = [
     "FailedMessage",
     "LostRange",
@@ -28,10 +30,12 @@ class LostRange:
 
 @dataclass(frozen=True)
 class FailedMessage:
-    """A message redrive left in the queue, and why."""
+    """A message redrive left in the queue, and why: ``reason`` for people, ``cause`` for code
+    that decides (never match ``reason``'s text)."""
 
     message_id: str
     reason: str
+    cause: RedriveCause
 
 
 @dataclass(frozen=True)

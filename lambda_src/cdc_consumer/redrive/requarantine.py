@@ -9,6 +9,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import MalformedMessageError
 from cdc_consumer.redrive.messages import parse_quarantine_message
 from cdc_consumer.redrive.report import FailedMessage, RedriveReport, RequarantinedRecord
@@ -81,6 +82,7 @@ class RequarantineWatch:
                 FailedMessage(
                     "-",
                     f"could not look for re-quarantined records in {queue_url}: {error}",
+                    RedriveCause.UNREADABLE,
                 )
             )
         finally:

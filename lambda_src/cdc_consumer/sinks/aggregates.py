@@ -33,8 +33,9 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal, DecimalException
 from typing import Any
 
-from boto3.dynamodb.types import DYNAMODB_CONTEXT, TypeSerializer
+from boto3.dynamodb.types import TypeSerializer
 
+from cdc_consumer import decimals
 from cdc_consumer.exceptions import InvalidActionError
 from cdc_consumer.sinks.protocol import ActionKind
 
@@ -129,7 +130,7 @@ def _exact_sum(earlier: Decimal, later: Decimal) -> Decimal | None:
     """``earlier + later`` in DynamoDB's number context (38 significant digits), or None when
     the sum would be rounded or out of its range (then the two must not be merged)."""
     try:
-        return DYNAMODB_CONTEXT.add(earlier, later)
+        return decimals.add(earlier, later)
     except DecimalException:  # Inexact, Rounded, Overflow, Underflow, Clamped: all trapped
         return None
 

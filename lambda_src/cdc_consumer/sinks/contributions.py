@@ -36,13 +36,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal
+from decimal import Decimal, DecimalException
 from typing import Any
 
 import boto3
 from boto3.dynamodb.types import TypeSerializer
 
-from cdc_consumer import defaults
+from cdc_consumer import decimals, defaults
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
 from cdc_consumer.sinks.aggregates import Number, update_aggregate
@@ -296,8 +296,26 @@ def _amounts(shares: Iterable[Share]) -> dict[tuple[str, str, str], Decimal]:
                     f"a contribution's {attribute!r} must be an int or Decimal, got {value!r}"
                 )
             slot = (table, key_json, attribute)
-            amounts[slot] = amounts.get(slot, Decimal(0)) + Decimal(value)
+            amounts[slot] = _exact(decimals.add, amounts.get(slot, Decimal(0)), value, attribute)
     return {slot: amount for slot, amount in amounts.items() if amount != 0}
+
+
+def _exact(
+    operation: Callable[[Decimal | int, Decimal | int], Decimal],
+    first: Decimal | int,
+    second: Decimal | int,
+    attribute: str,
+) -> Decimal:
+    """A sum or difference of contributions in DynamoDB's number context (38 digits, exact):
+    one the view could not hold exactly is the record's fault, not rounded."""
+    try:
+        return operation(first, second)
+    except DecimalException as error:
+        raise PermanentError(
+            f"a contribution's {attribute!r}: {first} and {second} combine to more than "
+            f"DynamoDB's 38 significant digits (or beyond its range); keep amounts within "
+            f"38 digits"
+        ) from error
 
 
 def _additions(
@@ -306,7 +324,7 @@ def _additions(
     """One ``ADD`` aggregate per view item for ``new - old``."""
     by_item: dict[tuple[str, str], dict[str, Decimal]] = {}
     for slot in new.keys() | old.keys():
-        delta = new.get(slot, Decimal(0)) - old.get(slot, Decimal(0))
+        delta = _exact(decimals.subtract, new.get(slot, Decimal(0)), old.get(slot, 0), slot[2])
         if delta != 0:
             table, key_json, attribute = slot
             by_item.setdefault((table, key_json), {})[attribute] = delta

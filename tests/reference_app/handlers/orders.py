@@ -8,11 +8,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cdc_consumer.decimals import DYNAMODB_CONTEXT
 from cdc_consumer.testing import TableStream
 
 import reference_app
@@ -70,7 +71,8 @@ def recompute(orders: Iterable[dict[str, Any]]) -> dict[str, dict[str, Decimal]]
         entry = view[f"CUSTOMER#{order['customerId']}"]
         entry[f"count_{order['status']}"] += 1
         if order["status"] == "paid":
-            entry["paid_amount"] += Decimal(order["amount"])
+            with localcontext(DYNAMODB_CONTEXT):  # DynamoDB's 38 digits, exactly
+                entry["paid_amount"] += Decimal(order["amount"])
     return {
         customer: {name: value for name, value in entry.items() if value != 0}
         for customer, entry in view.items()
