@@ -9,7 +9,12 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Problem:
-    """One invalid prop: which prop, the value given, and what would be allowed."""
+    """One invalid prop: which prop, the value given, and what would be allowed.
+
+    :param prop: the prop's name, as the construct takes it.
+    :param value: the value given.
+    :param allowed: what would be allowed, in words.
+    """
 
     prop: str
     value: Any
@@ -24,7 +29,11 @@ class CdcError(Exception):
 
 
 class CdcConfigurationError(CdcError, ValueError):
-    """Props that would build an unsafe or invalid pipeline; lists every problem at once."""
+    """Props that would build an unsafe or invalid pipeline; lists every problem at once.
+
+    :param construct: the construct refused (its class and id), which starts the message.
+    :param problems: every invalid prop, one :class:`Problem` each, one line each.
+    """
 
     def __init__(self, construct: str, problems: Sequence[Problem]) -> None:
         self.construct = construct

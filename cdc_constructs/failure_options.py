@@ -37,7 +37,8 @@ class FailureHandlingOptions:
         ``on_failure=SqsDlq(queue)`` (kept for existing apps; see CHANGELOG.md).
     :param failed_batch_retention: how long the default bucket keeps a failed batch (and a
         redriven one, as a noncurrent version). Default 14 days; less is refused.
-    :param quarantine_queue: an existing queue for poison records. Default: likewise.
+    :param quarantine_queue: an existing queue for poison records (the whole record and its
+        error). Default: a new encrypted queue, 14 days retention.
     :param encryption_key: a customer KMS key for the queues made here. Default:
         SQS-managed encryption.
     :param idempotency_table: an :class:`IdempotencyTable` or ITable (pk ``id``, TTL

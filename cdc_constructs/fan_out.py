@@ -150,7 +150,7 @@ class StreamFanOut(StreamPipe):
     Args:
         table: a :class:`~cdc_constructs.ChangeCaptureTable`, or any ``dynamodb.ITable`` /
             ``ITableV2`` with a stream (as StreamConsumer accepts).
-        source: the events' ``source``, e.g. ``"com.example.orders"`` (required; ``aws.`` is
+        source: the events' ``source``, e.g. ``"com.example.app"`` (required; ``aws.`` is
             reserved by AWS).
         event_bus: the bus to put events on. Default: a new bus (``.event_bus``).
         detail_type: a fixed detail-type (<= 128 chars) or a JSON path into the stream record.
@@ -315,7 +315,7 @@ def _change_template(
                 Problem(
                     prop,
                     attributes,
-                    'a dict of attribute name -> type, e.g. {"orderId": "S"}, or left out',
+                    'a dict of attribute name -> type, e.g. {"pk": "S"}, or left out',
                 )
             )
             continue

@@ -61,6 +61,9 @@ class StreamFilters:
 
         A ``str`` matches a String attribute, a ``bool`` a Boolean, an ``int``/``float`` a
         Number (compared numerically, so 20 matches "20" and "20.0").
+
+        :param attribute: the new image's attribute name.
+        :param value: the value it must equal; its Python type picks the DynamoDB type.
         """
         _require_attribute("StreamFilters.new_image_attribute_equals", attribute)
         condition: dict[str, list[Any]]
@@ -79,7 +82,11 @@ class StreamFilters:
 
     @staticmethod
     def new_image_attribute_prefix(attribute: str, prefix: str) -> Pattern:
-        """Records whose new image has a String ``attribute`` starting with ``prefix``."""
+        """Records whose new image has a String ``attribute`` starting with ``prefix``.
+
+        :param attribute: the new image's attribute name (a String attribute).
+        :param prefix: the text its value starts with (not empty).
+        """
         _require_attribute("StreamFilters.new_image_attribute_prefix", attribute)
         _require_prefix("StreamFilters.new_image_attribute_prefix", prefix)
         return {"dynamodb": {"NewImage": {attribute: {"S": [{"prefix": prefix}]}}}}
@@ -92,6 +99,9 @@ class StreamFilters:
 
         ``new_image_attribute_numeric("amount", (">=", 100), ("<", 1000))``. Operators:
         ``=``, ``<``, ``<=``, ``>``, ``>=``.
+
+        :param attribute: the new image's attribute name (a Number attribute).
+        :param conditions: ``(operator, number)`` pairs, all of which must hold.
         """
         _require_attribute("StreamFilters.new_image_attribute_numeric", attribute)
         bad = [
@@ -127,6 +137,9 @@ class StreamFilters:
 
         Keys are in every record whatever the stream view type, so this works on KEYS_ONLY
         streams too (the transactional outbox uses it).
+
+        :param attribute: the key attribute's name (the partition or sort key, a String).
+        :param prefix: the text the key starts with (not empty).
         """
         _require_attribute("StreamFilters.key_prefix", attribute)
         _require_prefix("StreamFilters.key_prefix", prefix)

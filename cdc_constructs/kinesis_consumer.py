@@ -73,7 +73,11 @@ class KinesisFilters:
     def on_data(pattern: Mapping[str, Any]) -> dict[str, Any]:
         """A :class:`~cdc_constructs.StreamFilters` pattern (which matches a DynamoDB stream
         record) made to match the same change in a Kinesis record: ``{"data": pattern}``.
-        ``KinesisFilters.on_data(StreamFilters.ttl_deletions_only())`` keeps TTL deletions."""
+        ``KinesisFilters.on_data(StreamFilters.ttl_deletions_only())`` keeps TTL deletions.
+
+        :param pattern: a pattern on a DynamoDB stream record's fields (``eventName``,
+            ``dynamodb``, ``userIdentity``).
+        """
         return {"data": dict(pattern)}
 
 

@@ -42,6 +42,8 @@ class StreamMappingOptions:
     :param starting_position: Default TRIM_HORIZON; LATEST also needs
         ``allow_latest_starting_position=True`` (it skips records written while the mapping is
         created or updated).
+    :param allow_latest_starting_position: the opt-in LATEST needs. Default False: a mapping
+        starting at LATEST misses every record written while it is created or updated.
     :param batch_size: records per batch, 1..10000. Default 100.
     :param max_batching_window: wait up to this long to fill a batch, 0..300 s. Default 0.
     :param parallelization_factor: concurrent batches per shard, 1..10. Default 1.
@@ -101,9 +103,13 @@ class StreamMappingOptions:
     def problems(
         self, stream_view_type: str | None, *, lambda_settings: bool = True
     ) -> list[Problem]:
-        """Every invalid setting. ``stream_view_type`` (None: unknown) is what filters on
-        images are checked against; ``lambda_settings=False`` skips the settings only a Lambda
-        event source mapping takes (starting position, bisect), for pipes, which fix them."""
+        """Every invalid setting.
+
+        :param stream_view_type: what filters on images are checked against (None: unknown,
+            image filters not checked).
+        :param lambda_settings: False skips the settings only a Lambda event source mapping
+            takes (starting position, bisect), for pipes, which fix them.
+        """
         found: list[Problem] = []
         if lambda_settings:
             found += check_starting_position(

@@ -122,7 +122,7 @@ class OutboxPublisher(StreamPipe):
 
     :param table: the table the application writes its outbox items to (with a stream that
         carries NewImage).
-    :param source: the events' ``source``, e.g. ``"com.example.orders"``.
+    :param source: the events' ``source``, e.g. ``"com.example.app"``.
     :param key_prefix: the outbox items' key prefix, e.g. ``"OUTBOX#"`` (required).
     :param key_attribute: the key attribute the prefix applies to. Default ``"pk"`` (where
         ``cdc_consumer.sinks.outbox`` writes it).

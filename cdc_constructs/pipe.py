@@ -335,7 +335,7 @@ def _dead_letter_queue(scope: Construct, removal_policy: RemovalPolicy) -> sqs.Q
 
 def _check_source(source: object) -> list[Problem]:
     if not isinstance(source, str) or not source.strip():
-        return [Problem("source", source, 'the events\' source, e.g. "com.example.orders"')]
+        return [Problem("source", source, 'the events\' source, e.g. "com.example.app"')]
     if len(source) > defaults.MAX_SOURCE_LENGTH:
         return [
             Problem(

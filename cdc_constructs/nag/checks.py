@@ -9,7 +9,7 @@ written to ``validation-report.json`` in the cloud assembly)::
 Acknowledge a finding on the consumer (or any construct above it) with its reason::
 
     Validations.of(mapping).acknowledge(
-        Acknowledgment(id="CDC-ESM6", reason="only orders placed after go-live matter")
+        Acknowledgment(id="CDC-ESM6", reason="only changes made after go-live matter")
     )
 """
 
@@ -28,6 +28,7 @@ from cdc_constructs.nag.backfill_rules import BACKFILL_RULES
 from cdc_constructs.nag.readers import AppStreamReaders
 from cdc_constructs.nag.rules import PACK_NAME, RULES, CdcRule
 from cdc_constructs.nag.stream_source import EVENT_SOURCE_MAPPING, PIPE, StreamSource
+from cdc_constructs.nag.summary import CheckedCounts, print_summary
 from cdc_constructs.nag.template import TemplateCache, logical_id
 
 PLUGIN_NAME = "CdcChecks"
@@ -100,6 +101,11 @@ class CdcChecks(NagPack):
     - CDC-BF2 the Map's MaxConcurrency set
     - CDC-BF3 the segment function paced (CDC_BACKFILL_ITEMS_PER_SECOND) (warning)
 
+    Each run prints one line to standard error, clean or not: what it checked, its
+    unacknowledged findings and how many findings the app acknowledges; with the context
+    ``-c cdcNagVerbose=true`` each acknowledgement follows with its reason
+    (:mod:`cdc_constructs.nag.summary`).
+
     It judges the synthesized templates (escape-hatch overrides included), so it runs as a
     validation plugin during synthesis; ``validate_scope`` on an unsynthesized app raises a
     ``RuntimeError`` saying so (a ``CdcChecksError`` re-raised by jsii). A table, stream,
@@ -130,6 +136,7 @@ class CdcChecks(NagPack):
         self._pack_name = PACK_NAME
         self._templates = TemplateCache()
         self._readers: AppStreamReaders | None = None
+        self._checked = CheckedCounts()
 
     @property
     def name(self) -> str:
@@ -143,7 +150,11 @@ class CdcChecks(NagPack):
         # Each run reads the templates afresh: the app may have been synthesized again.
         self._templates = TemplateCache()
         self._readers = None
-        return super().validate_scope(scope)
+        self._checked = CheckedCounts()
+        report = super().validate_scope(scope)
+        findings = sum(len(v.violating_resources) or 1 for v in report.violations)
+        print_summary(scope, self._checked, findings)
+        return report
 
     def _check_resource(self, node: CfnResource) -> None:
         if node.cfn_resource_type == STATE_MACHINE:
@@ -161,6 +172,7 @@ class CdcChecks(NagPack):
         if self._readers is None:
             self._readers = AppStreamReaders.of(node)
         source = replace(source, readers=self._readers)
+        self._checked.stream_readers += 1
         for rule in RULES:
             # The protocol declares its members settable; cdk-nag only reads them.
             self._apply_rule(cast(IApplyRule, _RuleApplication(rule, node, source)))
@@ -175,5 +187,6 @@ class CdcChecks(NagPack):
         )
         if machine is None:
             return
+        self._checked.backfill_machines += 1
         for rule in BACKFILL_RULES:
             self._apply_rule(cast(IApplyRule, _RuleApplication(rule, node, machine)))

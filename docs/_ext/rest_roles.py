@@ -21,77 +21,11 @@ _ROLE = re.compile(
 )
 
 
-# What a parameter the docstring does not describe says in the table.
-_UNDESCRIBED = {
-    "scope": "The parent construct.",
-    "construct_id": "The construct's id, unique within ``scope``.",
-}
-
-
 class RestRoles(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         for obj in _walk(pkg, set()):
             if obj.docstring is not None:
-                obj.docstring.value = google_args_as_fields(obj.docstring.value)
                 obj.docstring.value = _ROLE.sub(partial(_link, obj, pkg), obj.docstring.value)
-                _describe_every_parameter(obj)
-
-
-_ARGS = re.compile(r"^(?P<indent>[ \t]*)(?:Args|Arguments|Parameters):[ \t]*$", re.M)
-_ARG = re.compile(r"^(?P<names>\w+(?:\s*/\s*\w+)*)(?:\s*\([^)]*\))?:\s*(?P<text>.*)$")
-
-
-def google_args_as_fields(text: str) -> str:
-    """A Google-style ``Args:`` section as reST ``:param name:`` lines (``a / b: text`` gives
-    each name the text), so one parser reads every docstring."""
-    match = _ARGS.search(text)
-    if match is None:
-        return text
-    base = len(match["indent"])
-    lines = text[match.end() :].split("\n")[1:]
-    fields: list[list[str]] = []
-    consumed = 0
-    for line in lines:
-        indent = len(line) - len(line.lstrip())
-        if line.strip() and indent <= base:
-            break
-        consumed += 1
-        entry = _ARG.match(line.strip())
-        if entry and fields is not None and (not fields or indent <= base + 4):
-            names = [name.strip() for name in entry["names"].split("/")]
-            fields += [[f"{match['indent']}:param {name}: {entry['text']}"] for name in names]
-        elif fields and line.strip():
-            for field in fields[-1:]:
-                field.append(f"{match['indent']}    {line.strip()}")
-    rest = "\n".join(lines[consumed:])
-    body = "\n".join("\n".join(field) for field in fields)
-    return text[: match.start()] + body + ("\n" + rest if rest else "")
-
-
-def _describe_every_parameter(obj: griffe.Object) -> None:
-    """Add a ``:param:`` line for each parameter of the signature the docstring leaves out, so
-    every entry with parameters has a table with each one's type and default."""
-    if not (obj.is_function or obj.is_class) or obj.docstring is None:
-        return
-    try:
-        parameters = list(obj.parameters)  # a class: its __init__'s
-    except (AttributeError, griffe.AliasResolutionError):
-        return
-    text = obj.docstring.value
-    missing = [
-        parameter.name
-        for parameter in parameters
-        if parameter.name not in ("self", "cls")
-        and parameter.kind
-        not in (griffe.ParameterKind.var_positional, griffe.ParameterKind.var_keyword)
-        and not re.search(rf":param\s+(?:[^:]*\s)?{re.escape(parameter.name)}\s*:", text)
-    ]
-    if missing:
-        lines = [
-            f":param {name}: {_UNDESCRIBED.get(name, 'See the description above.')}"
-            for name in missing
-        ]
-        obj.docstring.value = text.rstrip() + "\n\n" + "\n".join(lines)
 
 
 def _walk(obj: griffe.Object, seen: set[str]):

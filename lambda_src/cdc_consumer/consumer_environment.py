@@ -8,8 +8,8 @@ yours), sets what the construct sets (``CDC_CONSUMER_NAME``, ``IDEMPOTENCY_TABLE
 directory first on ``sys.path``; on exit it restores all of it and stops the server::
 
     with consumer_environment("handlers", tables={"TOTALS_TABLE_NAME": "pk"}) as env:
-        orders = env.import_handler("orders")
-        orders.handler(stream_event([record]), FakeContext())
+        totals = env.import_handler("totals")
+        totals.handler(stream_event([record]), FakeContext())
         env.quarantined()   # what went to the quarantine queue
 
 Needs moto's server: the ``testing`` extra (``pip install "cdc-constructs[testing]"``). Imported

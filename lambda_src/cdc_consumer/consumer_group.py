@@ -59,9 +59,10 @@ from cdc_consumer.contract import (
     SnapshotBatch,
 )
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
-from cdc_consumer.filter_patterns import FilterCriteria, FilterPattern
+from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.kinesis import filter_view, item_identifier
 from cdc_consumer.processor import LambdaContext, StreamProcessor
+from cdc_consumer.snapshots import admits_snapshot_rows
 
 __all__ = ["ConsumerGroup", "GroupMember"]
 
@@ -174,8 +175,10 @@ class ConsumerGroup:
     def _probe(
         self, wanted: SnapshotBatch, event: Mapping[str, Any], context: LambdaContext | None
     ) -> dict[str, Any]:
-        """Each member whose filters admit an INSERT answers the probe (raising
-        :class:`SnapshotRefusedError` when it cannot take snapshot rows)."""
+        """Each member whose filters admit a snapshot row answers the probe (raising
+        :class:`SnapshotRefusedError` when it cannot take snapshot rows); the answer names
+        those (``consumers``) and every member (``members``), so the start step tells a name
+        not in the group from a member whose filters admit no row."""
         probed = []
         for member, criteria in zip(self.members, self._criteria, strict=True):
             if wanted.consumer not in (None, member.name):
@@ -183,23 +186,16 @@ class ConsumerGroup:
             if may_receive_snapshots(criteria):
                 member.processor.handle(event, context)
                 probed.append(member.name)
-        return {"batchItemFailures": [], BACKFILL_EVENT_KEY: {"consumers": probed}}
+        members = [member.name for member in self.members]
+        answer = {"consumers": probed, "members": members}
+        return {"batchItemFailures": [], BACKFILL_EVENT_KEY: answer}
 
 
 def may_receive_snapshots(criteria: FilterCriteria) -> bool:
-    """Whether a snapshot row (an INSERT without ``userIdentity``) may pass ``criteria``: some
-    pattern neither asks for a ``userIdentity`` (the service's, a TTL deletion's) nor names
-    event names without INSERT. Judged without the row's images, so a filter on them counts as
-    admitting (the probe errs towards asking)."""
-    insert = {"eventName": "INSERT"}
-    return not criteria.patterns or any(
-        "userIdentity" not in p.pattern
-        and (
-            "eventName" not in p.pattern
-            or FilterPattern({"eventName": p.pattern["eventName"]}).matches(insert)
-        )
-        for p in criteria.patterns
-    )
+    """Whether a snapshot row may pass a member's ``criteria``
+    (:func:`cdc_consumer.snapshots.admits_snapshot_rows`: the runtime's filter matcher on a
+    snapshot record, its images taken to match)."""
+    return admits_snapshot_rows(criteria)
 
 
 def _item_identifier(record: Any, position: int) -> str:

@@ -23,8 +23,11 @@ __all__ = [
     "BACKFILL_ENVIRONMENT",
     "BACKFILL_EVENT_KEY",
     "BACKFILL_HANDLER",
+    "BACKFILL_ID_MAX_LENGTH",
+    "BACKFILL_ID_REFUSED_CHARACTERS",
     "BACKFILL_ITEMS",
     "BACKFILL_ITEMS_PER_SECOND_ENV",
+    "BACKFILL_MAX_CONCURRENCY_ENV",
     "BACKFILL_METRICS",
     "BACKFILL_PAGES",
     "BACKFILL_PAGE_SIZE_ENV",
@@ -48,6 +51,7 @@ __all__ = [
     "FOREIGN_MARKERS",
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
+    "LEDGER_TABLE_ENV",
     "MAPPING_UUID_ENV",
     "MARKER_LIFETIME_MARGIN_SECONDS",
     "MARKER_TTL_ENV",
@@ -67,6 +71,7 @@ __all__ = [
     "ON_FAILURE_QUEUE_ENV",
     "ON_FAILURE_S3_PREFIX",
     "OUTBOX_KEY_PREFIX",
+    "PARALLELIZATION_FACTOR_ENV",
     "QUARANTINE_MESSAGE_VERSION",
     "QUARANTINE_QUEUE_ENV",
     "RECORDS_PROCESSED",
@@ -106,6 +111,7 @@ __all__ = [
     "SegmentTask",
     "SnapshotBatch",
     "StreamBatchInfo",
+    "backfill_id",
     "minimum_marker_lifetime",
 ]
 
@@ -139,6 +145,17 @@ marker lifetime, which the constructs derive from its replay windows
 (a function these constructs did not make), the runtime keeps them for the rule applied to the
 longest windows it cannot see (``cdc_consumer.defaults.marker_ttl_seconds``); CdcChecks
 reports such a function."""
+
+LEDGER_TABLE_ENV: Final = "CDC_LEDGER_TABLE_NAME"
+"""The ledger table (partition key ``id`` S, sort key ``seq`` S, TTL attribute ``expiration``
+N): one entry per committed transaction instead of a processed-marker per record
+(``cdc_consumer.ledger``). Unset (an idempotency table these constructs did not make, so no
+ledger table beside it), the runtime writes per-record markers as before."""
+
+PARALLELIZATION_FACTOR_ENV: Final = "CDC_PARALLELIZATION_FACTOR"
+"""The event source mapping's parallelization factor (1 to 10). Above 1, batches of one shard
+are processed concurrently in lanes the records do not name, so the runtime keeps per-record
+markers there (docs/design.md: the ledger). Unset: 1."""
 
 CONSUMER_FUNCTION_NAME_ENV: Final = "CONSUMER_FUNCTION_NAME"
 """Redrive: the consumer function it invokes synchronously."""
@@ -804,6 +821,10 @@ BACKFILL_SKEW_SECONDS_ENV: Final = "CDC_BACKFILL_SKEW_SECONDS"
 """Segment function: the clock-skew margin subtracted from the start time to make the default
 horizon, whole seconds (default: the runtime's, see cdc_consumer.backfill)."""
 
+BACKFILL_MAX_CONCURRENCY_ENV: Final = "CDC_BACKFILL_MAX_CONCURRENCY"
+"""Segment function: how many segments run at once (the Map's ``MaxConcurrency``); the start
+step plans at least that many segments while the table has a page of items for each."""
+
 BACKFILL_RESERVE_SECONDS_ENV: Final = "CDC_BACKFILL_RESERVE_SECONDS"
 """Segment function: no page is started later than this many seconds before the invocation's
 deadline; the segment returns ``done: false`` with its resume point instead."""
@@ -824,6 +845,7 @@ BACKFILL_ENVIRONMENT: Final = (
     BACKFILL_PAGE_SIZE_ENV,
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_RESERVE_SECONDS_ENV,
+    BACKFILL_MAX_CONCURRENCY_ENV,
     CONSUMER_FILTERS_ENV,
 )
 """Every variable the segment function may get from ViewBackfill (the first five required:
@@ -890,33 +912,85 @@ class BackfillRequest:
     ``backfill_id``: names the run; its progress records and its snapshot records' ids derive
     from it, so starting the same id again resumes it (and is a no-op for what was done).
     ``horizon``: epoch seconds; None lets the start step decide (the start time less the skew
-    margin, or the consumer's recorded progress if that is earlier). ``total_segments``: None
-    lets the start step decide from the table's size (:data:`SEGMENT_BYTES`)."""
+    margin, or the consumer's recorded progress if that is earlier); a backfill id keeps the
+    horizon it was first planned with. ``total_segments``: None lets the start step decide
+    from the table's size when the backfill starts (:data:`SEGMENT_BYTES`)."""
 
     backfill_id: str
     total_segments: int | None
     horizon: int | None = None
+    execution: str | None = None
+    state_machine: str | None = None
 
     BACKFILL_ID: ClassVar[str] = "backfillId"
     TOTAL_SEGMENTS: ClassVar[str] = "totalSegments"
     HORIZON: ClassVar[str] = "horizon"
+    EXECUTION: ClassVar[str] = "execution"
+    """The execution's ARN (``$$.Execution.Id``), set by the state machine: the start step
+    refuses a second execution of a backfill while another one runs it."""
+    STATE_MACHINE: ClassVar[str] = "stateMachine"
+    """The state machine's ARN (``$$.StateMachine.Id``): whose running executions are listed."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document = {
             self.BACKFILL_ID: self.backfill_id,
             self.TOTAL_SEGMENTS: self.total_segments,
             self.HORIZON: self.horizon,
         }
+        if self.execution is not None:
+            document[self.EXECUTION] = self.execution
+        if self.state_machine is not None:
+            document[self.STATE_MACHINE] = self.state_machine
+        return document
 
     @classmethod
     def from_dict(cls, document: Any) -> BackfillRequest:
         what = "backfill request"
         document = _object(document, what)
         return cls(
-            backfill_id=_text(document, cls.BACKFILL_ID, what),
+            backfill_id=backfill_id(_text(document, cls.BACKFILL_ID, what)),
             total_segments=_int(document, cls.TOTAL_SEGMENTS, what, None),
             horizon=_int(document, cls.HORIZON, what, None),
+            execution=_optional_text(document, cls.EXECUTION, what),
+            state_machine=_optional_text(document, cls.STATE_MACHINE, what),
         )
+
+
+BACKFILL_ID_MAX_LENGTH: Final = 80
+"""A backfill id is at most 80 characters: a Step Functions execution name's limit (the default
+id is the execution's name)."""
+
+BACKFILL_ID_REFUSED_CHARACTERS: Final = frozenset(' <>{}[]?*"#%\\^|~`$&,;:/')
+"""Characters Step Functions refuses in an execution name (besides whitespace and control
+characters), refused in a backfill id too: the id names executions, progress records and
+snapshot records' ids."""
+
+
+def backfill_id(value: str) -> str:
+    """``value`` if it is a backfill id Step Functions would accept as an execution name
+    (1..80 characters, none of :data:`BACKFILL_ID_REFUSED_CHARACTERS`, no whitespace or control
+    characters); else :class:`ContractError` naming the problem."""
+    refused = sorted(
+        {c for c in value if c in BACKFILL_ID_REFUSED_CHARACTERS or c.isspace() or ord(c) < 32}
+        | {c for c in value if 0x7F <= ord(c) <= 0x9F}
+    )
+    if refused or not 0 < len(value) <= BACKFILL_ID_MAX_LENGTH:
+        raise ContractError(
+            f"backfill id {value!r} is not one Step Functions accepts as an execution name: "
+            f"1..{BACKFILL_ID_MAX_LENGTH} characters, got {len(value)}"
+            + (f", with {''.join(refused)!r} refused" if refused else "")
+            + "; use letters, digits, '-' and '_'"
+        )
+    return value
+
+
+def _optional_text(document: Mapping[str, Any], key: str, what: str) -> str | None:
+    value = document.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ContractError(f"{what}: {key} must be a non-empty string or null, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -1079,8 +1153,12 @@ class ConsumerProgress:
 
     consumer: str
     applied_until_us: int
+    first_applied_us: int | None = None
+    """The oldest creation time among the first records it recorded (None: recorded before
+    this attribute existed): a horizon before it asks for changes the consumer never read."""
 
     APPLIED_UNTIL: ClassVar[str] = "appliedUntilUs"
+    FIRST_APPLIED: ClassVar[str] = "firstAppliedUs"
     INTERVAL_SECONDS: ClassVar[int] = 5
 
     @staticmethod

@@ -21,14 +21,17 @@ from cdc_consumer.kinesis import KINESIS_EVENT_SOURCE, encode_data, kinesis_sequ
 from cdc_consumer.versions import seconds_to_us
 
 #: The Kinesis stream ARN records carry unless told otherwise.
-DEFAULT_KINESIS_ARN = "arn:aws:kinesis:us-east-1:123456789012:stream/orders-changes"
+DEFAULT_KINESIS_ARN = "arn:aws:kinesis:us-east-1:123456789012:stream/source-table-changes"
 #: A first Kinesis sequence number shaped like Kinesis's (56 digits).
 FIRST_KINESIS_SEQUENCE_NUMBER = 49_600_000_000_000_000_000_000_000_000_000_000_000_000_000_000_000
 PRECISIONS = ("MICROSECOND", "MILLISECOND")
 
 
 def kinesis_data(
-    stream_record: Mapping[str, Any], *, table_name: str = "orders", precision: str = "MICROSECOND"
+    stream_record: Mapping[str, Any],
+    *,
+    table_name: str = "source-table",
+    precision: str = "MICROSECOND",
 ) -> dict[str, Any]:
     """The DynamoDB change Kinesis Data Streams for DynamoDB publishes for the change a DynamoDB
     stream record describes (AWS's format: no ``SequenceNumber`` nor ``StreamViewType``, the
@@ -123,7 +126,7 @@ class KinesisDelivery:
     reorder: float = 0.2
     duplicate: float = 0.1
     max_delay: int = 20
-    table_name: str = "orders"
+    table_name: str = "source-table"
     precision: str = "MICROSECOND"
     stream_arn: str = DEFAULT_KINESIS_ARN
     next_sequence_number: int = FIRST_KINESIS_SEQUENCE_NUMBER

@@ -2,8 +2,9 @@
 
 With :data:`~cdc_consumer.contract.CONSUMER_PROGRESS_ENV` set (ViewBackfill sets it on the
 consumer it backfills), each batch's newest settled ``ApproximateCreationDateTime`` is written
-to the idempotency-table item :meth:`ConsumerProgress.record_id` (attribute ``appliedUntilUs``),
-only forward (a condition keeps the larger value when containers race) and at most once per
+to the idempotency-table item :meth:`ConsumerProgress.record_id` (attribute ``appliedUntilUs``;
+the first write also keeps its batch's oldest time, ``firstAppliedUs``), only forward (a
+condition keeps the larger value when containers race) and at most once per
 :attr:`ConsumerProgress.INTERVAL_SECONDS` per container. Without the variable nothing is
 written: the streaming path of a consumer that is not backfilled pays one environment lookup per
 batch. The item has no expiration: it is one item per consumer, and a backfill reads it later.
@@ -25,18 +26,29 @@ from cdc_consumer.contract import CONSUMER_PROGRESS_ENV, ConsumerProgress
 from cdc_consumer.defaults import ID_ATTRIBUTE
 from cdc_consumer.versions import seconds_to_us
 
-__all__ = ["ProgressRecorder", "newest_time_us", "read_progress"]
+__all__ = ["ProgressRecorder", "newest_time_us", "oldest_time_us", "read_progress"]
 
 
 def newest_time_us(records: Sequence[Any]) -> int | None:
     """The newest ``dynamodb.ApproximateCreationDateTime`` of ``records`` (epoch µs)."""
-    newest = None
+    times = _times(records)
+    return None if not times else seconds_to_us(max(times))
+
+
+def oldest_time_us(records: Sequence[Any]) -> int | None:
+    """The oldest ``dynamodb.ApproximateCreationDateTime`` of ``records`` (epoch µs)."""
+    times = _times(records)
+    return None if not times else seconds_to_us(min(times))
+
+
+def _times(records: Sequence[Any]) -> list[float]:
+    times = []
     for record in records:
         stream = record.get("dynamodb") if isinstance(record, dict) else None
         value = stream.get("ApproximateCreationDateTime") if isinstance(stream, dict) else None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            newest = value if newest is None or value > newest else newest
-    return None if newest is None else seconds_to_us(newest)
+            times.append(value)
+    return times
 
 
 class ProgressRecorder:
@@ -66,10 +78,17 @@ class ProgressRecorder:
             client.update_item(
                 TableName=table,
                 Key={ID_ATTRIBUTE: {"S": ConsumerProgress.record_id(consumer)}},
-                UpdateExpression="SET #t = :t",
+                # The first record's time is kept once: a horizon before it is refused.
+                UpdateExpression="SET #t = :t, #f = if_not_exists(#f, :f)",
                 ConditionExpression="attribute_not_exists(#t) OR #t < :t",
-                ExpressionAttributeNames={"#t": ConsumerProgress.APPLIED_UNTIL},
-                ExpressionAttributeValues={":t": {"N": str(newest)}},
+                ExpressionAttributeNames={
+                    "#t": ConsumerProgress.APPLIED_UNTIL,
+                    "#f": ConsumerProgress.FIRST_APPLIED,
+                },
+                ExpressionAttributeValues={
+                    ":t": {"N": str(newest)},
+                    ":f": {"N": str(oldest_time_us(settled))},
+                },
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
@@ -98,5 +117,9 @@ def read_progress(client: Any, table: str, consumer: str) -> ConsumerProgress | 
         Key={ID_ATTRIBUTE: {"S": ConsumerProgress.record_id(consumer)}},
         ConsistentRead=True,
     )
-    value = response.get("Item", {}).get(ConsumerProgress.APPLIED_UNTIL, {}).get("N")
-    return None if value is None else ConsumerProgress(consumer, int(value))
+    item = response.get("Item", {})
+    value = item.get(ConsumerProgress.APPLIED_UNTIL, {}).get("N")
+    first = item.get(ConsumerProgress.FIRST_APPLIED, {}).get("N")
+    if value is None:
+        return None
+    return ConsumerProgress(consumer, int(value), None if first is None else int(first))

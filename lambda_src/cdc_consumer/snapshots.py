@@ -21,9 +21,13 @@ from typing import Any
 
 from cdc_consumer.change import Change
 from cdc_consumer.contract import SNAPSHOT_EVENT_SOURCE
+from cdc_consumer.filter_patterns import FilterCriteria, FilterPattern
 from cdc_consumer.versions import snapshot_version
 
-__all__ = ["SnapshotChange", "snapshot_record"]
+__all__ = ["SnapshotChange", "admits_snapshot_rows", "snapshot_record"]
+
+#: The part of a record that holds its keys and images: unknown until a row is read.
+_IMAGES = "dynamodb"
 
 
 class SnapshotChange(Change):
@@ -69,3 +73,28 @@ def snapshot_record(
             "SequenceNumber": sequence_number,
         },
     }
+
+
+def admits_snapshot_rows(criteria: FilterCriteria, stream_arn: str | None = None) -> bool:
+    """Whether some snapshot row may pass ``criteria`` (a mapping's or a group member's
+    filters), decided by the runtime's own matcher on a snapshot record as the segment builds
+    it (an INSERT, no ``userIdentity``, this ``eventSource``): a pattern on ``userIdentity``
+    with ``exists: false`` admits rows, one asking for the TTL service's identity does not.
+    What a pattern asks of ``dynamodb`` (keys and images) is known only row by row, so it is
+    taken to match here (the segment matches each row whole before handing it over)."""
+    row = snapshot_record(
+        {}, {}, backfill_id="probe", horizon=1, sequence_number="0", stream_arn=stream_arn
+    )
+    return not criteria.patterns or any(
+        FilterPattern(_without_images(p.pattern)).matches(row) for p in criteria.patterns
+    )
+
+
+def _without_images(pattern: Mapping[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in pattern.items():
+        if key == "$or":
+            kept[key] = [_without_images(alternative) for alternative in value]
+        elif key != _IMAGES:
+            kept[key] = value
+    return kept

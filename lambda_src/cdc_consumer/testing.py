@@ -44,7 +44,7 @@ __all__ = [
 
 #: The stream ARN records carry unless told otherwise.
 DEFAULT_SOURCE_ARN = (
-    "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2024-01-01T00:00:00.000"
+    "arn:aws:dynamodb:us-east-1:123456789012:table/source-table/stream/2024-01-01T00:00:00.000"
 )
 #: A first sequence number shaped like DynamoDB's (21 digits, so string order = numeric order).
 FIRST_SEQUENCE_NUMBER = 100_000_000_000_000_000_000

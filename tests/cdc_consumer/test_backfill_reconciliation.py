@@ -220,3 +220,49 @@ def test_a_probe_answers_without_writing(resources: Resources) -> None:
 
     assert response == {"batchItemFailures": [], "cdcBackfill": {"consumer": "replica"}}
     assert resources.scan(resources.view_table) == []
+
+
+# --- each rule of the reconciliation, deterministically ---------------------------------------
+
+PENDING = {"pk": "ORDER#1", "customerId": "c1", "status": "pending", "amount": 3}
+PAID = {**PENDING, "status": "paid"}
+
+
+def reconciled(resources: Resources, events: list[dict[str, Any]]) -> World:
+    world = World(resources)
+    with patched_environ({"VIEW_TABLE_NAME": world.view_table}):
+        for event in events:
+            assert world.processor.handle(event, FakeContext())["batchItemFailures"] == []
+    return world
+
+
+@pytest.mark.parametrize("row_first", [True, False], ids=["row first", "change first"])
+def test_a_change_stamped_at_the_horizon_beats_a_row_read_before_it(
+    resources: Resources, row_first: bool
+) -> None:
+    stream = TableStream(clock=lambda: HORIZON)  # the change is stamped at the horizon exactly
+    stream.items[("ORDER#1",)] = dict(PENDING)
+    row = dict(PENDING)  # read before the change
+    change = stream.update(("ORDER#1",), status="paid")
+    events = [snapshot_event([row], horizon=HORIZON), stream_event([change])]
+
+    world = reconciled(resources, events if row_first else events[::-1])
+
+    assert world.view() == recompute([PAID])
+    assert world.replica() == {"ORDER#1": _plain(PAID)}
+
+
+@pytest.mark.parametrize("row_first", [True, False], ids=["row first", "change first"])
+@pytest.mark.parametrize("before", [1, 100], ids=["a second before", "long before"])
+def test_a_row_beats_every_change_created_before_the_horizon(
+    resources: Resources, row_first: bool, before: int
+) -> None:
+    stream = TableStream(clock=lambda: HORIZON - before)
+    change = stream.put(dict(PENDING))  # created before the horizon
+    row = dict(PAID)  # the item as the scan reads it, after the horizon
+    events = [snapshot_event([row], horizon=HORIZON), stream_event([change])]
+
+    world = reconciled(resources, events if row_first else events[::-1])
+
+    assert world.view() == recompute([PAID])
+    assert world.replica() == {"ORDER#1": _plain(PAID)}

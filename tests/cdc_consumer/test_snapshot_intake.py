@@ -48,7 +48,24 @@ def test_a_group_probe_skips_a_member_whose_filter_admits_no_insert(resources: R
 
     answer = group.handle(probe_event(), FakeContext())
 
-    assert answer == {"batchItemFailures": [], "cdcBackfill": {"consumers": ["replica"]}}
+    assert answer == {
+        "batchItemFailures": [],
+        "cdcBackfill": {"consumers": ["replica"], "members": ["replica", "archive"]},
+    }
+
+
+def test_a_member_whose_filter_asks_for_no_user_identity_is_probed(resources: Resources) -> None:
+    """Snapshot rows have no userIdentity: ``exists: false`` on it admits them (the runtime's
+    matcher decides, not a rule of thumb that any userIdentity pattern excludes rows)."""
+    replica = resources.processor("replica")
+    replica.projection(LatestImage(table_name=resources.view_table))
+    archiver = resources.processor("stats")
+    archiver.side_effect(archive)
+    not_ttl = {"userIdentity": {"type": [{"exists": False}]}}
+    group = ConsumerGroup([GroupMember(replica), GroupMember(archiver, [not_ttl])])
+
+    with pytest.raises(SnapshotRefusedError, match="'stats' cannot take snapshot rows"):
+        group.handle(probe_event(), FakeContext())
 
 
 def test_a_group_probe_names_a_member_that_cannot_take_rows(resources: Resources) -> None:
@@ -121,4 +138,5 @@ def test_a_consumer_records_how_far_it_has_applied_only_when_asked(resources: Re
             processor.handle(stream_event(stream.records), FakeContext())
 
     progress = read_progress(resources.dynamodb, resources.idempotency_table, "order-stats")
-    assert progress == ConsumerProgress("order-stats", (HORIZON + 7) * 1_000_000)
+    at = (HORIZON + 7) * 1_000_000
+    assert progress == ConsumerProgress("order-stats", at, first_applied_us=at)

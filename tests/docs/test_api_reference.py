@@ -61,7 +61,7 @@ def test_constructor_signatures_show_the_props_with_their_types(api: str) -> Non
     entry = _text(_entries(api)["cdc_constructs.StreamConsumer"])
     signature = re.search(r"StreamConsumer\(.*?\)\n", entry, re.S)
     assert signature, entry[:2000]
-    assert "retry_attempts: int = RETRY_ATTEMPTS" in signature[0], signature[0]
+    assert "retry_attempts: int = 5" in signature[0], signature[0]
     assert "table: SourceTable" in signature[0], signature[0]
 
 
@@ -87,3 +87,91 @@ def test_cross_references_link_to_entries_on_the_page(api: str) -> None:
     assert not broken, broken
     stream_consumer = _entries(api)["cdc_constructs.StreamConsumer"]
     assert 'href="#cdc_constructs.CdcConfigurationError"' in stream_consumer
+
+
+# --- defaults as values, every parameter described, tables that fit (issue: the newcomer's hour)
+
+CONSTRUCTS = [name for name in PUBLIC if name.startswith("cdc_constructs.")]
+_BARE_CONSTANT = re.compile(r"=\s+([A-Z][A-Z0-9]*_[A-Z0-9_]+)\s*(?:[,)]|$)", re.M)
+
+
+def _signature(entry: str) -> str:
+    found = re.search(r'<div class="doc-signature.*?</code>', entry, re.S) or re.search(
+        r"doc-signature.*?</code>", entry, re.S
+    )
+    return _text(found[0]) if found else ""
+
+
+def _rows(entry: str) -> list[tuple[str, str, str]]:
+    """(name, description, default) of each row of the entry's first parameter table."""
+    table = re.search(r"<table>.*?</table>", entry, re.S)
+    if table is None:
+        return []
+    rows = []
+    for row in re.findall(r"<tr class=\"doc-section-item\">(.*?)</tr>", table[0], re.S):
+        cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+        if len(cells) == 4:
+            rows.append((_text(cells[0]).strip(), cells[2], _text(cells[3]).strip()))
+    return rows
+
+
+@pytest.mark.parametrize("name", CONSTRUCTS)
+def test_defaults_show_their_values_not_the_constants_names(api: str, name: str) -> None:
+    entry = _entries(api)[name]
+    named = _BARE_CONSTANT.findall(_signature(entry))
+    named += [default for _, _, default in _rows(entry) if _BARE_CONSTANT.match(f"= {default},")]
+    assert not named, f"{name}: a default shows a constant's name, not its value: {named}"
+
+
+def test_stream_consumer_and_view_backfill_show_default_values_with_their_reasons(
+    api: str,
+) -> None:
+    entries = _entries(api)
+    consumer = _signature(entries["cdc_constructs.StreamConsumer"])
+    for shown in (
+        "batch_size: int = 100",
+        "retry_attempts: int = 5",
+        "removal_policy: RemovalPolicy = RemovalPolicy.RETAIN",
+        'metrics_namespace: str = "CdcConstructs"',
+    ):
+        assert shown in consumer, consumer
+    backfill = _signature(entries["cdc_constructs.ViewBackfill"])
+    assert "BACKFILL_" not in backfill, backfill
+    rows = {row[0]: row for row in _rows(entries["cdc_constructs.StreamConsumer"])}
+    assert rows["batch_size"][2] == "100"
+    # The row links to the default's reason: its entry in the defaults module.
+    assert 'href="#cdc_constructs.defaults.BATCH_SIZE"' in rows["batch_size"][1]
+    reason = _entries(api)["cdc_constructs.defaults.BATCH_SIZE"]
+    assert "amortize the idempotency transaction" in _text(reason)
+
+
+@pytest.mark.parametrize("name", CONSTRUCTS)
+def test_no_parameter_of_the_constructs_is_left_undescribed(api: str, name: str) -> None:
+    undescribed = [
+        row
+        for row, description, _ in _rows(_entries(api)[name])
+        if not _text(description).strip()
+        or "See the description above" in description
+        or "Not described" in description
+    ]
+    assert not undescribed, f"{name}: parameters without a description: {undescribed}"
+
+
+def test_stream_consumer_describes_each_prop_from_the_docstring_that_documents_it(
+    api: str,
+) -> None:
+    entry = _entries(api)["cdc_constructs.StreamConsumer"]
+    rows = {row[0]: " ".join(_text(row[1]).split()) for row in _rows(entry)}
+    assert len(rows) >= 40, sorted(rows)
+    assert rows["batch_size"].startswith("records per batch, 1..10000"), rows["batch_size"]
+    # filters: StreamMappingOptions' text, not ConsumerGroupMember's (also a `filters`).
+    assert rows["filters"].startswith("up to 5 filter patterns"), rows["filters"]
+    assert rows["scope"] == "The parent construct."
+
+
+def test_parameter_tables_fit_the_page(built_site: Path, api: str) -> None:
+    """Fixed column widths and wrapping cells: at 1280 px the Default column stays on the page
+    (checked in Chromium, docs/writing-docs.md)."""
+    assert 'href="assets/stylesheets/api.css"' in api
+    css = (built_site / "assets" / "stylesheets" / "api.css").read_text()
+    assert "table-layout: fixed" in css and "overflow-wrap: anywhere" in css

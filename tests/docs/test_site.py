@@ -39,12 +39,14 @@ _EXTERNAL = re.compile(r"^(?:[a-z]+:)?//", re.I)
 
 
 def _pages(site: Path) -> list[Path]:
-    """The pages; not 404.html, which a web server sends at any depth (its paths are
-    absolute)."""
-    return sorted(page for page in site.rglob("*.html") if page.name != "404.html")
+    """Every page, the error page (404.html) included."""
+    return sorted(site.rglob("*.html"))
 
 
 def test_every_page_loads_only_the_sites_own_files(built_site: Path) -> None:
+    """By a relative path: an absolute one ("/assets/...") leaves the site opened from its
+    files, or served under a sub-path."""
+    assert (built_site / "404.html") in _pages(built_site)
     problems = []
     for page in _pages(built_site):
         text = page.read_text()
@@ -52,10 +54,13 @@ def test_every_page_loads_only_the_sites_own_files(built_site: Path) -> None:
             url = match[1] or match[2]
             if url.startswith("data:"):
                 continue
-            if _EXTERNAL.match(url):
+            if _EXTERNAL.match(url) or url.startswith("/"):
                 problems.append(f"{page.name}: loads {url}")
             elif not (page.parent / url.split("#")[0].split("?")[0]).exists():
                 problems.append(f"{page.name}: loads {url}, which the site does not have")
+        config = re.search(r'<script id="__config"[^>]*>(.*?)</script>', text, re.S)
+        if config and re.search(r'"(?:base|search)": "(?:/|[a-z]+:)', config[1]):
+            problems.append(f"{page.name}: the theme's base or search worker is absolute")
         if 'class="mermaid"' in text:
             problems.append(f"{page.name}: a Mermaid block (rendered by a script from a CDN)")
     for sheet in built_site.rglob("*.css"):

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from cdc_consumer import contract
+
 #: The horizon's clock-skew margin: the segment's clock and the stamps DynamoDB puts on stream
 #: records (``ApproximateCreationDateTime``, rounded down to the second) may differ; a change
 #: made after the scan started must be stamped at or after the horizon, or a row read before it
 #: would win. 5 s covers the second's rounding and NTP-synchronised clocks with a wide margin;
 #: a larger margin costs nothing but changes that win over rows they are already in.
 SKEW_SECONDS = 5
+#: The smallest skew margin accepted (the start step refuses less): DynamoDB rounds a change's
+#: stamp down to the second, so a margin under a second could let a change made just after the
+#: scan started be stamped before the horizon on a clock only slightly ahead of the segment's.
+MIN_SKEW_SECONDS = 1
+#: How long the stream keeps a change: DynamoDB Streams' 24 hours
+#: (:data:`cdc_consumer.contract.STREAM_RETENTION_SECONDS`; ViewBackfill backfills consumers of
+#: a table's own stream). A horizon older than this, less the margin below, is refused: the
+#: changes after it may be trimmed (or aged out of the mapping) before the consumer read them,
+#: and a row would then stand below a change the view never got.
+STREAM_RETENTION_SECONDS = contract.STREAM_RETENTION_SECONDS
+#: Kept between the oldest horizon accepted and the stream's trim point: a consumer lagging by
+#: up to this much still reads every change at or after the horizon.
+RETENTION_MARGIN_SECONDS = 3600
 #: Scan's Limit per page: one consumer invocation per page, of the StreamConsumer's default
 #: batch size, so the consumer sees batches of the size it was built and timed for.
 PAGE_SIZE = 100

@@ -18,6 +18,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from cdc_consumer.backfill import defaults
 from cdc_consumer.backfill.checks import StartCheck
@@ -29,9 +30,12 @@ from cdc_consumer.contract import (
     BACKFILL_PAGES,
     BACKFILL_THROTTLES,
     BackfillRequest,
+    ContractError,
     SegmentTask,
 )
+from cdc_consumer.exceptions import AccessDeniedError, BackfillRefusedError
 from cdc_consumer.metrics import emf_document
+from cdc_consumer.outcomes import access_denial
 from cdc_consumer.redrive.defaults import LAMBDA_READ_TIMEOUT_SECONDS
 from cdc_consumer.redrive.invokers import Invoker, LambdaInvoker
 
@@ -49,6 +53,9 @@ class Backfill:
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     key_names: tuple[str, ...] = field(default=())
+    #: Lists the state machine's running executions (a second execution of a backfill is
+    #: refused); None: not run by a state machine (the local pipeline).
+    stepfunctions: Any = None
     #: Where the EMF line goes (Lambda: stdout; the local pipeline collects it).
     emit_line: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
 
@@ -63,13 +70,34 @@ class Backfill:
             boto3.client("dynamodb", config=Config(retries=defaults.SCAN_RETRIES)),  # type: ignore[arg-type]  # botocore's TypedDict
             lambda_client,
             LambdaInvoker(settings.consumer_function, lambda_client),
+            stepfunctions=boto3.client("stepfunctions"),
         )
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        """One invocation: the start step or a segment (see the module docstring)."""
+        """One invocation: the start step or a segment (see the module docstring). Bad input
+        is a :class:`BackfillRefusedError` (the state machine does not retry it); a call the
+        function's role may not make is an :class:`AccessDeniedError` (nor that)."""
+        try:
+            return self._handle(event, context)
+        except ContractError as error:
+            raise BackfillRefusedError(f"{error} (nothing was written)") from None
+        except ClientError as error:
+            if access_denial(error) is None:
+                raise
+            raise AccessDeniedError(
+                f"the backfill segment function may not make this call: {error}; grant it to "
+                "the function's role (ViewBackfill grants what the backfill uses)"
+            ) from error
+
+    def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         if not SegmentTask.is_task(event):
             check = StartCheck(
-                self.settings, self.dynamodb, self.lambda_client, self.invoker, self.clock
+                self.settings,
+                self.dynamodb,
+                self.lambda_client,
+                self.invoker,
+                self.clock,
+                self.stepfunctions,
             )
             return check.plan(BackfillRequest.from_dict(event)).to_dict()
         task = SegmentTask.from_dict(event)

@@ -19,6 +19,7 @@ from typing import Any
 
 from cdc_consumer.backfill import defaults
 from cdc_consumer.backfill.checks import check_segments
+from cdc_consumer.backfill.horizon import check_horizon_value
 from cdc_consumer.backfill.progress_store import ProgressStore
 from cdc_consumer.backfill.rate import RateLimit
 from cdc_consumer.backfill.settings import BackfillSettings
@@ -74,15 +75,16 @@ class SegmentRun:
 
     def run(self, task: SegmentTask) -> SegmentResult:
         check_segments(task.segment, task.total_segments)
-        if task.horizon <= 0:
-            raise BackfillRefusedError(f"horizon is {task.horizon}; give epoch seconds")
+        check_horizon_value(task.horizon)
         done = self.progress.load(task)
         if done.done:
             return _result(task, done)
         if not self.key_names:
             self.key_names = self._key_names()
         reserve_ms = self.settings.reserve_for(self.remaining_ms()) * 1000
-        limit = RateLimit(self.settings.items_per_second, self.clock, self.sleep)
+        limit = RateLimit(
+            self.settings.items_per_second, self.clock, self.sleep, self.settings.page_size
+        )
         state = done
         while True:
             remaining = self.remaining_ms()

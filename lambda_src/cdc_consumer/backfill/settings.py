@@ -26,6 +26,8 @@ class BackfillSettings:
     items_per_second: float | None = None
     page_size: int = defaults.PAGE_SIZE
     skew_seconds: int = defaults.SKEW_SECONDS
+    max_concurrency: int = 1
+    """Segments run at once (the Map's MaxConcurrency): the start step plans at least as many."""
     reserve_seconds: float | None = None
     """None: a share of the invocation's timeout (see :mod:`cdc_consumer.backfill.defaults`)."""
     filters: tuple[Any, ...] = ()
@@ -51,6 +53,7 @@ class BackfillSettings:
             ("page_size", contract.BACKFILL_PAGE_SIZE_ENV, int),
             ("skew_seconds", contract.BACKFILL_SKEW_SECONDS_ENV, int),
             ("reserve_seconds", contract.BACKFILL_RESERVE_SECONDS_ENV, float),
+            ("max_concurrency", contract.BACKFILL_MAX_CONCURRENCY_ENV, int),
         ):
             value = env.get(variable)
             if not value:

@@ -15,7 +15,9 @@ Each change or snapshot row then *replaces* its item's contribution:
 * not newer: nothing is written (stale: a redelivery, a row older than a change already applied),
   except the replay of a record that was quarantined (its image could not be read): its swap
   took the item's contribution out and is marked ``unreadable``, so the same version replayed
-  by the redrive through a fixed projection is applied, not taken for a duplicate.
+  by the redrive through a fixed projection is applied, not taken for a duplicate;
+* a snapshot row that contributes exactly what is stored: nothing is written either (a second
+  rebuild over an unchanged view writes no item of the view nor of the contributions).
 
 The view is then a function of the items' latest states, whatever order and however often
 changes and rows arrive, and a rerun of a backfill is a no-op. A REMOVE (TTL expiry included)
@@ -186,6 +188,8 @@ class Contributions:
             )
         except PermanentError as error:
             new, unreadable = {}, error
+        if _unchanged_row(change, stored_version, stored, new, unreadable or unreadable_before):
+            return []  # a rebuild over an unchanged view writes nothing
         swap = self._swap(item_id, version, stored_version, new, change.event_name == "REMOVE")
         if unreadable is not None:
             swap["Put"]["Item"][UNREADABLE_ATTRIBUTE] = {"BOOL": True}
@@ -276,6 +280,16 @@ def _stale(stored: str | None, version: str, unreadable: bool) -> bool:
     if stored is None:
         return False
     return stored > version or (stored == version and not unreadable)
+
+
+def _unchanged_row(
+    change: Change, stored_version: str | None, stored: Any, new: Any, unreadable: Any
+) -> bool:
+    """A snapshot row whose item contributes what its stored contribution already holds (a
+    second rebuild, the same backfill run again): nothing to write. The stored version stays
+    below the row's; a change between the two is one the stream delivers in the item's order,
+    followed by the item's later changes, so the view still ends at the item's latest state."""
+    return change.is_snapshot and stored_version is not None and not unreadable and new == stored
 
 
 def _stored(item: Mapping[str, Any]) -> Stored:

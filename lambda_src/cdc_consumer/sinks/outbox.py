@@ -11,16 +11,16 @@ Example::
 
     from cdc_consumer.sinks.outbox import Outbox
 
-    outbox = Outbox("orders", ttl_attribute="expireAt")
+    outbox = Outbox("items", ttl_attribute="expireAt")
     outbox.write(
-        {"Update": {"TableName": "orders", "Key": {"pk": {"S": "ITEM#1"}},
+        {"Update": {"TableName": "items", "Key": {"pk": {"S": "ITEM#1"}},
                     "UpdateExpression": "SET #s = :paid",
                     "ConditionExpression": "#s = :pending",
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": {":paid": {"S": "paid"},
                                                   ":pending": {"S": "pending"}}}},
-        event_type="OrderPaid",
-        payload={"orderId": "1", "amount": "25.00"},
+        event_type="ItemPaid",
+        payload={"itemId": "1", "amount": "25.00"},
     )
 
 The outbox item (:class:`cdc_consumer.contract.OutboxItem` names its event attributes; the
