@@ -76,18 +76,7 @@ class ChangeCaptureTable(TableConstruct):
         witness_region: str | None = None,
     ) -> None:
         problems = _ttl_problems(time_to_live_attribute, multi_region_consistency)
-        problems += kinesis.problems() if kinesis is not None else []
-        if stream is None:
-            problems.append(
-                Problem(
-                    "stream",
-                    None,
-                    "a StreamViewType (a change capture table needs a stream); "
-                    "default NEW_AND_OLD_IMAGES",
-                )
-            )
-        if partition_key is None:
-            problems.append(Problem("partition_key", None, "a dynamodb.Attribute"))
+        problems += _problems(partition_key, stream, kinesis)
         raise_if_any(f"ChangeCaptureTable {construct_id!r}", problems)
         super().__init__(scope, construct_id)
 
@@ -163,3 +152,25 @@ def _ttl_problems(
             )
         ]
     return [] if attribute is None else check_name("time_to_live_attribute", attribute)
+
+
+def _problems(
+    partition_key: dynamodb.Attribute | None,
+    stream: dynamodb.StreamViewType | None,
+    kinesis: KinesisDestination | None,
+) -> list[Problem]:
+    """A partition key, a stream, a valid Kinesis destination."""
+    problems: list[Problem] = []
+    problems += kinesis.problems() if kinesis is not None else []
+    if stream is None:
+        problems.append(
+            Problem(
+                "stream",
+                None,
+                "a StreamViewType (a change capture table needs a stream); "
+                "default NEW_AND_OLD_IMAGES",
+            )
+        )
+    if partition_key is None:
+        problems.append(Problem("partition_key", None, "a dynamodb.Attribute"))
+    return problems
