@@ -61,7 +61,7 @@ def build(app: cdk.App) -> tuple[cdk.Stack, cdk.Stack]:
     west = cdk.Stack(app, "GlobalOrdersWest", env=WEST)
     replica = ReplicaTable(west, "Orders", table=orders)
     StreamConsumer(
-        west, "OrderStats", table=replica, consumer_name="order-stats", **consumer_code()
+        west, "WestOrderStats", table=replica, consumer_name="order-stats", **consumer_code()
     )
     return east, west
 
