@@ -163,7 +163,7 @@ PIPE_LOG_LEVEL: Final = "ERROR"
 is never logged by default: it would copy item data, possibly personal, into the logs."""
 
 OUTBOX_KEY_ATTRIBUTE: Final = "pk"
-"""The key attribute the outbox's key-prefix filter applies to (``cdc_consumer.outbox`` writes
+"""The key attribute the outbox's key-prefix filter applies to (``cdc_consumer.sinks.outbox`` writes
 outbox items under ``pk``)."""
 
 # --- Monitoring ---------------------------------------------------------------------------

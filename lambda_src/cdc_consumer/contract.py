@@ -672,8 +672,9 @@ class OnFailureMessage:
 
 
 # --- The outbox item -----------------------------------------------------------------------------
-# Written by cdc_consumer.outbox.Outbox in the application's transaction; read by the fan-out's
-# pipe (StreamFanOut for an outbox), whose filter and input template name these attributes.
+# Written by cdc_consumer.sinks.outbox.Outbox in the application's transaction; read by the
+# fan-out's pipe (StreamFanOut for an outbox), whose filter and input template name these
+# attributes.
 
 OUTBOX_KEY_PREFIX: Final = "OUTBOX#"
 """Key prefix that marks outbox items; the fan-out's filter lets only these INSERTs through."""

@@ -161,3 +161,14 @@ CLIENT_CONFIG = Config(
     connect_timeout=3,
     read_timeout=10,
 )
+
+# --- writes outside a transaction (cdc_consumer.alone) ---
+
+#: Threads writing self-guarding records alone, concurrently: 8 keeps under botocore's default
+#: connection pool (10 per client), so no thread waits for a connection, and is enough to hide
+#: DynamoDB's single-digit-millisecond write latency behind one another on a batch of 100.
+ALONE_WRITE_THREADS = 8
+#: Records written alone that wait for the next flush: at most as many as one transaction
+#: carries, so a flush takes about as long as one transaction's commit and the deadline
+#: check between records keeps its meaning.
+ALONE_PENDING_RECORDS = 100
