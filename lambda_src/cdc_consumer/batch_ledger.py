@@ -23,15 +23,17 @@ the mapping's parallelization factor is 1. Elsewhere the records keep per-record
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from cdc_consumer import defaults
 from cdc_consumer.change import Change
+from cdc_consumer.defaults import ID_ATTRIBUTE
 from cdc_consumer.exceptions import UndecodableRecordError
-from cdc_consumer.ledger import LaneState, LedgerStore
-from cdc_consumer.legacy_markers import LegacyMarkers
+from cdc_consumer.ledger import SORT_ATTRIBUTE, LaneState, LedgerStore
+from cdc_consumer.legacy_markers import LegacyMarkers, batch_get
 from cdc_consumer.settings import Settings
 from cdc_consumer.transactions import RecordWrites
 
@@ -88,17 +90,28 @@ class BatchLedger:
         return (state is not None and state.is_applied(ref[1])) or change.event_id in self._covered
 
     def _read(self) -> dict[str | None, LaneState]:
-        """One lookup per lane of the batch's records, and the old markers once."""
+        """The lanes' heads and the old markers in one consistent BatchGetItem, then one Query
+        per lane (each head read before its Query: see :mod:`cdc_consumer.ledger`)."""
         lanes: dict[str | None, list[int]] = defaultdict(list)
-        changes = []
+        records = []
         for record in self.records:
             ref = reference(record)
             if ref is not None:
                 lanes[ref[0]].append(ref[1])
-                changes.append(record)
-        if self.legacy is not None and changes:
-            self._covered = self.legacy.covered(_changes(changes))
-        return {stream: self.store.read(stream, numbers) for stream, numbers in lanes.items()}
+                records.append(record)
+        changes = _changes(records)
+        keys = {self.store.table: [self.store.head_key(stream) for stream in lanes]}
+        if self.legacy is not None:
+            keys[self.legacy.idempotency_table] = self.legacy.keys(changes)
+        found = batch_get(self.store.client, keys)
+        if self.legacy is not None:
+            markers = found.get(self.legacy.idempotency_table, [])
+            self._covered = self.legacy.covered(changes, markers)
+        heads = {_key_of(self.store.head_key(stream)): stream for stream in lanes}
+        read: dict[str | None, Any] = dict.fromkeys(lanes)
+        for item in found.get(self.store.table, []):
+            read[heads[_key_of(item)]] = item
+        return {s: self.store.read(s, numbers, read[s]) for s, numbers in lanes.items()}
 
     def _state(self, stream: str | None) -> LaneState:
         if self._states is None:
@@ -129,6 +142,11 @@ class BatchLedger:
             if record.listed is not None
             and self._state(record.listed[0]).is_applied(record.listed[1])
         ]
+
+
+def _key_of(item: Any) -> str:
+    """A ledger item's key, comparable."""
+    return json.dumps([item[ID_ATTRIBUTE], item[SORT_ATTRIBUTE]], sort_keys=True)
 
 
 def _by_lane(records: Sequence[RecordWrites]) -> dict[str | None, list[int]]:

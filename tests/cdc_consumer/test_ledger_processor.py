@@ -76,7 +76,8 @@ def test_a_redelivery_after_the_commit_applies_nothing_again(
     legacy_markers._SINCE[(ledger, "view")] = 0  # long after the upgrade: no old marker
     requests = count_requests(resources.dynamodb)
     deliver(handler, records)  # the response was lost: Lambda delivers the batch again
-    assert dict(requests.by_operation) == {"GetItem": 1, "Query": 1}  # no write at all
+    # the head in one BatchGetItem, its entries in one Query; no write at all
+    assert dict(requests.by_operation) == {"BatchGetItem": 1, "Query": 1}
     assert applied_counts(resources) == {f"k{i}": 1 for i in range(10)}
 
 
@@ -88,7 +89,8 @@ def test_a_hundred_records_cost_one_lookup_and_two_transactions(
     legacy_markers._SINCE[(ledger, "view")] = 0  # long after the upgrade: no old marker
     requests = count_requests(resources.dynamodb)
     deliver(handler, records)
-    assert dict(requests.by_operation) == {"GetItem": 1, "TransactWriteItems": 2}
+    # a new lane: its head read (none: no Query), then 98 + 2 records
+    assert dict(requests.by_operation) == {"BatchGetItem": 1, "TransactWriteItems": 2}
 
 
 def test_records_the_mapping_discarded_are_applied_when_they_come_back(
