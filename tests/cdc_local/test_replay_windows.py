@@ -155,8 +155,9 @@ def test_markers_are_swept_once_every_replay_window_has_closed(
     aws: LocalEndpoint, late_replay_assembly: Path
 ) -> None:
     """The lifetime is finite: once the bucket and the quarantine can no longer hold a copy
-    (14 + 14 days after the 1 h record age, plus a day), TTL sweeps every marker, and every
-    ledger entry and head (the ledger keeps only when it took over, once per consumer)."""
+    (14 + 14 days after the 1 h record age, a day for S3's rounding of an expiration to the
+    next midnight UTC, plus a day's margin), TTL sweeps every marker, and every ledger entry
+    and head (the ledger keeps only when it took over, once per consumer)."""
     clock = Day()
     with LocalPipeline(late_replay_assembly, "LateReplay", endpoint=aws, clock=clock) as pipeline:
         write_orders(pipeline)
@@ -166,7 +167,7 @@ def test_markers_are_swept_once_every_replay_window_has_closed(
         entries = [i for i in scan(ddb, wiring.ledger_table) if "expiration" in i]
         assert sum(int(i["count"]["N"]) for i in entries if "count" in i) == 2 * len(KEYS)
         markers = scan(ddb, wiring.idempotency_table) + entries
-        clock.advance(29)
-        assert pipeline.sweep_ttl() == 0  # 29 days: within the windows' 29 days and 1 h
+        clock.advance(30)
+        assert pipeline.sweep_ttl() == 0  # 30 days: within the windows' 30 days and 1 h
         clock.advance(1)
         assert pipeline.sweep_ttl() == len(markers)
