@@ -290,6 +290,8 @@ class EventSourceMapping:
         self.counters.records_read += 1
         if not self.settings.filters.matches(record):
             self.counters.records_filtered_out += 1
+            if self.ttl_ledger is not None:
+                self.ttl_ledger.filtered_out(self.name, record)
             return
         lane = self._lane(shard_id, record)
         lane.pending.append(record)
