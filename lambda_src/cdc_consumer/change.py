@@ -164,16 +164,13 @@ class Change:
 
     @property
     def version(self) -> str:
-        """The change's version: its creation time (a stream change's at the last microsecond
-        of its second), then its sequence number as the tie-break (see
-        :mod:`cdc_consumer.versions` for the format, and why it compares across the stream and
-        Kinesis routes); compare versions as strings.
+        """The change's version: its creation time, then its sequence number as the tie-break
+        (see :mod:`cdc_consumer.versions` for the format, and why it compares across routes).
 
         Raises :class:`MissingVersionError` (poison) when the record has no
         ``ApproximateCreationDateTime``: a projection that orders by version cannot place it.
         """
-        kinesis = "kinesis" in self.raw  # the Kinesis route's times are not rounded to seconds
-        return _version(self.creation_time_us, self.sequence_number, self.event_id, kinesis)
+        return _version(self.creation_time_us, self.sequence_number, self.event_id, self.raw)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Change:
@@ -290,7 +287,7 @@ _FIELDS = (
 
 
 def _version(
-    creation_time_us: int | None, sequence_number: str, event_id: str, kinesis: bool
+    creation_time_us: int | None, sequence_number: str, event_id: str, raw: Mapping[str, Any]
 ) -> str:
     if creation_time_us is None:
         raise MissingVersionError(
@@ -298,7 +295,7 @@ def _version(
             "dynamodb.ApproximateCreationDateTime, so it has no version: a version-guarded "
             "projection cannot order it"
         )
-    if kinesis:
+    if "kinesis" in raw:  # the Kinesis route's times are not rounded down to the second
         return format_version(creation_time_us, sequence_number)
     return stream_version(creation_time_us, sequence_number)
 
