@@ -22,6 +22,7 @@ from cdc_consumer.contract import (
     IDEMPOTENCY_TABLE_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
+    QUARANTINE_BUCKET_ENV,
     QUARANTINE_QUEUE_ENV,
     REDRIVE_LOST_RECORDS,
     STREAM_RETENTION_SECONDS,
@@ -58,6 +59,7 @@ from cdc_constructs.permissions import (
     grant_key,
     grant_send,
 )
+from cdc_constructs.quarantine_bucket import grant_quarantine_put, quarantine_bucket
 from cdc_constructs.queues import dead_letter_queue
 from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
@@ -126,7 +128,7 @@ class StreamConsumer(Construct):
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
     :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
     queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
-    unless the destination is SQS), :attr:`quarantine_queue`, :attr:`idempotency_table`,
+    unless SQS), :attr:`quarantine_queue`, :attr:`quarantine_bucket`, :attr:`idempotency_table`,
     :attr:`source_table` and :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with
     ``redrive=False``), :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`,
     :attr:`alarm_topic` (the topic every alarm notifies; None without monitoring and without
@@ -135,6 +137,7 @@ class StreamConsumer(Construct):
     """
 
     group = GroupOfConsumers()  # no members: one consumer (KinesisConsumer keeps this)
+    quarantine_bucket: s3.IBucket  # records too big for a message (_failure_resources)
 
     def __init__(
         self,
@@ -254,7 +257,7 @@ class StreamConsumer(Construct):
             )
         self._grant_source()
         _grant_table(self.function, self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
-        grant_send(self.function, self.quarantine_queue)
+        _grant_quarantine(self)
 
     def _set_failure_resources(
         self, options: ConsumerOptions, stream_retention: Duration | None = None
@@ -288,6 +291,14 @@ def _adopt(
     for name, value in variables.items():
         function.add_environment(name, value)
     return function, function.role, None
+
+
+def _grant_quarantine(consumer: StreamConsumer) -> None:
+    """Send to the quarantine queue; put a record too big for a message into the bucket (the
+    on-failure bucket's grant, PutObject on its objects, covers it already)."""
+    grant_send(consumer.function, consumer.quarantine_queue)
+    if consumer.quarantine_bucket is not consumer.on_failure_bucket:
+        grant_quarantine_put(consumer.function, consumer.quarantine_bucket)
 
 
 def _grant_table(
@@ -352,6 +363,13 @@ def _failure_resources(
         removal_policy=failure.removal_policy,
     )
     table = as_table(failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable"))
+    consumer.quarantine_bucket = quarantine_bucket(
+        consumer,
+        on_failure,
+        retention=failure.failed_batch_retention,
+        encryption_key=failure.encryption_key,
+        removal_policy=failure.removal_policy,
+    )
     return on_failure, quarantine, table
 
 
@@ -396,6 +414,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         on_failure_bucket=consumer.on_failure_bucket,
         event_source_mapping_id=consumer.event_source_mapping.event_source_mapping_id,
         quarantine_queue=consumer.quarantine_queue,
+        quarantine_bucket=consumer.quarantine_bucket,
         layer=ConsumerRuntimeLayer.of(consumer),
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,
@@ -432,6 +451,7 @@ def _runtime_environment(
         CONSUMER_NAME_ENV: consumer.consumer_name,
         IDEMPOTENCY_TABLE_ENV: consumer.idempotency_table.table_name,
         QUARANTINE_QUEUE_ENV: consumer.quarantine_queue.queue_url,
+        QUARANTINE_BUCKET_ENV: consumer.quarantine_bucket.bucket_name,
         METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
         **({CONSUMER_GROUP_ENV: GroupMemberSpec.encode(group)} if group else {}),
         **(extra or {}),
