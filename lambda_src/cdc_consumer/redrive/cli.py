@@ -32,13 +32,14 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_MAX_ATTEMPTS,
     LAMBDA_READ_TIMEOUT_SECONDS,
 )
+from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
 
-__all__ = ["EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
 
 #: Exit status: everything replayed (or nothing to do).
 EXIT_OK = 0
@@ -132,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
             " another consumer's or stream's message (kept, reported); reports records the"
             " stream no longer holds as lost. Exit status 0: all replayed; 1: something was"
             " lost, failed, kept or quarantined again (see the report); 2: an operator mistake"
-            " (one line says what to fix), nothing touched."
+            " (one line says what to fix), nothing touched; 130: stopped by Ctrl-C or SIGTERM"
+            " (what was not replayed yet stays where it was: run it again)."
         ),
     )
     _add_source_arguments(parser)
@@ -242,7 +244,13 @@ def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """How much one run does, and what it prints."""
+    """How much one run does, where it calls, and what it prints."""
+    parser.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        help="the AWS endpoint every client calls, e.g. the local pipeline's "
+        "http://127.0.0.1:PORT (default: $AWS_ENDPOINT_URL, else AWS)",
+    )
     parser.add_argument(
         "--max-messages", type=int, help="stop after this many messages (objects with --bucket)"
     )
@@ -360,6 +368,8 @@ def _marker_ttl(args: argparse.Namespace, environment: Mapping[str, str]) -> int
 
 def _run(argv: Sequence[str] | None, session: Any) -> int:
     args = build_parser().parse_args(argv)
+    if args.endpoint_url:  # every client of the run, and a --handler's own, call it
+        os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
     if args.max_messages is not None and args.max_messages < 1:
         raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
     if args.max_attempts < 1:
@@ -409,10 +419,18 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
     """The command line. ``session`` (a boto3 Session) is for tests and embedding.
 
     Returns :data:`EXIT_OK`, :data:`EXIT_NOT_OK` or :data:`EXIT_SETUP`; an operator mistake is
-    printed as one line on stderr, never as a traceback.
+    printed as one line on stderr, never as a traceback. Ctrl-C and SIGTERM end it alike:
+    one line on stderr and :data:`EXIT_INTERRUPTED`.
     """
+    sigterm_as_keyboard_interrupt()
     try:
         return _run(argv, session)
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"\n{PROG}: interrupted: the message or object being replayed and those after it "
+            "stay where they were (nothing is deleted before it is replayed); run it again\n"
+        )
+        return EXIT_INTERRUPTED
     except RedriveSetupError as error:
         message = str(error)
     except NoCredentialsError:
