@@ -376,6 +376,7 @@ def test_existing_queues_table_and_key(stack):
     ledger = logical_id(template, "SharedLedgerTable")
     assert env["CDC_LEDGER_TABLE_NAME"] == {"Ref": ledger}
     assert {a for a, r in role_grants if r == arn_of(ledger)} == {
+        "dynamodb:BatchGetItem",
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:Query",
