@@ -184,7 +184,10 @@ class LocalPipeline:
             self._enforcing = True
         try:
             for mapping in self.mappings.values():
-                mapping.start()
+                try:
+                    mapping.start()
+                finally:  # a read denied at the start (ListStreams, DescribeStream) is named
+                    self.check_access()
         except BaseException:
             self.close()  # not left holding moto's enforcement on
             raise

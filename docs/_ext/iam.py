@@ -22,6 +22,12 @@ REASONS: list[tuple[str, str, str, str]] = [
     ("", "Logs", "logs", "write the pipe's own log streams (the stack makes the group)"),
     ("Redrive/Role", "(stream)", "dynamodb", "find the stream's shards before a replay"),
     ("", "(stream)", "dynamodb", "poll the table's stream (the mapping reads as this role)"),
+    (
+        "",
+        "*",
+        "dynamodb:ListStreams",
+        "the Lambda and Pipes guides list it for a stream source; no resource-level permission",
+    ),
     ("", "ChangeStream", "kinesis", "poll the Kinesis stream (the mapping reads as this role)"),
     (
         "",

@@ -141,6 +141,20 @@ def test_a_role_without_one_needed_action_fails_the_run_naming_it(
         assert pipeline.counters.on_failure_messages == 0
 
 
+def test_a_role_without_list_streams_fails_when_the_mapping_starts(
+    aws: LocalEndpoint, reference_assembly: Path, tmp_path: Path
+) -> None:
+    """Lambda lists the table's streams when the mapping starts (its guide names
+    dynamodb:ListStreams among a DynamoDB source's permissions); the action takes no resource,
+    so the local evaluator checks it on ``*``, where the mapping would call it."""
+    action, role = "dynamodb:ListStreams", "OrdersConsumersRole"
+    assembly = without_action(reference_assembly, tmp_path / "cdk.out", action, role)
+    with pytest.raises(AccessDeniedError) as denied:
+        LocalPipeline(assembly, STACK, endpoint=aws).start()
+    assert (denied.value.action, denied.value.resource) == (action, "*")
+    assert action in str(denied.value) and "OrdersConsumers" in denied.value.role
+
+
 def test_without_enforcement_the_same_role_runs(
     aws: LocalEndpoint, reference_assembly: Path, tmp_path: Path
 ) -> None:
