@@ -288,8 +288,13 @@ class StreamPipe(Construct):
             self.dead_letter_queue.metric_approximate_number_of_messages_visible(
                 statistic=cloudwatch.Stats.MAXIMUM, period=period
             ),
-            description="Batches the fan-out pipe could not deliver are in its dead-letter "
-            "queue; read them back from the stream before it trims them (24 h).",
+            description="The fan-out pipe could not deliver a batch. Its dead-letter message is a "
+            "pointer (shard and sequence range), not the records: the table's stream holds them "
+            "only 24 hours after their write, then they are gone (the queue keeps the pointer 14 "
+            "days, the table only each item's latest state). Read them back from the stream and "
+            "deliver them within those 24 hours (docs/operations.md). For failures kept whole "
+            "longer, consume the stream with a StreamConsumer: its failed-batch bucket keeps each "
+            "batch 14 days.",
             topic=self.alarm_topic,
         )
         return alarms
