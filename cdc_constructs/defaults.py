@@ -39,6 +39,11 @@ IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE: Final = "expiration"
 has passed: longer than every window in which their record can come back
 (cdc_constructs.marker_lifetime)."""
 
+LEDGER_SORT_KEY: Final = "seq"
+"""The ledger table's sort key (its partition key and TTL attribute are the idempotency
+table's): an entry's first sequence number, as a string that sorts as the number does, so one
+Query per batch finds every entry that may list the batch's records (cdc_consumer.ledger)."""
+
 # --- Stream consumer (Lambda event source mapping) ------------------------------------------
 
 STARTING_POSITION: Final = lambda_.StartingPosition.TRIM_HORIZON

@@ -15,6 +15,7 @@ from cdc_consumer import defaults as runtime_defaults
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.handler_check import check_handler_on_disk
 from cdc_constructs.redrive import consumer_timeout_of
 from cdc_constructs.validation import (
     check_function_timeout,
@@ -51,7 +52,10 @@ class FunctionOptions:
 
     :param code: the function code; required unless ``function`` is given (the library ships
         no handler: Getting started has one to start from, :data:`HANDLER_DOCS`).
-    :param handler: the handler string (module.function); required with ``code``.
+    :param handler: the handler string (module.function); required with ``code``. With
+        ``lambda_.Code.from_asset``, the module and its function are looked up in the asset
+        at synthesis (read, not imported) and a miss is refused, naming what exists
+        (:mod:`~cdc_constructs.handler_check`).
     :param function: an existing ``lambda_.Function`` instead: the layer and environment are
         added to it, its role gets the grants. ``code``, ``handler``, ``memory_size``,
         ``timeout``, ``tracing`` and ``reserved_concurrent_executions`` are then refused (set
@@ -179,7 +183,7 @@ class FunctionOptions:
                     "the handler string (module.function) for the given code",
                 )
             ]
-        return check_name("handler", self.handler)
+        return check_name("handler", self.handler) or check_handler_on_disk(self.code, self.handler)
 
     def _existing_function_problems(self) -> list[Problem]:
         found = []

@@ -12,11 +12,17 @@ from cdc_constructs.table_props import TableConstruct, table_props
 
 
 class IdempotencyTable(TableConstruct):
-    """A DynamoDB table with partition key ``id`` (S) and TTL attribute ``expiration``.
+    """A DynamoDB table with partition key ``id`` (S) and TTL attribute ``expiration``, and
+    beside it the consumers' ledger table (:attr:`ledger_table`).
 
     The schema Powertools for AWS Lambda uses, so one table serves this library's runtime
     (projection markers ``{consumer}#{eventID}`` and side-effect claims) and Powertools'
     idempotency utility alike. Consumers namespace their keys, so several share one table.
+
+    The ledger table (partition key ``id`` S, sort key ``seq`` S, TTL ``expiration``) holds one
+    entry per committed transaction, listing the records it applied, in place of a marker per
+    record: its sort key is what lets one Query per batch find them (docs/design.md, the
+    ledger). Same encryption, recovery, protection and removal settings as the table.
 
     :param encryption_key: a customer managed KMS key. Default: the AWS-managed key.
     :param point_in_time_recovery: Default True: cheap for a table of short-lived markers,
@@ -60,3 +66,22 @@ class IdempotencyTable(TableConstruct):
             ),
         )
         """The TableV2 (escape hatch)."""
+        self.ledger_table = dynamodb.TableV2(
+            self,
+            "LedgerTable",
+            partition_key=dynamodb.Attribute(
+                name=defaults.IDEMPOTENCY_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            sort_key=dynamodb.Attribute(
+                name=defaults.LEDGER_SORT_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            time_to_live_attribute=defaults.IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE,
+            **table_props(
+                encryption_key=encryption_key,
+                point_in_time_recovery=point_in_time_recovery,
+                deletion_protection=deletion_protection,
+                removal_policy=removal_policy,
+                table_name=f"{table_name}-ledger" if table_name else None,
+            ),
+        )
+        """The ledger table (TableV2): one entry per committed transaction."""

@@ -50,6 +50,16 @@ IDEMPOTENCY_TABLE_ACTIONS = (
 Contributions projection reads its batch's stored contributions (items of this table) in one
 request per batch (without it every batch falls back to one GetItem per record, silently)."""
 
+LEDGER_TABLE_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+)
+"""The runtime's ledger (one entry per transaction): ``Query`` finds a batch's entries in one
+request, ``GetItem`` reads the lane's head and when the ledger took over, ``PutItem`` and
+``UpdateItem`` write the entry and the head (in TransactWriteItems) and the start."""
+
 VIEW_TABLE_WRITE_ACTIONS = (
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",

@@ -35,6 +35,7 @@ from cdc_consumer.contract import (
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
     MAPPING_UUID_ENV,
+    MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
     ON_FAILURE_BUCKET_ENV,
     ON_FAILURE_QUEUE_ENV,
@@ -99,6 +100,11 @@ class StreamRedrive(Construct):
     :param members: the consumer group behind ``consumer_function``
         (``StreamConsumer(members=...)``), as ``CDC_CONSUMER_GROUP``: quarantine messages of
         any member are replayed through the group. Default none.
+    :param marker_lifetime: the consumer's marker lifetime (``CDC_MARKER_TTL_SECONDS``; a
+        StreamConsumer passes its own). The redrive refuses, and keeps, an object or message
+        whose failure is older than this: its markers may have expired, and a replay would
+        apply its records again. Default none: no age check (give it whenever the consumer
+        keeps markers).
     :param timeout: Default 15 minutes (Lambda's maximum): it replays message after message.
     :param log_retention: Default one month, as the consumer's logs.
     :param log_encryption_key: a customer-managed KMS key for its log group. Default: none
@@ -131,6 +137,7 @@ class StreamRedrive(Construct):
         consumer_timeout: Duration | None = None,
         filters: Sequence[Mapping[str, Any]] = (),
         members: Sequence[GroupMemberSpec] = (),
+        marker_lifetime: Duration | None = None,
         timeout: Duration | None = None,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
         log_encryption_key: kms.IKey | None = None,
@@ -150,6 +157,9 @@ class StreamRedrive(Construct):
             QUARANTINE_QUEUE_ENV: quarantine_queue.queue_url if quarantine_queue else None,
             CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
             CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
+            MARKER_TTL_ENV: (
+                str(int(marker_lifetime.to_seconds())) if marker_lifetime is not None else None
+            ),
         }
         variables = {
             CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,

@@ -20,8 +20,10 @@ from cdc_consumer.contract import (
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
     IDEMPOTENCY_TABLE_ENV,
+    LEDGER_TABLE_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
+    PARALLELIZATION_FACTOR_ENV,
     QUARANTINE_QUEUE_ENV,
     REDRIVE_LOST_RECORDS,
     STREAM_RETENTION_SECONDS,
@@ -49,6 +51,7 @@ from cdc_constructs.monitoring_options import MonitoringOptions
 from cdc_constructs.on_failure import FailedBatchBucket, LeastPrivilegeDestination, OnFailureTarget
 from cdc_constructs.permissions import (
     IDEMPOTENCY_TABLE_ACTIONS,
+    LEDGER_TABLE_ACTIONS,
     STREAM_KEY_ACTIONS,
     STREAM_READ_ACTIONS,
     TABLE_KEY_ACTIONS,
@@ -123,15 +126,15 @@ class StreamConsumer(Construct):
     Monitoring: ``monitoring``, ``alarm_topic``, ``dashboard``, ``iterator_age_alarm_threshold``,
     ``metrics_namespace`` (:class:`~cdc_constructs.monitoring_options.MonitoringOptions`).
 
-    Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
-    :attr:`event_source_mapping`, :attr:`on_failure` (the destination: kind, ARN, bucket or
-    queue), :attr:`on_failure_bucket`, :attr:`dead_letter_queue` (the on-failure queue, None
-    unless the destination is SQS), :attr:`quarantine_queue`, :attr:`idempotency_table`,
-    :attr:`source_table` and :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with
-    ``redrive=False``), :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`,
-    :attr:`alarm_topic` (the topic every alarm notifies; None without monitoring and without
-    ``alarm_topic``), :attr:`consumer_name`, :attr:`marker_lifetime` and :attr:`replay_windows`
-    (its source: :mod:`~cdc_constructs.marker_lifetime`), :attr:`options` (props by concern).
+    Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`, :attr:`event_source_mapping`,
+    :attr:`on_failure` (the destination: kind, ARN, bucket or queue), :attr:`on_failure_bucket`,
+    :attr:`dead_letter_queue` (the on-failure queue, None unless the destination is SQS),
+    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`ledger_table`, :attr:`source_table`
+    and :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
+    :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic` (the
+    topic every alarm notifies; None without monitoring and without ``alarm_topic``),
+    :attr:`consumer_name`, :attr:`marker_lifetime` and :attr:`replay_windows` (its source:
+    :mod:`~cdc_constructs.marker_lifetime`), :attr:`options` (props by concern).
     """
 
     group = GroupOfConsumers()  # no members: one consumer (KinesisConsumer keeps this)
@@ -253,14 +256,14 @@ class StreamConsumer(Construct):
                 log_encryption_key=options.log_encryption_key,
             )
         self._grant_source()
-        _grant_table(self.function, self.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
+        _grant_idempotency(self)
         grant_send(self.function, self.quarantine_queue)
 
     def _set_failure_resources(
         self, options: ConsumerOptions, stream_retention: Duration | None = None
     ) -> None:
-        failure = options.failure
-        target, self.quarantine_queue, self.idempotency_table = _failure_resources(self, failure)
+        target, self.quarantine_queue, tables = _failure_resources(self, options.failure)
+        self.idempotency_table, self.ledger_table = tables
         self.on_failure: OnFailureTarget = target
         self.on_failure_bucket: s3.IBucket | None = target.bucket
         self.dead_letter_queue: sqs.IQueue | None = target.queue
@@ -297,6 +300,14 @@ def _grant_table(
     grant_key(function, table.encryption_key, TABLE_KEY_ACTIONS)
 
 
+def _grant_idempotency(consumer: StreamConsumer) -> None:
+    """The runtime's markers and claims on the idempotency table, its entries on the ledger
+    table (when the idempotency table is an :class:`IdempotencyTable`, which has one)."""
+    _grant_table(consumer.function, consumer.idempotency_table, IDEMPOTENCY_TABLE_ACTIONS)
+    if consumer.ledger_table is not None:
+        _grant_table(consumer.function, consumer.ledger_table, LEDGER_TABLE_ACTIONS)
+
+
 def _marker_lifetime(
     consumer: StreamConsumer, stream_retention: Duration | None, options: ConsumerOptions
 ) -> tuple[ReplayWindows | None, Duration]:
@@ -325,11 +336,13 @@ def _marker_lifetime(
 
 def _failure_resources(
     consumer: StreamConsumer, failure: FailureHandlingOptions
-) -> tuple[OnFailureTarget, sqs.IQueue, dynamodb.ITable]:
+) -> tuple[OnFailureTarget, sqs.IQueue, tuple[dynamodb.ITable, dynamodb.ITable | None]]:
     """The on-failure destination (``on_failure``, the older ``on_failure_queue``, else a
     :class:`FailedBatchBucket`, which keeps each failed batch whole), the quarantine queue
     (poison records, whole, with the error) and the idempotency table (pk ``id``, TTL
-    ``expiration``): given, or made here."""
+    ``expiration``): given, or made here; and the ledger table beside an
+    :class:`IdempotencyTable` (None beside a table given as a plain ``ITable``: per-record
+    markers then)."""
     if failure.on_failure is not None:
         on_failure = OnFailureTarget.of_destination(consumer, failure.on_failure)
     elif failure.on_failure_queue is not None:
@@ -351,8 +364,9 @@ def _failure_resources(
         retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
         removal_policy=failure.removal_policy,
     )
-    table = as_table(failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable"))
-    return on_failure, quarantine, table
+    given = failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable")
+    ledger = given.ledger_table if isinstance(given, IdempotencyTable) else None
+    return on_failure, quarantine, (as_table(given), ledger)
 
 
 def _make_mapping(
@@ -376,6 +390,9 @@ def _make_mapping(
         filters=[lambda_.FilterCriteria.filter(p) for p in mapping.filter_patterns] or None,
         metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
     )
+    # Above 1, the runtime keeps per-record markers (batches of one shard interleave).
+    factor = str(mapping.parallelization_factor)
+    consumer.function.add_environment(PARALLELIZATION_FACTOR_ENV, factor)
     table = getattr(consumer, "source_table", None)  # None: a Kinesis stream
     if table is not None:
         reason = mapping.extra_reader_reason
@@ -400,6 +417,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,
         members=consumer.group.specs(),
+        marker_lifetime=consumer.marker_lifetime,
         log_retention=options.function.log_retention,
         log_encryption_key=options.function.log_encryption_key,
         metrics_namespace=consumer.metrics_namespace,
@@ -430,6 +448,7 @@ def _runtime_environment(
     return {
         CONSUMER_NAME_ENV: consumer.consumer_name,
         IDEMPOTENCY_TABLE_ENV: consumer.idempotency_table.table_name,
+        **({LEDGER_TABLE_ENV: consumer.ledger_table.table_name} if consumer.ledger_table else {}),
         QUARANTINE_QUEUE_ENV: consumer.quarantine_queue.queue_url,
         METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
         **({CONSUMER_GROUP_ENV: GroupMemberSpec.encode(group)} if group else {}),

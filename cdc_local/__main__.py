@@ -20,25 +20,44 @@ import time
 from collections.abc import Sequence
 
 from cdc_consumer.exceptions import FilterPatternError
+from cdc_consumer.redrive.interrupts import sigterm_as_keyboard_interrupt
 from rich.console import Console
 
-from cdc_local.assembly import CloudAssembly
-from cdc_local.exceptions import AssemblyError, LocalPipelineError
+from cdc_local.command_line import add_assembly_arguments, description, stack_to_run
+from cdc_local.exceptions import LocalPipelineError
 from cdc_local.runner import LocalPipeline
 from cdc_local.serve_info import serve_lines
+
+__all__ = ["PROG", "build_parser", "main", "parse_arguments", "serve", "stack_to_run"]
 
 #: The console script's name (pyproject.toml [project.scripts]): what usage and errors call it.
 PROG = "cdc-local"
 
+_EPILOG = """\
+example:
+  cdk synth && cdc-local --assembly cdk.out --stack ShopStack
+
+output: the endpoint, the stack's resources and each consumer's redrive command on stdout, then
+one JSON line of counters when it stops; the handlers' logs and the tool's own messages on
+stderr. Ctrl-C and SIGTERM stop it alike (the counters line, exit 0); exit 2: a mistake in the
+command line or the assembly (one line says what)."""
+
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
-    parser.add_argument("--assembly", default="cdk.out", help="cloud assembly directory (cdk.out)")
-    parser.add_argument(
-        "--stack", default=None, help="stack to run (default: the assembly's only stack)"
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=description(__doc__),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_assembly_arguments(parser)
     parser.add_argument(
-        "--ttl-every", type=float, default=5.0, help="seconds between TTL sweeps (default 5)"
+        "--ttl-every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds between two runs of the TTL sweeper, which deletes expired items as "
+        "DynamoDB's TTL does (default: 5)",
     )
     parser.add_argument(
         "--no-iam",
@@ -53,38 +72,31 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
-def stack_to_run(assembly: str, stack: str | None) -> str:
-    """``stack``, or the assembly's only stack when none is named."""
-    if stack is not None:
-        return stack
-    names = CloudAssembly(assembly).stack_names()
-    if len(names) != 1:
-        raise AssemblyError(
-            f"the cloud assembly {assembly} has {len(names)} stacks "
-            f"({', '.join(names) or 'none'}): name the one to run with --stack"
-        )
-    return names[0]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     console = Console(stderr=True)
+    sigterm_as_keyboard_interrupt()  # SIGTERM ends serve mode as Ctrl-C does
     try:
         stack = stack_to_run(arguments.assembly, arguments.stack)
         return serve(arguments.assembly, stack, arguments.ttl_every, not arguments.no_iam)
     except (LocalPipelineError, FilterPatternError) as error:
         console.print(f"{PROG}: error: {error}", style="red", markup=False, soft_wrap=True)
         return 2
+    except KeyboardInterrupt:  # before the pipeline ran: nothing to count
+        return 0
 
 
 def serve(assembly: str, stack: str, ttl_every: float, enforce_iam: bool = True) -> int:
+    """Run until Ctrl-C or SIGTERM; the serve-mode facts and the final counters line go to
+    stdout, the handlers' output to stderr (``capture_output=False`` with serve mode's
+    pipeline), so a pipe of stdout holds only facts."""
     with LocalPipeline(assembly, stack, capture_output=False, enforce_iam=enforce_iam) as pipeline:
-        # Plain lines on stdout, never wrapped: URLs, ARNs and the redrive command lines must
-        # survive a pipe or a log file whole, to be copied as they are.
-        for line in serve_lines(pipeline):
-            print(line, flush=True)
-        last_sweep = time.monotonic()
-        try:
+        try:  # from here on, a stop (Ctrl-C, SIGTERM) ends with the counters line
+            # Plain lines on stdout, never wrapped: URLs, ARNs and the redrive command lines
+            # must survive a pipe or a log file whole, to be copied as they are.
+            for line in serve_lines(pipeline):
+                print(line, flush=True)
+            last_sweep = time.monotonic()
             while True:
                 if not pipeline.poll():
                     time.sleep(0.25)  # Lambda polls a shard about 4 times a second

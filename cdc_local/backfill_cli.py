@@ -1,8 +1,8 @@
 """``cdc-backfill``: start and watch a backfill (docs/backfill.md), on AWS or locally.
 
     cdc-backfill start --state-machine-arn ARN [--segments N] [--horizon EPOCH] [--id ID]
-    cdc-backfill watch --execution-arn ARN [--consumer NAME]
-    cdc-backfill local --assembly cdk.out --stack STACK [--consumer NAME] [--segments N]
+    cdc-backfill watch --execution-arn ARN [--consumer-name NAME]
+    cdc-backfill local [--assembly cdk.out] [--stack STACK] [--consumer-name NAME] [--segments N]
 
 ``start`` starts the ViewBackfill's state machine (StartExecution with a BackfillRequest) and
 watches it; ``watch`` follows an execution: its Distributed Map run's segments done / total
@@ -35,9 +35,17 @@ from cdc_consumer.contract import (
     BackfillRequest,
 )
 from cdc_consumer.exceptions import BackfillRefusedError
+from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from cdc_local.command_line import (
+    add_assembly_arguments,
+    add_consumer_name_argument,
+    add_endpoint_url_argument,
+    description,
+    stack_to_run,
+)
 from cdc_local.exceptions import LocalPipelineError
 
 PROG = "cdc-backfill"
@@ -198,48 +206,109 @@ def run_local(arguments: argparse.Namespace, console: Console) -> Snapshot:
 # --- the command line ------------------------------------------------------------------------
 
 
+_EPILOG = """\
+output: the progress bar and messages on stderr; one JSON line (status, segments, totalSegments,
+items) on stdout when the backfill ends. Exit 0: it succeeded; 1: it failed; 2: an operator
+mistake or a refusal (one line says what); 130: stopped by Ctrl-C or SIGTERM (a deployed
+execution keeps running: watch it again; a local run resumes with the same --id)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    starting = commands.add_parser("start", help="start a deployed backfill and watch it")
-    starting.add_argument("--state-machine-arn", required=True)
-    watching = commands.add_parser("watch", help="watch a deployed backfill's execution")
-    watching.add_argument("--execution-arn", required=True)
-    local = commands.add_parser("local", help="run a backfill on the local pipeline")
-    local.add_argument("--assembly", default="cdk.out")
-    local.add_argument("--stack", required=True)
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=description(__doc__),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    starting = _subcommand(commands, "start", "start a deployed backfill and watch it")
+    starting.add_argument(
+        "--state-machine-arn",
+        required=True,
+        metavar="ARN",
+        help="the ViewBackfill's state machine (its state_machine attribute; a stack output)",
+    )
+    watching = _subcommand(commands, "watch", "watch a deployed backfill's execution")
+    watching.add_argument(
+        "--execution-arn", required=True, metavar="ARN", help="the execution to follow"
+    )
+    local = _subcommand(commands, "local", "run a backfill on the local pipeline")
+    add_assembly_arguments(local)
     for command in (starting, local):
-        command.add_argument("--segments", type=int, default=None, help="default: by size")
-        command.add_argument("--id", default=None, help="the backfill id (reruns resume it)")
-    starting.add_argument("--horizon", type=int, default=None, help="epoch seconds")
-    for command in (starting, watching, local):
-        command.add_argument("--consumer", default=None, help="the consumer backfilled")
+        command.add_argument(
+            "--segments",
+            type=int,
+            default=None,
+            metavar="N",
+            help="parallel-scan segments (default: the state machine's, by table size)",
+        )
+        command.add_argument(
+            "--id", default=None, help="the backfill id (a rerun with the same id resumes it)"
+        )
+    starting.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        metavar="EPOCH_SECONDS",
+        help="the time from which stream changes win over scanned rows (default: the start "
+        "time less the clock-skew margin, or the consumer's progress if earlier)",
+    )
     for command in (starting, watching):
-        command.add_argument("--namespace", default=DEFAULT_METRICS_NAMESPACE)
+        add_consumer_name_argument(
+            command,
+            "the consumer (its consumer_name) backfilled: the bar counts its items (default: "
+            "segments only)",
+        )
+    add_consumer_name_argument(
+        local,
+        "the consumer (its consumer_name) to backfill (default: the stack's only consumer with a "
+        "ViewBackfill)",
+    )
+    for command in (starting, watching):
+        command.add_argument(
+            "--namespace",
+            default=DEFAULT_METRICS_NAMESPACE,
+            help=f"the consumer's metrics namespace (default: {DEFAULT_METRICS_NAMESPACE})",
+        )
+        add_endpoint_url_argument(command)
     return parser
 
 
-def main(argv: Sequence[str] | None = None, clients: Callable[[str], Any] = boto3.client) -> int:
+def _subcommand(commands: Any, name: str, what: str) -> argparse.ArgumentParser:
+    return commands.add_parser(name, help=what, description=f"{PROG} {name}: {what}.")
+
+
+def _client(clients: Callable[..., Any], name: str, endpoint_url: str | None) -> Any:
+    return clients(name, endpoint_url=endpoint_url) if endpoint_url else clients(name)
+
+
+def main(argv: Sequence[str] | None = None, clients: Callable[..., Any] = boto3.client) -> int:
     arguments = build_parser().parse_args(argv)
     console = Console(stderr=True)
+    sigterm_as_keyboard_interrupt()  # SIGTERM ends it as Ctrl-C does
     try:
         if arguments.command == "local":
+            arguments.stack = stack_to_run(arguments.assembly, arguments.stack)
             seen = run_local(arguments, console)
         else:
-            stepfunctions = clients("stepfunctions")
+            stepfunctions = _client(clients, "stepfunctions", arguments.endpoint_url)
             arn = (
                 start(arguments, stepfunctions)
                 if arguments.command == "start"
                 else arguments.execution_arn
             )
             console.print(f"execution {arn}", markup=False, soft_wrap=True)
+            cloudwatch = _client(clients, "cloudwatch", arguments.endpoint_url)
             watch = ExecutionWatch(
-                arn, stepfunctions, clients("cloudwatch"), arguments.consumer, arguments.namespace
+                arn, stepfunctions, cloudwatch, arguments.consumer, arguments.namespace
             )
             seen = follow(watch.look, console, POLL_SECONDS)
     except (BackfillRefusedError, LocalPipelineError) as error:
         console.print(f"{PROG}: error: {error}", style="red", markup=False, soft_wrap=True)
         return 2
+    except KeyboardInterrupt:
+        console.print(f"{PROG}: interrupted: {_INTERRUPTED[arguments.command]}", markup=False)
+        return EXIT_INTERRUPTED
     print(
         json.dumps(
             {
@@ -252,6 +321,13 @@ def main(argv: Sequence[str] | None = None, clients: Callable[[str], Any] = boto
         flush=True,
     )
     return 1 if seen.failed else 0
+
+
+_INTERRUPTED = {
+    "start": "the execution keeps running on AWS (cdc-backfill watch --execution-arn ...)",
+    "watch": "the execution keeps running on AWS (watch it again)",
+    "local": "the local backfill stopped; run it again with the same --id to resume it",
+}
 
 
 if __name__ == "__main__":

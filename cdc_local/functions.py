@@ -277,7 +277,10 @@ class LocalFunction:
     @contextlib.contextmanager
     def _output(self, buffer: io.StringIO) -> Iterator[None]:
         if not self.capture_output:
-            yield
+            # What the handler prints is its log (CloudWatch Logs in AWS): standard error, so
+            # standard output keeps only the tool's own facts (cdc-local's serve mode).
+            with contextlib.redirect_stdout(sys.stderr):
+                yield
             return
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             yield

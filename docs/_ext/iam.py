@@ -25,6 +25,12 @@ REASONS: list[tuple[str, str, str, str]] = [
     ("", "ChangeStream", "kinesis", "poll the Kinesis stream (the mapping reads as this role)"),
     (
         "",
+        "IdempotencyTable/LedgerTable",
+        "dynamodb",
+        "find a batch's ledger entries (one Query); write one entry per transaction",
+    ),
+    (
+        "",
         "IdempotencyTable",
         "dynamodb",
         "write each record's marker in the effect's transaction; read contributions per batch",

@@ -53,6 +53,7 @@ __all__ = [
     "FOREIGN_MARKERS",
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
+    "LEDGER_TABLE_ENV",
     "MAPPING_UUID_ENV",
     "MARKER_LIFETIME_MARGIN_SECONDS",
     "MARKER_TTL_ENV",
@@ -72,6 +73,7 @@ __all__ = [
     "ON_FAILURE_QUEUE_ENV",
     "ON_FAILURE_S3_PREFIX",
     "OUTBOX_KEY_PREFIX",
+    "PARALLELIZATION_FACTOR_ENV",
     "QUARANTINE_MESSAGE_VERSION",
     "QUARANTINE_QUEUE_ENV",
     "RECORDS_PROCESSED",
@@ -145,6 +147,17 @@ marker lifetime, which the constructs derive from its replay windows
 (a function these constructs did not make), the runtime keeps them for the rule applied to the
 longest windows it cannot see (``cdc_consumer.defaults.marker_ttl_seconds``); CdcChecks
 reports such a function."""
+
+LEDGER_TABLE_ENV: Final = "CDC_LEDGER_TABLE_NAME"
+"""The ledger table (partition key ``id`` S, sort key ``seq`` S, TTL attribute ``expiration``
+N): one entry per committed transaction instead of a processed-marker per record
+(``cdc_consumer.ledger``). Unset (an idempotency table these constructs did not make, so no
+ledger table beside it), the runtime writes per-record markers as before."""
+
+PARALLELIZATION_FACTOR_ENV: Final = "CDC_PARALLELIZATION_FACTOR"
+"""The event source mapping's parallelization factor (1 to 10). Above 1, batches of one shard
+are processed concurrently in lanes the records do not name, so the runtime keeps per-record
+markers there (docs/design.md: the ledger). Unset: 1."""
 
 CONSUMER_FUNCTION_NAME_ENV: Final = "CONSUMER_FUNCTION_NAME"
 """Redrive: the consumer function it invokes synchronously."""

@@ -18,6 +18,8 @@ Environment (set by the StreamRedrive construct):
     CDC_METRICS_NAMESPACE    EMF namespace, default "CdcConstructs" (interfaces §3)
     CONSUMER_FILTERS         the event source mapping's filter patterns, a JSON list (optional)
     REDRIVE_RESERVE_SECONDS  no message is started later than this before the deadline
+    CDC_MARKER_TTL_SECONDS   the consumer's marker lifetime: an object or message whose failure
+                             is older is refused, neither replayed nor deleted
 
 Event (all optional): ``{"source": "on-failure" | "quarantine" | "all" (default "all"),
 "maxMessages": int (default 100), "dryRun": bool (default false)}``. ``"on-failure"`` reads
@@ -45,6 +47,7 @@ from cdc_consumer.contract import (
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
     MAPPING_UUID_ENV,
+    MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
     ON_FAILURE_BUCKET_ENV,
     ON_FAILURE_PREFIX_ENV,
@@ -130,7 +133,9 @@ def emf_line(
         CONSUMER_DIMENSION: consumer,
         REDRIVE_LOST_RECORDS.name: sum(r.lost_record_count for r in latest),
         REDRIVE_RECORDS_REPLAYED.name: sum(r.records_replayed for r in reports),
-        REDRIVE_FAILED_MESSAGES.name: sum(len(r.failed) + len(r.held) for r in latest),
+        REDRIVE_FAILED_MESSAGES.name: sum(
+            len(r.failed) + len(r.held) + len(r.refused) for r in latest
+        ),
     }
 
 
@@ -211,7 +216,22 @@ def _redrive(environ: Mapping[str, str]) -> Redrive:
         on_failure_bucket=environ.get(ON_FAILURE_BUCKET_ENV) or None,
         on_failure_prefix=_prefix(environ),
         filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
+        marker_ttl_seconds=_marker_ttl(environ),
     )
+
+
+def _marker_ttl(environ: Mapping[str, str]) -> int | None:
+    """The consumer's marker lifetime (``CDC_MARKER_TTL_SECONDS``, set by the construct): older
+    failures are refused. None when unset (a redrive set up by hand: no age check)."""
+    value = environ.get(MARKER_TTL_ENV, "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise RuntimeError(
+            f"{MARKER_TTL_ENV} is {value!r}; expected the consumer's marker lifetime in whole"
+            " seconds; the StreamConsumer construct sets it"
+        )
+    return int(value)
 
 
 def _run(
@@ -250,6 +270,7 @@ def _result(reports: list[RedriveReport], latest: list[RedriveReport]) -> dict[s
         "lostRecords": sum(r.lost_record_count for r in latest),
         "keptMessages": sum(len(r.kept) for r in latest),
         "heldMessages": sum(len(r.held) for r in latest),
+        "refusedMessages": sum(len(r.refused) for r in latest),
         "requarantinedRecords": sum(len(r.requarantined) for r in reports),
         "reports": [r.to_log() for r in reports],
     }

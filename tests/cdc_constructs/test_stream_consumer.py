@@ -37,7 +37,8 @@ from tests.cdc_constructs.support import (
     with_code,
 )
 
-PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+STR = dynamodb.AttributeType.STRING
+PK = dynamodb.Attribute(name="pk", type=STR)
 
 
 def _consumer(stack: cdk.Stack, **props) -> StreamConsumer:
@@ -138,6 +139,10 @@ def test_function_defaults(default_consumer):
     assert env == {
         "CDC_CONSUMER_NAME": "Consumer",
         "IDEMPOTENCY_TABLE_NAME": {"Ref": logical_id(template, "ConsumerIdempotencyTable")},
+        "CDC_LEDGER_TABLE_NAME": {
+            "Ref": logical_id(template, "ConsumerIdempotencyTableLedgerTable")
+        },
+        "CDC_PARALLELIZATION_FACTOR": "1",
         "QUARANTINE_QUEUE_URL": {"Ref": logical_id(template, "ConsumerQuarantineQueue")},
         "CDC_METRICS_NAMESPACE": "CdcConstructs",
         # The replay windows (cdc_constructs.marker_lifetime): the 1 h record age, then 14 days
@@ -186,6 +191,14 @@ def test_redrive_is_provisioned_by_default_for_this_consumer(default_consumer):
     assert env["QUARANTINE_QUEUE_URL"] == {"Ref": logical_id(template, "ConsumerQuarantineQueue")}
     assert env["REDRIVE_RESERVE_SECONDS"] == "90"  # the consumer's 60 s + 30 s
     assert "CONSUMER_FILTERS" not in env
+    # The consumer's marker lifetime, so the redrive refuses what its markers no longer cover.
+    consumer_env = [
+        r["Properties"]["Environment"]["Variables"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] != REDRIVE_HANDLER
+        and "CDC_MARKER_TTL_SECONDS" in r["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert env["CDC_MARKER_TTL_SECONDS"] == consumer_env[0]["CDC_MARKER_TTL_SECONDS"]
     # The redrive role's grants are checked in test_redrive.py; here: no wildcard anywhere.
     assert [action for action, _ in grants(template) if "*" in action] == []
 
@@ -245,7 +258,7 @@ def test_one_runtime_layer_per_stack(stack):
         )
     template = Template.from_stack(stack).to_json()
     assert len(resources(template, "AWS::Lambda::LayerVersion")) == 1
-    assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 2
+    assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 3  # + the ledger table
     # Without monitoring, only the redrives' lost-records alarms exist, with no action.
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
     assert [a["Properties"]["MetricName"] for a in alarms] == ["RedriveLostRecords"] * 2
@@ -338,7 +351,8 @@ def test_existing_queues_table_and_key(stack):
     assert consumer.dead_letter_queue is on_failure and consumer.quarantine_queue is quarantine
     template = Template.from_stack(stack).to_json()
     assert len(resources(template, "AWS::SQS::Queue")) == 2
-    assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 2  # orders + shared
+    # orders, shared and its ledger table
+    assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 3
     mapping = only(template, "AWS::Lambda::EventSourceMapping")
     assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {
         "Fn::GetAtt": [logical_id(template, "MyOnFailure"), "Arn"]
@@ -353,6 +367,24 @@ def test_existing_queues_table_and_key(stack):
         "kms:GenerateDataKey",
     }
     assert ("dynamodb:PutItem", arn_of(logical_id(template, "SharedTable"))) in role_grants
+    ledger = logical_id(template, "SharedLedgerTable")
+    assert env["CDC_LEDGER_TABLE_NAME"] == {"Ref": ledger}
+    assert {a for a, r in role_grants if r == arn_of(ledger)} == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+    }
+
+
+def test_a_plain_idempotency_table_has_no_ledger_table(stack):
+    """A table the constructs did not make (Powertools', say) has no sort key: the runtime
+    gets no ledger table and writes per-record markers."""
+    plain = dynamodb.Table(stack, "Plain", partition_key=dynamodb.Attribute(name="id", type=STR))
+    consumer = _consumer(stack, idempotency_table=plain)
+    assert consumer.ledger_table is None
+    env = _consumer_function(Template.from_stack(stack).to_json())["Environment"]["Variables"]
+    assert "CDC_LEDGER_TABLE_NAME" not in env
 
 
 def test_queues_made_with_a_customer_key(stack):

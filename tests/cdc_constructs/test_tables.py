@@ -60,13 +60,25 @@ def test_change_capture_table_with_customer_key_and_options(stack):
 
 
 def test_idempotency_table_has_the_powertools_schema(stack):
-    IdempotencyTable(stack, "Idempotency")
-    props = only(Template.from_stack(stack).to_json(), "AWS::DynamoDB::GlobalTable")
+    made = IdempotencyTable(stack, "Idempotency")
+    template = Template.from_stack(stack).to_json()
+    props = resources(template, "AWS::DynamoDB::GlobalTable")[
+        stack.get_logical_id(made.table.node.default_child)
+    ]["Properties"]
     assert props["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
     assert props["AttributeDefinitions"] == [{"AttributeName": "id", "AttributeType": "S"}]
     assert props["TimeToLiveSpecification"] == {"AttributeName": "expiration", "Enabled": True}
     assert props["BillingMode"] == "PAY_PER_REQUEST"
     assert "StreamSpecification" not in props
+    ledger = resources(template, "AWS::DynamoDB::GlobalTable")[
+        stack.get_logical_id(made.ledger_table.node.default_child)
+    ]["Properties"]
+    assert ledger["KeySchema"] == [
+        {"AttributeName": "id", "KeyType": "HASH"},
+        {"AttributeName": "seq", "KeyType": "RANGE"},
+    ]
+    assert ledger["TimeToLiveSpecification"] == props["TimeToLiveSpecification"]
+    assert ledger["Replicas"] == props["Replicas"]
     replica = props["Replicas"][0]
     assert replica["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert replica["DeletionProtectionEnabled"] is True

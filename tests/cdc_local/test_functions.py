@@ -76,3 +76,16 @@ def test_a_handler_that_cannot_be_imported_is_an_error_naming_it(tmp_path: Path)
     fn = function(tmp_path, "noattr", "x", handler="index.absent")
     with pytest.raises(FunctionLoadError, match=r"has no callable 'absent'"):
         fn.invoke({})
+
+
+def test_without_capture_a_handlers_output_goes_to_stderr_not_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Serve mode (cdc-local) keeps stdout for its own facts: what a handler prints is its log,
+    on stderr, as CloudWatch Logs keeps it apart in AWS."""
+    serving = function(tmp_path, "serving", "one")
+    serving.capture_output = False
+    assert serving.invoke({"fail": True}).failed
+    out, err = capsys.readouterr()
+    assert "about to fail" in err
+    assert "about to fail" not in out

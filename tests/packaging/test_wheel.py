@@ -455,6 +455,44 @@ def test_cdc_checks_from_the_wheel_find_nothing_in_the_users_consumer(
     assert report["pluginReports"] == [], report
 
 
+def test_cdc_checks_says_it_ran_in_one_line(synthesized: SynthesizedApp):
+    """A clean run in the user's own app still prints its summary line, once."""
+    lines = [line for line in synthesized.output.splitlines() if line.startswith("CdcChecks: ")]
+    assert len(lines) == 1, synthesized.output
+    assert "1 stream reader and 0 backfill state machines checked, 0 unacknowledged" in lines[0]
+
+
+def test_a_wrong_handler_path_is_refused_at_synth(
+    installed: Installed, synthesized: SynthesizedApp
+):
+    """The newcomer's mistake (``order.handler`` for orders.py) is refused by ``cdk synth``,
+    naming the handler, the asset directory, what is there and the close match: not found
+    when the first record is delivered."""
+    app_dir = outside_repository(installed.work / "shop-wrong-handler")
+    shutil.copytree(
+        synthesized.app_dir, app_dir, symlinks=True, ignore=shutil.ignore_patterns("cdk.out")
+    )
+    stack_py = app_dir / "shop" / "shop_stack.py"
+    assert stack_py.read_text().count(f'handler="{USER_HANDLER}"') == 1
+    stack_py.write_text(stack_py.read_text().replace(USER_HANDLER, "order.handler"))
+    done = subprocess.run(
+        ["npx", "--no-install", "cdk", "synth", "--quiet"],
+        cwd=app_dir,
+        env=installed.environment(
+            JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION="1", CDK_DISABLE_VERSION_CHECK="1"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "handler='order.handler'" in output, output
+    assert f"{app_dir / 'handlers'}: there is no order.py (there is: orders.py)" in output
+    assert "did you mean 'orders.handler'?" in output
+    assert not (app_dir / "cdk.out" / f"{STACK_NAME}.template.json").exists()
+
+
 def test_layer_asset_holds_the_runtime_package(synthesized: SynthesizedApp):
     _, function = synthesized.user_function()
     layer_dir = synthesized.asset_dir(function["Properties"]["Layers"][0]["Ref"])

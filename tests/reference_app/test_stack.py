@@ -132,7 +132,7 @@ def test_reference_tables(reference: Synthesized):
     orders = next(p for lid, p in tables.items() if lid.startswith("Orders"))
     assert orders["TimeToLiveSpecification"] == {"AttributeName": "expireAt", "Enabled": True}
     assert orders["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
-    assert len(tables) == 3  # orders, order-stats view, idempotency
+    assert len(tables) == 4  # orders, order-stats view, idempotency and its ledger table
 
 
 def test_function_environment_names_every_resource_the_runtime_uses(reference: Synthesized):
@@ -221,6 +221,7 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
         for prefix, attribute in [
             ("OrdersTable", "StreamArn"),
             ("IdempotencyTable", "Arn"),
+            ("IdempotencyLedgerTable", "Arn"),
             ("OrderStatsView", "Arn"),
             ("OrdersConsumersFailedBatchesBucket", "Arn"),
             ("OrdersConsumersQuarantineQueue", "Arn"),
@@ -246,6 +247,15 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
                 "dynamodb:GetItem",
                 "dynamodb:PutItem",
                 "dynamodb:UpdateItem",
+            )
+        ],
+        *[
+            (a, by_prefix["IdempotencyLedgerTable"])
+            for a in (
+                "dynamodb:GetItem",  # a lane's head
+                "dynamodb:PutItem",  # an entry, in the transaction
+                "dynamodb:Query",  # the entries around a batch, one request
+                "dynamodb:UpdateItem",  # the head, in the transaction
             )
         ],
         *[

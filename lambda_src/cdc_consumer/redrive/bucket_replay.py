@@ -29,6 +29,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.redrive.bucket_plan import BucketPlan, ObjectReader, Surveyed
+from cdc_consumer.redrive.marker_age import MarkerAge, failure_time
 from cdc_consumer.redrive.replayer import Replayer
 from cdc_consumer.redrive.report import FailedMessage, PlannedMessage, RedriveReport
 
@@ -51,6 +52,9 @@ class BucketReplay:
     should_stop: Callable[[], bool] | None = None
     progress: Callable[[int, RedriveReport], None] | None = None
     hold: Callable[[Surveyed], str | None] | None = None
+    #: The consumer's marker lifetime: an object older than it covers is refused (None: not
+    #: known, nothing is refused for age).
+    age: MarkerAge | None = None
     #: Shard id -> the key of its first object that stayed (failed or held) in this run.
     _stalled: dict[str, str] = field(default_factory=dict, init=False)
 
@@ -82,7 +86,12 @@ class BucketReplay:
         if failure is None and not self.dry_run:
             failure = self._delete_object(key)
         if failure is not None:
-            self.report.failed.append(FailedMessage(key, failure[1], failure[0]))
+            failures = (
+                self.report.refused
+                if failure[0] is RedriveCause.OLDER_THAN_MARKERS
+                else self.report.failed
+            )
+            failures.append(FailedMessage(key, failure[1], failure[0]))
             self._stalled.setdefault(shard, key)
             return False
         if self.dry_run:
@@ -102,6 +111,10 @@ class BucketReplay:
             item.end,
         ):
             return RedriveCause.UNREADABLE, "the object changed since this run first read it (kept)"
+        if self.age is not None:
+            too_old = self.age.refusal(found.records, failure_time(batch.timestamp))
+            if too_old is not None:
+                return RedriveCause.OLDER_THAN_MARKERS, too_old
         records = self.replayer.delivered(found.records, self.report)
         del found  # one object's records in memory at a time
         if self.dry_run:

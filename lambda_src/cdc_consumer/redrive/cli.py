@@ -18,6 +18,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     MAPPING_UUID_ENV,
+    MARKER_TTL_ENV,
     ON_FAILURE_BUCKET_ENV,
     ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
@@ -31,13 +32,14 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_MAX_ATTEMPTS,
     LAMBDA_READ_TIMEOUT_SECONDS,
 )
+from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
 
-__all__ = ["EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
 
 #: Exit status: everything replayed (or nothing to do).
 EXIT_OK = 0
@@ -131,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
             " another consumer's or stream's message (kept, reported); reports records the"
             " stream no longer holds as lost. Exit status 0: all replayed; 1: something was"
             " lost, failed, kept or quarantined again (see the report); 2: an operator mistake"
-            " (one line says what to fix), nothing touched."
+            " (one line says what to fix), nothing touched; 130: stopped by Ctrl-C or SIGTERM"
+            " (what was not replayed yet stays where it was: run it again)."
         ),
     )
     _add_source_arguments(parser)
@@ -241,7 +244,13 @@ def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """How much one run does, and what it prints."""
+    """How much one run does, where it calls, and what it prints."""
+    parser.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        help="the AWS endpoint every client calls, e.g. the local pipeline's "
+        "http://127.0.0.1:PORT (default: $AWS_ENDPOINT_URL, else AWS)",
+    )
     parser.add_argument(
         "--max-messages", type=int, help="stop after this many messages (objects with --bucket)"
     )
@@ -257,6 +266,13 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="list what would be replayed (message or object, shard, sequence range, record"
         " count) without invoking or deleting anything",
+    )
+    parser.add_argument(
+        "--marker-ttl-seconds",
+        type=int,
+        help="the consumer's marker lifetime: a failed batch or record older than this is"
+        " refused, neither replayed nor deleted, since its markers may have expired (default:"
+        f" ${MARKER_TTL_ENV}, else --function-name's environment; unknown: no age check)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
@@ -279,6 +295,7 @@ def _consumer_environment(args: argparse.Namespace, session: Any) -> dict[str, s
         MAPPING_UUID_ENV,
         ON_FAILURE_BUCKET_ENV,
         QUARANTINE_QUEUE_ENV,
+        MARKER_TTL_ENV,
     )
     return variables | {name: os.environ[name] for name in names if os.environ.get(name)}
 
@@ -329,11 +346,30 @@ def _redrive(
         quarantine_queue_url=args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV),
         max_attempts=args.max_attempts,
         filters=args.filters,
+        marker_ttl_seconds=_marker_ttl(args, environment),
     )
+
+
+def _marker_ttl(args: argparse.Namespace, environment: Mapping[str, str]) -> int | None:
+    """--marker-ttl-seconds, else the consumer's ``CDC_MARKER_TTL_SECONDS``; None: no check."""
+    if args.marker_ttl_seconds is not None:
+        value: Any = args.marker_ttl_seconds
+    else:
+        value = environment.get(MARKER_TTL_ENV)
+    if value is None or value == "":
+        return None
+    if not str(value).isdigit() or int(value) < 1:
+        raise RedriveSetupError(
+            f"the marker lifetime is {value!r}; expected whole seconds, 1 or more"
+            " (--marker-ttl-seconds, or the consumer's CDC_MARKER_TTL_SECONDS)"
+        )
+    return int(value)
 
 
 def _run(argv: Sequence[str] | None, session: Any) -> int:
     args = build_parser().parse_args(argv)
+    if args.endpoint_url:  # every client of the run, and a --handler's own, call it
+        os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
     if args.max_messages is not None and args.max_messages < 1:
         raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
     if args.max_attempts < 1:
@@ -383,10 +419,18 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
     """The command line. ``session`` (a boto3 Session) is for tests and embedding.
 
     Returns :data:`EXIT_OK`, :data:`EXIT_NOT_OK` or :data:`EXIT_SETUP`; an operator mistake is
-    printed as one line on stderr, never as a traceback.
+    printed as one line on stderr, never as a traceback. Ctrl-C and SIGTERM end it alike:
+    one line on stderr and :data:`EXIT_INTERRUPTED`.
     """
+    sigterm_as_keyboard_interrupt()
     try:
         return _run(argv, session)
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"\n{PROG}: interrupted: the message or object being replayed and those after it "
+            "stay where they were (nothing is deleted before it is replayed); run it again\n"
+        )
+        return EXIT_INTERRUPTED
     except RedriveSetupError as error:
         message = str(error)
     except NoCredentialsError:

@@ -61,6 +61,8 @@ class OnFailureBatch:
     stream_arn: str
     batch_size: int | None
     condition: str | None
+    #: The invocation record's ``timestamp`` (when Lambda gave up on the batch), as written.
+    timestamp: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ class QuarantinedRecord:
     record: dict[str, Any]
     consumer: str | None
     error: dict[str, Any] | None
+    #: The message's ``quarantinedAt``, as written.
+    quarantined_at: str | None = None
 
     @property
     def sequence_number(self) -> str:
@@ -182,6 +186,7 @@ def _batch_of(
         stream_arn=batch.stream_arn,
         batch_size=batch.batch_size,
         condition=request.condition or None if request is not None else None,
+        timestamp=message.timestamp,
     )
 
 
@@ -213,6 +218,7 @@ def parse_quarantine_message(
         record=record,
         consumer=consumer,
         error=message.error.to_dict() if message.error is not None else None,
+        quarantined_at=message.quarantined_at or None,
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_consumer.contract import OnFailureMessage, RedriveCause
+from cdc_consumer.redrive.marker_age import MarkerAge, failure_time
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.pending_changes import Change, change_of, item_key
 from cdc_consumer.redrive.queue_messages import QueueMessageReader
@@ -53,6 +54,9 @@ class QueueDrain:
     progress: Callable[[int, RedriveReport], None] | None = None
     #: For a quarantine run: why a record must wait for the bucket (None: it need not).
     hold: Callable[[Mapping[str, Any]], str | None] | None = None
+    #: The consumer's marker lifetime: a message older than it covers is refused (None: the
+    #: lifetime is not known, nothing is refused for age).
+    age: MarkerAge | None = None
     _seen: set[str] = field(default_factory=set, init=False)
     #: Item -> its earliest quarantined change held or failed in this run, and its message.
     _stalled: dict[str, tuple[Change, str]] = field(default_factory=dict, init=False)
@@ -139,6 +143,17 @@ class QueueDrain:
         if found is None:
             return False
         quarantined = found.records[0] if self.reader.source is Source.QUARANTINE else None
+        too_old = (
+            self.age.refusal(found.records, failure_time(found.failed_at))
+            if self.age is not None
+            else None
+        )
+        if too_old is not None:
+            self.report.refused.append(
+                FailedMessage(message_id, too_old, RedriveCause.OLDER_THAN_MARKERS)
+            )
+            self._stall(quarantined, message_id)
+            return False
         held = self._hold_reason(quarantined) if quarantined is not None else None
         if held is not None:
             self.report.held.append(FailedMessage(message_id, held[1], held[0]))

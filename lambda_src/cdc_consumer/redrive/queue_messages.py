@@ -31,6 +31,8 @@ class MessageRecords:
     shard_id: str | None
     first: str
     last: str
+    #: The failure's own timestamp (the invocation record's, the quarantine message's).
+    failed_at: str | None = None
 
 
 @dataclass
@@ -85,11 +87,18 @@ class QueueMessageReader:
                 )
             )
             return None
-        return MessageRecords(self.replayer.delivered(records, report), batch.shard_id, first, last)
+        delivered = self.replayer.delivered(records, report)
+        return MessageRecords(delivered, batch.shard_id, first, last, batch.timestamp)
 
     def _quarantined(self, message: Mapping[str, Any]) -> MessageRecords:
         quarantined = parse_quarantine_message(
             message["Body"], expected_stream_arn=self.stream_arn, expected_consumer=self.consumers
         )
         sequence_number = quarantined.sequence_number
-        return MessageRecords([quarantined.record], None, sequence_number, sequence_number)
+        return MessageRecords(
+            [quarantined.record],
+            None,
+            sequence_number,
+            sequence_number,
+            quarantined.quarantined_at,
+        )

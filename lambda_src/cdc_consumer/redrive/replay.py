@@ -43,6 +43,7 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_WINDOW,
 )
 from cdc_consumer.redrive.invokers import Invoker
+from cdc_consumer.redrive.marker_age import MarkerAge
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.queue_drain import QueueDrain
 from cdc_consumer.redrive.queue_messages import QueueMessageReader
@@ -92,6 +93,9 @@ class Redrive:
         filters: the event source mapping's filter patterns (default none): records of an
             on-failure range that match none of them are not replayed, as the mapping did not
             deliver them. Quarantined records were delivered, so they are not filtered.
+        marker_ttl_seconds, clock: the consumer's marker lifetime (``CDC_MARKER_TTL_SECONDS``)
+            and the time: older failures are refused (:mod:`~cdc_consumer.redrive.marker_age`).
+            Default None: no age check.
     """
 
     invoker: Invoker
@@ -115,6 +119,8 @@ class Redrive:
     max_empty_pages: int = DEFAULT_MAX_EMPTY_PAGES
     window: int = DEFAULT_WINDOW
     filters: Sequence[Mapping[str, Any]] = ()
+    marker_ttl_seconds: int | None = None
+    clock: Callable[[], float] = time.time
     _criteria: FilterCriteria = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -126,6 +132,7 @@ class Redrive:
             )
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts is {self.max_attempts}; expected 1 or more")
+        _age(self)  # checks marker_ttl_seconds
         self._criteria = FilterCriteria(self.filters, where="filters")
 
     def check(self, queue_url: str, source: Source | str = Source.ON_FAILURE) -> None:
@@ -216,17 +223,15 @@ class Redrive:
         Each object holds its batch (``payload``), so nothing is read from the stream: a batch is
         replayed whether or not the stream still holds its records. Objects are replayed in
         stream order (shard, then first sequence number) and an object is deleted only after
-        every record of it succeeded. Deleted, not moved: the bucket is versioned, so the object
-        stays recoverable as a noncurrent version for the bucket's lifecycle, while the prefix
-        lists exactly what is still to do and the redrive needs no write permission.
+        every record of it succeeded (deleted, not moved: the versioned bucket keeps it as a
+        noncurrent version, and the redrive needs no write permission).
 
         No change of an item is applied ahead of an earlier pending one: after an object of a
         shard fails, cannot be read or is malformed, the shard's later objects are held, and a
         child shard's objects wait for its parent's (the lineage from ``DescribeStream``;
         conservative when it is unknown, and the report says so). Held objects are reported
-        with the reason and make the run not ok. Objects are read one at a time (memory of one
-        object, whatever the count). Objects that are not in AWS's shape, or another
-        consumer's or stream's, are kept and reported.
+        with the reason and make the run not ok. Objects are read one at a time. Objects not in
+        AWS's shape, another consumer's or stream's, or too old, are kept and reported.
         """
         self.check_bucket(bucket, prefix)
         report = RedriveReport(
@@ -245,6 +250,7 @@ class Redrive:
             dry_run=dry_run,
             should_stop=should_stop,
             progress=progress,
+            age=_age(self),
         ).replay(DEFAULT_MAX_OBJECTS if max_objects is None else max_objects)
         if self.quarantine_queue_url and replayer.replayed:
             _watch(self, replayer).scan(self.quarantine_queue_url, started_ms, report)
@@ -257,6 +263,12 @@ class Redrive:
 def _consumers(redrive: Redrive) -> tuple[str, ...]:
     """The consumer names whose quarantine messages are this consumer's."""
     return (str(redrive.consumer_name), *redrive.member_names)
+
+
+def _age(redrive: Redrive) -> MarkerAge | None:
+    if redrive.marker_ttl_seconds is None:
+        return None
+    return MarkerAge(redrive.marker_ttl_seconds, redrive.clock)
 
 
 def _replayer(redrive: Redrive) -> Replayer:
@@ -303,6 +315,7 @@ def _drain(
             if source is Source.QUARANTINE
             else None
         ),
+        age=_age(redrive),
     )
 
 

@@ -89,6 +89,9 @@ class RedriveReport:
     #: their items is still pending (an earlier batch of the shard, a parent shard's batch, the
     #: other source's record): replaying them would apply a newer change first. Not ok.
     held: list[FailedMessage] = field(default_factory=list)
+    #: Messages (objects) refused because they are older than the consumer's markers cover
+    #: (:mod:`~cdc_consumer.redrive.marker_age`): neither replayed nor deleted. Not ok.
+    refused: list[FailedMessage] = field(default_factory=list)
     #: What the run could not know and how it was conservative about it (e.g. a shard lineage
     #: DescribeStream no longer lists); for a person, does not make the run fail.
     notes: list[str] = field(default_factory=list)
@@ -102,7 +105,9 @@ class RedriveReport:
     def ok(self) -> bool:
         """True when nothing was lost, failed, held back, kept as another's, or quarantined
         again."""
-        return not (self.lost or self.failed or self.held or self.kept or self.requarantined)
+        return not (
+            self.lost or self.failed or self.held or self.kept or self.requarantined or self.refused
+        )
 
     def to_log(self) -> dict[str, Any]:
         """The report as one structured log record."""
@@ -121,7 +126,7 @@ class RedriveReport:
             f" filtered out {self.records_filtered},"
             f" deleted {self.messages_deleted}, deferred {self.messages_deferred},"
             f" lost {self.lost_record_count} record(s), failed {len(self.failed)} {unit}(s),"
-            f" held {len(self.held)},"
+            f" held {len(self.held)}, refused {len(self.refused)} as older than the markers,"
             f" kept {len(self.kept)} not this consumer's,"
             f" re-quarantined {len(self.requarantined)} record(s)"
             f" -> {'ok' if self.ok else 'NOT OK'}"
@@ -138,6 +143,7 @@ class RedriveReport:
         ]
         lines += [f"  FAILED {f.message_id}: {f.reason}" for f in self.failed]
         lines += [f"  HELD {h.message_id}: {h.reason}" for h in self.held]
+        lines += [f"  REFUSED {r.message_id}: {r.reason}" for r in self.refused]
         lines += [f"  KEPT {k.message_id}: {k.reason}" for k in self.kept]
         lines += [
             f"  REQUARANTINED record {r.sequence_number} (message {r.message_id}): {r.reason}"
