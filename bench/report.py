@@ -507,8 +507,8 @@ def _hot_key_sentence(results: dict[str, Any]) -> str:
         f"makes {ref['dynamodb_requests_per_record']:.3f} requests and "
         f"{ref['cost']['wru_per_record']:.2f} WRU per record against Powertools' "
         f"{pt['dynamodb_requests_per_record']:.3f} and {pt['cost']['wru_per_record']:.2f}: "
-        "consecutive records' increments of one item (cdc_consumer.aggregates) merge into one "
-        "action in the transaction when the runtime merges them, one transaction per record "
+        "consecutive records' increments of one item (cdc_consumer.sinks.aggregates) merge into "
+        "one action in the transaction when the runtime merges them, one transaction per record "
         "when it does not."
     )
 

@@ -11,6 +11,7 @@ from typing import Protocol
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from cdc_consumer.contract import CONSUMER_DIMENSION
 from constructs import Construct
@@ -24,6 +25,7 @@ __all__ = [
     "alarm_action_for",
     "alarm_on_any",
     "consumer_metric",
+    "function_errors_alarm",
     "notify",
 ]
 
@@ -102,3 +104,20 @@ def alarm_on_any(
     )
     (action or alarm_action_for(topic)).add_alarm_actions(alarm)
     return alarm
+
+
+def function_errors_alarm(
+    scope: Construct,
+    construct_id: str,
+    function: lambda_.IFunction,
+    *,
+    description: str,
+    topic: sns.ITopic | None = None,
+) -> cloudwatch.Alarm:
+    """An alarm on ``function``'s Errors (Sum, one alarm period) >= 1, notifying ``topic`` if
+    given: for a function run by hand or by a state machine (a redrive, a backfill segment),
+    whose failure nothing else reports."""
+    metric = function.metric_errors(
+        statistic=cloudwatch.Stats.SUM, period=Duration.seconds(defaults.ALARM_PERIOD_SECONDS)
+    )
+    return alarm_on_any(scope, construct_id, metric, description=description, topic=topic)

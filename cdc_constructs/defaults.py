@@ -66,6 +66,16 @@ MAX_RECORD_AGE_SECONDS: Final = 3600
 """One hour: a record older than this goes to the on-failure destination instead of blocking the
 shard. Must stay below the 24 h stream retention (at or above it, it means "never")."""
 
+KINESIS_RECORD_AGE_MARGIN_SECONDS: Final = 24 * 3600
+"""On the Kinesis route the default maximum record age is the stream's retention minus this day,
+within AWS's 7 days (``MAX_RECORD_AGE_RANGE_SECONDS``) and never below ``MAX_RECORD_AGE_SECONDS``
+(KinesisConsumer, :func:`cdc_constructs.kinesis_consumer.kinesis_record_age`): 6 days on the
+default 7-day stream, 1 hour on a 24-hour one. The stream keeps the records of an outage, in
+order, and the mapping resumes from them once the consumer is fixed, with no redrive; one hour
+on a seven-day stream would send every outage longer than an hour to the on-failure bucket.
+The day left between giving up and the stream's trim is the window DynamoDB Streams' default
+leaves (23 of 24 hours) to act on a pointer destination (SQS, SNS) before its records go."""
+
 PARALLELIZATION_FACTOR: Final = 1
 """One concurrent batch per shard. Item order is kept at any factor, but 1 is the cheapest and
 easiest to reason about; raise it for throughput."""
@@ -163,7 +173,7 @@ PIPE_LOG_LEVEL: Final = "ERROR"
 is never logged by default: it would copy item data, possibly personal, into the logs."""
 
 OUTBOX_KEY_ATTRIBUTE: Final = "pk"
-"""The key attribute the outbox's key-prefix filter applies to (``cdc_consumer.outbox`` writes
+"""The key attribute the outbox's key-prefix filter applies to (``cdc_consumer.sinks.outbox`` writes
 outbox items under ``pk``)."""
 
 # --- Monitoring ---------------------------------------------------------------------------
@@ -171,6 +181,32 @@ outbox items under ``pk``)."""
 ITERATOR_AGE_ALARM_FRACTION: Final = 0.25
 """The lag alarm fires at a quarter of the max record age (15 min of 1 h), leaving three
 quarters of the budget to react before records start going to the on-failure destination."""
+
+KINESIS_ITERATOR_AGE_ALARM_MAX_SECONDS: Final = 900
+"""A KinesisConsumer's lag alarm fires at a quarter of its record age, and at 15 minutes at the
+latest: its default record age of days (``KINESIS_RECORD_AGE_MARGIN_SECONDS``) would otherwise
+page after a day and a half of lag. The stream keeps the records; the lag still needs a person
+as soon as a DynamoDB Streams consumer's would (15 minutes of the default hour)."""
+
+REPLICATION_ALARM_PERIOD_SECONDS: Final = 300
+"""The period of the Kinesis route's replication alarms (cdc_constructs.replication_alarms):
+DynamoDB aggregates its replication metrics over five minutes (only its request metrics are
+per minute: AWS DynamoDB developer guide, "DynamoDB Metrics and dimensions"); a shorter period
+would see gaps."""
+
+REPLICATION_AGE_ALARM_SECONDS: Final = 900
+"""``AgeOfOldestUnreplicatedRecord`` at or above 15 minutes alarms: in normal operation it is
+milliseconds (CloudWatch's recommended alarms for DynamoDB), and it grows only while DynamoDB
+cannot put changes into the stream (too few shards, a policy or key refusing it). The consumers'
+lag alarms cannot see it (nothing reaches them), so this is the same 15 minutes as their lag
+alarm."""
+
+REPLICATION_THROTTLED_EVALUATION_PERIODS: Final = 2
+"""``ThrottledPutRecordCount`` >= 1 in two five-minute periods in a row alarms: DynamoDB retries
+throttled records, so a burst is only late; throttling that lasts 10 minutes (the window
+CloudWatch's recommended alarm uses) means the stream lacks capacity.
+``FailedToReplicateRecordCount`` alarms at the first record: those changes were skipped, not
+delayed."""
 
 ALARM_PERIOD_SECONDS: Final = 60
 """One-minute periods: lag and loss should page within minutes."""

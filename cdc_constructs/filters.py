@@ -41,6 +41,12 @@ class StreamFilters:
 
         Only TTL deletions carry ``userIdentity``; the pattern matches records where
         ``userIdentity.type`` does not exist (``exists: false`` matches absent fields).
+
+        The trap: the consumer then never sees an item expire. Right for a view of everything
+        ever written (orders placed), wrong for a view of the items that exist now (a count or
+        a sum of live items, ``Contributions``): it would keep every expired item for ever. The
+        constructs cannot tell which view a handler keeps; the local pipeline warns when a
+        mapping drops a TTL deletion it meets (``cdc-local`` prints it).
         """
         return {"userIdentity": {"type": [{"exists": False}]}}
 

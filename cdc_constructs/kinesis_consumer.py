@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
 from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kinesis as kinesis
 from constructs import Construct
 
 from cdc_constructs import defaults
+from cdc_constructs.alarms import alarm_action_for
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.filter_checks import check_filters
 from cdc_constructs.mapping_options import StreamMappingOptions
+from cdc_constructs.monitoring_options import MonitoringOptions
 from cdc_constructs.permissions import allow, grant_key
 from cdc_constructs.record_shape import KINESIS_CHANGE_RECORD
+from cdc_constructs.replication_alarms import KinesisReplicationAlarms
 from cdc_constructs.stream_consumer import (
     StreamConsumer,
     _make_mapping,
@@ -44,7 +48,13 @@ from cdc_constructs.validation import (
     seconds,
 )
 
-__all__ = ["KINESIS_FILTER_FIELDS", "KinesisConsumer", "KinesisFilters", "KinesisMappingOptions"]
+__all__ = [
+    "KINESIS_FILTER_FIELDS",
+    "KinesisConsumer",
+    "KinesisFilters",
+    "KinesisMappingOptions",
+    "kinesis_record_age",
+]
 
 KINESIS_READ_ACTIONS: Final = (
     "kinesis:DescribeStream",
@@ -88,6 +98,14 @@ class KinesisMappingOptions(StreamMappingOptions):
 
     retention: Duration | None = None
 
+    @property
+    def record_age(self) -> Duration:
+        """``max_record_age``, or the default derived from the stream's retention
+        (:func:`kinesis_record_age`)."""
+        if self.max_record_age is not None or self.retention is None:
+            return super().record_age
+        return kinesis_record_age(self.retention)
+
     def problems(
         self, stream_view_type: str | None, *, lambda_settings: bool = True
     ) -> list[Problem]:
@@ -122,16 +140,24 @@ class KinesisConsumer(StreamConsumer):
 
     Every other prop is StreamConsumer's, with its default and check (function, mapping,
     failure handling, monitoring), except: ``max_record_age`` must stay below the Kinesis
-    stream's retention and within AWS's 7 days; ``filters`` match Kinesis records, the DynamoDB
+    stream's retention and within AWS's 7 days, and defaults to the retention minus a day
+    (:func:`kinesis_record_age`: 6 days on a 7-day stream), so an outage waits in the stream
+    instead of going to the bucket (the lag alarm still fires at 15 minutes at the latest);
+    ``filters`` match Kinesis records, the DynamoDB
     change under ``data`` (:class:`KinesisFilters`); there is no ``redrive`` function on this
     route yet (the on-failure destination and the quarantine queue still keep every failed
     record); markers are kept for the replay windows with the stream's retention in place of
     24 h (``marker_lifetime``, :mod:`~cdc_constructs.marker_lifetime`), as a duplicate can
     arrive as long as the stream holds a record.
 
+    With ``table`` and monitoring on, the table's replication to the stream is alarmed too
+    (:class:`~cdc_constructs.replication_alarms.KinesisReplicationAlarms`: changes waiting,
+    throttled or skipped before they reach the stream, which no consumer metric can see); with
+    ``stream`` the table is not known here: add ``KinesisReplicationAlarms`` where it is.
+
     Escape hatches: StreamConsumer's, plus :attr:`stream`, :attr:`stream_retention`,
-    :attr:`fan_out_consumer`; :attr:`stream_arn` is what the mapping reads (the stream, or the
-    fan-out consumer).
+    :attr:`fan_out_consumer`, :attr:`replication_alarms` (None without ``table`` or monitoring);
+    :attr:`stream_arn` is what the mapping reads (the stream, or the fan-out consumer).
     """
 
     def __init__(
@@ -190,7 +216,16 @@ class KinesisConsumer(StreamConsumer):
         self.alarm_topic = options.monitoring.resolve_topic(self)
         self.redrive = None
         """None: no redrive function on the Kinesis route yet."""
-        self.monitoring = _make_monitoring(self, options.monitoring)
+        self.replication_alarms = _replication_alarms(self, table, options)
+        """The table's replication to the stream, alarmed (None: the table is not known, or
+        ``monitoring=False``)."""
+        self.monitoring = _make_monitoring(self, _lag_alarm(options))
+
+    @property
+    def related_alarms(self) -> dict[str, cloudwatch.Alarm]:
+        """StreamConsumer's, and the table's replication alarms."""
+        replication = self.replication_alarms
+        return super().related_alarms | (dict(replication.alarms) if replication else {})
 
     def _grant_source(self) -> None:
         """Read this Kinesis stream (and its fan-out consumer), and nothing else."""
@@ -198,6 +233,32 @@ class KinesisConsumer(StreamConsumer):
         if self.fan_out_consumer is not None:
             self.function.add_to_role_policy(allow(KINESIS_FAN_OUT_ACTIONS, [self.stream_arn]))
         grant_key(self.function, self.stream.encryption_key, KINESIS_KEY_ACTIONS)
+
+
+def _replication_alarms(
+    consumer: KinesisConsumer, table: ChangeCaptureTable | None, options: ConsumerOptions
+) -> KinesisReplicationAlarms | None:
+    """Alarms on ``table``'s replication to its stream, with the consumer's alarm topic; None
+    without the table or without monitoring."""
+    if table is None or not options.monitoring.monitoring:
+        return None
+    return KinesisReplicationAlarms(
+        consumer,
+        "Replication",
+        table_name=table.table.table_name,
+        alarm_action=alarm_action_for(consumer.alarm_topic),
+    )
+
+
+def _lag_alarm(options: ConsumerOptions) -> MonitoringOptions:
+    """The monitoring props with the lag alarm's threshold: as given, else a quarter of the
+    record age and at most ``defaults.KINESIS_ITERATOR_AGE_ALARM_MAX_SECONDS``."""
+    monitoring = options.monitoring
+    if monitoring.iterator_age_alarm_threshold is not None:
+        return monitoring
+    quarter = options.mapping.record_age_seconds * defaults.ITERATOR_AGE_ALARM_FRACTION
+    limit = defaults.KINESIS_ITERATOR_AGE_ALARM_MAX_SECONDS
+    return replace(monitoring, iterator_age_alarm_threshold=Duration.seconds(min(quarter, limit)))
 
 
 def _options(props: Mapping[str, Any], retention: Duration | None) -> ConsumerOptions:
@@ -275,6 +336,16 @@ def _source(
     low, high = 24 * 3600, 8760 * 3600
     problems = check_duration("stream_retention", retention, low, high, "24 h to 365 days")
     return stream, retention, problems
+
+
+def kinesis_record_age(retention: Duration) -> Duration:
+    """The default maximum record age on a stream kept ``retention``: the retention minus
+    ``defaults.KINESIS_RECORD_AGE_MARGIN_SECONDS`` (a day), at most AWS's 7 days and at least
+    ``defaults.MAX_RECORD_AGE_SECONDS`` (an hour, below a 24-hour stream's retention)."""
+    low, high = defaults.MAX_RECORD_AGE_SECONDS, defaults.MAX_RECORD_AGE_RANGE_SECONDS[1]
+    retention_seconds = int(seconds(retention) or 0)
+    derived = retention_seconds - defaults.KINESIS_RECORD_AGE_MARGIN_SECONDS
+    return Duration.seconds(max(low, min(high, derived)))
 
 
 def check_kinesis_record_age(value: Duration | None, retention: Duration | None) -> list[Problem]:

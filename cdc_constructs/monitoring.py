@@ -25,6 +25,7 @@ from cdc_constructs.exceptions import Problem
 from cdc_constructs.validation import raise_if_any, seconds
 
 __all__ = [
+    "DESTINATION_DELIVERY_FAILURES_METRIC",
     "DROPPED_RECORDS_METRIC",
     "MAPPING_COUNT_METRICS",
     "MonitoredConsumer",
@@ -38,6 +39,11 @@ __all__ = [
 # metric, whatever the destination. Not OnFailureDestinationDeliveredEventCount: that one misses
 # a batch whose delivery to the destination failed.
 DROPPED_RECORDS_METRIC = "DroppedEventCount"
+# The function's count of failed deliveries to its on-failure destination (AWS/Lambda,
+# FunctionName): a bucket policy, a key or a quota refused the batch, which Lambda then drops.
+# DroppedEventCount counts those records too, but its alarm says "redrive them"; this one says
+# they are not in the destination.
+DESTINATION_DELIVERY_FAILURES_METRIC = "DestinationDeliveryFailures"
 # The mapping's event-count metrics (MetricsConfig EventCount), dimension EventSourceMappingUUID.
 MAPPING_COUNT_METRICS = (
     "PolledEventCount",
@@ -86,9 +92,9 @@ class MonitoredConsumer(Protocol):
 
     @property
     def related_alarms(self) -> Mapping[str, cloudwatch.Alarm]:
-        """Alarms the consumer's other parts made (the redrive's lost records), with their
-        actions already set: listed in :attr:`StreamConsumerMonitoring.alarms` and on the
-        dashboard, never re-wired."""
+        """Alarms the consumer's other parts made (the redrive's lost records and errors, a
+        Kinesis table's replication), with their actions already set: listed in
+        :attr:`StreamConsumerMonitoring.alarms` and on the dashboard, never re-wired."""
 
 
 class StreamConsumerMonitoring(Construct):
@@ -98,10 +104,14 @@ class StreamConsumerMonitoring(Construct):
 
     - ``IteratorAge``: the function's IteratorAge (Maximum, 1 min) above the threshold for
       3 minutes. Default threshold: a quarter of the consumer's max record age (15 min of
-      1 h), so there is time to act before records go to the on-failure destination.
+      1 h), so there is time to act before records go to the on-failure destination
+      (KinesisConsumer passes at most 15 minutes: its record age is days).
     - ``DroppedRecords``: the mapping's ``DroppedEventCount`` (Sum, 1 min) ≥ 1: records were
       given up on and sent to the on-failure destination, whatever it is (see
       :data:`DROPPED_RECORDS_METRIC`).
+    - ``DestinationDeliveryFailures``: the function's ``DestinationDeliveryFailures`` (Sum)
+      ≥ 1: Lambda could not write a failed batch to the on-failure destination (a bucket
+      policy, a key, a quota) and dropped it; only the stream still holds its records.
     - ``OnFailureQueueDepth`` (SQS destinations): visible on-failure messages ≥ 1.
     - ``QuarantineQueueDepth``: visible messages in the quarantine queue ≥ 1.
     - ``RecordsQuarantined``: the runtime's RecordsQuarantined metric (Sum) ≥ 1.
@@ -111,8 +121,10 @@ class StreamConsumerMonitoring(Construct):
       runtime's own failure reporting never causes.
     - ``FunctionThrottles``: throttles (Sum) ≥ 1: the shard waits.
     - the consumer's ``related_alarms`` (StreamConsumer: ``RedriveLostRecords``, the
-      redrive's alarm on records the stream no longer holds), listed and shown, their actions
-      set by whoever made them (StreamConsumer gives its redrive the same topic).
+      redrive's alarm on records the stream no longer holds, and ``RedriveErrors``, its
+      function's errors; KinesisConsumer adds the table's replication to its stream:
+      ``ReplicationAge``, ``ReplicationThrottled``, ``ReplicationFailed``), listed and shown,
+      their actions set by whoever made them (StreamConsumer gives its redrive the same topic).
 
     Missing data is "not breaching": an idle consumer is healthy.
 
@@ -179,6 +191,9 @@ class StreamConsumerMonitoring(Construct):
         metrics: dict[str, cloudwatch.IMetric] = {
             "IteratorAge": function.metric("IteratorAge", statistic=maximum, period=period),
             "DroppedRecords": mapping_metric(self._consumer, DROPPED_RECORDS_METRIC, period),
+            DESTINATION_DELIVERY_FAILURES_METRIC: function.metric(
+                DESTINATION_DELIVERY_FAILURES_METRIC, statistic=total, period=period
+            ),
         }
         if on_failure is not None:
             depth = on_failure.metric_approximate_number_of_messages_visible
@@ -256,15 +271,7 @@ class StreamConsumerMonitoring(Construct):
                 right=[function.metric_duration(period=period, statistic=cloudwatch.Stats.p(99))],
                 width=8,
             ),
-            cloudwatch.GraphWidget(
-                title="Failures: records dropped to the on-failure destination, queued messages",
-                left=[
-                    metrics[name]
-                    for name in ("DroppedRecords", "OnFailureQueueDepth", "QuarantineQueueDepth")
-                    if name in metrics
-                ],
-                width=8,
-            ),
+            _failures_widget(metrics),
             cloudwatch.GraphWidget(
                 title="Runtime (records)",
                 left=[
@@ -277,12 +284,43 @@ class StreamConsumerMonitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Event source mapping (records)", left=self._mapping_metrics(), width=12
             ),
+            *_related_widgets(consumer),
         ]
 
     def _mapping_metrics(self) -> list[cloudwatch.IMetric]:
         return [
             mapping_metric(self._consumer, name, self._period) for name in MAPPING_COUNT_METRICS
         ]
+
+
+def _failures_widget(metrics: Mapping[str, cloudwatch.IMetric]) -> cloudwatch.IWidget:
+    """Records dropped to the on-failure destination, batches it refused, queued messages."""
+    names = (
+        "DroppedRecords",
+        DESTINATION_DELIVERY_FAILURES_METRIC,
+        "OnFailureQueueDepth",
+        "QuarantineQueueDepth",
+    )
+    return cloudwatch.GraphWidget(
+        title="Failures: records dropped to the on-failure destination, queued messages",
+        left=[metrics[name] for name in names if name in metrics],
+        width=8,
+    )
+
+
+def _related_widgets(consumer: MonitoredConsumer) -> list[cloudwatch.IWidget]:
+    """A graph of what the consumer's other alarms watch (its redrive's lost records and errors;
+    a Kinesis consumer's replication from the table), when it has any."""
+    related = consumer.related_alarms
+    if not related:
+        return []
+    return [
+        cloudwatch.GraphWidget(
+            title="Redrive and replication",
+            left=[alarm.metric for alarm in related.values()],
+            width=24,
+        )
+    ]
 
 
 def mapping_metric(
@@ -353,6 +391,12 @@ def _descriptions(name: str, threshold_seconds: float, age_seconds: float) -> di
             f"{name}: records were given up on (retries or record age ran out) and sent to "
             "the on-failure destination; redrive them (docs/operations.md, 'When the "
             "on-failure alarm fires')"
+        ),
+        DESTINATION_DELIVERY_FAILURES_METRIC: (
+            f"{name}: Lambda could not deliver a failed batch to the on-failure destination (a "
+            "bucket policy, a key, a quota) and dropped it: it is not in the destination. Fix "
+            "the destination's access, then replay the records from the stream while it holds "
+            "them (docs/operations.md, 'Failure kinds')"
         ),
         "OnFailureQueueDepth": (
             f"{name}: a batch ran out of retries or record age; redrive it before the "

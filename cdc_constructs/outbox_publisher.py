@@ -1,4 +1,4 @@
-"""OutboxPublisher: the publishing half of the transactional outbox (``cdc_consumer.outbox``).
+"""OutboxPublisher: the publishing half of the transactional outbox (``cdc_consumer.sinks.outbox``).
 
 The application writes its item and an outbox item in one TransactWriteItems; this pipe sends
 only INSERTs of outbox items (a key-prefix filter) to an event bus, as events whose detail-type
@@ -118,14 +118,14 @@ class OutboxEvents:
 
 
 class OutboxPublisher(StreamPipe):
-    """Publishes outbox items (``cdc_consumer.outbox``) from a table's stream to an event bus.
+    """Publishes outbox items (``cdc_consumer.sinks.outbox``) from a table's stream to an event bus.
 
     :param table: the table the application writes its outbox items to (with a stream that
         carries NewImage).
     :param source: the events' ``source``, e.g. ``"com.example.app"``.
     :param key_prefix: the outbox items' key prefix, e.g. ``"OUTBOX#"`` (required).
     :param key_attribute: the key attribute the prefix applies to. Default ``"pk"`` (where
-        ``cdc_consumer.outbox`` writes it).
+        ``cdc_consumer.sinks.outbox`` writes it).
 
     Every other prop (``event_bus``, ``batch_size``, ``max_batching_window``,
     ``retry_attempts``, ``max_record_age``, ``parallelization_factor``, ``extra_reader_reason``,

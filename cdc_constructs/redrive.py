@@ -48,7 +48,7 @@ from cdc_consumer.contract import (
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs.alarms import alarm_on_any, consumer_metric
+from cdc_constructs.alarms import alarm_on_any, consumer_metric, function_errors_alarm
 from cdc_constructs.exceptions import Problem, RedriveConfigurationError
 from cdc_constructs.function import FunctionParts, make_function
 from cdc_constructs.on_failure import OnFailureTarget
@@ -118,7 +118,8 @@ class StreamRedrive(Construct):
     replay one shard's batches side by side).
 
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`,
-    :attr:`lost_records_metric`, :attr:`lost_records_alarm`.
+    :attr:`lost_records_metric`, :attr:`lost_records_alarm`, :attr:`errors_alarm` (the
+    function's Errors >= 1), :attr:`alarms` (both, by name).
     """
 
     def __init__(
@@ -199,6 +200,21 @@ class StreamRedrive(Construct):
             topic=alarm_topic,
         )
         """Fires when a redrive reported lost records."""
+        self.errors_alarm = function_errors_alarm(
+            self,
+            "ErrorsAlarm",
+            self.function,
+            description=f"The redrive of {consumer_name} crashed or timed out: what it had not "
+            "replayed is still in the on-failure destination and the quarantine queue; run it "
+            "again once the cause (its log) is fixed. See docs/operations.md, 'Redrive'.",
+            topic=alarm_topic,
+        )
+        """Fires when the redrive function itself failed (Errors >= 1)."""
+        self.alarms = {
+            REDRIVE_LOST_RECORDS.name: self.lost_records_alarm,
+            "RedriveErrors": self.errors_alarm,
+        }
+        """Its alarms by name: ``RedriveLostRecords``, ``RedriveErrors``."""
 
 
 def _make_function(

@@ -25,7 +25,6 @@ from cdc_consumer.contract import (
     METRICS_NAMESPACE_ENV,
     PARALLELIZATION_FACTOR_ENV,
     QUARANTINE_QUEUE_ENV,
-    REDRIVE_LOST_RECORDS,
     STREAM_RETENTION_SECONDS,
     GroupMemberSpec,
     ReplayWindows,
@@ -213,8 +212,7 @@ class StreamConsumer(Construct):
     @property
     def related_alarms(self) -> dict[str, cloudwatch.Alarm]:
         """Alarms of the consumer's parts besides the monitoring's (the redrive's)."""
-        redrive = self.redrive
-        return {REDRIVE_LOST_RECORDS.name: redrive.lost_records_alarm} if redrive else {}
+        return dict(self.redrive.alarms) if self.redrive else {}
 
     def grant_view_table(
         self, table: dynamodb.ITable, *, env_var: str | None = None, read: bool = False

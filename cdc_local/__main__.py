@@ -96,8 +96,9 @@ def serve(assembly: str, stack: str, ttl_every: float, enforce_iam: bool = True)
             # must survive a pipe or a log file whole, to be copied as they are.
             for line in serve_lines(pipeline):
                 print(line, flush=True)
-            last_sweep = time.monotonic()
+            last_sweep, shown = time.monotonic(), 0
             while True:
+                shown = show_warnings(pipeline.warnings, shown)
                 if not pipeline.poll():
                     time.sleep(0.25)  # Lambda polls a shard about 4 times a second
                 if time.monotonic() - last_sweep >= ttl_every:
@@ -106,6 +107,13 @@ def serve(assembly: str, stack: str, ttl_every: float, enforce_iam: bool = True)
         except KeyboardInterrupt:
             print(json.dumps(pipeline.counters.as_dict()), flush=True)
     return 0
+
+
+def show_warnings(warnings: list[str], shown: int) -> int:
+    """Print the warnings after the first ``shown`` on stderr; how many are shown now."""
+    for warning in warnings[shown:]:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
+    return len(warnings)
 
 
 if __name__ == "__main__":

@@ -227,6 +227,13 @@ class LocalPipeline:
                 )
         return warnings
 
+    @property
+    def warnings(self) -> list[str]:
+        """What the pipeline warns about so far, one line each: :attr:`reader_warnings`, then
+        the TTL traps met (a TTL value in milliseconds, a mapping whose filters drop TTL
+        deletions: :class:`cdc_local.ttl.TtlLedger`), in the order met."""
+        return [*self.reader_warnings, *self.ttl_ledger.warnings]
+
     # -- running -------------------------------------------------------------------------------
 
     def poll(self) -> bool:

@@ -12,6 +12,12 @@ deleted (table, keys, and the deleted item), and a mapping that reads a REMOVE r
 ledger: the first REMOVE of those keys (with that old image, when the stream carries old images)
 read after the deletion is the sweeper's, and is annotated like DynamoDB's. The binding is kept by
 stream ARN and sequence number, so every mapping on the same stream sees the same annotation.
+
+Two TTL traps are silent in AWS; the local pipeline says so, once each, in
+:attr:`TtlLedger.warnings` (``cdc-local`` prints them on stderr): a TTL value that looks like
+epoch milliseconds (never expires, here as in AWS), and a mapping whose filters drop the TTL
+deletions it meets (``StreamFilters.exclude_ttl_deletions()``: its view never sees an item
+expire, so a view counting or summing live items keeps the expired ones).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from decimal import Decimal
 from typing import Any
 
 from cdc_consumer.change import TTL_PRINCIPAL
+from cdc_consumer.ttl import finer_unit
 from cdc_consumer.wire import to_wire
 
 from cdc_local.arns import stream_table_name
@@ -58,6 +65,28 @@ class TtlLedger:
         self._lock = threading.Lock()
         self._deletions: dict[tuple[str, Any], deque[Any]] = defaultdict(deque)
         self._bound: dict[tuple[str, str], bool] = {}
+        #: The TTL traps met so far, one line each, in the order met.
+        self.warnings: list[str] = []
+        self._warned: set[tuple[str, str]] = set()
+
+    def warn_once(self, key: tuple[str, str], text: str) -> None:
+        with self._lock:
+            if key not in self._warned:
+                self._warned.add(key)
+                self.warnings.append(text)
+
+    def filtered_out(self, mapping: str, record: Mapping[str, Any]) -> None:
+        """A mapping's filters dropped ``record``: say so once if it is a TTL deletion."""
+        if record.get("userIdentity") != dict(TTL_PRINCIPAL):
+            return
+        self.warn_once(
+            ("filtered", mapping),
+            f"mapping {mapping}: its filters drop TTL deletions (an item of "
+            f"{record.get('eventSourceARN', 'the table')} expired): its consumer never sees "
+            "items expire, so a view that counts or sums the table's live items keeps the "
+            "expired ones for ever. Keep StreamFilters.exclude_ttl_deletions() only for a view "
+            "of everything ever written",
+        )
 
     def record(self, table_name: str, keys: Mapping[str, Any], item: Mapping[str, Any]) -> None:
         with self._lock:
@@ -125,8 +154,29 @@ class TtlSweeper:
                 for item in page["Items"]:
                     if is_expired(item.get(attribute), now):
                         deleted += self._delete(table, attribute, key_names, item)
+                    else:
+                        self._check_unit(table, attribute, item, now)
         self.deleted += deleted
         return deleted
+
+    def _check_unit(self, table: str, attribute: str, item: Mapping[str, Any], now: float) -> None:
+        """A TTL value in epoch milliseconds (or finer) never expires, in AWS as here: say so
+        once per table, with the value and the seconds it should be."""
+        value = (item.get(attribute) or {}).get("N")
+        try:
+            number = int(Decimal(value)) if value is not None else None
+        except ArithmeticError:
+            return
+        unit = finer_unit(number, now=now) if number is not None else None
+        if unit is None:
+            return
+        name, factor = unit
+        self.ledger.warn_once(
+            ("unit", table),
+            f"table {table}: TTL attribute {attribute} = {number} looks like epoch {name}: "
+            f"DynamoDB never expires such an item (nor does this sweeper). Write epoch seconds "
+            f"({number // factor}; cdc_consumer.ttl.ttl_after computes them)",
+        )
 
     def _delete(
         self, table: str, attribute: str, key_names: list[str], item: Mapping[str, Any]

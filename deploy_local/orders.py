@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contributions import Contributions
+from cdc_consumer.sinks.contributions import Contributions
 
 from cdc_local.accounting import peek_messages, read_stream, scan
 from deploy_local.deployed_stack import OrderStatsWiring

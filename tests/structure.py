@@ -43,14 +43,17 @@ def too_long(parsed: dict[str, ast.Module]) -> list[str]:
     ]
 
 
-def import_cycle(parsed: dict[str, ast.Module], root: str) -> list[str] | None:
+def import_cycle(
+    parsed: dict[str, ast.Module], root: str, *, type_only: bool = False
+) -> list[str] | None:
     """A cycle of imports made when the modules are imported (``TYPE_CHECKING`` blocks left
-    out), or None. A package importing its own submodules re-exports them, and the ``root``
-    package re-exports the whole library: neither is a cycle."""
+    out, unless ``type_only``: then a cycle through a type-only import counts too), or None.
+    A package importing its own submodules re-exports them, and the ``root`` package
+    re-exports the whole library: neither is a cycle."""
     graph = {
         name: {
             target
-            for target in _imported(tree, root, parsed)
+            for target in _imported(tree, root, parsed, type_only)
             if target != name and target != root and not target.startswith(name + ".")
         }
         for name, tree in parsed.items()
@@ -67,10 +70,12 @@ def import_cycle(parsed: dict[str, ast.Module], root: str) -> list[str] | None:
     return next((c for name in sorted(graph) if (c := cycle_from(name, [name]))), None)
 
 
-def _imported(tree: ast.Module, root: str, parsed: dict[str, ast.Module]) -> set[str]:
+def _imported(
+    tree: ast.Module, root: str, parsed: dict[str, ast.Module], type_only: bool = False
+) -> set[str]:
     found = set()
     for node in tree.body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+        if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
             continue
         for inner in ast.walk(node):
             if isinstance(inner, ast.ImportFrom) and inner.module and inner.level == 0:

@@ -23,7 +23,7 @@ _EXPORTS = {
     "AccessDeniedError": "cdc_consumer.exceptions",
     "Change": "cdc_consumer.change",
     "ConsumerGroup": "cdc_consumer.consumer_group",
-    "Contributions": "cdc_consumer.contributions",
+    "Contributions": "cdc_consumer.sinks.contributions",
     "ConfigurationError": "cdc_consumer.exceptions",
     "DeadlineError": "cdc_consumer.exceptions",
     "FilterPatternError": "cdc_consumer.exceptions",
@@ -32,16 +32,16 @@ _EXPORTS = {
     "InvalidActionError": "cdc_consumer.exceptions",
     "InvocationError": "cdc_consumer.exceptions",
     "LambdaContext": "cdc_consumer.processor",
-    "LatestImage": "cdc_consumer.latest_image",
+    "LatestImage": "cdc_consumer.sinks.latest_image",
     "MalformedBatchError": "cdc_consumer.exceptions",
     "MalformedMessageError": "cdc_consumer.exceptions",
     "MissingImageError": "cdc_consumer.exceptions",
     "MissingVersionError": "cdc_consumer.exceptions",
-    "Outbox": "cdc_consumer.outbox",
+    "Outbox": "cdc_consumer.sinks.outbox",
     "OutboxCancelledError": "cdc_consumer.exceptions",
     "OutboxConflictError": "cdc_consumer.exceptions",
     "OutboxError": "cdc_consumer.exceptions",
-    "OutboxEvent": "cdc_consumer.outbox",
+    "OutboxEvent": "cdc_consumer.sinks.outbox",
     "OutboxInputError": "cdc_consumer.exceptions",
     "PermanentError": "cdc_consumer.exceptions",
     "Projection": "cdc_consumer.processor",
@@ -110,7 +110,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
         Change,
     )
     from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
-    from cdc_consumer.contributions import Contributions
     from cdc_consumer.exceptions import (
         AccessDeniedError,
         CdcConsumerError,
@@ -138,13 +137,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
         TtlValueError,
         UndecodableRecordError,
     )
-    from cdc_consumer.latest_image import (
-        LatestImage,
-    )
-    from cdc_consumer.outbox import (
-        Outbox,
-        OutboxEvent,
-    )
     from cdc_consumer.processor import (
         LambdaContext,
         Projection,
@@ -153,6 +145,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     )
     from cdc_consumer.quarantine import (
         quarantine_message,
+    )
+    from cdc_consumer.sinks.contributions import Contributions
+    from cdc_consumer.sinks.latest_image import (
+        LatestImage,
+    )
+    from cdc_consumer.sinks.outbox import (
+        Outbox,
+        OutboxEvent,
     )
     from cdc_consumer.snapshots import SnapshotChange
     from cdc_consumer.ttl import (

@@ -28,10 +28,10 @@ from cdc_consumer.decision import (
     Transient,
 )
 from cdc_consumer.exceptions import DeadlineError
-from cdc_consumer.modes import ProjectionMode, SideEffect, SideEffectMode
+from cdc_consumer.modes import ProjectionMode
 from cdc_consumer.outcomes import DONE, Next, Outcomes, Step, Stop, sequence_number
 from cdc_consumer.settings import Settings
-from cdc_consumer.side_effects import SideEffectClaims
+from cdc_consumer.sinks.side_effects import SideEffect, SideEffectClaims, SideEffectMode
 from cdc_consumer.tally import Tally
 from cdc_consumer.transactions import RecordWrites, marker_action
 
@@ -293,7 +293,7 @@ def _writes_for(
 
     def writes_for(position: int, change: Change, actions: Any, quarantined: bool) -> Any:
         if type(actions) is list and not actions:  # nothing to write: no marker either
-            return RecordWrites(position, [], frozenset(), 0, quarantined)
+            return RecordWrites(position, [], [], frozenset(), 0, quarantined)
         marker = marker_action(
             table, f"{consumer}#{change.event_id}", int(clock()) + marker_ttl, change.source_arn
         )

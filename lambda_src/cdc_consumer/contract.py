@@ -86,6 +86,7 @@ __all__ = [
     "REDRIVE_RECORDS_REPLAYED",
     "REDRIVE_RESERVE_SECONDS_ENV",
     "RETRY_ATTEMPTS_EXHAUSTED",
+    "S3_EXPIRY_ROUNDING_SECONDS",
     "SEGMENT_BYTES",
     "SNAPSHOT_EVENT_SOURCE",
     "STREAM_ARN_ENV",
@@ -301,6 +302,15 @@ MARKER_LIFETIME_MARGIN_SECONDS: Final = 24 * 3600
 clocks of different hosts, a retention counted from a slightly later write. A day; DynamoDB's TTL
 deletes late, never early, so the margin is never eaten from the other side."""
 
+S3_EXPIRY_ROUNDING_SECONDS: Final = 24 * 3600
+"""How much longer than its lifecycle rule's days S3 can keep an object: S3 adds the rule's days
+to the object's creation time and rounds the result up to the next midnight UTC (AWS S3 User
+Guide, "Lifecycle configuration elements": an object created 1/15 10:30 UTC under a 3-day rule
+expires 1/19 00:00 UTC), so a failed batch written just after midnight lives almost a day more.
+Then S3 queues the expired object and removes it asynchronously ("Expiring objects"): it can
+still be read for a while, unbounded by any rule, which :data:`MARKER_LIFETIME_MARGIN_SECONDS`
+absorbs in part and the redrive's own age check covers beyond that."""
+
 UNLIMITED_RECORD_AGE: Final = -1
 """``MaximumRecordAgeInSeconds`` meaning "no limit": the stream's retention bounds it."""
 
@@ -315,8 +325,10 @@ class ReplayWindows:
     ``max_record_age``: the mapping's ``MaximumRecordAgeInSeconds``
     (:data:`UNLIMITED_RECORD_AGE`: none): when it gives up on a record at the latest and sends
     its batch to the on-failure destination. ``failed_batch_retention``: how long the
-    destination keeps that batch (an S3 bucket's lifecycle expiration); 0 for SQS or SNS, which
-    keep a pointer into the stream only, so the stream's retention bounds its replay.
+    destination keeps that batch by its configuration (an S3 bucket's lifecycle expiration, in
+    whole days); 0 for SQS or SNS, which keep a pointer into the stream only, so the stream's
+    retention bounds its replay. S3 keeps an object up to a day past its rule
+    (:attr:`failed_batch_kept`).
     ``quarantine_retention``: the quarantine queue's ``MessageRetentionPeriod``.
     """
 
@@ -333,12 +345,21 @@ class ReplayWindows:
         return self.stream_retention if unlimited else age
 
     @property
+    def failed_batch_kept(self) -> int:
+        """How long the destination can keep a failed batch: ``failed_batch_retention`` plus
+        S3's rounding of an expiration up to the next midnight UTC
+        (:data:`S3_EXPIRY_ROUNDING_SECONDS`); 0 for a pointer destination."""
+        if not self.failed_batch_retention:
+            return 0
+        return self.failed_batch_retention + S3_EXPIRY_ROUNDING_SECONDS
+
+    @property
     def replayable_until(self) -> int:
         """The latest a record can come back, after its write: from the stream; from the
-        failed-batch bucket (written at :attr:`discarded_by`, kept its retention); from the
-        quarantine, where a record goes when it is delivered from either, and stays its
-        retention."""
-        bucket_until = self.discarded_by + self.failed_batch_retention
+        failed-batch bucket (written at :attr:`discarded_by`, kept :attr:`failed_batch_kept`);
+        from the quarantine, where a record goes when it is delivered from either, and stays
+        its retention."""
+        bucket_until = self.discarded_by + self.failed_batch_kept
         quarantined_by = max(self.stream_retention, bucket_until)
         return max(bucket_until, quarantined_by + self.quarantine_retention)
 
@@ -349,10 +370,15 @@ class ReplayWindows:
             if self.max_record_age == UNLIMITED_RECORD_AGE
             else f"{self.max_record_age} s"
         )
+        rounding = (
+            f" (kept up to {self.failed_batch_kept} s: S3 expires at the next midnight UTC)"
+            if self.failed_batch_retention
+            else ""
+        )
         return (
             f"stream retention {self.stream_retention} s, maximum record age {age}, "
-            f"failed-batch retention {self.failed_batch_retention} s, quarantine retention "
-            f"{self.quarantine_retention} s"
+            f"failed-batch retention {self.failed_batch_retention} s{rounding}, quarantine "
+            f"retention {self.quarantine_retention} s"
         )
 
 
@@ -674,8 +700,9 @@ class OnFailureMessage:
 
 
 # --- The outbox item -----------------------------------------------------------------------------
-# Written by cdc_consumer.outbox.Outbox in the application's transaction; read by the fan-out's
-# pipe (StreamFanOut for an outbox), whose filter and input template name these attributes.
+# Written by cdc_consumer.sinks.outbox.Outbox in the application's transaction; read by the
+# fan-out's pipe (StreamFanOut for an outbox), whose filter and input template name these
+# attributes.
 
 OUTBOX_KEY_PREFIX: Final = "OUTBOX#"
 """Key prefix that marks outbox items; the fan-out's filter lets only these INSERTs through."""

@@ -23,8 +23,8 @@ from botocore.config import Config
 #: Without the variable (a function these constructs did not make) the runtime cannot see its
 #: windows, so it applies the rule to the longest it can assume: a DynamoDB stream whose mapping
 #: has no record age limit, a failed-batch bucket kept the constructs' default 14 days and a
-#: quarantine queue kept SQS's maximum 14 days: 30 days (CdcChecks reports such a function, and
-#: one whose windows are longer).
+#: quarantine queue kept SQS's maximum 14 days, with S3's rounding of an expiration up to the next
+#: midnight UTC: 31 days (CdcChecks reports such a function, and one whose windows are longer).
 UNCONFIGURED_FAILED_BATCH_RETENTION_SECONDS = 14 * 24 * 3600
 UNCONFIGURED_QUARANTINE_RETENTION_SECONDS = 14 * 24 * 3600
 # (MARKER_TTL_ENV, the variable, and the rule are the contract's: cdc_consumer.contract.)
@@ -161,3 +161,14 @@ CLIENT_CONFIG = Config(
     connect_timeout=3,
     read_timeout=10,
 )
+
+# --- writes outside a transaction (cdc_consumer.alone) ---
+
+#: Threads writing self-guarding records alone, concurrently: 8 keeps under botocore's default
+#: connection pool (10 per client), so no thread waits for a connection, and is enough to hide
+#: DynamoDB's single-digit-millisecond write latency behind one another on a batch of 100.
+ALONE_WRITE_THREADS = 8
+#: Records written alone that wait for the next flush: at most as many as one transaction
+#: carries, so a flush takes about as long as one transaction's commit and the deadline
+#: check between records keeps its meaning.
+ALONE_PENDING_RECORDS = 100

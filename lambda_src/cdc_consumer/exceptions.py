@@ -226,8 +226,8 @@ class OutboxConflictError(OutboxError):
     """A condition failed, so DynamoDB cancelled the transaction: NEITHER item was written.
 
     ``failed_actions`` lists the indexes (into the actions given to
-    :meth:`cdc_consumer.outbox.Outbox.write`; the outbox item is the last index) whose condition
-    failed; ``reasons`` is DynamoDB's ``CancellationReasons`` list as returned.
+    :meth:`cdc_consumer.sinks.outbox.Outbox.write`; the outbox item is the last index) whose
+    condition failed; ``reasons`` is DynamoDB's ``CancellationReasons`` list as returned.
     """
 
     def __init__(self, message: str, failed_actions: list[int], reasons: list[dict[str, Any]]):

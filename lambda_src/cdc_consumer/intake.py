@@ -11,11 +11,11 @@ progress (:mod:`cdc_consumer.progress`) writes it after its transactions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc_consumer import logs, metrics
-from cdc_consumer.batch import BatchRun, GroupTurn
+from cdc_consumer.batch import BatchRun, GroupTurn, LambdaContext, Registry
 from cdc_consumer.change import Change
 from cdc_consumer.contract import BACKFILL_EVENT_KEY, SnapshotBatch
 from cdc_consumer.exceptions import (
@@ -30,14 +30,24 @@ from cdc_consumer.snapshots import SnapshotChange
 from cdc_consumer.tally import Tally
 
 if TYPE_CHECKING:
-    from cdc_consumer.processor import LambdaContext, StreamProcessor
     from cdc_consumer.settings import Settings
 
-__all__ = ["handle_batch", "snapshot_refusal"]
+__all__ = ["Handler", "handle_batch", "snapshot_refusal"]
+
+
+class Handler(Registry, Protocol):
+    """What one ``handle`` call needs of its :class:`~cdc_consumer.processor.StreamProcessor`
+    (a protocol, so this module does not import the processor that imports it)."""
+
+    snapshot_refusers: list[str]
+    batch_hooks: list[Callable[[list[Any]], None]]
+    progress: ProgressRecorder | None
+
+    def settings(self) -> Settings: ...
 
 
 def handle_batch(
-    processor: StreamProcessor,
+    processor: Handler,
     event: Mapping[str, Any],
     context: LambdaContext | None,
     turn: GroupTurn | None = None,
@@ -82,7 +92,7 @@ def handle_batch(
 
 
 def _answered(
-    processor: StreamProcessor,
+    processor: Handler,
     settings: Settings,
     snapshot: SnapshotBatch | None,
     records: list[Any],

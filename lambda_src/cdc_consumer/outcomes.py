@@ -73,14 +73,16 @@ ACCESS_DENIED_CODES: Final = frozenset({"AccessDeniedException", "AccessDenied"}
 
 def access_denial(error: BaseException | None) -> BaseException | None:
     """The AccessDenied ``ClientError`` that ``error`` is or wraps (its ``__cause__`` chain), if
-    any: code ``AccessDeniedException`` / ``AccessDenied``, or an HTTP 403 whose body says
-    AccessDenied (an emulator answering a JSON service in XML)."""
+    any: code ``AccessDeniedException`` / ``AccessDenied``, or any HTTP 403 (Forbidden: the
+    caller's credentials or role refused, whatever the body says; an emulator answering a
+    JSON service in XML leaves the code unparsed). Decided on the response's data, never on
+    its message's text."""
     while error is not None:
         response = getattr(error, "response", None)
         if isinstance(response, Mapping):
             code = response.get("Error", {}).get("Code", "")
             status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            if code in ACCESS_DENIED_CODES or (status == 403 and "AccessDenied" in str(error)):
+            if code in ACCESS_DENIED_CODES or status == 403:
                 return error
         error = error.__cause__
     return None

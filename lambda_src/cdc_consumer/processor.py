@@ -18,13 +18,14 @@ import boto3
 
 from cdc_consumer import defaults
 from cdc_consumer.exceptions import ConfigurationError, projection_reader
+from cdc_consumer.sinks.protocol import batch_hook, takes_snapshots
 
 if TYPE_CHECKING:
     from cdc_consumer.batch import GroupTurn, LambdaContext
     from cdc_consumer.decision import Projection, Reads
-    from cdc_consumer.modes import SideEffect
     from cdc_consumer.progress import ProgressRecorder
     from cdc_consumer.settings import Settings
+    from cdc_consumer.sinks.side_effects import SideEffect
 
 __all__ = ["LambdaContext", "Projection", "Settings", "SideEffect", "StreamProcessor"]
 
@@ -32,7 +33,7 @@ __all__ = ["LambdaContext", "Projection", "Settings", "SideEffect", "StreamProce
 _LAZY = {
     "LambdaContext": "cdc_consumer.batch",
     "Projection": "cdc_consumer.decision",
-    "SideEffect": "cdc_consumer.modes",
+    "SideEffect": "cdc_consumer.sinks.side_effects",
     "Settings": "cdc_consumer.settings",
 }
 
@@ -82,7 +83,7 @@ class StreamProcessor:
       env ``CDC_SIDE_EFFECT_TIMEOUT_MS``, else 10 s or a quarter of the function's timeout
       if shorter. A retry that meets a crashed invocation's claim waits for it to expire and
       takes it over when its invocation has the time (billed duration, at most one timeout);
-      a side effect must finish within it (see :mod:`cdc_consumer.side_effects`).
+      a side effect must finish within it (see :mod:`cdc_consumer.sinks.side_effects`).
     - ``clock``: epoch seconds; default ``time.time``; ``sleep``: default ``time.sleep``
       (tests pass their own).
 
@@ -156,11 +157,11 @@ class StreamProcessor:
         def add(function: Projection) -> str:
             self.projections.append(function)
             name = projection_reader(function)
-            takes = getattr(function, "takes_snapshots", False) if snapshots is None else snapshots
+            takes = takes_snapshots(function) if snapshots is None else snapshots
             if not takes:
                 self.snapshot_refusers.append(name)
-            start_batch = getattr(function, "start_batch", None)
-            if callable(start_batch):
+            start_batch = batch_hook(function)
+            if start_batch is not None:
                 self.batch_hooks.append(start_batch)
             return name
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from cdc_consumer.aggregates import Aggregate, Owner, merged_request
 from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
 from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE, STREAM_ATTRIBUTE
 from cdc_consumer.exceptions import (
@@ -32,7 +31,7 @@ from cdc_consumer.exceptions import (
     RejectedByDynamoDBError,
     TransientError,
 )
-from cdc_consumer.versions import is_guarded, is_swap
+from cdc_consumer.sinks.protocol import OnConditionFailed, kind_of
 
 #: TransactWriteItems action types and the attribute each needs to name its item.
 ACTION_TYPES: dict[str, str] = {
@@ -54,6 +53,9 @@ CONDITION_FAILED = "ConditionalCheckFailed"
 PERMANENT_REASONS = frozenset({CONDITION_FAILED, "ValidationError"})
 
 ItemIdentity = tuple[str, str]
+#: Where a request item comes from: (index of the record among those written, index of the
+#: item in that record's items, its marker being 0).
+Owner = tuple[int, int]
 
 
 def marker_action(
@@ -96,9 +98,9 @@ def _stream_of(item: Any) -> str | None:
 
 @dataclass(eq=False, slots=True)
 class RecordWrites:
-    """One record's transaction items: its marker first, then its projection's actions.
+    """One record's writes: its marker first (when it needs one), then its projections' actions.
 
-    A record whose projection returned no actions has no items at all (no marker either:
+    A record whose projections returned no actions has no items at all (no marker either:
     there is no effect to make exactly-once, so a marker would be a write for nothing).
 
     ``quarantined`` marks a poison record's compensating writes (the actions of the
@@ -107,20 +109,27 @@ class RecordWrites:
     """
 
     position: int
-    items: list[dict[str, Any]]
+    items: list[Any]
+    #: The item each of ``items`` writes ((table, key); None for a Put on a table whose key
+    #: schema is unknown), in the same order.
+    keys: list[ItemIdentity | None]
     identities: frozenset[ItemIdentity]
     size: int
     quarantined: bool = False
-    #: The record's :class:`~cdc_consumer.aggregates.Aggregate` actions by item: these may
-    #: share the item with other records' aggregates (merged into one action).
-    aggregates: dict[ItemIdentity, Aggregate] = field(default_factory=dict)
+    #: The record's mergeable actions by item (their kind has ``merge``, e.g. hot aggregates):
+    #: these may share the item with other records' (merged into one action).
+    mergeable: dict[ItemIdentity, Any] = field(default_factory=dict)
     #: Whether ``items`` starts with the record's processed-marker. A record whose every
-    #: action is version-guarded (:func:`cdc_consumer.versions.guard`, e.g. LatestImage's)
-    #: has none: such a write is idempotent by itself (a redelivery is not newer than what the
-    #: view holds, so its guard fails and it is dropped as stale), and the marker would only
-    #: double its write units. Nor has a record with a swap (:func:`~cdc_consumer.versions.
-    #: is_swap`, Contributions'): once applied, the version it expects is gone.
+    #: action guards itself (:class:`~cdc_consumer.sinks.protocol.ActionKind`, e.g.
+    #: LatestImage's version-guarded Put) has none: a redelivery is not newer than what the
+    #: view holds, so its guard fails and it is dropped as stale; nor has a record with an
+    #: action that guards its record (a Contributions swap: once applied, the version it
+    #: expects is gone).
     marker: bool = True
+    #: Whether every item may be written alone (a conditional PutItem / DeleteItem /
+    #: UpdateItem, no transaction): the plan then writes it so when that costs less
+    #: (:mod:`cdc_consumer.plan`).
+    alone: bool = False
 
     @classmethod
     def build(
@@ -132,7 +141,7 @@ class RecordWrites:
         *,
         quarantined: bool = False,
     ) -> RecordWrites:
-        """Validate a projection's ``actions`` and pair them with ``marker``.
+        """Validate a projection's ``actions`` and pair them with ``marker`` when they need it.
 
         Raises :class:`InvalidActionError` (poison: the same change always yields the same
         actions) naming the problem when the actions are not a list of TransactWriteItems
@@ -141,30 +150,17 @@ class RecordWrites:
         """
         actions = action_list(actions)
         if not actions:
-            return cls(position, [], frozenset(), 0, quarantined)
+            return cls(position, [], [], frozenset(), 0, quarantined)
         if len(actions) + 1 > MAX_TRANSACTION_ACTIONS:
             raise InvalidActionError(
                 f"a projection returned {len(actions)} actions for one record; at most "
                 f"{MAX_TRANSACTION_ACTIONS - 1} fit in a transaction beside its marker"
             )
-        identities: set[ItemIdentity] = set()
-        aggregates: dict[ItemIdentity, Aggregate] = {}
-        for index, action in enumerate(actions):
-            identity = _identity(action, index, idempotency_table)
-            if identity is None:
-                continue
-            if isinstance(action, Aggregate):
-                aggregates[identity] = action
-            if identity in identities:
-                raise InvalidActionError(
-                    f"action {index} touches an item an earlier action of the same record "
-                    f"already touches ({identity[0]} {identity[1]}); DynamoDB allows one "
-                    "action per item in a transaction: combine them into one"
-                )
-            identities.add(identity)
-        copies = [a if isinstance(a, Aggregate) else dict(a) for a in actions]
-        needs_marker = quarantined or not _self_idempotent(copies)
-        items = [marker, *copies] if needs_marker else copies
+        keys, mergeable = _keys(actions, idempotency_table)
+        kinds = [kind_of(action) for action in actions]
+        guarded = all(k.guards_itself for k in kinds) or any(k.guards_record for k in kinds)
+        needs_marker = quarantined or not guarded
+        items = [marker, *actions] if needs_marker else actions
         # The JSON of the actions is larger than DynamoDB's item size (type tags, quotes), so
         # staying under the limit measured this way stays under DynamoDB's.
         size = len(json.dumps(items, default=str))
@@ -173,24 +169,46 @@ class RecordWrites:
                 f"a projection's actions for one record take {size} bytes; a transaction "
                 f"holds at most {MAX_TRANSACTION_BYTES}"
             )
+        identities = {key for key in keys if key is not None}
         if not needs_marker:
-            return cls(position, items, frozenset(identities), size, marker=False)
+            alone = all(k.writes_alone for k in kinds)
+            return cls(
+                position, items, keys, frozenset(identities), size, False, mergeable, False, alone
+            )
         marker_identity = _identity(marker, -1, idempotency_table)
         assert marker_identity is not None
         identities.add(marker_identity)
-        return cls(position, items, frozenset(identities), size, quarantined, aggregates)
+        keys = [marker_identity, *keys]
+        return cls(position, items, keys, frozenset(identities), size, quarantined, mergeable)
 
     def drop_stale(self, indexes: set[int]) -> None:
-        """Remove the version-guarded items at ``indexes`` whose guard did not hold: the view
-        holds that version or a newer one, and versions only grow, so they stay no-ops."""
-        self.items = [item for index, item in enumerate(self.items) if index not in indexes]
+        """Remove the items at ``indexes`` whose guard did not hold: the view holds that
+        version or a newer one, and versions only grow, so they stay no-ops."""
+        kept = [i for i in range(len(self.items)) if i not in indexes]
+        self.items = [self.items[i] for i in kept]
+        self.keys = [self.keys[i] for i in kept]
         self.size = len(json.dumps(self.items, default=str))
 
 
-def _self_idempotent(actions: list[Any]) -> bool:
-    """Whether the actions make their record idempotent without a marker (see
-    :attr:`RecordWrites.marker`)."""
-    return all(is_guarded(action) for action in actions) or any(map(is_swap, actions))
+def _keys(
+    actions: list[Any], idempotency_table: str
+) -> tuple[list[ItemIdentity | None], dict[ItemIdentity, Any]]:
+    """The item of each action, and the mergeable actions by item; :class:`InvalidActionError`
+    when two actions touch one item."""
+    keys: list[ItemIdentity | None] = []
+    mergeable: dict[ItemIdentity, Any] = {}
+    for index, action in enumerate(actions):
+        identity = _identity(action, index, idempotency_table)
+        if identity is not None and identity in keys:
+            raise InvalidActionError(
+                f"action {index} touches an item an earlier action of the same record "
+                f"already touches ({identity[0]} {identity[1]}); DynamoDB allows one "
+                "action per item in a transaction: combine them into one"
+            )
+        keys.append(identity)
+        if identity is not None and kind_of(action).merge is not None:
+            mergeable[identity] = action
+    return keys, mergeable
 
 
 def action_list(actions: Any) -> list[Any]:
@@ -251,12 +269,12 @@ class TransactionGroup:
     actions: int = 0
     size: int = 0
     identities: set[ItemIdentity] = field(default_factory=set)
-    #: Items so far touched only by aggregates, and their merge (hot aggregates).
-    merged: dict[ItemIdentity, Aggregate] = field(default_factory=dict)
+    #: Items so far touched only by mergeable actions, and their merge (hot aggregates).
+    merged: dict[ItemIdentity, Any] = field(default_factory=dict)
 
     def fits(self, writes: RecordWrites) -> bool:
         """Whether ``writes`` can join without breaking a DynamoDB transaction limit. An item
-        already in the group is allowed only where both sides are aggregates that merge."""
+        already in the group is allowed only where both sides are actions that merge."""
         if not writes.items:  # a record without effect always fits
             return True
         shared = self._merges(writes)
@@ -266,13 +284,13 @@ class TransactionGroup:
             and self.size + writes.size <= MAX_TRANSACTION_BYTES
         )
 
-    def _merges(self, writes: RecordWrites) -> dict[ItemIdentity, Aggregate] | None:
-        """The merged aggregates of the items ``writes`` shares with the group; None when it
+    def _merges(self, writes: RecordWrites) -> dict[ItemIdentity, Any] | None:
+        """The merged actions of the items ``writes`` shares with the group; None when it
         shares an item that cannot be merged."""
-        shared: dict[ItemIdentity, Aggregate] = {}
+        shared: dict[ItemIdentity, Any] = {}
         for identity in self.identities & writes.identities:
-            earlier, later = self.merged.get(identity), writes.aggregates.get(identity)
-            merged = earlier.then(later) if earlier is not None and later is not None else None
+            earlier, later = self.merged.get(identity), writes.mergeable.get(identity)
+            merged = _merge(earlier, later)
             if merged is None:
                 return None
             shared[identity] = merged
@@ -286,8 +304,8 @@ class TransactionGroup:
         self.actions += len(writes.items) - len(shared)
         self.size += writes.size
         for identity in writes.identities - self.identities:
-            if identity in writes.aggregates:
-                self.merged[identity] = writes.aggregates[identity]
+            if identity in writes.mergeable:
+                self.merged[identity] = writes.mergeable[identity]
         self.merged.update(shared)
         self.identities.update(writes.identities)
 
@@ -300,6 +318,43 @@ class TransactionGroup:
 
     def __bool__(self) -> bool:
         return bool(self.records)
+
+
+def _merge(earlier: Any, later: Any) -> Any:
+    """``earlier`` then ``later`` (two actions of one item) as one action, or None."""
+    if earlier is None or later is None:
+        return None
+    kind = kind_of(earlier)
+    if kind.merge is None or kind_of(later) is not kind:
+        return None
+    return kind.merge(earlier, later)
+
+
+def merged_request(records: Sequence[RecordWrites]) -> tuple[list[Any], list[list[Owner]]]:
+    """The TransactItems of consecutive records, each mergeable action merged into the first
+    action of the same item that it merges with, and, per request item, the (record, item)
+    pairs it carries (the first is where it stands).
+
+    Actions that do not merge with the one before them stand as they are (the transaction
+    group cuts before such a record: see :class:`TransactionGroup`).
+    """
+    items: list[Any] = []
+    owners: list[list[Owner]] = []
+    merged_at: dict[ItemIdentity, int] = {}
+    for r, record in enumerate(records):
+        for i, item in enumerate(record.items):
+            identity = record.keys[i]
+            if identity is not None and kind_of(item).merge is not None:
+                at = merged_at.get(identity)
+                merged = _merge(items[at], item) if at is not None else None
+                if at is not None and merged is not None:
+                    items[at] = merged
+                    owners[at].append((r, i))
+                    continue
+                merged_at[identity] = len(items)
+            items.append(item)
+            owners.append([(r, i)])
+    return items, owners
 
 
 @dataclass
@@ -370,10 +425,10 @@ def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
 def _attempt(client: Any, chunk: list[RecordWrites]) -> _Attempt:
     """One TransactWriteItems call carrying ``chunk``'s items, read into an :class:`_Attempt`."""
     writing = [record for record in chunk if record.items]
-    # Consecutive records' aggregates of one item travel as one action (hot aggregates): rebuilt
+    # Consecutive records' mergeable actions of one item travel as one (hot aggregates): rebuilt
     # from the records still to write at every attempt, so a duplicate dropped after one
     # attempt neither drops nor doubles the others' contributions.
-    request, owners = merged_request([record.items for record in writing])
+    request, owners = merged_request(writing)
     try:
         client.transact_write_items(TransactItems=request)
     except ClientError as error:
@@ -430,11 +485,11 @@ def _read_reasons(
     writing: list[RecordWrites], owners: list[list[Owner]], reasons: Any
 ) -> tuple[_Attempt, dict[RecordWrites, set[int]]]:
     """What a cancellation's reasons (one per request item; ``owners``: the records' items
-    each carries, see :func:`cdc_consumer.aggregates.merged_request`) say: the duplicates and
-    the first failing record with its error, and the stale version-guarded items by record.
-    A failed condition on a version-guarded action (:func:`cdc_consumer.versions.is_guarded`)
-    is not a failure: the change is older than or equal to what the view holds, so that
-    action is a no-op (docs/design.md §9).
+    each carries, see :func:`merged_request`) say: the duplicates and the first failing record
+    with its error, and the stale items by record. A failed condition means what the action's
+    kind says (:class:`~cdc_consumer.sinks.protocol.OnConditionFailed`): on a version-guarded
+    action it is not a failure: the change is older than or equal to what the view holds, so
+    that action is a no-op (docs/design.md §9).
 
     A merged aggregate carries several records' updates, and DynamoDB's reason names the
     action, not the record. A transient reason (a conflict, a throttle) is the first record's:
@@ -463,10 +518,11 @@ def _read_reasons(
                 continue
             foreign = ForeignMarkerError(_foreign(record, other))
             return _Attempt(duplicates=duplicates, failed=record, error=foreign), stale
-        if code == CONDITION_FAILED and not is_marker and is_guarded(record.items[index]):
+        meaning = kind_of(record.items[index]).on_condition_failed
+        if code == CONDITION_FAILED and not is_marker and meaning is OnConditionFailed.STALE:
             stale.setdefault(record, set()).add(index)
             continue
-        if code == CONDITION_FAILED and not is_marker and is_swap(record.items[index]):
+        if code == CONDITION_FAILED and not is_marker and meaning is OnConditionFailed.CONTENDED:
             # Another writer replaced the version this record read (a backfill's row and a
             # stream change of one item at once): retried, it reads the new version.
             detail = "another writer replaced the contribution it read; it is retried"

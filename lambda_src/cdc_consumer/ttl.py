@@ -24,7 +24,7 @@ from typing import cast
 
 from cdc_consumer.exceptions import TtlValueError
 
-__all__ = ["TTL_WINDOW", "TtlValueError", "ttl_after", "validate_ttl"]
+__all__ = ["TTL_WINDOW", "TtlValueError", "finer_unit", "ttl_after", "validate_ttl"]
 
 #: How far from now a TTL value may lie, in both directions. DynamoDB's TTL process ignores items
 #: whose TTL is more than five years in the past; a value more than five years ahead is almost
@@ -33,6 +33,11 @@ TTL_WINDOW = timedelta(days=5 * 365)
 
 # Finer units people pass by mistake, largest first, with the factor to seconds.
 _FINER_UNITS = (("milliseconds", 10**3), ("microseconds", 10**6), ("nanoseconds", 10**9))
+
+#: A plain number given to :func:`ttl_after` that is a whole number of hours when read as
+#: milliseconds (``86400000``: a day in milliseconds, 1,000 days in seconds) is refused: in
+#: seconds it would be a multiple of 1,000 hours (41.7 days), which nobody means.
+_HOUR_MS = 3_600_000
 
 
 def _now_seconds(now: datetime | float | int | None) -> float:
@@ -91,13 +96,14 @@ def validate_ttl(value: object, *, now: datetime | float | int | None = None) ->
     window = TTL_WINDOW.total_seconds()
     earliest, latest = math.floor(current - window), math.ceil(current + window)
     if seconds > latest:
-        for unit, factor in _FINER_UNITS:
-            if earliest * factor <= seconds <= latest * factor:
-                raise TtlValueError(
-                    f"TTL value {seconds} looks like epoch {unit} ({_iso(seconds // factor)}); "
-                    f"DynamoDB's TTL needs epoch seconds, so the item would never expire: "
-                    f"use {seconds // factor}"
-                )
+        finer = finer_unit(seconds, now=current)
+        if finer is not None:
+            unit, factor = finer
+            raise TtlValueError(
+                f"TTL value {seconds} looks like epoch {unit} ({_iso(seconds // factor)}); "
+                f"DynamoDB's TTL needs epoch seconds, so the item would never expire: "
+                f"use {seconds // factor}"
+            )
         raise TtlValueError(
             f"TTL value {seconds} is {_iso(seconds)}, more than five years ahead "
             f"(latest {_iso(latest)}); give epoch seconds within five years of now"
@@ -111,6 +117,24 @@ def validate_ttl(value: object, *, now: datetime | float | int | None = None) ->
     return seconds
 
 
+def finer_unit(
+    seconds: int, *, now: datetime | float | int | None = None
+) -> tuple[str, int] | None:
+    """(unit, factor to seconds) when epoch ``seconds`` read in a finer unit (milliseconds,
+    microseconds, nanoseconds) lands within :data:`TTL_WINDOW` of ``now``: a unit mistake
+    that makes an item never expire. None otherwise (the local pipeline's TTL sweeper asks
+    this of every TTL value it meets)."""
+    current = _now_seconds(now)
+    window = TTL_WINDOW.total_seconds()
+    earliest, latest = math.floor(current - window), math.ceil(current + window)
+    if seconds <= latest:
+        return None
+    for unit, factor in _FINER_UNITS:
+        if earliest * factor <= seconds <= latest * factor:
+            return unit, factor
+    return None
+
+
 def ttl_after(
     duration: timedelta | float | int, *, now: datetime | float | int | None = None
 ) -> int:
@@ -121,8 +145,13 @@ def ttl_after(
     or epoch seconds. The result is rounded up to the next whole second, so an item never
     expires before ``duration`` has passed.
 
+    A number that is a whole number of hours *in milliseconds* (``ttl_after(86400000)``, a day
+    in milliseconds, would be 1,000 days in seconds) is refused as a unit mistake: give a
+    ``timedelta`` (never ambiguous) or seconds.
+
     Raises:
-        TtlValueError: ``duration`` is not positive, longer than five years, or not a duration.
+        TtlValueError: ``duration`` is not positive, longer than five years, looks like
+            milliseconds, or not a duration.
     """
     if isinstance(duration, bool) or not isinstance(duration, (timedelta, numbers.Real)):
         raise TtlValueError(
@@ -133,6 +162,14 @@ def ttl_after(
     if not math.isfinite(seconds) or seconds <= 0:
         raise TtlValueError(
             f"duration {duration!r} must be a positive time span (e.g. timedelta(days=7))"
+        )
+    if not isinstance(duration, timedelta) and seconds >= _HOUR_MS and seconds % _HOUR_MS == 0:
+        as_ms, as_seconds = timedelta(milliseconds=seconds), timedelta(seconds=seconds)
+        raise TtlValueError(
+            f"duration {duration!r} looks like milliseconds: {seconds:.0f} ms is {as_ms}, but "
+            f"ttl_after takes seconds ({seconds:.0f} s is {as_seconds}). Give "
+            f"ttl_after({as_ms.total_seconds():.0f}) or a timedelta, which is never ambiguous "
+            f"(timedelta(seconds={seconds:.0f}) if you meant {as_seconds})"
         )
     if seconds > TTL_WINDOW.total_seconds():
         raise TtlValueError(

@@ -1,4 +1,4 @@
-"""Versions of changes, and the version guard on view writes (docs/design.md §9).
+"""Versions of changes and their order across the stream and Kinesis routes (docs/design.md §9).
 
 A change's *version* is its creation time in microseconds, then a tie-break:
 
@@ -18,18 +18,12 @@ tie-break's length (3 digits) and the tie-break, so that a longer sequence numbe
 shorter one as numbers do. Duplicates of one Kinesis record carry the same DynamoDB change and the
 same time; a redelivery of the same Kinesis record has the same sequence number too.
 
-A *version guard* is a condition on a view write, ``attribute_not_exists(v) OR v < :version``:
-the write takes effect only when the view holds an older version of the item (or none). A change
-older than or equal to what the view holds is then a no-op, so the view converges to the newest
-change whatever the delivery order and however often a change is delivered. When the guard does
-not hold, DynamoDB cancels the transaction; the runtime recognizes a guarded action by its
-attribute name placeholder (:data:`GUARD_PLACEHOLDER`), drops it as stale (the record's other
-actions and its marker still commit) and commits the rest.
+The version guard that keeps a view item at its newest version is
+:mod:`cdc_consumer.sinks.guarded`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from decimal import Decimal, DecimalException
 from typing import Any
 
@@ -37,15 +31,6 @@ from cdc_consumer import decimals
 
 #: The view attribute holding the version of the change a view item was last written from.
 VERSION_ATTRIBUTE = "cdc_version"
-#: The attribute name placeholder every version-guarded action uses for the version attribute;
-#: the runtime reads a failed condition on an action that has it as "stale: a no-op".
-GUARD_PLACEHOLDER = "#cdcVersion"
-#: The value placeholder of the version in a guarded action.
-GUARD_VALUE = ":cdcVersion"
-#: The attribute name placeholder of a *swap*: a write conditioned on the version it replaces
-#: (:class:`cdc_consumer.contributions.Contributions`). Its failed condition means "another
-#: writer replaced that version meanwhile": transient, the record is retried and reads again.
-SWAP_PLACEHOLDER = "#cdcExpected"
 #: Digits of the time part: microseconds since the epoch have 16 digits until the year 2286.
 TIME_DIGITS = 17
 #: Kinesis sequence numbers have at most 128 digits: three digits hold the length.
@@ -120,78 +105,3 @@ def _integer(value: Decimal) -> int:
         return int(value.to_integral_value(rounding="ROUND_FLOOR"))
     except (DecimalException, OverflowError) as error:  # NaN, Infinity
         raise ValueError(f"not a finite number: {value}") from error
-
-
-class GuardedAction(dict):  # type: ignore[type-arg]
-    """A version-guarded action (a plain dict to boto3) that also says which item it writes:
-    ``item_key`` (DynamoDB JSON), so the runtime keeps two writes of one item out of one
-    transaction even for a Put, whose key it cannot otherwise tell from the item."""
-
-    item_key: Mapping[str, Any] | None = None
-
-
-def guard(
-    action: Mapping[str, Any],
-    version: str,
-    attribute: str = VERSION_ATTRIBUTE,
-    *,
-    key: Mapping[str, Any] | None = None,
-) -> GuardedAction:
-    """``action`` (a Put or Update in boto3's client shape) guarded by ``version``.
-
-    A Put gets the version in its item; an Update gets ``SET <attribute> = :version``. Both get
-    the condition ``attribute_not_exists(<attribute>) OR <attribute> < :version``, joined with
-    ``AND`` to a condition the action already has. Use it for any view write that must not be
-    overwritten by an older change (a replica, a search document); :class:`LatestImage` does.
-    ``key``: the item's key in DynamoDB JSON (give it for a Put: see :class:`GuardedAction`).
-    """
-    if not isinstance(action, Mapping) or len(action) != 1:
-        raise ValueError(f"expected one TransactWriteItems action, got {action!r:.200}")
-    ((kind, body),) = action.items()
-    if kind not in ("Put", "Update"):
-        raise ValueError(f"only a Put or an Update can be version-guarded, got {kind}")
-    body = dict(body)
-    names = {**body.get("ExpressionAttributeNames", {}), GUARD_PLACEHOLDER: attribute}
-    values = {**body.get("ExpressionAttributeValues", {}), GUARD_VALUE: {"S": version}}
-    condition = (
-        f"(attribute_not_exists({GUARD_PLACEHOLDER}) OR {GUARD_PLACEHOLDER} < {GUARD_VALUE})"
-    )
-    if body.get("ConditionExpression"):
-        condition = f"({body['ConditionExpression']}) AND {condition}"
-    if kind == "Put":
-        body["Item"] = {**body["Item"], attribute: {"S": version}}
-    else:
-        update = body.get("UpdateExpression", "")
-        assignment = f"{GUARD_PLACEHOLDER} = {GUARD_VALUE}"
-        body["UpdateExpression"] = (
-            update.replace("SET ", f"SET {assignment}, ", 1)
-            if "SET " in update
-            else f"SET {assignment} {update}".strip()
-        )
-    body.update(
-        ConditionExpression=condition,
-        ExpressionAttributeNames=names,
-        ExpressionAttributeValues=values,
-    )
-    guarded = GuardedAction({kind: body})
-    guarded.item_key = key if key is not None else body.get("Key")
-    return guarded
-
-
-def is_guarded(action: Any) -> bool:
-    """Whether ``action`` is version-guarded (its failed condition means "stale: a no-op")."""
-    if not isinstance(action, Mapping) or len(action) != 1:
-        return False
-    ((_, body),) = action.items()
-    names = body.get("ExpressionAttributeNames") if isinstance(body, Mapping) else None
-    return isinstance(names, Mapping) and GUARD_PLACEHOLDER in names
-
-
-def is_swap(action: Any) -> bool:
-    """Whether ``action`` is a swap (see :data:`SWAP_PLACEHOLDER`): it makes its record
-    idempotent (applied once, the version it expects is gone), so the record needs no marker."""
-    if not isinstance(action, Mapping) or len(action) != 1:
-        return False
-    ((_, body),) = action.items()
-    names = body.get("ExpressionAttributeNames") if isinstance(body, Mapping) else None
-    return isinstance(names, Mapping) and SWAP_PLACEHOLDER in names

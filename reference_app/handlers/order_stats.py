@@ -17,7 +17,7 @@ View table (``VIEW_TABLE_NAME``; partition key ``pk`` S), one item per customer:
 Each change adds the difference between the order's contribution in its NEW image and in its
 OLD image (INSERT: new only; REMOVE, TTL expiry included: old only; MODIFY: both, so a status
 or amount change moves counts and totals, and a change of customer moves the order). The
-difference is written with UpdateItem ``ADD``, built by ``cdc_consumer.aggregates.increment``:
+difference is written with UpdateItem ``ADD``, built by ``cdc_consumer.sinks.aggregates.increment``:
 ADD commutes, so several records' updates share one transaction with their processed-markers
 and each is applied exactly once, and the runtime may merge consecutive records' increments of
 one customer into one action (a hot aggregate) instead of cutting the transaction there.
@@ -46,8 +46,8 @@ from decimal import Decimal, DecimalException
 from typing import Any
 
 from cdc_consumer import Change, Contributions, PermanentError, StreamProcessor
-from cdc_consumer.aggregates import increment
 from cdc_consumer.decimals import DYNAMODB_CONTEXT
+from cdc_consumer.sinks.aggregates import increment
 from orders_schema import (
     COUNT_PREFIX,
     CUSTOMER_PREFIX,
@@ -168,7 +168,7 @@ def order_stats(change: Change) -> list[dict[str, Any]]:
 
 
 def _updates(deltas: dict[str, dict[str, Decimal]]) -> list[dict[str, Any]]:
-    """One :func:`~cdc_consumer.aggregates.increment` per customer: consecutive records'
+    """One :func:`~cdc_consumer.sinks.aggregates.increment` per customer: consecutive records'
     increments of one customer merge into one action inside the transaction."""
     if not deltas:
         return []

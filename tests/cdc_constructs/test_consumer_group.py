@@ -78,6 +78,7 @@ def test_each_member_has_its_own_runtime_alarms_and_the_function_its_shared_ones
     assert set(consumer.alarms) == {
         "IteratorAge",
         "DroppedRecords",
+        "DestinationDeliveryFailures",
         "QuarantineQueueDepth",
         "RecordsQuarantined-stats",
         "RecordsQuarantined-archive",
@@ -86,6 +87,7 @@ def test_each_member_has_its_own_runtime_alarms_and_the_function_its_shared_ones
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",
+        "RedriveErrors",
     }
     alarms = {
         a["Properties"]["AlarmDescription"].split(":")[0]: a["Properties"]

@@ -134,7 +134,8 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
     assert mapping["StartingPosition"] == "TRIM_HORIZON"
     assert mapping["BatchSize"] == 100
     assert mapping["MaximumRetryAttempts"] == 5
-    assert mapping["MaximumRecordAgeInSeconds"] == 3600
+    # The 7-day stream's retention minus a day (issue 30): an outage waits in the stream.
+    assert mapping["MaximumRecordAgeInSeconds"] == 6 * 24 * 3600
     assert mapping["BisectBatchOnFunctionError"] is True
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["ParallelizationFactor"] == 1
@@ -159,9 +160,10 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
         assert statement["Resource"] != "*"
     variables = only(template, "AWS::Lambda::Function")["Environment"]["Variables"]
     assert variables["CDC_CONSUMER_NAME"] == "Replica"
-    # The replay windows (cdc_constructs.marker_lifetime): the 7-day stream, or the 1 h record
-    # age then 14 days in the failed-batch bucket, then 14 days in the quarantine, plus a day.
-    assert variables["CDC_MARKER_TTL_SECONDS"] == str(3600 + (14 + 14 + 1) * 24 * 3600)
+    # The replay windows (cdc_constructs.marker_lifetime): the 7-day stream, or the 6-day record
+    # age then 14 days in the failed-batch bucket (and a day of S3's rounding to midnight UTC),
+    # then 14 days in the quarantine, plus a day.
+    assert variables["CDC_MARKER_TTL_SECONDS"] == str((6 + 14 + 1 + 14 + 1) * 24 * 3600)
     assert set(consumer.alarms) >= {
         "IteratorAge",
         "DroppedRecords",
@@ -274,3 +276,108 @@ def test_the_kinesis_route_template_passes_cfn_lint(stack: Any) -> None:
         dynamodb.TableV2(stack, "View", partition_key=PK), env_var="VIEW_TABLE_NAME"
     )
     assert cfn_lint(Template.from_stack(stack).to_json()) == []
+
+
+@pytest.mark.parametrize(
+    ("retention", "age"),
+    [
+        (Duration.hours(24), Duration.hours(1)),  # never below the stream route's hour
+        (Duration.hours(48), Duration.hours(24)),
+        (Duration.days(7), Duration.days(6)),
+        (Duration.days(30), Duration.days(7)),  # AWS's most for a mapping
+    ],
+)
+def test_the_default_record_age_is_the_retention_minus_a_day_within_aws_range(
+    stack: Any, retention: Duration, age: Duration
+) -> None:
+    """Issue 30: one hour on a seven-day stream sent every outage longer than an hour to the
+    bucket; the default follows the stream's retention (KINESIS_RECORD_AGE_MARGIN_SECONDS)."""
+    consumer = KinesisConsumer(
+        stack, "Replica", **consumer_code(), table=kinesis_table(stack, retention=retention)
+    )
+    mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")
+    assert mapping["MaximumRecordAgeInSeconds"] == age.to_seconds()
+    assert consumer.max_record_age.to_seconds() == age.to_seconds()
+
+
+def test_a_given_record_age_is_kept_and_the_lag_alarm_stays_at_15_minutes(stack: Any) -> None:
+    table = kinesis_table(stack)
+    KinesisConsumer(stack, "Derived", **consumer_code(), table=table)
+    KinesisConsumer(
+        stack,
+        "Given",
+        **consumer_code(),
+        table=table,
+        max_record_age=Duration.minutes(20),
+        extra_reader_reason="Kinesis: no reader limit checked here",
+    )
+    template = Template.from_stack(stack).to_json()
+    ages = sorted(
+        m["MaximumRecordAgeInSeconds"]
+        for m in resources(template, "AWS::Lambda::EventSourceMapping").values()
+        for m in [m["Properties"]]
+    )
+    assert ages == [1200, 6 * 24 * 3600]
+    lags = sorted(
+        a["Properties"]["Threshold"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == "IteratorAge"
+    )
+    assert lags == [300_000, 900_000]  # a quarter of 20 minutes; 15 minutes, not 36 hours
+
+
+def _replication_alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found = {}
+    for alarm in resources(template, "AWS::CloudWatch::Alarm").values():
+        properties = alarm["Properties"]
+        for metric in properties.get("Metrics", []):
+            expression = json.dumps(metric.get("Expression", ""))
+            for name in (
+                "AgeOfOldestUnreplicatedRecord",
+                "ThrottledPutRecordCount",
+                "FailedToReplicateRecordCount",
+            ):
+                if f"MAX({name})" in expression:
+                    found[name] = {
+                        **properties,
+                        "expression": expression,
+                        "period": metric["Period"],
+                    }
+    return found
+
+
+def test_the_tables_replication_to_its_stream_is_alarmed(stack: Any) -> None:
+    """Issue 30: a change DynamoDB cannot put into the stream reaches no consumer, and no
+    consumer metric moves; DynamoDB's own replication metrics are alarmed."""
+    consumer = KinesisConsumer(stack, "Replica", **consumer_code(), table=kinesis_table(stack))
+    template = Template.from_stack(stack).to_json()
+    alarms = _replication_alarms(template)
+    assert set(alarms) == {
+        "AgeOfOldestUnreplicatedRecord",
+        "ThrottledPutRecordCount",
+        "FailedToReplicateRecordCount",
+    }
+    for alarm in alarms.values():
+        assert 'SCHEMA(\\"AWS/DynamoDB\\", DelegatedOperation, TableName)' in alarm["expression"]
+        assert "WHERE TableName = '" in alarm["expression"]
+        assert alarm["period"] == 300
+        assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert alarm["AlarmActions"] and alarm["OKActions"]  # the consumer's topic
+    assert alarms["AgeOfOldestUnreplicatedRecord"]["Threshold"] == 900_000
+    assert alarms["ThrottledPutRecordCount"]["EvaluationPeriods"] == 2
+    assert alarms["FailedToReplicateRecordCount"]["Threshold"] == 1
+    assert alarms["FailedToReplicateRecordCount"]["EvaluationPeriods"] == 1
+    assert {"ReplicationAge", "ReplicationThrottled", "ReplicationFailed"} <= set(consumer.alarms)
+    assert "DestinationDeliveryFailures" in consumer.alarms
+
+
+def test_without_the_table_or_monitoring_there_are_no_replication_alarms(stack: Any) -> None:
+    stream = kinesis.Stream(stack, "Changes", retention_period=Duration.days(7))
+    by_stream = KinesisConsumer(
+        stack, "ByStream", **consumer_code(), stream=stream, stream_retention=Duration.days(7)
+    )
+    quiet = KinesisConsumer(
+        stack, "Quiet", **consumer_code(), table=kinesis_table(stack), monitoring=False
+    )
+    assert by_stream.replication_alarms is None and quiet.replication_alarms is None
+    assert _replication_alarms(Template.from_stack(stack).to_json()) == {}

@@ -49,16 +49,31 @@ def table(stack: cdk.Stack) -> ChangeCaptureTable:
 
 
 def test_the_rule_chains_the_windows_plus_a_day() -> None:
-    """The stream (24 h), or the record age then the failed-batch bucket, then the quarantine
-    (a record is quarantined when it is delivered, from the stream or from a redrive)."""
+    """The stream (24 h), or the record age then the failed-batch bucket (its days, and up to a
+    day more: S3 expires an object at the next midnight UTC after them), then the quarantine (a
+    record is quarantined when it is delivered, from the stream or from a redrive)."""
     defaults = ReplayWindows(DAY, HOUR, 14 * DAY, 14 * DAY)
-    assert minimum_marker_lifetime(defaults) == HOUR + (14 + 14 + 1) * DAY
+    assert minimum_marker_lifetime(defaults) == HOUR + (14 + 1 + 14 + 1) * DAY
     pointer_only = ReplayWindows(DAY, HOUR, 0, 4 * DAY)  # SQS destination, SQS default retention
     assert minimum_marker_lifetime(pointer_only) == (1 + 4 + 1) * DAY
     kinesis_year = ReplayWindows(365 * DAY, 7 * DAY, 14 * DAY, 14 * DAY)
     assert minimum_marker_lifetime(kinesis_year) == (365 + 14 + 1) * DAY
     unlimited_age = ReplayWindows(DAY, -1, 14 * DAY, 14 * DAY)
-    assert minimum_marker_lifetime(unlimited_age) == (1 + 14 + 14 + 1) * DAY
+    assert minimum_marker_lifetime(unlimited_age) == (1 + 14 + 1 + 14 + 1) * DAY
+
+
+def test_s3_rounding_an_expiration_to_midnight_utc_is_inside_the_rule() -> None:
+    """Issue 30: a batch written at 00:00:01 UTC under a 14-day rule expires at 00:00 UTC on
+    day 15, almost 15 days later; the markers must still cover a replay of it on its last
+    moment, with the whole day's margin left."""
+    windows = ReplayWindows(DAY, HOUR, 14 * DAY, 14 * DAY)
+    assert windows.failed_batch_kept == 15 * DAY
+    written = 0
+    discarded = written + HOUR
+    last_readable = discarded + (15 * DAY - 1)  # expires at the next midnight UTC after 14 days
+    quarantined_until = last_readable + 14 * DAY
+    assert minimum_marker_lifetime(windows) >= quarantined_until + DAY
+    assert ReplayWindows(DAY, HOUR, 0, 14 * DAY).failed_batch_kept == 0  # pointers: no S3
 
 
 def test_a_standalone_consumer_and_a_group_derive_it_from_their_own_settings(
@@ -75,10 +90,10 @@ def test_a_standalone_consumer_and_a_group_derive_it_from_their_own_settings(
         failed_batch_retention=Duration.days(30),
     )
     assert _lifetimes(stack) == {
-        "Stats": HOUR + (14 + 14 + 1) * DAY,
-        "Group": 6 * HOUR + (30 + 14 + 1) * DAY,  # the members share the function
+        "Stats": HOUR + (14 + 1 + 14 + 1) * DAY,
+        "Group": 6 * HOUR + (30 + 1 + 14 + 1) * DAY,  # the members share the function
     }
-    assert group.marker_lifetime.to_seconds() == 6 * HOUR + 45 * DAY
+    assert group.marker_lifetime.to_seconds() == 6 * HOUR + 46 * DAY
     assert group.replay_windows == ReplayWindows(DAY, 6 * HOUR, 30 * DAY, 14 * DAY)
 
 
@@ -112,7 +127,7 @@ def test_given_destinations_and_queues_are_read_from_the_app(
         extra_reader_reason="a test of derivation, not of readers",
     )
     assert _lifetimes(stack) == {
-        "Bucketed": HOUR + (21 + 10 + 1) * DAY,
+        "Bucketed": HOUR + (21 + 1 + 10 + 1) * DAY,
         # A pointer is replayed from the stream (24 h); SQS keeps a message 4 days by default.
         "Pointers": (1 + 4 + 1) * DAY,
     }
@@ -143,7 +158,7 @@ def test_the_kinesis_route_puts_the_kinesis_retention_in_place_of_24_hours(
 def test_a_marker_lifetime_below_the_rule_is_refused_naming_the_windows_and_the_minimum(
     stack: cdk.Stack, table: ChangeCaptureTable
 ) -> None:
-    minimum = HOUR + 29 * DAY
+    minimum = HOUR + 30 * DAY
     with pytest.raises(CdcConfigurationError) as caught:
         StreamConsumer(
             stack,
@@ -155,11 +170,11 @@ def test_a_marker_lifetime_below_the_rule_is_refused_naming_the_windows_and_the_
         )
     assert str(caught.value) == (
         "StreamConsumer 'Stats': 1 invalid prop:\n"
-        f"  - marker_lifetime='{7 * DAY} s': at least {minimum} s (29.0417 days): markers and "
+        f"  - marker_lifetime='{7 * DAY} s': at least {minimum} s (30.0417 days): markers and "
         "claims must outlive every window in which their record can come back (stream "
-        "retention 86400 s, maximum record age 3600 s, failed-batch retention 1209600 s, "
-        "quarantine retention 1209600 s, plus a day's margin), or a late replay applies the "
-        "record again"
+        "retention 86400 s, maximum record age 3600 s, failed-batch retention 1209600 s (kept "
+        "up to 1296000 s: S3 expires at the next midnight UTC), quarantine retention 1209600 s, "
+        "plus a day's margin), or a late replay applies the record again"
     )
 
 

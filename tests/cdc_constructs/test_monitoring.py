@@ -24,15 +24,17 @@ PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
 
 def _alarms(template: dict) -> dict[str, dict]:
-    """The alarms by name: Monitoring's own, and the redrive's as ``RedriveLostRecords``."""
-    return {
-        (
-            "RedriveLostRecords"
-            if "RedriveLostRecordsAlarm" in lid
-            else lid.split("Monitoring")[1][:-8]
-        ): r["Properties"]
-        for lid, r in resources(template, "AWS::CloudWatch::Alarm").items()
+    """The alarms by name: Monitoring's own, and the redrive's as ``RedriveLostRecords`` and
+    ``RedriveErrors``."""
+    redrive = {
+        "RedriveLostRecordsAlarm": "RedriveLostRecords",
+        "RedriveErrorsAlarm": "RedriveErrors",
     }
+    named = {}
+    for lid, r in resources(template, "AWS::CloudWatch::Alarm").items():
+        found = [name for part, name in redrive.items() if part in lid]
+        named[found[0] if found else lid.split("Monitoring")[1][:-8]] = r["Properties"]
+    return named
 
 
 def test_default_alarms(stack):
@@ -45,12 +47,14 @@ def test_default_alarms(stack):
     assert set(alarms) == {
         "IteratorAge",
         "DroppedRecords",
+        "DestinationDeliveryFailures",
         "QuarantineQueueDepth",
         "RecordsQuarantined",
         "ForeignMarkers",
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",
+        "RedriveErrors",
     }
     lag = alarms["IteratorAge"]
     assert lag["Threshold"] == 30 * 60 * 1000  # a quarter of the 2 h max record age
@@ -140,17 +144,22 @@ def test_monitoring_checks_its_threshold_before_building(stack):
 
 
 def test_without_monitoring_a_given_topic_still_hears_of_lost_records(stack):
+    """...and of a redrive that failed: the redrive's two alarms stay."""
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     topic = sns.Topic(stack, "Ops")
     StreamConsumer(
         stack, "Consumer", **consumer_code(), table=table, monitoring=False, alarm_topic=topic
     )
     template = Template.from_stack(stack).to_json()
-    (lost,) = resources(template, "AWS::CloudWatch::Alarm").values()
-    assert lost["Properties"]["MetricName"] == "RedriveLostRecords"
+    alarms = {
+        a["Properties"]["MetricName"]: a
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+    }
+    assert set(alarms) == {"RedriveLostRecords", "Errors"}
     topic_id = next(iter(resources(template, "AWS::SNS::Topic")))
-    assert lost["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
-    assert lost["Properties"]["OKActions"] == [{"Ref": topic_id}]
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
+        assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}]
 
 
 @pytest.mark.parametrize(
@@ -200,3 +209,44 @@ def test_the_redrive_alarm_is_given_the_topic_when_made_and_never_rewired(stack)
     StreamConsumerMonitoring(stack, "Watch", consumer=consumer)
     lost = consumer.redrive.lost_records_alarm.node.default_child
     assert stack.resolve(lost.alarm_actions) is None
+
+
+def test_a_batch_the_destination_refused_is_alarmed_on_the_consumer_function(stack):
+    """Issue 30: when Lambda cannot write a failed batch to its destination (a bucket policy, a
+    key, a quota) it counts DestinationDeliveryFailures and drops the batch."""
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    consumer = StreamConsumer(stack, "Consumer", **consumer_code(), table=table)
+    template = Template.from_stack(stack).to_json()
+    alarm = _alarms(template)["DestinationDeliveryFailures"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == (
+        "AWS/Lambda",
+        "DestinationDeliveryFailures",
+    )
+    function_id = stack.get_logical_id(consumer.function.node.default_child)
+    assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function_id}}]
+    assert (alarm["Statistic"], alarm["Threshold"], alarm["EvaluationPeriods"]) == ("Sum", 1, 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm["AlarmActions"] == alarm["OKActions"] != []
+    assert "not in the destination" in alarm["AlarmDescription"]
+
+
+def test_the_redrive_functions_errors_are_alarmed_and_on_the_dashboard(stack):
+    """Issue 30: a redrive that crashes or times out is reported by nothing else."""
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    consumer = StreamConsumer(stack, "Consumer", **consumer_code(), table=table)
+    assert consumer.redrive is not None
+    template = Template.from_stack(stack).to_json()
+    alarm = _alarms(template)["RedriveErrors"]
+    function_id = stack.get_logical_id(consumer.redrive.function.node.default_child)
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", "Errors")
+    assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function_id}}]
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    topic = consumer.alarm_topic
+    assert topic is not None
+    assert alarm["AlarmActions"] == [{"Ref": stack.get_logical_id(topic.node.default_child)}]
+    assert consumer.alarms["RedriveErrors"] is consumer.redrive.errors_alarm
+    body = json.dumps(only(template, "AWS::CloudWatch::Dashboard")["DashboardBody"])
+    assert "DestinationDeliveryFailures" in body and "Redrive and replication" in body

@@ -147,7 +147,7 @@ def test_function_defaults(default_consumer):
         "CDC_METRICS_NAMESPACE": "CdcConstructs",
         # The replay windows (cdc_constructs.marker_lifetime): the 1 h record age, then 14 days
         # in the failed-batch bucket, then 14 days in the quarantine, plus a day.
-        "CDC_MARKER_TTL_SECONDS": str(3600 + (14 + 14 + 1) * 24 * 3600),
+        "CDC_MARKER_TTL_SECONDS": str(3600 + (14 + 1 + 14 + 1) * 24 * 3600),
     }
     log_group = resources(template, "AWS::Logs::LogGroup")[logical_id(template, "ConsumerLogGroup")]
     assert log_group["Properties"]["RetentionInDays"] == 30
@@ -240,12 +240,14 @@ def test_escape_hatches(default_consumer):
     assert set(consumer.alarms) == {
         "IteratorAge",
         "DroppedRecords",
+        "DestinationDeliveryFailures",
         "QuarantineQueueDepth",
         "RecordsQuarantined",
         "ForeignMarkers",
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",
+        "RedriveErrors",
     }
 
 
@@ -259,9 +261,12 @@ def test_one_runtime_layer_per_stack(stack):
     template = Template.from_stack(stack).to_json()
     assert len(resources(template, "AWS::Lambda::LayerVersion")) == 1
     assert len(resources(template, "AWS::DynamoDB::GlobalTable")) == 3  # + the ledger table
-    # Without monitoring, only the redrives' lost-records alarms exist, with no action.
+    # Without monitoring, only the redrives' alarms (lost records, errors) exist, with no action.
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
-    assert [a["Properties"]["MetricName"] for a in alarms] == ["RedriveLostRecords"] * 2
+    assert (
+        sorted(a["Properties"]["MetricName"] for a in alarms)
+        == ["Errors"] * 2 + ["RedriveLostRecords"] * 2
+    )
     assert not any("AlarmActions" in a["Properties"] for a in alarms)
 
 

@@ -157,7 +157,7 @@ def test_the_segment_function_runs_the_layer_handler_with_its_share_of_the_rate(
     assert variables[BACKFILL_PAGE_SIZE_ENV] == "50"
     assert variables[BACKFILL_SKEW_SECONDS_ENV] == "10"
     # The progress records live as the consumer's markers (issue 23 §1).
-    assert variables["CDC_MARKER_TTL_SECONDS"] == str(3600 + (14 + 14 + 1) * 24 * 3600)
+    assert variables["CDC_MARKER_TTL_SECONDS"] == str(3600 + (14 + 1 + 14 + 1) * 24 * 3600)
     consumer_env = _function(template, "ConsumerFunction")["Environment"]["Variables"]
     assert consumer_env[CONSUMER_PROGRESS_ENV] == "1"
 

@@ -1,4 +1,4 @@
-"""cdc_consumer.aggregates: mergeable view updates (hot aggregates).
+"""cdc_consumer.sinks.aggregates: mergeable view updates (hot aggregates).
 
 The merge must be exactly the sequential application of the updates (property test on a model
 of DynamoDB's ADD / SET / DELETE), and the Update action an aggregate carries must do on
@@ -11,8 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from cdc_consumer.aggregates import Aggregate, increment, merge_aggregates, update_aggregate
 from cdc_consumer.exceptions import InvalidActionError
+from cdc_consumer.sinks.aggregates import Aggregate, increment, merge_aggregates, update_aggregate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from cdc_consumer.aggregates import increment, update_aggregate
+from cdc_consumer.sinks.aggregates import increment, update_aggregate
 from cdc_consumer.testing import FakeContext, stream_event, stream_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

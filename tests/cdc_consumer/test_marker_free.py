@@ -1,6 +1,7 @@
 """Writes that need no marker: a record whose every action is version-guarded (LatestImage's
-put) commits without a processed-marker, its write being idempotent by itself; a redelivery is
-a no-op, and a record with any other action keeps its marker."""
+put) is written without a processed-marker and without a transaction (a conditional PutItem,
+1 write unit against 2), its write being idempotent by itself; a redelivery is a no-op, and a
+record with any other action keeps its marker."""
 
 from __future__ import annotations
 
@@ -28,20 +29,19 @@ def test_latest_image_records_carry_no_marker_and_redeliveries_are_no_ops(
     sent: list[dict[str, Any]] = []
 
     def remember(params: dict[str, Any], **_: Any) -> None:
-        sent.extend(params["TransactItems"])
+        sent.append(params)
 
-    resources.dynamodb.meta.events.register(
-        "provide-client-params.dynamodb.TransactWriteItems", remember
-    )
+    resources.dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", remember)
     counter = count_requests(resources.dynamodb)
 
     assert processor.handle(stream_event(batch), FakeContext()) == {"batchItemFailures": []}
     first = dict(resources.scan(table)[0])
-    # No markers: each record's guarded put is its only item (2 write units, not 4).
+    # No markers, no transaction: each record's guarded put is one conditional PutItem (1 write
+    # unit, not 2 in a transaction nor 4 with a marker).
     assert resources.markers() == []
-    assert sent
-    assert all(next(iter(item.values()))["TableName"] == table for item in sent)
-    assert counter.by_operation["TransactWriteItems"] >= 1
+    assert len(sent) == len(batch)
+    assert all(put["TableName"] == table and put["ConditionExpression"] for put in sent)
+    assert counter.by_operation.get("TransactWriteItems", 0) == 0
     assert {latest.image(i)["pk"] for i in resources.scan(table) if latest.image(i)} == {
         "ORDER#1",
         "ORDER#2",

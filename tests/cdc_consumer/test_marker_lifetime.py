@@ -65,5 +65,5 @@ def test_without_the_variable_the_rule_for_the_longest_windows(
             UNCONFIGURED_QUARANTINE_RETENTION_SECONDS,
         )
     )
-    assert rule == 30 * DAY
+    assert rule == 31 * DAY  # 1 + 14 (+ 1, S3's rounding to midnight UTC) + 14 + 1
     assert expirations(resources, None, monkeypatch) == (rule, rule)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from cdc_consumer.contract import OUTBOX_KEY_PREFIX
-from cdc_consumer.outbox import (
+from cdc_consumer.sinks.outbox import (
     Outbox,
     OutboxCancelledError,
     OutboxConflictError,

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from cdc_consumer.ttl import TTL_WINDOW, TtlValueError, ttl_after, validate_ttl
-from hypothesis import given, settings
+from cdc_consumer.ttl import TTL_WINDOW, TtlValueError, finer_unit, ttl_after, validate_ttl
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -128,6 +128,32 @@ def test_the_same_instant_in_milliseconds_is_always_rejected(offset: int) -> Non
 @settings(max_examples=200, deadline=None)
 @given(seconds=st.integers(min_value=1, max_value=WINDOW_S))
 def test_ttl_after_round_trips_through_validate(seconds: int) -> None:
+    assume(seconds % 3_600_000 != 0)  # whole hours in milliseconds: refused, tested below
     value = ttl_after(seconds, now=NOW)
     assert value == NOW_S + seconds
     assert validate_ttl(value, now=NOW) == value
+
+
+@pytest.mark.parametrize(
+    ("duration", "meant"),
+    [(86_400_000, "1 day"), (3_600_000, "1:00:00"), (43_200_000, "12:00:00")],
+)
+def test_ttl_after_refuses_a_duration_that_looks_like_milliseconds(
+    duration: int, meant: str
+) -> None:
+    """ttl_after(86400000) (a day in milliseconds) would be 1,000 days out, without a word."""
+    with pytest.raises(TtlValueError) as raised:
+        ttl_after(duration, now=NOW)
+    message = str(raised.value)
+    assert f"duration {duration} looks like milliseconds" in message
+    assert meant in message and f"ttl_after({duration // 1000})" in message
+
+
+def test_a_timedelta_is_never_taken_for_milliseconds() -> None:
+    assert ttl_after(timedelta(seconds=86_400_000), now=NOW) == NOW_S + 86_400_000
+
+
+def test_finer_unit_names_the_unit_of_a_mistaken_value() -> None:
+    assert finer_unit(NOW_S * 1000, now=NOW) == ("milliseconds", 1000)
+    assert finer_unit(NOW_S * 10**6, now=NOW) == ("microseconds", 10**6)
+    assert finer_unit(NOW_S + 86400, now=NOW) is None

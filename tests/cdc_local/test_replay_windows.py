@@ -155,14 +155,15 @@ def test_markers_are_swept_once_every_replay_window_has_closed(
     aws: LocalEndpoint, late_replay_assembly: Path
 ) -> None:
     """The lifetime is finite: once the bucket and the quarantine can no longer hold a copy
-    (14 + 14 days after the 1 h record age, plus a day), TTL sweeps every marker."""
+    (14 + 14 days after the 1 h record age, a day for S3's rounding of an expiration to the
+    next midnight UTC, plus a day's margin), TTL sweeps every marker."""
     clock = Day()
     with LocalPipeline(late_replay_assembly, "LateReplay", endpoint=aws, clock=clock) as pipeline:
         write_orders(pipeline)
         wiring = ConsumerWiring.of(pipeline, "index.handler")
         markers = pipeline.client("dynamodb").scan(TableName=wiring.idempotency_table)["Items"]
         assert len(markers) == 2 * len(KEYS)
-        clock.advance(29)
-        assert pipeline.sweep_ttl() == 0  # 29 days: within the windows' 29 days and 1 h
+        clock.advance(30)
+        assert pipeline.sweep_ttl() == 0  # 30 days: within the windows' 30 days and 1 h
         clock.advance(1)
         assert pipeline.sweep_ttl() == len(markers)

@@ -76,3 +76,38 @@ def test_every_mapping_on_the_stream_sees_the_ttl_mark(pipeline_for) -> None:
     ]
     service = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
     assert sorted(removes, key=lambda x: x[0]) == [("other", service), ("probe", service)]
+
+
+def test_a_ttl_value_in_milliseconds_is_warned_about_once_with_the_seconds(pipeline_for) -> None:
+    """DynamoDB never expires it, silently; the local pipeline says so (cdc-local prints it)."""
+    pipeline = pipeline_for("Filtered")
+    millis = int(NOW * 1000) - 10_000
+    put(pipeline, "milliseconds", expiresAt=millis)
+    put(pipeline, "milliseconds-too", expiresAt=millis + 1)
+    pipeline.sweep_ttl()
+    pipeline.sweep_ttl()
+    (warning,) = [w for w in pipeline.warnings if "looks like epoch milliseconds" in w]
+    assert f"expiresAt = {millis}" in warning or f"expiresAt = {millis + 1}" in warning
+    assert pipeline.table_name("Items") in warning
+    assert f"({millis // 1000}" in warning or f"({(millis + 1) // 1000}" in warning
+
+
+def test_a_mapping_that_drops_ttl_deletions_is_warned_about_once() -> None:
+    """StreamFilters.exclude_ttl_deletions() on a view that counts live items keeps the expired
+    ones for ever: the mapping that drops a TTL deletion says so, once."""
+    from cdc_local.ttl import TtlLedger
+
+    ledger = TtlLedger()
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/Users/stream/1"
+    user_delete = {"eventName": "REMOVE", "eventSourceARN": arn}
+    ttl_delete = {
+        **user_delete,
+        "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
+    }
+    ledger.filtered_out("CountsMapping", user_delete)
+    assert ledger.warnings == []
+    ledger.filtered_out("CountsMapping", ttl_delete)
+    ledger.filtered_out("CountsMapping", ttl_delete)
+    (warning,) = ledger.warnings
+    assert warning.startswith("mapping CountsMapping: its filters drop TTL deletions")
+    assert "keeps the expired ones" in warning

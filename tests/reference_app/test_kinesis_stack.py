@@ -85,7 +85,7 @@ def test_two_consumers_read_the_stream_safely(template: dict[str, Any]) -> None:
         assert mapping["EventSourceArn"] == {"Fn::GetAtt": [stream_id, "Arn"]}
         assert mapping["StartingPosition"] == "TRIM_HORIZON"
         assert mapping["MaximumRetryAttempts"] == 5
-        assert mapping["MaximumRecordAgeInSeconds"] == 3600
+        assert mapping["MaximumRecordAgeInSeconds"] == 6 * 24 * 3600  # 7-day stream, less a day
         assert mapping["BisectBatchOnFunctionError"] is True
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
         assert "OnFailure" in mapping["DestinationConfig"]
@@ -95,6 +95,7 @@ def test_two_consumers_read_the_stream_safely(template: dict[str, Any]) -> None:
     assert handlers == ["order_stats.handler", "orders_replica.handler"]
     for function in resources(template, "AWS::Lambda::Function").values():
         variables = function["Properties"]["Environment"]["Variables"]
-        # The 7-day stream, or the 1 h record age then 14 days in the failed-batch bucket; then
-        # 14 days in the quarantine, plus a day (cdc_constructs.marker_lifetime).
-        assert variables["CDC_MARKER_TTL_SECONDS"] == str(3600 + (14 + 14 + 1) * 24 * 3600)
+        # The 7-day stream, or the 6-day record age then 14 days in the failed-batch bucket and
+        # S3's day of rounding to midnight UTC; then 14 days in the quarantine, plus a day
+        # (cdc_constructs.marker_lifetime).
+        assert variables["CDC_MARKER_TTL_SECONDS"] == str((6 + 14 + 1 + 14 + 1) * 24 * 3600)

@@ -423,8 +423,9 @@ def _runtime_consumer(scope: Construct, shared: Shared, **environment: str) -> N
     mapping(scope, shared, fn=fn, destination_config=destination(bucket.bucket_arn))
 
 
-# 1 h record age, then 30 days in the bucket, then 14 days in the quarantine, plus a day.
-REPLAY_WINDOWS_SECONDS = 3600 + (30 + 14 + 1) * 24 * 3600
+# 1 h record age, then 30 days in the bucket and up to a day more (S3 expires an object at the
+# next midnight UTC after its days), then 14 days in the quarantine, plus a day.
+REPLAY_WINDOWS_SECONDS = 3600 + (30 + 1 + 14 + 1) * 24 * 3600
 
 
 @fragment("markers-expire-before-the-failed-batch-bucket", "CDC-ESM9")

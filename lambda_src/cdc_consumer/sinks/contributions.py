@@ -45,13 +45,32 @@ import boto3
 from boto3.dynamodb.types import TypeSerializer
 
 from cdc_consumer import decimals, defaults
-from cdc_consumer.aggregates import Number, update_aggregate
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
-from cdc_consumer.versions import SWAP_PLACEHOLDER, VERSION_ATTRIBUTE, GuardedAction
+from cdc_consumer.sinks.aggregates import Number, update_aggregate
+from cdc_consumer.sinks.protocol import ActionKind, OnConditionFailed
+from cdc_consumer.versions import VERSION_ATTRIBUTE
 from cdc_consumer.wire import deserialize_image, to_wire
 
-__all__ = ["Contributions", "Share"]
+__all__ = ["SWAP", "Contributions", "Share", "SwapAction"]
+
+#: The attribute name placeholder of a swap's expected version.
+SWAP_PLACEHOLDER = "#cdcExpected"
+
+#: A *swap*: the contribution's Put, conditioned on the version it replaces. Committed with the
+#: view's ADDs, it makes its record idempotent (once applied, the version it expects is gone:
+#: no processed-marker); its failed condition means another writer replaced that version
+#: meanwhile (a backfill's row and a stream change of one item at once): transient, the record
+#: is retried and reads the contribution again.
+SWAP = ActionKind("swap", guards_record=True, on_condition_failed=OnConditionFailed.CONTENDED)
+
+
+class SwapAction(dict):  # type: ignore[type-arg]
+    """A contribution's swap (a plain dict to boto3) and the key of the item it writes."""
+
+    item_key: Mapping[str, Any] | None = None
+    sink_kind = SWAP
+
 
 Share = tuple[str, Mapping[str, Any], Mapping[str, Number]]
 """What an item's state adds to one view item: (table, key as Python values, {attribute: n})."""
@@ -190,7 +209,7 @@ class Contributions:
         expected: str | None,
         shares: dict[tuple[str, str, str], Decimal],
         removed: bool,
-    ) -> GuardedAction:
+    ) -> SwapAction:
         encoded = json.dumps([[t, k, a, str(n)] for (t, k, a), n in sorted(shares.items())])
         item = {
             "id": {"S": item_id},
@@ -210,7 +229,7 @@ class Contributions:
         else:
             body["ConditionExpression"] = f"{SWAP_PLACEHOLDER} = :cdcExpected"
             body["ExpressionAttributeValues"] = {":cdcExpected": {"S": expected}}
-        action = GuardedAction({"Put": body})
+        action = SwapAction({"Put": body})
         action.item_key = {"id": {"S": item_id}}
         return action
 

@@ -18,7 +18,7 @@ A side effect runs at least once and, unless an invocation dies between the call
 side-effect timeout (``in_progress_expiration``: the claim's time plus the timeout, or the
 invocation's deadline if that comes first), after which a redelivery runs the call again.
 
-The rule for a retry that meets an in-progress claim (:class:`~cdc_consumer.modes.SideEffectMode`):
+The rule for a retry that meets an in-progress claim (:class:`SideEffectMode`):
 it waits for the claim to expire and takes it over when the wait (at most one side-effect
 timeout) plus one side-effect timeout still fit in its invocation before the safety margin;
 otherwise it fails the record, to be retried. The cost of the wait is billed duration: up to
@@ -28,13 +28,17 @@ destination after a handful of quick retries.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from cdc_consumer import logs
+from cdc_consumer.change import Change
 from cdc_consumer.defaults import (
+    CLAIM_TAKEOVER_SLACK_MS,
     EXPIRATION_ATTRIBUTE,
     ID_ATTRIBUTE,
     IN_PROGRESS_EXPIRATION_ATTRIBUTE,
@@ -46,10 +50,17 @@ from cdc_consumer.defaults import (
 )
 from cdc_consumer.exceptions import (
     ForeignMarkerError,
+    MissingImageError,
+    PermanentError,
     SideEffectInProgressError,
     TransientError,
 )
+from cdc_consumer.outcomes import Next, Outcomes, Step
+from cdc_consumer.tally import Tally
 from cdc_consumer.transactions import foreign_stream
+
+SideEffect = Callable[[Change], None]
+"""A function that performs an external call for a change."""
 
 #: Claim window when there is no Lambda context to give the invocation's deadline: 15 min,
 #: Lambda's longest timeout, so no invocation can still be running when it ends.
@@ -192,3 +203,115 @@ class SideEffectClaims:
             f"(status {status}, in progress until epoch ms {until}); not running it twice",
             until_ms=int(until) if isinstance(until, str) and until.isdigit() else None,
         )
+
+
+@dataclass
+class SideEffectMode:
+    """Runs a record's side effects, each once, guarded by its claim.
+
+    ``timeout_ms``: the side-effect timeout, how long a claim stays in progress (see
+    :mod:`cdc_consumer.sinks.side_effects` for the rule and its cost). ``time_left_ms()``: the
+    invocation's remaining time less the safety margin (None without a Lambda context).
+    """
+
+    side_effects: Sequence[tuple[str, SideEffect]]
+    claims: SideEffectClaims
+    consumer: str
+    tally: Tally
+    outcomes: Outcomes
+    timeout_ms: Callable[[], int]
+    remaining_ms: Callable[[], int | None]
+    time_left_ms: Callable[[], int | None]
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+
+    def run(self, position: int, change: Change) -> Step:
+        ran = False
+        for name, side_effect in self.side_effects:
+            claim_id = f"{self.consumer}#{change.event_id}#{name}"
+            try:
+                if self._claim(claim_id, change) is Claim.ALREADY_COMPLETED:
+                    continue
+                self._call(claim_id, side_effect, change)
+                ran = True
+                self.claims.complete(claim_id)
+            except PermanentError as error:
+                return self.outcomes.quarantine(position, error) or Next(position + 1)
+            except ForeignMarkerError as error:
+                return self.outcomes.foreign_marker(position, error)
+            except MissingImageError as error:  # it read an image the stream never carries
+                raise error.read_by(f"side effect {name!r}") from None
+            except Exception as error:
+                return self.outcomes.fail(position, error)
+        self.tally.side_effects_done(position, ran=ran)
+        return Next(position + 1)
+
+    def window_ms(self) -> int:
+        """How long a claim taken now stays in progress: the side-effect timeout, or the
+        invocation's remaining time when that is shorter."""
+        remaining = self.remaining_ms()
+        timeout = self.timeout_ms()
+        return timeout if remaining is None else max(0, min(timeout, remaining))
+
+    def _claim(self, claim_id: str, change: Change) -> Claim:
+        """Claim; on a claim in progress elsewhere, wait for it to expire and take it over when
+        this invocation can afford the wait, else raise :class:`SideEffectInProgressError`."""
+        try:
+            return self.claims.claim(claim_id, self.window_ms(), change.source_arn)
+        except SideEffectInProgressError as busy:
+            wait_ms = self._affordable_wait(busy.until_ms)
+            if wait_ms is None:
+                raise
+            logs.log(
+                "INFO",
+                "waiting for a side effect claim to expire",
+                consumer=self.consumer,
+                claimId=claim_id,
+                waitMs=wait_ms,
+            )
+            self.sleep(wait_ms / 1000)
+            return self.claims.claim(claim_id, self.window_ms(), change.source_arn)
+
+    def _affordable_wait(self, until_ms: int | None) -> int | None:
+        """Milliseconds to wait for a claim expiring at ``until_ms``, or None when waiting does
+        not fit: a claim longer than our timeout (another configuration's), or not enough time
+        left to wait and then run the side effect within its timeout before the margin."""
+        if until_ms is None:
+            return None
+        timeout = self.timeout_ms()
+        wait = max(0, until_ms - int(self.clock() * 1000)) + CLAIM_TAKEOVER_SLACK_MS
+        left = self.time_left_ms()
+        if wait > timeout + CLAIM_TAKEOVER_SLACK_MS or (left is not None and left - wait < timeout):
+            return None
+        return wait
+
+    def _call(self, claim_id: str, side_effect: SideEffect, change: Change) -> None:
+        """Call the side effect; on any error release its claim (so a retry may run it
+        again) and raise the error. A call that outlived its claim is logged: a retry may
+        have taken the claim over and run it again."""
+        window = self.window_ms()
+        started = self.clock()
+        try:
+            side_effect(change)
+        except Exception:
+            try:
+                self.claims.release(claim_id)
+            except TransientError as release_error:
+                logs.log(
+                    "WARNING",
+                    "side effect claim not released",
+                    consumer=self.consumer,
+                    claimId=claim_id,
+                    error=logs.describe_error(release_error),
+                )
+            raise
+        took_ms = round((self.clock() - started) * 1000)
+        if took_ms > window:
+            logs.log(
+                "WARNING",
+                "side effect overran its timeout",
+                consumer=self.consumer,
+                claimId=claim_id,
+                tookMs=took_ms,
+                timeoutMs=window,
+            )

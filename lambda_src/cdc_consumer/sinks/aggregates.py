@@ -29,20 +29,32 @@ carries no condition: an aggregate is applied exactly once by its record's marke
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, DecimalException
-from typing import Any, cast
+from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 
 from cdc_consumer import decimals
 from cdc_consumer.exceptions import InvalidActionError
+from cdc_consumer.sinks.protocol import ActionKind
 
-__all__ = ["Aggregate", "increment", "merge_aggregates", "merged_request", "update_aggregate"]
+__all__ = ["AGGREGATE", "Aggregate", "increment", "merge_aggregates", "update_aggregate"]
 
 _serializer = TypeSerializer()
 
 Number = int | Decimal
+
+
+def _merge(earlier: Any, later: Any) -> Aggregate | None:
+    if isinstance(earlier, Aggregate) and isinstance(later, Aggregate):
+        return earlier.then(later)
+    return None
+
+
+#: An aggregate's kind: merged with the next aggregate of the same item (hot aggregates); applied
+#: exactly once by its record's processed-marker, as any plain action.
+AGGREGATE = ActionKind("aggregate", merge=_merge)
 
 
 class Aggregate(dict[str, Any]):
@@ -50,6 +62,8 @@ class Aggregate(dict[str, Any]):
 
     Build it with :func:`increment` or :func:`update_aggregate`; merge with :meth:`then`.
     """
+
+    sink_kind = AGGREGATE
 
     table: str
     key: dict[str, Any]
@@ -250,39 +264,3 @@ def _update_body(update: Aggregate) -> dict[str, Any]:
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
     }
-
-
-#: Where a request item comes from: (index of the record among those written, index of the
-#: item in that record's items, its marker being 0).
-Owner = tuple[int, int]
-
-
-def merged_request(
-    records: Sequence[Sequence[Mapping[str, Any]]],
-) -> tuple[list[Mapping[str, Any]], list[list[Owner]]]:
-    """The TransactItems of consecutive records (each a list of items, marker first), with
-    each record's aggregates merged into the first aggregate of the same item, and, per
-    request item, the (record, item) pairs it carries (the first is where it stands).
-
-    Items that are not aggregates, and aggregates that cannot merge with the one before them,
-    stand as they are (the transaction group cuts before such a record: see
-    :class:`cdc_consumer.transactions.TransactionGroup`).
-    """
-    items: list[Mapping[str, Any]] = []
-    owners: list[list[Owner]] = []
-    merged_at: dict[tuple[str, str], int] = {}
-    for r, record_items in enumerate(records):
-        for i, item in enumerate(record_items):
-            if isinstance(item, Aggregate):
-                at = merged_at.get(item.identity)
-                if at is not None:
-                    # merged_at indexes aggregates only.
-                    merged = cast(Aggregate, items[at]).then(item)
-                    if merged is not None:
-                        items[at] = merged
-                        owners[at].append((r, i))
-                        continue
-                merged_at[item.identity] = len(items)
-            items.append(item)
-            owners.append([(r, i)])
-    return items, owners

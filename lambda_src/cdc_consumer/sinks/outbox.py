@@ -9,7 +9,7 @@ filter) through an EventBridge Pipe to an event bus.
 
 Example::
 
-    from cdc_consumer.outbox import Outbox
+    from cdc_consumer.sinks.outbox import Outbox
 
     outbox = Outbox("items", ttl_attribute="expireAt")
     outbox.write(

@@ -2,7 +2,7 @@
 
 The replica / search-index pattern: the view holds, for each source item, the item's key, its
 NEW image and the version of the change it was written from. Each write is version-guarded
-(:mod:`cdc_consumer.versions`), so an older or equal change is a no-op, and a REMOVE leaves a
+(:mod:`cdc_consumer.sinks.guarded`), so an older or equal change is a no-op, and a REMOVE leaves a
 versioned *tombstone* (the key, the version and ``cdc_deleted = true``) so that an older change
 arriving after the delete cannot bring the item back. The view therefore ends equal to the
 table whatever the delivery order and however often a change is delivered: on a DynamoDB stream
@@ -21,7 +21,8 @@ from boto3.dynamodb.types import TypeSerializer
 from cdc_consumer import defaults
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
-from cdc_consumer.versions import VERSION_ATTRIBUTE, guard
+from cdc_consumer.sinks.guarded import guard
+from cdc_consumer.versions import VERSION_ATTRIBUTE
 
 #: The tombstone flag (BOOL true) a REMOVE leaves in the view.
 DELETED_ATTRIBUTE = "cdc_deleted"

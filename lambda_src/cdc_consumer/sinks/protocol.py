@@ -1,0 +1,136 @@
+"""The sink protocol: what the engine needs of a sink, and of each action a sink returns.
+
+A *sink* is what a projection writes to: a view table kept by version (:class:`LatestImage`),
+a delta view fed by contributions (:class:`Contributions`), hot aggregates, an outbox, a
+search index... The engine (intake, decision, plan, write) knows sinks only through this
+module:
+
+- **per sink** (:class:`Sink`): its actions for a change (``sink(change)``: a list of
+  TransactWriteItems actions in boto3's client shape); whether it takes a backfill's snapshot
+  rows (``takes_snapshots``, default False); the images it reads (``reads``, default none
+  declared); ``start_batch(records)``, called before a batch is decided (a sink reading
+  state for the whole batch in one request). Side effects are the other kind of sink: a
+  function ``change -> None`` guarded by a claim (:mod:`cdc_consumer.sinks.side_effects`).
+- **per action** (:class:`ActionKind`, found by :func:`kind_of`): whether the action guards
+  itself (idempotent by a version it carries, so its record needs no processed-marker), whether
+  it makes its whole record idempotent (a swap), whether it may be written alone with a
+  conditional ``PutItem`` / ``DeleteItem`` instead of in a transaction, what its failed
+  condition means (:class:`OnConditionFailed`), and how two actions of one item merge.
+
+An action says its kind with a ``sink_kind`` attribute (a ``dict`` subclass, as
+:class:`~cdc_consumer.sinks.aggregates.Aggregate` and
+:class:`~cdc_consumer.sinks.guarded.GuardedAction` are); a plain ``dict`` is :data:`PLAIN`:
+written in a transaction with its record's marker, never merged, a failed condition refusing
+the record. Adding a sink is one module defining its actions' kind: the engine names none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from cdc_consumer.change import Change
+
+__all__ = [
+    "PLAIN",
+    "ActionKind",
+    "OnConditionFailed",
+    "Sink",
+    "batch_hook",
+    "kind_of",
+    "takes_snapshots",
+]
+
+
+class Sink(Protocol):
+    """A projection: ``change -> list of TransactWriteItems actions`` (``[]``: nothing to
+    write). Optional attributes, read with defaults by the processor: ``takes_snapshots``
+    (bool), ``start_batch(records)``."""
+
+    def __call__(self, change: Change) -> list[Mapping[str, Any]]: ...
+
+
+class OnConditionFailed(Enum):
+    """What a failed condition on an action means."""
+
+    #: The record is refused (permanent: it is quarantined); the default.
+    REFUSED = "refused"
+    #: The item holds this version or a newer one: the action is a no-op (a duplicate).
+    STALE = "stale"
+    #: Another writer replaced what the action expected: transient, the record is retried.
+    CONTENDED = "contended"
+
+
+class ActionKind:
+    """How the engine treats the actions of one kind (see the module docstring).
+
+    :param name: for logs and errors.
+    :param guards_itself: the action is idempotent by itself (a version guard): applied twice,
+        the second is a failed condition, read as ``on_condition_failed``.
+    :param guards_record: committed with its record's other actions, it makes the whole record
+        idempotent (a swap: once applied, the version it expects is gone), so the record needs
+        no processed-marker.
+    :param writes_alone: it may be written by a single conditional ``PutItem`` / ``DeleteItem``
+        / ``UpdateItem`` instead of a transaction (1 write unit per KB against 2): only for an
+        action that guards itself and needs nothing written with it.
+    :param on_condition_failed: what its failed condition means.
+    :param merge: ``(earlier, later) -> action | None``: two actions of one item as one action
+        with the effect of both in that order, or None when they cannot merge (default: never).
+    """
+
+    __slots__ = (
+        "guards_itself",
+        "guards_record",
+        "merge",
+        "name",
+        "on_condition_failed",
+        "writes_alone",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        guards_itself: bool = False,
+        guards_record: bool = False,
+        writes_alone: bool = False,
+        on_condition_failed: OnConditionFailed = OnConditionFailed.REFUSED,
+        merge: Callable[[Any, Any], Any] | None = None,
+    ) -> None:
+        if writes_alone and not guards_itself:
+            raise ValueError(
+                f"action kind {name!r}: writes_alone needs guards_itself (a write outside a "
+                "transaction must be idempotent by itself)"
+            )
+        self.name = name
+        self.guards_itself = guards_itself or guards_record
+        self.guards_record = guards_record
+        self.on_condition_failed = on_condition_failed
+        self.merge = merge
+        self.writes_alone = writes_alone
+
+    def __repr__(self) -> str:
+        return f"ActionKind({self.name!r})"
+
+
+#: Every action that does not say its kind.
+PLAIN = ActionKind("plain")
+
+
+def kind_of(action: Any) -> ActionKind:
+    """The kind of ``action``: its ``sink_kind``, else :data:`PLAIN`."""
+    kind = getattr(action, "sink_kind", None)
+    return kind if isinstance(kind, ActionKind) else PLAIN
+
+
+def takes_snapshots(sink: Any) -> bool:
+    """Whether a sink takes a backfill's snapshot rows (its ``takes_snapshots``; default no)."""
+    return bool(getattr(sink, "takes_snapshots", False))
+
+
+def batch_hook(sink: Any) -> Callable[[list[Any]], None] | None:
+    """A sink's ``start_batch(records)``, when it has one."""
+    hook = getattr(sink, "start_batch", None)
+    return hook if callable(hook) else None
