@@ -50,7 +50,9 @@ __all__ = [
     "TASK_TIMEOUT_MARGIN_SECONDS",
     "acknowledge_engine",
     "backfill_definition",
+    "let_list_executions",
     "own_map_policy",
+    "task_timeout",
 ]
 
 MAP_LABEL = "Segments"
@@ -272,6 +274,23 @@ def own_map_policy(state_machine: sfn.StateMachine) -> None:
                 [f"{executions}/{MAP_LABEL}:*"],
             ),
         ],
+    )
+
+
+def task_timeout(function_timeout: Duration) -> Duration:
+    """A task's timeout: the function's, and :data:`TASK_TIMEOUT_MARGIN_SECONDS`."""
+    return Duration.seconds(function_timeout.to_seconds() + TASK_TIMEOUT_MARGIN_SECONDS)
+
+
+def let_list_executions(scope: Construct, state_machine: sfn.StateMachine, role: iam.IRole) -> None:
+    """The start step refuses a second execution of a running backfill: it lists the state
+    machine's running executions. A policy of its own (``ListExecutionsPolicy``): the function's
+    default policy must not depend on the state machine, which depends on the function."""
+    iam.Policy(
+        scope,
+        "ListExecutionsPolicy",
+        roles=[role],
+        statements=[allow(["states:ListExecutions"], [state_machine.state_machine_arn])],
     )
 
 

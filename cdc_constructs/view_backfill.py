@@ -16,7 +16,6 @@ import json
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
@@ -46,10 +45,11 @@ from cdc_constructs.backfill_monitoring import BackfillMonitoring
 from cdc_constructs.backfill_options import BackfillOptions
 from cdc_constructs.backfill_sources import BackfillSource
 from cdc_constructs.backfill_state_machine import (
-    TASK_TIMEOUT_MARGIN_SECONDS,
     acknowledge_engine,
     backfill_definition,
+    let_list_executions,
     own_map_policy,
+    task_timeout,
 )
 from cdc_constructs.function import make_function, make_log_group
 from cdc_constructs.permissions import (
@@ -77,12 +77,10 @@ class ViewBackfill(Construct):
     segment count it was first planned with, and is a no-op for what was done; another horizon
     is refused before anything is written, and so is a second execution while one runs it.
 
-    The segment function runs the runtime layer's backfill handler: it scans its segment with
-    ``ConsistentRead``, page after page from ``LastEvaluatedKey``, records its progress in the
-    consumer's idempotency table after each page, and invokes the consumer function with each
-    page as snapshot changes. The consumer's function gets ``CDC_RECORD_PROGRESS=1`` (its
-    runtime records how far it has applied the stream, which the start step checks against
-    the backfill's horizon).
+    The segment function (the runtime layer's backfill handler) scans its segment with
+    ``ConsistentRead`` page after page, records its progress after each, and hands each page
+    to the consumer function as snapshot changes; the consumer gets ``CDC_RECORD_PROGRESS=1``
+    (how far it has applied the stream, which the start step checks the horizon against).
 
     :param consumer: the :class:`StreamConsumer` whose view is backfilled (its table is
         scanned, its function applies the rows). A ``KinesisConsumer`` is refused: the horizon
@@ -90,11 +88,10 @@ class ViewBackfill(Construct):
     :param member: with a consumer group (``StreamConsumer(members=...)``), the
         ``consumer_name`` of the one member backfilled. Required with a group, refused
         without one. Default: none (the consumer itself).
-    :param total_segments: the parallel scan's ``TotalSegments`` (1..10,000), the Map's item
-        count. Default: decided by the start step from the table's size when the backfill
-        starts (DescribeTable's ``TableSizeBytes`` and ``ItemCount``): one segment per 2 GB
-        (DynamoDB's parallel-scan guidance), at least ``max_concurrency`` while the table has a
-        page of items for each. An execution's input ``totalSegments`` overrides it.
+    :param total_segments: the parallel scan's ``TotalSegments`` (1..10,000). Default: the
+        start step's, from the table's size when the backfill starts (DescribeTable): one
+        segment per 2 GB, at least ``max_concurrency`` while the table has a page of items for
+        each. An execution's input ``totalSegments`` overrides it.
     :param max_concurrency: segments scanned at once (the Map's ``MaxConcurrency``). Default
         10. The segment function's reserved concurrency is this plus one (the start step),
         so two executions at once cannot double the load.
@@ -112,10 +109,9 @@ class ViewBackfill(Construct):
         task of the state machine times out a minute after it.
     :param memory_size: the segment function's memory. Default 256 MB.
     :param alarm_topic: the topic the alarms notify. Default: the consumer's.
-    :param dashboard: add the backfill's widgets to this dashboard. Default: the consumer's
-        (none when it has no monitoring).
-    :param log_retention: the segment function's and the state machine's logs. Default one
-        month.
+    :param dashboard: add the backfill's widgets here. Default: the consumer's (if any).
+    :param log_retention: the segment function's and the state machine's logs. Default: the
+        consumer function's.
 
     Escape hatches: :attr:`state_machine`, :attr:`function`, :attr:`role`,
     :attr:`log_group` (the function's), :attr:`state_machine_log_group`, :attr:`alarms`,
@@ -243,15 +239,12 @@ class ViewBackfill(Construct):
         self.state_machine_log_group = make_log_group(
             scope, self._log_retention, self.source.consumer.options.function.log_encryption_key
         )
-        task_timeout = Duration.seconds(
-            self.options.function_timeout.to_seconds() + TASK_TIMEOUT_MARGIN_SECONDS
-        )
         definition = backfill_definition(
             scope,
             self.function,
             self.total_segments,
             int(self.options.max_concurrency),
-            task_timeout,
+            task_timeout(self.options.function_timeout),
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -267,15 +260,7 @@ class ViewBackfill(Construct):
             ),
         )
         own_map_policy(self.state_machine)
-        # The start step refuses a second execution of a running backfill: it lists this state
-        # machine's running executions. A policy of its own: the function's default policy
-        # must not depend on the state machine, which depends on the function.
-        iam.Policy(
-            self,
-            "ListExecutionsPolicy",
-            roles=[self.role],
-            statements=[allow(["states:ListExecutions"], [self.state_machine.state_machine_arn])],
-        )
+        let_list_executions(self, self.state_machine, self.role)
         acknowledge_engine(self.state_machine, self.function)
         if self.options.items_per_second is None:
             acknowledge(

@@ -64,7 +64,7 @@ def read_seed(path: str | Path) -> list[dict[str, Any]]:
     except ValueError as error:
         raise LocalPipelineError(
             f"seed file {path} is not JSON lines nor a JSON array ({error}): give one item "
-            'per line, e.g. {"pk": "ORDER#1", "customerId": "c1", "amount": 30}'
+            'per line, e.g. {"pk": "item-1", "count": 3}'
         ) from None
     if not items or not all(isinstance(item, dict) for item in items):
         raise LocalPipelineError(f"seed file {path}: give at least one item, each a JSON object")

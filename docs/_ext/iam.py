@@ -93,6 +93,22 @@ REASONS: list[tuple[str, str, str, str]] = [
 ]
 
 
+#: Actions AWS has no resource-level permission for: granted on "*" (each row says why).
+NO_RESOURCE_LEVEL = frozenset(
+    {
+        "lambda:ListEventSourceMappings",
+        "logs:CreateLogDelivery",
+        "logs:GetLogDelivery",
+        "logs:UpdateLogDelivery",
+        "logs:DeleteLogDelivery",
+        "logs:ListLogDeliveries",
+        "logs:PutResourcePolicy",
+        "logs:DescribeResourcePolicies",
+        "logs:DescribeLogGroups",
+    }
+)
+
+
 def sample_app(outdir: Path) -> Path:
     """Synthesize the sample app into ``outdir``; the directory."""
     import aws_cdk as cdk

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import textwrap
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,7 +100,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     stack = _block("class ShopStack(Stack):").replace(
         "StreamConsumer, StreamFilters", "StreamConsumer, StreamFilters, ViewBackfill"
     )
-    stack += _block('ViewBackfill(self, "OrderStats')
+    stack += textwrap.indent(_block('ViewBackfill(self, "OrderStats'), " " * 8)
     # The CDK's Node process resolves assets from its own working directory: the app's, here.
     handlers = str(app_dir / "handlers")
     (app_dir / "shop_stack.py").write_text(stack.replace('"handlers"', repr(handlers)))
