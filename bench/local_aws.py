@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
+from cdc_consumer.ledger import RECORDS_ATTRIBUTE, unpack
 
 from bench.cost import CostMeter
 from cdc_local.endpoint import LOCAL_CREDENTIALS, LocalEndpoint
@@ -28,6 +29,8 @@ from cdc_local.faults import SimulatedCrash
 ORDERS_TABLE = "orders"
 VIEW_TABLE = "order-stats"
 IDEMPOTENCY_TABLE = "idempotency"
+#: The ledger table beside it (IdempotencyTable.ledger_table): one entry per transaction.
+LEDGER_TABLE = "idempotency-ledger"
 QUARANTINE_QUEUE = "quarantine"
 #: The latest-image replica of the orders table (cdc_consumer.LatestImage), keyed like it.
 REPLICA_TABLE = "orders-replica"
@@ -150,11 +153,17 @@ class Instrumentation:
 
 
 def _marker_ids(params: dict[str, Any]) -> list[str]:
-    """The ``id`` of every Put in a TransactWriteItems request (the processed-markers)."""
+    """The ``id`` of every Put in a TransactWriteItems request (the processed-markers); for a
+    ledger entry (cdc_consumer.ledger), ``{id}#seq:{n}`` for each sequence number it lists."""
     ids = []
     for action in params.get("TransactItems", []):
         item = action.get("Put", {}).get("Item", {})
-        if "S" in item.get("id", {}):
+        if "S" not in item.get("id", {}):
+            continue
+        if "B" in item.get(RECORDS_ATTRIBUTE, {}):
+            listed = unpack(item[RECORDS_ATTRIBUTE]["B"])
+            ids += [f"{item['id']['S']}#seq:{number}" for number in listed]
+        else:
             ids.append(item["id"]["S"])
     return ids
 
@@ -227,6 +236,7 @@ class Resources:
         return {
             "CDC_CONSUMER_NAME": consumer_name,
             "IDEMPOTENCY_TABLE_NAME": self.idempotency_table,
+            "CDC_LEDGER_TABLE_NAME": LEDGER_TABLE,
             "QUARANTINE_QUEUE_URL": self.quarantine_queue_url,
             "VIEW_TABLE_NAME": self.view_table,
             "CDC_METRICS_NAMESPACE": "CdcConstructs",
@@ -252,5 +262,17 @@ def create_resources(endpoint: LocalEndpoint) -> Resources:
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
+    dynamodb.create_table(
+        TableName=LEDGER_TABLE,
+        KeySchema=[
+            {"AttributeName": "id", "KeyType": "HASH"},
+            {"AttributeName": "seq", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "id", "AttributeType": "S"},
+            {"AttributeName": "seq", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
     url = sqs.create_queue(QueueName=QUARANTINE_QUEUE)["QueueUrl"]
     return Resources(ORDERS_TABLE, VIEW_TABLE, IDEMPOTENCY_TABLE, url)

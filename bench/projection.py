@@ -19,6 +19,7 @@ from bench.consumers import CONSUMER_NAME, LATEST_IMAGE, Consumer
 from bench.esm import deliver
 from bench.local_aws import (
     INSTRUMENTATION,
+    LEDGER_TABLE,
     REPLICA_TABLE,
     Fault,
     admin_client,
@@ -40,12 +41,20 @@ def _write_orders(endpoint: Any, table: str, orders: dict[str, dict[str, Any]]) 
             pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
 
 
-def _applied_event_ids(consumer: Consumer) -> list[str]:
-    """eventIDs whose effect was committed, in commit order."""
+def _applied_event_ids(consumer: Consumer, workload: Workload) -> list[str]:
+    """eventIDs whose effect was committed, in commit order (from the markers, or from the
+    sequence numbers the ledger's entries list)."""
     if consumer.name == "powertools":
         return [event_id for _, event_id in consumer.module.applied]
     prefix = f"{CONSUMER_NAME}#"
-    return [m[len(prefix) :] for m in INSTRUMENTATION.committed_markers if m.startswith(prefix)]
+    by_number = {int(r["dynamodb"]["SequenceNumber"]): r["eventID"] for r in workload.records}
+    applied = []
+    for marker in INSTRUMENTATION.committed_markers:
+        if not marker.startswith(prefix):
+            continue
+        _, listed, number = marker.rpartition("#seq:")
+        applied.append(by_number[int(number)] if listed else marker[len(prefix) :])
+    return applied
 
 
 def ordering_report(workload: Workload, applied: Sequence[str]) -> dict[str, int]:
@@ -111,7 +120,7 @@ def run(
     requests = dict(sorted(INSTRUMENTATION.requests.items()))
     dynamodb_requests = INSTRUMENTATION.dynamodb_requests
     request_seconds = INSTRUMENTATION.request_seconds
-    applied = _applied_event_ids(consumer)
+    applied = _applied_event_ids(consumer, workload)
     faults_hit = sum(f.hits for f in INSTRUMENTATION.faults)
     meter = INSTRUMENTATION.cost.snapshot()
     INSTRUMENTATION.reset()
@@ -129,7 +138,7 @@ def run(
         comparison = compare(
             actual_view(view_items), expected_view(scan(admin, resources.orders_table))
         )
-    written = [*view_items, *scan(admin, resources.idempotency_table)]
+    written = [*view_items, *scan(admin, resources.idempotency_table), *scan(admin, LEDGER_TABLE)]
     n = len(workload.records)
     in_requests = min(request_seconds, wall)
     return {

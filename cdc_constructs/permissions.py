@@ -51,14 +51,17 @@ Contributions projection reads its batch's stored contributions (items of this t
 request per batch (without it every batch falls back to one GetItem per record, silently)."""
 
 LEDGER_TABLE_ACTIONS = (
+    "dynamodb:BatchGetItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:Query",
     "dynamodb:UpdateItem",
 )
-"""The runtime's ledger (one entry per transaction): ``Query`` finds a batch's entries in one
-request, ``GetItem`` reads the lane's head and when the ledger took over, ``PutItem`` and
-``UpdateItem`` write the entry and the head (in TransactWriteItems) and the start."""
+"""The runtime's ledger (one entry per transaction): ``BatchGetItem`` reads a batch's lane
+heads (with the old markers of an upgrade, one request), ``Query`` finds the batch's entries in
+one request, ``GetItem`` reads a head again after a conflict and when the ledger took over,
+``PutItem`` and ``UpdateItem`` write the entry and the head (in TransactWriteItems) and the
+start."""
 
 VIEW_TABLE_WRITE_ACTIONS = (
     "dynamodb:ConditionCheckItem",

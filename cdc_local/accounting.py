@@ -5,7 +5,8 @@
   and the function's environment (docs/interfaces.md), so nothing here depends on the
   constructs' logical ids.
 - :func:`account` checks that no change was lost: every record on the source stream must have
-  the consumer's processed-marker (``{consumer}#{eventID}`` in the idempotency table), be in the
+  the consumer's processed-marker (``{consumer}#{eventID}`` in the idempotency table) or be
+  listed by one of its ledger entries (``cdc_consumer.ledger``), be in the
   quarantine queue with its payload, lie in the range of an on-failure message, or - for a change
   with nothing to project (the runtime writes no marker when a projection returns no actions) -
   have been acknowledged by the function to the mapping (the pipeline must run with
@@ -25,6 +26,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
+    LEDGER_TABLE_ENV,
     ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
     GroupMemberSpec,
@@ -32,6 +34,7 @@ from cdc_consumer.contract import (
     QuarantineMessage,
 )
 from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.ledger import RECORDS_ATTRIBUTE, SORT_ATTRIBUTE, unpack
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
 
 from cdc_local.arns import stream_table_name
@@ -60,6 +63,9 @@ class ConsumerWiring:
     members: tuple[GroupMemberSpec, ...] = ()
     """The consumers behind the mapping (``CDC_CONSUMER_GROUP``); none: the one consumer
     named ``consumer_name``."""
+    ledger_table: str | None = None
+    """The ledger table (``CDC_LEDGER_TABLE_NAME``): one entry per transaction, listing the
+    records it applied; None: per-record markers only."""
 
     @property
     def consumers(self) -> tuple[GroupMemberSpec, ...]:
@@ -98,6 +104,7 @@ class ConsumerWiring:
             else (),
             source_table=stream_table_name(mapping.stream_arn),
             idempotency_table=env[IDEMPOTENCY_TABLE_ENV],
+            ledger_table=env.get(LEDGER_TABLE_ENV) or None,
             quarantine_queue_url=env[QUARANTINE_QUEUE_ENV],
             on_failure_queue_url=destination.queue_url if destination is not None else None,
             on_failure_bucket=(
@@ -127,6 +134,21 @@ def processed_markers(ddb: Any, idempotency_table: str, consumer_name: str) -> s
         for item in scan(ddb, idempotency_table)
         if item["id"]["S"].startswith(prefix)
     }
+
+
+def ledger_listed(ddb: Any, ledger_table: str | None) -> set[tuple[str, int]]:
+    """(consumer, sequence number) of every record a ledger entry lists (an entry's partition
+    is ``{consumer}#{stream ARN}``: ``cdc_consumer.ledger``); empty without a ledger table."""
+    if ledger_table is None:
+        return set()
+    listed: set[tuple[str, int]] = set()
+    for item in scan(ddb, ledger_table):
+        if item[SORT_ATTRIBUTE]["S"].startswith("~"):  # a head, or when the ledger took over
+            continue
+        consumer = item["id"]["S"].rpartition("#arn:")[0] or item["id"]["S"].rpartition("#")[0]
+        numbers = unpack(bytes(item[RECORDS_ATTRIBUTE]["B"]))
+        listed.update((consumer, number) for number in numbers)
+    return listed
 
 
 def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
@@ -213,9 +235,11 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
     """Account for every record of the consumer's source stream; unaccounted ones are lost.
 
     Behind a consumer group, a record is processed when every member its filter gives it to
-    has its marker, and quarantined when one of them quarantined it."""
+    has its marker (or a ledger entry lists it for that member), and quarantined when one of
+    them quarantined it."""
     ddb, sqs = pipeline.client("dynamodb"), pipeline.client("sqs")
     markers = {item["id"]["S"] for item in scan(ddb, wiring.idempotency_table)}
+    listed = ledger_listed(ddb, wiring.ledger_table)
     result = Accounting()
     result.quarantine_messages = peek_messages(sqs, wiring.quarantine_queue_url)
     quarantined = {
@@ -246,7 +270,9 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
         # actions) has a marker too, and is still a quarantined record.
         if any((name, event_id) in quarantined for name in due):
             result.quarantined += 1
-        elif due and all(f"{name}#{event_id}" in markers for name in due):
+        elif due and all(
+            f"{name}#{event_id}" in markers or (name, sequence) in listed for name in due
+        ):
             result.processed += 1
         elif any(first <= sequence <= last for first, last in ranges):
             result.on_failure += 1

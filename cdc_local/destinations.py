@@ -125,6 +125,9 @@ class OnFailureDestination:
         elif self.service == "sns":
             self.client.publish(TopicArn=self.arn, Message=json.dumps(record))
         else:
+            # The calls AWS needs the role to allow for an S3 destination (Lambda developer
+            # guide: s3:ListBucket, which IAM checks for ListObjectsV2, and s3:PutObject).
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=ON_FAILURE_S3_PREFIX, MaxKeys=1)
             self.client.put_object(
                 Bucket=self.arn.split(":::", 1)[1],
                 Key=self.s3_key(batch_info(record)[StreamBatchInfo.SHARD_ID], now),

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_consumer.contract import MAX_QUEUE_MESSAGE_BYTES
+
 from cdc_local.assembly import (
     FUNCTION_TYPE,
     LAYER_TYPE,
@@ -300,6 +302,9 @@ def _create_queue(resources: LocalResources, endpoint: LocalEndpoint, queue: Res
         resources.stack.stack_name, queue.logical_id, 75 if fifo else 80
     ) + (".fifo" if fifo else "")
     attributes = {k: _attribute(props[k]) for k in QUEUE_ATTRIBUTES if k in props}
+    # SQS refuses a message over the queue's MaximumMessageSize, 256 KiB unless the template
+    # says otherwise; moto's default is 1 MiB, which would accept what AWS refuses.
+    attributes.setdefault("MaximumMessageSize", str(MAX_QUEUE_MESSAGE_BYTES))
     if "RedrivePolicy" in props:
         attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
     sqs = endpoint.client("sqs")

@@ -36,6 +36,25 @@ FIXED = {
     "scope": "The parent construct.",
     "construct_id": "The construct's id, unique within ``scope``.",
 }
+# What a parameter of these common names is, when no docstring says more (the last resort).
+FALLBACK = {
+    "message": "What went wrong, with the values involved: the exception's text.",
+    "event": 'The Lambda event, as Lambda passes it to the handler (``{"Records": [...]}``).',
+    "context": "The Lambda context of the invocation, as Lambda passes it to the handler.",
+    "function": "The function registered (the decorated function, used as a decorator).",
+    "record": 'A DynamoDB stream record, as Lambda delivers it in ``event["Records"]``.',
+    "records": 'The batch\'s records, as Lambda delivers them in ``event["Records"]``.',
+}
+# A stream record's fields (of Change and SnapshotChange only): what DynamoDB Streams calls them.
+RECORD_CLASSES = ("cdc_consumer.change.Change", "cdc_consumer.snapshots.SnapshotChange")
+RECORD_FIELDS = {
+    "event_id": "The record's ``eventID`` (unique per record; markers are keyed by it).",
+    "event_name": "``INSERT``, ``MODIFY`` or ``REMOVE`` (the record's ``eventName``).",
+    "sequence_number": "The record's ``SequenceNumber``: its order in its shard.",
+    "is_ttl_expiry": "Whether DynamoDB's TTL deleted the item (a REMOVE whose ``userIdentity`` "
+    "is the DynamoDB service).",
+    "source_arn": "The stream's ARN (the record's ``eventSourceARN``).",
+}
 
 #: The package whose every rendered parameter must be described (the constructs' pages): the
 #: build fails on one that is not. Elsewhere (the runtime) such a row says so.
@@ -176,6 +195,9 @@ def _describe_every_parameter(obj: griffe.Object, pkg: griffe.Module) -> None:
             FIXED.get(name)
             or _attribute_docstring(obj, name)
             or next((d for source in sources if (d := param_description(source, name))), None)
+            or prose_description(text, name, {p.name for p in parameters})
+            or FALLBACK.get(name)
+            or (RECORD_FIELDS.get(name) if obj.path in RECORD_CLASSES else None)
         )
         if found is None and obj.path.startswith(STRICT_PACKAGE + "."):
             UNDESCRIBED.append(f"{obj.path}({name})")
@@ -183,6 +205,45 @@ def _describe_every_parameter(obj: griffe.Object, pkg: griffe.Module) -> None:
         found = found or NOT_DESCRIBED
         lines.append(f":param {name}: {found}")
     obj.docstring.value = text.rstrip() + "\n\n" + "\n".join(lines)
+
+
+# Prose that describes a parameter, where an entry starts (a line or list item, or after "; "
+# or ". "): "``name``: text", "``name`` (default x): text", or a sentence "``name`` lists ...".
+_PROSE_ENTRY = re.compile(
+    r"(?:^[ \t]*(?:- )?|;\s+|\.\s+)"
+    r"(?P<names>``\w+``(?:\s*(?:/|,|and)\s*``\w+``)*)(?P<paren>\s*\([^)]*\))?(?P<colon>:)?\s",
+    re.M,
+)
+
+
+def prose_description(text: str, name: str, parameters: set[str]) -> str | None:
+    """The text a docstring's prose gives ``name`` ("``name``: text", "``a`` / ``b``: text"
+    naming several, or a sentence that starts with it), up to the next entry of another of
+    ``parameters``, list item or paragraph."""
+
+    def names(match: re.Match[str]) -> set[str]:
+        return set(re.findall(r"``(\w+)``", match["names"]))
+
+    for match in _PROSE_ENTRY.finditer(text):
+        if name not in names(match):
+            continue
+        rest = text[match.end() :]
+        end = len(rest)
+        others = parameters - {name}
+        following = (m for m in _PROSE_ENTRY.finditer(rest) if names(m) & others)
+        for stop in (next(following, None), re.search(r"\n\s*(?:- |\n)", rest)):
+            if stop is not None:
+                end = min(end, stop.start())
+        if match["colon"]:
+            head = (match["paren"] or "").strip()
+        elif len(names(match)) == 1 and re.match(r"[a-z]", rest):
+            head = match["names"] + (match["paren"] or "")  # a sentence about it: its subject
+        else:  # a list of names ("Reading the stream: ``a``, ``b``, ..."), not a description
+            continue
+        described = " ".join(f"{head} {rest[:end]}".split()).rstrip(";,")
+        if described:
+            return described
+    return None
 
 
 def _attribute_docstring(obj: griffe.Object, name: str) -> str | None:

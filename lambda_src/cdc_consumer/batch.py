@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdc_consumer import defaults
+from cdc_consumer.batch_ledger import BatchLedger, reference
 from cdc_consumer.change import Change
 from cdc_consumer.decision import (
     Apply,
@@ -165,9 +166,10 @@ class BatchRun:
                 return registry.side_effect_timeout_ms
             return defaults.side_effect_timeout_ms(deadline.timeout_ms)
 
-        projection = side_effects = None
+        projection = side_effects = ledger = None
         if registry.projections:
-            projection = ProjectionMode(lambda: registry.dynamodb, tally, outcomes)
+            ledger = BatchLedger.open(settings, registry.dynamodb, registry.clock, records)
+            projection = ProjectionMode(lambda: registry.dynamodb, tally, outcomes, ledger=ledger)
         if registry.side_effects:
             side_effects = SideEffectMode(
                 registry.side_effects,
@@ -184,7 +186,10 @@ class BatchRun:
         return cls(
             records=records,
             decider=Decider(
-                registry.projections, _writes_for(settings, registry.clock), registry.reads, decode
+                registry.projections,
+                _writes_for(settings, registry.clock, ledger),
+                registry.reads,
+                decode,
             ),
             tally=tally,
             outcomes=outcomes,
@@ -285,9 +290,11 @@ class BatchRun:
 
 
 def _writes_for(
-    settings: Settings, clock: Callable[[], float]
+    settings: Settings, clock: Callable[[], float], ledger: BatchLedger | None
 ) -> Callable[[int, Change, Any, bool], RecordWrites]:
-    """What pairs a record's actions with its processed-marker (:meth:`RecordWrites.build`)."""
+    """What pairs a record's actions with its processed-marker (:meth:`RecordWrites.build`),
+    or, with the batch's ``ledger``, lists it in its transaction's ledger entry (a record the
+    ledger finds applied is a duplicate with nothing to write)."""
     table, consumer = settings.idempotency_table, settings.consumer
     marker_ttl = defaults.marker_ttl_seconds()  # read once per batch
 
@@ -297,7 +304,13 @@ def _writes_for(
         marker = marker_action(
             table, f"{consumer}#{change.event_id}", int(clock()) + marker_ttl, change.source_arn
         )
-        return RecordWrites.build(position, marker, actions, table, quarantined=quarantined)
+        ref = reference(change.raw) if ledger is not None else None
+        writes = RecordWrites.build(
+            position, marker, actions, table, quarantined=quarantined, listed=ref
+        )
+        if writes.listed is None or ledger is None or not ledger.applied(writes.listed, change):
+            return writes
+        return RecordWrites(position, [], [], frozenset(), 0, quarantined, duplicate=True)
 
     return writes_for
 

@@ -13,7 +13,12 @@ from cdc_consumer.kinesis import (
     decode_data,
     kinesis_sequence_number,
 )
-from cdc_consumer.versions import format_version, kinesis_time_to_us, seconds_to_us
+from cdc_consumer.versions import (
+    format_version,
+    kinesis_time_to_us,
+    seconds_to_us,
+    stream_version,
+)
 from cdc_consumer.wire import deserialize_image
 
 EventName = Literal["INSERT", "MODIFY", "REMOVE"]
@@ -160,12 +165,12 @@ class Change:
     @property
     def version(self) -> str:
         """The change's version: its creation time, then its sequence number as the tie-break
-        (see :mod:`cdc_consumer.versions` for the format and why); compare versions as strings.
+        (see :mod:`cdc_consumer.versions` for the format, and why it compares across routes).
 
         Raises :class:`MissingVersionError` (poison) when the record has no
         ``ApproximateCreationDateTime``: a projection that orders by version cannot place it.
         """
-        return _version(self.creation_time_us, self.sequence_number, self.event_id)
+        return _version(self.creation_time_us, self.sequence_number, self.event_id, self.raw)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Change:
@@ -281,14 +286,18 @@ _FIELDS = (
 """What a Change is compared and shown by."""
 
 
-def _version(creation_time_us: int | None, sequence_number: str, event_id: str) -> str:
+def _version(
+    creation_time_us: int | None, sequence_number: str, event_id: str, raw: Mapping[str, Any]
+) -> str:
     if creation_time_us is None:
         raise MissingVersionError(
             f"record {sequence_number} (eventID {event_id}) has no "
             "dynamodb.ApproximateCreationDateTime, so it has no version: a version-guarded "
             "projection cannot order it"
         )
-    return format_version(creation_time_us, sequence_number)
+    if "kinesis" in raw:  # the Kinesis route's times are not rounded down to the second
+        return format_version(creation_time_us, sequence_number)
+    return stream_version(creation_time_us, sequence_number)
 
 
 class _Building(Change):

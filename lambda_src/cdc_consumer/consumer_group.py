@@ -70,7 +70,12 @@ __all__ = ["ConsumerGroup", "GroupMember"]
 @dataclass(frozen=True)
 class GroupMember:
     """One consumer of a group: its processor (with its own ``consumer_name``) and the Lambda
-    filter patterns of the records it consumes (none: every record)."""
+    filter patterns of the records it consumes (none: every record).
+
+    :param processor: the member's processor; its ``consumer_name`` is the member's name.
+    :param filters: the Lambda filter patterns (JSON text or dicts) of the records it
+        consumes, as the construct's member declares them. Default: none, every record.
+    """
 
     processor: StreamProcessor
     filters: Sequence[str | Mapping[str, Any]] = ()
@@ -84,7 +89,10 @@ class GroupMember:
 
 
 class ConsumerGroup:
-    """Dispatches each batch to its members; see the module docstring for what they share."""
+    """Dispatches each batch to its members; see the module docstring for what they share.
+
+    :param members: the members, in dispatch order, with distinct explicit consumer names.
+    """
 
     def __init__(self, members: Sequence[GroupMember]) -> None:
         names = [member.processor.consumer_name for member in members]
@@ -110,6 +118,9 @@ class ConsumerGroup:
         Raises :class:`ConfigurationError` when the variable is missing or malformed, or when
         the processors' names are not exactly the declared members' (a member without a
         processor would skip records silently; a processor without a member would never run).
+
+        :param processors: one processor per declared member, in any order.
+        :param environ: where ``CDC_CONSUMER_GROUP`` is read. Default: ``os.environ``.
         """
         environ = os.environ if environ is None else environ
         value = environ.get(CONSUMER_GROUP_ENV)

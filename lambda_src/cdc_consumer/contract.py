@@ -59,6 +59,7 @@ __all__ = [
     "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
     "MAX_PLANNED_SEGMENTS",
+    "MAX_QUEUE_MESSAGE_BYTES",
     "MAX_STREAM_READERS",
     "MAX_STREAM_READERS_WITH_REPLICAS",
     "MAX_TOTAL_SEGMENTS",
@@ -74,8 +75,10 @@ __all__ = [
     "ON_FAILURE_S3_PREFIX",
     "OUTBOX_KEY_PREFIX",
     "PARALLELIZATION_FACTOR_ENV",
+    "QUARANTINE_BUCKET_ENV",
     "QUARANTINE_MESSAGE_VERSION",
     "QUARANTINE_QUEUE_ENV",
+    "QUARANTINE_S3_PREFIX",
     "RECORDS_PROCESSED",
     "RECORDS_QUARANTINED",
     "RECORD_AGE_EXCEEDED",
@@ -141,6 +144,11 @@ METRICS_NAMESPACE_ENV: Final = "CDC_METRICS_NAMESPACE"
 """The CloudWatch namespace of the embedded-metric-format metrics (default
 :data:`DEFAULT_METRICS_NAMESPACE`). Consumer and redrive functions."""
 
+QUARANTINE_BUCKET_ENV: Final = "QUARANTINE_BUCKET_NAME"
+"""Where a poison record too big for a queue message is kept whole (under
+:data:`QUARANTINE_S3_PREFIX`), its message pointing at it (``recordLocation``). Consumer
+functions (the failed-batch bucket, or a bucket of its own when the destination is SQS or SNS)."""
+
 MARKER_TTL_ENV: Final = "CDC_MARKER_TTL_SECONDS"
 """How long processed-markers and side-effect claims are kept, whole seconds: the consumer's
 marker lifetime, which the constructs derive from its replay windows
@@ -196,6 +204,7 @@ CONSUMER_ENVIRONMENT: Final = (
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
     QUARANTINE_QUEUE_ENV,
+    QUARANTINE_BUCKET_ENV,
     METRICS_NAMESPACE_ENV,
 )
 """Every variable a consumer function gets from StreamConsumer."""
@@ -213,6 +222,7 @@ REDRIVE_ENVIRONMENT: Final = (
     REDRIVE_RESERVE_SECONDS_ENV,
     CONSUMER_FILTERS_ENV,
     CONSUMER_GROUP_ENV,
+    MARKER_TTL_ENV,
 )
 """Every variable a redrive function may get from StreamRedrive (the on-failure queue or the
 bucket, the quarantine queue, the filters and the group only when the consumer has them)."""
@@ -285,6 +295,16 @@ MAX_TRANSACTION_ACTIONS: Final = 100
 
 MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
 """TransactWriteItems takes at most 4 MB of items."""
+
+MAX_QUEUE_MESSAGE_BYTES: Final = 262_144
+"""SQS's default ``MaximumMessageSize`` (256 KiB) for a queue that sets none, as the quarantine
+queues here: a larger SendMessage is refused. A DynamoDB item reaches 400 KB, a record carries
+two images and binary travels as base64, so a quarantine message can be larger: the runtime then
+keeps the record in a bucket and sends a pointer (:class:`QuarantineMessage`)."""
+
+QUARANTINE_S3_PREFIX: Final = "cdc-quarantine/"
+"""Where the runtime keeps quarantined records too big for a message:
+``cdc-quarantine/<consumer>/<eventID>-<uuid>.json``, each the whole quarantine message."""
 
 MAX_DETAIL_TYPE_LENGTH: Final = 128
 """EventBridge's limit on an event's detail-type (an outbox event's type becomes it)."""
@@ -486,7 +506,11 @@ class QuarantineMessage:
     """The body of a quarantine-queue message: a poison record, whole, with its error.
 
     The runtime sends it; redrive reads it back and replays ``record`` (the stream record
-    exactly as Lambda delivered it, binary values base64-encoded)."""
+    exactly as Lambda delivered it, binary values base64-encoded).
+
+    ``record_location`` (``{"bucket": ..., "key": ...}``): the message is too big for a queue
+    (:data:`MAX_QUEUE_MESSAGE_BYTES`), so the whole message is kept in that object and this one
+    carries the record without its images (keys, sequence number, times: enough to order it)."""
 
     consumer: str | None
     source_arn: str | None
@@ -495,9 +519,12 @@ class QuarantineMessage:
     quarantined_at: str
     """ISO-8601 UTC, milliseconds."""
     version: str = QUARANTINE_MESSAGE_VERSION
+    record_location: Mapping[str, str] | None = None
+
+    RECORD_LOCATION: ClassVar[str] = "recordLocation"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document = {
             "version": self.version,
             "consumer": self.consumer,
             "sourceArn": self.source_arn,
@@ -505,6 +532,9 @@ class QuarantineMessage:
             "record": self.record,
             "quarantinedAt": self.quarantined_at,
         }
+        if self.record_location is not None:
+            document[self.RECORD_LOCATION] = dict(self.record_location)
+        return document
 
     @classmethod
     def from_dict(cls, document: Any) -> QuarantineMessage:
@@ -513,6 +543,15 @@ class QuarantineMessage:
         document = _object(document, what)
         record = _object(_field(document, "record", what), f"{what}'s record")
         error = document.get("error")
+        location = document.get(cls.RECORD_LOCATION)
+        if location is not None and not (
+            isinstance(location, Mapping)
+            and all(isinstance(location.get(k), str) and location.get(k) for k in ("bucket", "key"))
+        ):
+            raise ContractError(
+                f"{what}'s {cls.RECORD_LOCATION} is {location!r}; expected"
+                ' {"bucket": <name>, "key": <key>}'
+            )
         return cls(
             consumer=document.get("consumer"),
             source_arn=document.get("sourceArn"),
@@ -520,6 +559,7 @@ class QuarantineMessage:
             record=dict(record),
             quarantined_at=str(document.get("quarantinedAt", "")),
             version=str(document.get("version", QUARANTINE_MESSAGE_VERSION)),
+            record_location=dict(location) if location is not None else None,
         )
 
 

@@ -49,6 +49,8 @@ SPAN_ATTRIBUTE = "span"
 LAST_ATTRIBUTE = "last"
 RECORDS_ATTRIBUTE = "records"
 COUNT_ATTRIBUTE = "count"
+#: :meth:`LedgerStore.read`'s ``head`` when the caller has not read it.
+UNREAD: Any = object()
 #: How many digits the length prefix of a sort key has: Kinesis sequence numbers have up to
 #: 129 digits, DynamoDB Streams' up to 40.
 LENGTH_DIGITS = 3
@@ -130,16 +132,21 @@ class LedgerStore:
     ttl_seconds: int
     clock: Any
 
-    def read(self, stream: str | None, numbers: Collection[int]) -> LaneState:
-        """The lane state around ``numbers``: one GetItem of the head, then one Query (paged
-        only past 1 MB). Raises :class:`TransientError` when DynamoDB does not answer."""
+    def head_key(self, stream: str | None) -> dict[str, Any]:
+        """The key of the lane's head (to read it with other items: :meth:`read`'s ``head``)."""
+        return self._key(lane_key(self.consumer, stream), HEAD_SORT_KEY)
+
+    def read(self, stream: str | None, numbers: Collection[int], head: Any = UNREAD) -> LaneState:
+        """The lane state around ``numbers``: one consistent GetItem of the head (unless
+        ``head`` is the head item, or None, read consistently by the caller before), then one
+        Query (paged only past 1 MB). Raises :class:`TransientError` when DynamoDB does not
+        answer."""
         state = LaneState(lane_key(self.consumer, stream), stream)
         try:
-            head = self.client.get_item(
-                TableName=self.table,
-                Key=self._key(state.lane, HEAD_SORT_KEY),
-                ConsistentRead=True,
-            ).get("Item")
+            if head is UNREAD:
+                head = self.client.get_item(
+                    TableName=self.table, Key=self.head_key(stream), ConsistentRead=True
+                ).get("Item")
             if head is not None:
                 state.version = int(head[VERSION_ATTRIBUTE]["N"])
                 state.span = int(head.get(SPAN_ATTRIBUTE, {"N": "0"})["N"])

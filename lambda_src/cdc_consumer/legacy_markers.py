@@ -91,47 +91,46 @@ class LegacyMarkers:
             return True
         return created_us < (self.since() + LEGACY_MARKER_MARGIN_SECONDS) * 1_000_000
 
-    def covered(self, changes: Iterable[Change]) -> set[str]:
-        """The event ids among ``changes`` that an old marker of this consumer (and stream)
-        covers. Looks up only the ones :meth:`may_have_marker` admits."""
-        wanted = {c.event_id: c for c in changes if self.may_have_marker(c)}
-        ids = [f"{self.consumer}#{event_id}" for event_id in wanted]
-        found: set[str] = set()
-        for start in range(0, len(ids), MAX_BATCH_GET_KEYS):
-            for item in self._get(ids[start : start + MAX_BATCH_GET_KEYS]):
-                event_id = item[ID_ATTRIBUTE]["S"][len(self.consumer) + 1 :]
-                change = wanted.get(event_id)
-                if change is not None and _same_stream(item, change.source_arn):
-                    found.add(event_id)
-        return found
+    def keys(self, changes: Iterable[Change]) -> list[dict[str, Any]]:
+        """The marker keys to look up for ``changes``: only the ones :meth:`may_have_marker`
+        admits (none at all, in steady state)."""
+        ids = {f"{self.consumer}#{c.event_id}" for c in changes if self.may_have_marker(c)}
+        return [{ID_ATTRIBUTE: {"S": marker_id}} for marker_id in sorted(ids)]
 
-    def _get(self, ids: list[str]) -> list[Mapping[str, Any]]:
-        keys: list[Any] = [{ID_ATTRIBUTE: {"S": marker_id}} for marker_id in ids]
-        items: list[Mapping[str, Any]] = []
-        try:
-            while keys:
-                response = self.client.batch_get_item(
-                    RequestItems={
-                        self.idempotency_table: {
-                            "Keys": keys,
-                            "ConsistentRead": True,
-                            "ProjectionExpression": "#id, #stream",
-                            "ExpressionAttributeNames": {
-                                "#id": ID_ATTRIBUTE,
-                                "#stream": STREAM_ATTRIBUTE,
-                            },
-                        }
-                    }
-                )
-                items += response.get("Responses", {}).get(self.idempotency_table, [])
-                keys = (
-                    response.get("UnprocessedKeys", {})
-                    .get(self.idempotency_table, {})
-                    .get("Keys", [])
-                )
-        except (ClientError, BotoCoreError) as error:
-            raise TransientError(f"looking up old processed-markers failed: {error}") from error
-        return items
+    def covered(self, changes: Iterable[Change], found: Iterable[Mapping[str, Any]]) -> set[str]:
+        """The event ids among ``changes`` that a marker of ``found`` (this consumer's markers,
+        read by :func:`batch_get` with :meth:`keys`) covers for the change's stream."""
+        by_id = {f"{self.consumer}#{c.event_id}": c for c in changes}
+        covered: set[str] = set()
+        for item in found:
+            change = by_id.get(item[ID_ATTRIBUTE]["S"])
+            if change is not None and _same_stream(item, change.source_arn):
+                covered.add(change.event_id)
+        return covered
+
+
+def batch_get(client: Any, keys: Mapping[str, list[dict[str, Any]]]) -> dict[str, list[Any]]:
+    """Consistent BatchGetItem of ``keys`` by table (100 keys a request, unprocessed keys asked
+    again): the items found, by table. Each item read is serializable with transactions, as a
+    GetItem is. Raises :class:`TransientError` when DynamoDB does not answer."""
+    found: dict[str, list[Any]] = {table: [] for table in keys}
+    pending = [(table, key) for table, table_keys in keys.items() for key in table_keys]
+    try:
+        while pending:
+            chunk, pending = pending[:MAX_BATCH_GET_KEYS], pending[MAX_BATCH_GET_KEYS:]
+            request: dict[str, Any] = {}
+            for table, key in chunk:
+                request.setdefault(table, {"Keys": [], "ConsistentRead": True})["Keys"].append(key)
+            response = client.batch_get_item(RequestItems=request)
+            for table, items in response.get("Responses", {}).items():
+                found.setdefault(table, []).extend(items)
+            unprocessed = response.get("UnprocessedKeys") or {}
+            pending += [(t, k) for t, asked in unprocessed.items() for k in asked.get("Keys", [])]
+    except (ClientError, BotoCoreError) as error:
+        raise TransientError(
+            f"reading the ledger's heads and old markers failed: {error}"
+        ) from error
+    return found
 
 
 def _same_stream(item: Mapping[str, Any], stream: str | None) -> bool:

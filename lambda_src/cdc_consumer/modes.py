@@ -21,7 +21,7 @@ from cdc_consumer.exceptions import CdcConsumerError, ForeignMarkerError, Perman
 from cdc_consumer.outcomes import Next, Outcomes, Step
 from cdc_consumer.plan import Plan
 from cdc_consumer.tally import Tally
-from cdc_consumer.transactions import RecordWrites, commit
+from cdc_consumer.transactions import RecordWrites, TransactionLedger, commit
 
 
 @dataclass
@@ -32,6 +32,8 @@ class ProjectionMode:
     tally: Tally
     outcomes: Outcomes
     plan: Plan = field(default_factory=Plan)
+    #: The batch's ledger (None: per-record markers): see :mod:`cdc_consumer.batch_ledger`.
+    ledger: TransactionLedger | None = None
 
     def add(self, writes: RecordWrites) -> Step | None:
         """Add a record's writes, writing the plan first when they do not fit."""
@@ -60,7 +62,7 @@ class ProjectionMode:
         pending = [w for w in grouped if failed is None or w.position < failed.position]
         if pending:
             self.tally.committed_transaction()
-            outcome = commit(self.client(), pending)
+            outcome = commit(self.client(), pending, self.ledger)
             settled += [(w, True) for w in outcome.committed]
             settled += [(w, False) for w in outcome.duplicates]
             if outcome.failed is not None:

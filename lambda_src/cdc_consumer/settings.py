@@ -17,6 +17,10 @@ class Settings:
     idempotency_table: str
     quarantine_queue_url: str
     metrics_namespace: str
+    #: The ledger table (``CDC_LEDGER_TABLE_NAME``); None: per-record markers.
+    ledger_table: str | None = None
+    #: The mapping's parallelization factor (``CDC_PARALLELIZATION_FACTOR``, default 1).
+    parallelization_factor: int = 1
 
 
 def resolve_settings(
@@ -46,4 +50,14 @@ def resolve_settings(
         metrics_namespace=metrics_namespace
         or os.environ.get(contract.METRICS_NAMESPACE_ENV)
         or contract.DEFAULT_METRICS_NAMESPACE,
+        ledger_table=os.environ.get(contract.LEDGER_TABLE_ENV) or None,
+        parallelization_factor=_factor(os.environ.get(contract.PARALLELIZATION_FACTOR_ENV, "")),
     )
+
+
+def _factor(value: str) -> int:
+    """The parallelization factor a variable says; a value that is not a whole number counts
+    as above 1 (the safe reading: per-record markers)."""
+    if not value:
+        return 1
+    return int(value) if value.isdigit() and int(value) >= 1 else 2

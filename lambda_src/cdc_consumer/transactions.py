@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
@@ -53,6 +53,14 @@ CONDITION_FAILED = "ConditionalCheckFailed"
 PERMANENT_REASONS = frozenset({CONDITION_FAILED, "ValidationError"})
 
 ItemIdentity = tuple[str, str]
+#: The actions a ledger lane adds to a transaction: its entry's Put and its head's Update.
+LEDGER_ACTIONS = 2
+#: The most bytes an entry and a head take in a transaction's request (an entry lists at most
+#: 98 records, each in at most 19 bytes: a 129-digit difference).
+MAX_ENTRY_BYTES = 4096
+#: Transactions in a row that may meet another writer's commit in a ledger lane before the
+#: batch stops there and is retried (each meeting reads the lane again).
+MAX_LEDGER_CONFLICTS = 5
 #: Where a request item comes from: (index of the record among those written, index of the
 #: item in that record's items, its marker being 0).
 Owner = tuple[int, int]
@@ -130,6 +138,11 @@ class RecordWrites:
     #: UpdateItem, no transaction): the plan then writes it so when that costs less
     #: (:mod:`cdc_consumer.plan`).
     alone: bool = False
+    #: (stream, sequence number) when the ledger lists the record in its transaction's entry
+    #: instead of a processed-marker (:mod:`cdc_consumer.ledger`).
+    listed: tuple[str | None, int] | None = None
+    #: The ledger found the record applied before its writes were planned: a duplicate.
+    duplicate: bool = False
 
     @classmethod
     def build(
@@ -140,8 +153,10 @@ class RecordWrites:
         idempotency_table: str,
         *,
         quarantined: bool = False,
+        listed: tuple[str | None, int] | None = None,
     ) -> RecordWrites:
-        """Validate a projection's ``actions`` and pair them with ``marker`` when they need it.
+        """Validate a projection's ``actions`` and pair them with ``marker`` when they need it
+        (with ``listed``, its ledger reference, the transaction's ledger entry lists it instead).
 
         Raises :class:`InvalidActionError` (poison: the same change always yields the same
         actions) naming the problem when the actions are not a list of TransactWriteItems
@@ -170,6 +185,10 @@ class RecordWrites:
                 f"holds at most {MAX_TRANSACTION_BYTES}"
             )
         identities = {key for key in keys if key is not None}
+        if needs_marker and listed is not None:  # no marker: the ledger's entry lists it
+            made = cls(position, actions, keys, frozenset(identities), size, quarantined, mergeable)
+            made.marker, made.listed = False, listed
+            return made
         if not needs_marker:
             alone = all(k.writes_alone for k in kinds)
             return cls(
@@ -271,17 +290,23 @@ class TransactionGroup:
     identities: set[ItemIdentity] = field(default_factory=set)
     #: Items so far touched only by mergeable actions, and their merge (hot aggregates).
     merged: dict[ItemIdentity, Any] = field(default_factory=dict)
+    #: The ledger lanes (streams) of the listed records: each adds its entry and its head.
+    lanes: set[str | None] = field(default_factory=set)
 
     def fits(self, writes: RecordWrites) -> bool:
         """Whether ``writes`` can join without breaking a DynamoDB transaction limit. An item
-        already in the group is allowed only where both sides are actions that merge."""
+        already in the group is allowed only where both sides are actions that merge; each
+        ledger lane takes two actions (its entry and its head) and at most
+        :data:`MAX_ENTRY_BYTES`."""
         if not writes.items:  # a record without effect always fits
             return True
         shared = self._merges(writes)
+        lanes = len(self.lanes | ({writes.listed[0]} if writes.listed else set()))
         return (
             shared is not None
-            and self.actions + len(writes.items) - len(shared) <= MAX_TRANSACTION_ACTIONS
-            and self.size + writes.size <= MAX_TRANSACTION_BYTES
+            and self.actions + len(writes.items) - len(shared) + LEDGER_ACTIONS * lanes
+            <= MAX_TRANSACTION_ACTIONS
+            and self.size + writes.size + MAX_ENTRY_BYTES * lanes <= MAX_TRANSACTION_BYTES
         )
 
     def _merges(self, writes: RecordWrites) -> dict[ItemIdentity, Any] | None:
@@ -308,12 +333,14 @@ class TransactionGroup:
                 self.merged[identity] = writes.mergeable[identity]
         self.merged.update(shared)
         self.identities.update(writes.identities)
+        if writes.listed is not None:
+            self.lanes.add(writes.listed[0])
 
     def take(self) -> list[RecordWrites]:
         """The records, leaving the group empty."""
         records = self.records
         self.records, self.actions, self.size, self.identities = [], 0, 0, set()
-        self.merged = {}
+        self.merged, self.lanes = {}, set()
         return records
 
     def __bool__(self) -> bool:
@@ -357,6 +384,23 @@ def merged_request(records: Sequence[RecordWrites]) -> tuple[list[Any], list[lis
     return items, owners
 
 
+class TransactionLedger(Protocol):
+    """What :func:`commit` needs of the batch's ledger (:mod:`cdc_consumer.batch_ledger`)."""
+
+    def actions(self, records: Sequence[RecordWrites]) -> list[dict[str, Any]]:
+        """The entry and head actions that list ``records`` (each has ``listed``)."""
+        ...
+
+    def committed(self, records: Sequence[RecordWrites]) -> None:
+        """The transaction carrying :meth:`actions` for ``records`` committed."""
+        ...
+
+    def refresh(self, records: Sequence[RecordWrites]) -> list[RecordWrites]:
+        """Read the ledger again (another writer committed in a lane): the listed records of
+        ``records`` now found applied. Raises :class:`TransientError` on a failed read."""
+        ...
+
+
 @dataclass
 class CommitOutcome:
     """What :func:`commit` did: records applied now, records found already applied, and the
@@ -383,9 +427,14 @@ class _Attempt:
     failed: RecordWrites | None = None
     error: CdcConsumerError | None = None
     one_at_a_time: bool = False
+    #: A ledger action's condition failed: another writer committed in the lane since it was
+    #: read (the records are read again, not failed).
+    conflict: bool = False
 
 
-def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
+def commit(
+    client: Any, records: Sequence[RecordWrites], ledger: TransactionLedger | None = None
+) -> CommitOutcome:
     """Commit ``records`` (in order) in as few TransactWriteItems calls as DynamoDB allows.
 
     Never writes anything of a record after the first failing one. Records without items
@@ -397,16 +446,29 @@ def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
     outcome = CommitOutcome()
     todo = list(records)
     one_at_a_time = False
+    conflicts = 0
     while todo:
         chunk = todo[:1] if one_at_a_time else todo
         if not any(record.items for record in chunk):
             outcome.committed += chunk
             todo = todo[len(chunk) :]
             continue
-        attempt = _attempt(client, chunk)
+        attempt = _attempt(client, chunk, ledger)
         if attempt.one_at_a_time:
             one_at_a_time = True
             continue
+        if attempt.conflict and ledger is not None and conflicts < MAX_LEDGER_CONFLICTS:
+            conflicts += 1
+            try:
+                applied = ledger.refresh(chunk)
+            except TransientError as error:
+                attempt = _fail_first(chunk, error)
+            else:
+                outcome.duplicates += applied
+                todo = [record for record in todo if record not in applied]
+                continue
+        elif attempt.conflict:
+            attempt = _fail_first(chunk, TransientError(_contended(conflicts)))
         if attempt.committed:
             outcome.committed += chunk
             todo = todo[len(chunk) :]
@@ -419,19 +481,36 @@ def commit(client: Any, records: Sequence[RecordWrites]) -> CommitOutcome:
         outcome.duplicates += [d for d in attempt.duplicates if d.position < cut]
         outcome.failed, outcome.error = attempt.failed, attempt.error
         todo = [r for r in chunk if r.position < cut and r not in attempt.duplicates]
+    known = [record for record in outcome.committed if record.duplicate]
+    if known:  # found applied by the ledger's lookup: nothing was written for them
+        outcome.committed = [r for r in outcome.committed if not r.duplicate]
+        outcome.duplicates += known
     return outcome
 
 
-def _attempt(client: Any, chunk: list[RecordWrites]) -> _Attempt:
-    """One TransactWriteItems call carrying ``chunk``'s items, read into an :class:`_Attempt`."""
+def _contended(conflicts: int) -> str:
+    return (
+        f"{conflicts} transactions in a row met another writer's commit in the ledger lane "
+        "(two deliveries of this shard's records at once); the batch is retried"
+    )
+
+
+def _attempt(client: Any, chunk: list[RecordWrites], ledger: TransactionLedger | None) -> _Attempt:
+    """One TransactWriteItems call carrying ``chunk``'s items (and, for its listed records,
+    the ledger's entry and head), read into an :class:`_Attempt`."""
     writing = [record for record in chunk if record.items]
     # Consecutive records' mergeable actions of one item travel as one (hot aggregates): rebuilt
     # from the records still to write at every attempt, so a duplicate dropped after one
     # attempt neither drops nor doubles the others' contributions.
     request, owners = merged_request(writing)
+    listed = [record for record in writing if record.listed is not None]
+    if ledger is not None and listed:
+        request = [*request, *ledger.actions(listed)]
     try:
         client.transact_write_items(TransactItems=request)
     except ClientError as error:
+        if listed and _ledger_condition_failed(error, len(owners)):
+            return _Attempt(conflict=True)
         return _refused(chunk, writing, owners, error)
     except ParamValidationError as error:
         # botocore refused the request before sending it (e.g. a value in boto3's resource
@@ -444,7 +523,18 @@ def _attempt(client: Any, chunk: list[RecordWrites]) -> _Attempt:
         )
     except BotoCoreError as error:
         return _fail_first(chunk, TransientError(f"TransactWriteItems failed: {error}"))
+    if ledger is not None and listed:
+        ledger.committed(listed)
     return _Attempt(committed=True)
+
+
+def _ledger_condition_failed(error: ClientError, carried: int) -> bool:
+    """Whether a cancellation's reasons past the ``carried`` records' items (the ledger's
+    entry and head) name a failed condition."""
+    reasons = error.response.get("CancellationReasons")
+    if not isinstance(reasons, list):
+        return False
+    return any(_code(reason) == CONDITION_FAILED for reason in reasons[carried:])
 
 
 def _refused(
@@ -453,6 +543,8 @@ def _refused(
     code = error.response.get("Error", {}).get("Code")
     if code == "TransactionCanceledException":
         reasons = error.response.get("CancellationReasons")
+        if isinstance(reasons, list) and len(reasons) > len(owners):
+            reasons = reasons[: len(owners)]  # the rest are the ledger's (entry, head)
         attempt, stale = _read_reasons(writing, owners, reasons)
         for record, indexes in stale.items():
             record.drop_stale(indexes)  # no-ops now: the next attempt goes without them

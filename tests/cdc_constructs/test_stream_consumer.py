@@ -137,6 +137,7 @@ def test_function_defaults(default_consumer):
     assert "TracingConfig" not in function
     env = function["Environment"]["Variables"]
     assert env == {
+        "QUARANTINE_BUCKET_NAME": {"Ref": logical_id(template, "ConsumerFailedBatchesBucket")},
         "CDC_CONSUMER_NAME": "Consumer",
         "IDEMPOTENCY_TABLE_NAME": {"Ref": logical_id(template, "ConsumerIdempotencyTable")},
         "CDC_LEDGER_TABLE_NAME": {
@@ -375,6 +376,7 @@ def test_existing_queues_table_and_key(stack):
     ledger = logical_id(template, "SharedLedgerTable")
     assert env["CDC_LEDGER_TABLE_NAME"] == {"Ref": ledger}
     assert {a for a, r in role_grants if r == arn_of(ledger)} == {
+        "dynamodb:BatchGetItem",
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:Query",

@@ -18,6 +18,7 @@ import pytest
 from cdc_local.accounting import peek_messages
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.exceptions import AccessDeniedError
+from cdc_local.faults import FaultPlan
 from cdc_local.runner import LocalPipeline
 from reference_app.oracle import order_stats_wiring
 from reference_app.workload import OrderWorkload, apply
@@ -172,3 +173,77 @@ def test_a_denied_invoke_of_another_function_is_named(
             redrive.invoke({"source": "quarantine"})
         assert denied.value.action == "lambda:InvokeFunction"
         assert denied.value.resource == order_stats_wiring(pipeline).function.arn
+
+
+def without_grant(
+    assembly: Path, destination: Path, action: str, role_prefix: str, resource_part: str
+) -> Path:
+    """A copy of ``assembly`` whose stack no longer grants ``action`` on the resources whose
+    JSON holds ``resource_part`` to the role whose logical id starts with ``role_prefix``
+    (the statement keeps its other resources; every other statement as synthesized)."""
+    shutil.copytree(assembly, destination)
+    path = destination / f"{STACK}.template.json"
+    template = json.loads(path.read_text())
+    removed = 0
+    for resource in template["Resources"].values():
+        properties = resource["Properties"] if resource["Type"] == "AWS::IAM::Policy" else {}
+        roles = [r.get("Ref", "") for r in properties.get("Roles", [])]
+        if not any(r.startswith(role_prefix) for r in roles):
+            continue
+        for statement in properties["PolicyDocument"]["Statement"]:
+            actions = (
+                statement["Action"]
+                if isinstance(statement["Action"], list)
+                else [statement["Action"]]
+            )
+            targets = statement["Resource"]
+            targets = targets if isinstance(targets, list) else [targets]
+            kept = [t for t in targets if resource_part not in json.dumps(t)]
+            if action not in actions or len(kept) == len(targets):
+                continue
+            removed += 1
+            if kept:  # the others keep every action of the statement
+                properties["PolicyDocument"]["Statement"].append({**statement, "Resource": kept})
+            statement["Action"] = [a for a in actions if a != action] or ["sqs:ListQueues"]
+    assert removed, f"no statement grants {action} on {resource_part} to a role {role_prefix}*"
+    path.write_text(json.dumps(template))
+    return destination
+
+
+@pytest.mark.parametrize("action", ["s3:ListBucket", "s3:PutObject"])
+def test_a_fault_run_fails_naming_each_grant_of_the_failure_path_it_lacks(
+    aws: LocalEndpoint, reference_assembly: Path, tmp_path: Path, action: str
+) -> None:
+    """Issue 30: only a run whose batches actually fail exercises the on-failure destination's
+    grants. Every invocation crashes, so every batch is given up on and sent to the failed-batch
+    bucket, which AWS requires the function's role to list and write: without either grant the
+    run fails naming it (before, the local destination never listed the bucket, so a role
+    without s3:ListBucket passed here and lost every failed batch on AWS)."""
+    assembly = without_grant(
+        reference_assembly, tmp_path / "cdk.out", action, "OrdersConsumersRole", "FailedBatches"
+    )
+    with LocalPipeline(
+        assembly, STACK, endpoint=aws, faults=FaultPlan(crash_probability=1.0)
+    ) as pipeline:
+        write_workload(pipeline)
+        with pytest.raises(AccessDeniedError) as denied:
+            pipeline.run()
+        wiring = order_stats_wiring(pipeline)
+        assert denied.value.action == action
+        assert denied.value.function == wiring.function.name
+        assert denied.value.role == role_name(pipeline, "OrdersConsumersRole")
+        assert "failedbatches" in denied.value.resource.lower()
+        assert pipeline.counters.on_failure_messages == 0
+
+
+def test_the_same_fault_run_with_every_grant_delivers_its_batches_to_the_bucket(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """The control: with the grants as synthesized the same run sends its failed batches to
+    the bucket, under the function's role, listing it first as AWS does."""
+    with LocalPipeline(
+        reference_assembly, STACK, endpoint=aws, faults=FaultPlan(crash_probability=1.0)
+    ) as pipeline:
+        write_workload(pipeline)
+        pipeline.run()
+        assert pipeline.counters.on_failure_messages > 0

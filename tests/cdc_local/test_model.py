@@ -2,7 +2,11 @@
 faults, crashes, crashes after commit (lost responses) and poison records; redrives from the
 on-failure bucket and the quarantine on any day of the pipeline's clock, with expired markers
 swept as DynamoDB's TTL would; consumer group members added, removed and reordered between
-deployments, and a poison fix deployed (issue 23 §8).
+deployments, and a poison fix deployed (issue 23 §8); and the cases of the per-transaction
+ledger (issue 29): a run that starts on per-record markers and upgrades to the ledger midway,
+two redrives of the on-failure bucket at once that cut the same records into different
+transactions, records the mapping discards by age (redriven later), and a parallelization
+factor of 2 to 10.
 
 hypothesis' ``RuleBasedStateMachine`` interleaves the steps; the model is the table's history
 (every write the test made, in order). After each step that drains the pipeline or redrives:
@@ -26,10 +30,11 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +42,12 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
-from cdc_consumer.contract import CONSUMER_GROUP_ENV, GroupMemberSpec
+from cdc_consumer.contract import (
+    CONSUMER_GROUP_ENV,
+    LEDGER_TABLE_ENV,
+    PARALLELIZATION_FACTOR_ENV,
+    GroupMemberSpec,
+)
 from cdc_consumer.redrive import CallableInvoker, Redrive, Source
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -173,6 +183,8 @@ class PipelineModel(RuleBasedStateMachine):
         self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
         self.ddb = self.pipeline.client("dynamodb")
         self.view_table = self.wiring.function.environment["VIEW_TABLE"]
+        self.ledger_table = self.wiring.function.environment[LEDGER_TABLE_ENV]
+        self.on_ledger = True
         self.history: list[Change] = []
         self.items: dict[str, int | None] = dict.fromkeys(ITEMS)
         self.writes = 0
@@ -204,11 +216,93 @@ class PipelineModel(RuleBasedStateMachine):
         self.items[pk] = self.writes
         self.history.append(Change(pk, str(self.writes)))
 
-    @initialize(changes=CHANGES, fault=st.sampled_from(FAULTS), seed=st.integers(0, 2**16))
-    def start(self, changes: list[tuple[str, str]], fault: str, seed: int) -> None:
-        """A first workload, drained with a fault: every example starts with history."""
+    @initialize(
+        changes=CHANGES,
+        fault=st.sampled_from(FAULTS),
+        seed=st.integers(0, 2**16),
+        ledger=st.booleans(),
+    )
+    def start(self, changes: list[tuple[str, str]], fault: str, seed: int, ledger: bool) -> None:
+        """A first workload, drained with a fault: every example starts with history. Without
+        ``ledger`` the consumer starts on per-record markers (an older stack), until
+        :meth:`upgrade` gives it its ledger table."""
+        self.on_ledger = ledger
+        if not ledger:
+            self._redeploy(lambda env: env.pop(LEDGER_TABLE_ENV, None))
         self.write(changes)
         self.drain(fault, seed)
+
+    def _redeploy(self, change: Any) -> None:
+        """A new deployment of the function: ``change(environment)``, then a cold start."""
+        function = self.wiring.function
+        environment = dict(function.environment)
+        change(environment)
+        function.environment = environment
+        function._handler, function._modules = None, {}  # a cold start of the new code
+        self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
+
+    @precondition(lambda self: not self.on_ledger)
+    @rule()
+    def upgrade(self) -> None:
+        """The stack that ran with per-record markers gets its ledger table (an upgrade in
+        place): old markers still count while they can matter."""
+        self.steps += 1
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self.observed = self._read()
+        self.on_ledger = True
+        self._redeploy(lambda env: env.__setitem__(LEDGER_TABLE_ENV, self.ledger_table))
+
+    @rule(factor=st.sampled_from([1, 2, 3, 5, 10]))
+    def parallelize(self, factor: int) -> None:
+        """The mapping's parallelization factor changes (lanes of one shard interleave), and
+        the function is told it (CDC_PARALLELIZATION_FACTOR), as the construct does."""
+        self.steps += 1
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self.observed = self._read()
+        mapping = self.wiring.mapping
+        mapping.settings = replace(mapping.settings, parallelization_factor=factor)
+        self._redeploy(lambda env: env.__setitem__(PARALLELIZATION_FACTOR_ENV, str(factor)))
+
+    @rule(changes=CHANGES)
+    def age_out(self, changes: list[tuple[str, str]]) -> None:
+        """Writes the mapping never delivers: two hours pass first (its maximum record age is
+        one), so it discards them unseen to the on-failure bucket; a redrive applies them."""
+        self.write(changes)
+        if self.offset + 2 * 3600 <= MAX_DAYS * DAY:
+            self.offset += 2 * 3600
+        before = self._read()
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self._check(before, self._read(), self._check_stream_order)
+
+    @rule()
+    def concurrent_redrives(self) -> None:
+        """Two redrives of the on-failure bucket at once, one invoking the consumer with each
+        batch whole, the other with each batch in two halves: the same records cut into
+        different transactions by two writers at the same time. Nothing applies twice."""
+        self.steps += 1
+        before = self._read()
+        assert self.wiring.on_failure_bucket is not None
+        errors: list[BaseException] = []
+
+        def run(split: bool) -> None:
+            try:
+                redriver(self.pipeline, self.wiring, split=split).run_bucket(
+                    self.wiring.on_failure_bucket, self.wiring.on_failure_prefix
+                )
+            except BaseException as error:  # re-raised below, in the test's thread
+                errors.append(error)
+
+        threads = [threading.Thread(target=run, args=(split,)) for split in (False, True)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        self._check(before, self._read(), self._redrive_order(self._pending()))
 
     @rule(changes=CHANGES)
     def write(self, changes: list[tuple[str, str]]) -> None:
@@ -468,13 +562,15 @@ class PipelineModel(RuleBasedStateMachine):
         return check
 
 
-def redriver(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redrive:
+def redriver(pipeline: LocalPipeline, wiring: ConsumerWiring, *, split: bool = False) -> Redrive:
     """A redrive of the consumer through its handler contract that knows both of its sources,
     the quarantine queue and the on-failure bucket, as the redrive function does (so neither
-    replays a change of an item while the other holds an earlier one)."""
+    replays a change of an item while the other holds an earlier one). ``split``: each batch
+    is handed to the consumer in two invocations (its first half, then the rest)."""
+    handler = wiring.function.as_handler()
     return Redrive(
         invoker=CallableInvoker(
-            handler=wiring.function.as_handler(), function_name=wiring.function.name
+            handler=_in_halves(handler) if split else handler, function_name=wiring.function.name
         ),
         stream_arn=wiring.mapping.stream_arn,
         sqs_client=pipeline.client("sqs"),
@@ -490,6 +586,25 @@ def redriver(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redrive:
         on_failure_bucket=wiring.on_failure_bucket,
         on_failure_prefix=wiring.on_failure_prefix,
     )
+
+
+def _in_halves(handler: Any) -> Any:
+    """``handler`` invoked with each event's first half of records, then (if that half had no
+    failure) with the rest; the response of the last invocation."""
+
+    def halves(event: dict[str, Any], context: Any) -> Any:
+        records = event.get("Records") or []
+        half = max(1, len(records) // 2)
+        response: Any = {"batchItemFailures": []}
+        for part in (records[:half], records[half:]):
+            if not part:
+                continue
+            response = handler({**event, "Records": part}, context)
+            if (response or {}).get("batchItemFailures"):
+                return response
+        return response
+
+    return halves
 
 
 class _plan:

@@ -90,7 +90,12 @@ def quarantined_pks(pipeline: LocalPipeline, wiring: ConsumerWiring) -> list[str
 
 
 def markers(pipeline: LocalPipeline, wiring: ConsumerWiring) -> set[str]:
-    return {item["id"]["S"] for item in scan(pipeline.client("dynamodb"), wiring.idempotency_table)}
+    """The idempotency table's items and the ledger's entries, by key."""
+    ddb = pipeline.client("dynamodb")
+    ids = {item["id"]["S"] for item in scan(ddb, wiring.idempotency_table)}
+    assert wiring.ledger_table is not None
+    entries = scan(ddb, wiring.ledger_table)
+    return ids | {f"{item['id']['S']}|{item['seq']['S']}" for item in entries}
 
 
 def view(pipeline: LocalPipeline, wiring: ConsumerWiring) -> dict[str, dict[str, Decimal]]:

@@ -20,7 +20,7 @@ from aws_cdk import aws_lambda as lambda_
 from cdc_consumer import redrive
 
 from cdc_constructs import ChangeCaptureTable, ConsumerGroupMember, StreamConsumer
-from cdc_local.accounting import ConsumerWiring, on_failure_batches, redrive_on_failure
+from cdc_local.accounting import ConsumerWiring, on_failure_batches, redrive_on_failure, scan
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.runner import LocalPipeline
 
@@ -156,13 +156,17 @@ def test_markers_are_swept_once_every_replay_window_has_closed(
 ) -> None:
     """The lifetime is finite: once the bucket and the quarantine can no longer hold a copy
     (14 + 14 days after the 1 h record age, a day for S3's rounding of an expiration to the
-    next midnight UTC, plus a day's margin), TTL sweeps every marker."""
+    next midnight UTC, plus a day's margin), TTL sweeps every marker, and every ledger entry
+    and head (the ledger keeps only when it took over, once per consumer)."""
     clock = Day()
     with LocalPipeline(late_replay_assembly, "LateReplay", endpoint=aws, clock=clock) as pipeline:
         write_orders(pipeline)
         wiring = ConsumerWiring.of(pipeline, "index.handler")
-        markers = pipeline.client("dynamodb").scan(TableName=wiring.idempotency_table)["Items"]
-        assert len(markers) == 2 * len(KEYS)
+        ddb = pipeline.client("dynamodb")
+        assert wiring.ledger_table is not None
+        entries = [i for i in scan(ddb, wiring.ledger_table) if "expiration" in i]
+        assert sum(int(i["count"]["N"]) for i in entries if "count" in i) == 2 * len(KEYS)
+        markers = scan(ddb, wiring.idempotency_table) + entries
         clock.advance(30)
         assert pipeline.sweep_ttl() == 0  # 30 days: within the windows' 30 days and 1 h
         clock.advance(1)

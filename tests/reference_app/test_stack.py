@@ -252,7 +252,8 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
         *[
             (a, by_prefix["IdempotencyLedgerTable"])
             for a in (
-                "dynamodb:GetItem",  # a lane's head
+                "dynamodb:BatchGetItem",  # the batch's lane heads (with an upgrade's markers)
+                "dynamodb:GetItem",  # a lane's head again, after a conflict
                 "dynamodb:PutItem",  # an entry, in the transaction
                 "dynamodb:Query",  # the entries around a batch, one request
                 "dynamodb:UpdateItem",  # the head, in the transaction
