@@ -52,18 +52,18 @@ from cdc_constructs.on_failure import FailedBatchBucket, LeastPrivilegeDestinati
 from cdc_constructs.permissions import (
     IDEMPOTENCY_TABLE_ACTIONS,
     LEDGER_TABLE_ACTIONS,
-    STREAM_KEY_ACTIONS,
-    STREAM_READ_ACTIONS,
     TABLE_KEY_ACTIONS,
     VIEW_TABLE_READ_ACTIONS,
     VIEW_TABLE_WRITE_ACTIONS,
     allow,
     grant_key,
     grant_send,
+    grant_stream_read,
 )
 from cdc_constructs.quarantine_bucket import grant_quarantine_put, quarantine_bucket
 from cdc_constructs.queues import dead_letter_queue
 from cdc_constructs.redrive import StreamRedrive
+from cdc_constructs.replication import Replication
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.source_table import (
     SourceTable,
@@ -274,8 +274,7 @@ class StreamConsumer(Construct):
 
     def _grant_source(self) -> None:
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
-        self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
-        grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
+        grant_stream_read(self.function, self.stream_arn, self.source_table.encryption_key)
 
 
 _INVOKED_BY = (
@@ -484,6 +483,12 @@ def _options(
         group.mapping_filters(props["filters"]),
         group.reads_images(props["reads_images"]),
     )
+    replication = Replication.of(props["table"])
+    if replication is not None:  # a table with replicas: docs/global-tables.md
+        replication.warn(scope, construct_id, filters)
+        variables = replication.environment(props["filters"], group=bool(group.members))
+        filters = replication.mapping_filters(filters)
+        props = {**props, "environment": {**variables, **(props["environment"] or {})}}
     options = ConsumerOptions.from_props({**props, "filters": filters, "reads_images": images})
     _validate(scope, construct_id, props, options)
     return options, group

@@ -67,6 +67,12 @@ REASONS: list[tuple[str, str, str, str]] = [
     ("", "Logs", "logs", "write the pipe's own log streams (the stack makes the group)"),
     ("Redrive/Role", "(stream)", "dynamodb", "find the stream's shards before a replay"),
     ("", "(stream)", "dynamodb", "poll the table's stream (the mapping reads as this role)"),
+    (
+        "",
+        "*",
+        "dynamodb:ListStreams",
+        "the Lambda and Pipes guides list it for a stream source; no resource-level permission",
+    ),
     ("", "ChangeStream", "kinesis", "poll the Kinesis stream (the mapping reads as this role)"),
     (
         "",
@@ -93,9 +99,12 @@ REASONS: list[tuple[str, str, str, str]] = [
 ]
 
 
-#: Actions AWS has no resource-level permission for: granted on "*" (each row says why).
+#: Actions AWS has no resource-level permission for: granted on "*" (each row says why, as the
+#: cdk-nag acknowledgement does). dynamodb:ListStreams: AWS's Lambda and Pipes guides list it for
+#: a DynamoDB stream source.
 NO_RESOURCE_LEVEL = frozenset(
     {
+        "dynamodb:ListStreams",
         "lambda:ListEventSourceMappings",
         "logs:CreateLogDelivery",
         "logs:GetLogDelivery",

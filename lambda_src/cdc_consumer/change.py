@@ -8,6 +8,7 @@ from typing import Any, Literal, cast
 
 from cdc_consumer.defaults import IMAGES_OF_VIEW_TYPE, NEW_IMAGE, OLD_IMAGE
 from cdc_consumer.exceptions import MissingImageError, MissingVersionError, UndecodableRecordError
+from cdc_consumer.expiry import TTL_PRINCIPAL, is_expiry
 from cdc_consumer.kinesis import (
     KINESIS_EVENT_SOURCE,
     decode_data,
@@ -24,8 +25,7 @@ from cdc_consumer.wire import deserialize_image
 EventName = Literal["INSERT", "MODIFY", "REMOVE"]
 EVENT_NAMES: frozenset[str] = frozenset({"INSERT", "MODIFY", "REMOVE"})
 
-#: The identity DynamoDB puts on the REMOVE records of items its TTL process deleted.
-TTL_PRINCIPAL = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+__all__ = ["EVENT_NAMES", "TTL_PRINCIPAL", "Change", "EventName"]
 
 
 def _equal(change: Change, other: object) -> bool:
@@ -230,8 +230,8 @@ class Change:
         change._old_image = None if old_image is None else _UNDECODED
         change.sequence_number = sequence_number
         change._time = created
-        change.is_ttl_expiry = event_name == "REMOVE" and _is_ttl_identity(
-            document.get("userIdentity")
+        change.is_ttl_expiry = event_name == "REMOVE" and is_expiry(
+            document.get("userIdentity"), old_image, creation_time_us
         )
         change.source_arn = raw.get("eventSourceARN")
         change.raw = raw
@@ -422,11 +422,3 @@ def _kinesis_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
             f"microseconds, got {value!r} ({error})"
         ) from error
     return time_us, created
-
-
-def _is_ttl_identity(identity: Any) -> bool:
-    return (
-        identity is not None
-        and isinstance(identity, Mapping)
-        and all(identity.get(name) == value for name, value in TTL_PRINCIPAL.items())
-    )

@@ -59,6 +59,7 @@ from cdc_consumer.contract import (
     SnapshotBatch,
 )
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
+from cdc_consumer.expiry import current_rule, expiry_view
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.kinesis import filter_view, item_identifier
 from cdc_consumer.processor import LambdaContext, StreamProcessor
@@ -158,7 +159,8 @@ class ConsumerGroup:
         if not isinstance(records, list):
             raise MalformedBatchError("the event has no Records list; expected a stream batch")
         positions = {_item_identifier(record, n): n for n, record in enumerate(records)}
-        views = [filter_view(record) for record in records]
+        rule = current_rule()  # a replicated TTL deletion matches a filter on the TTL identity
+        views = [expiry_view(filter_view(record), rule) for record in records]
         # The function's timeout as far as it can be told: the time left at the group's start.
         timeout_ms = None if context is None else int(context.get_remaining_time_in_millis())
         limit = len(records)  # records from here on are held for a member's failure

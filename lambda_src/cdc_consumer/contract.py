@@ -82,12 +82,15 @@ __all__ = [
     "RECORDS_PROCESSED",
     "RECORDS_QUARANTINED",
     "RECORD_AGE_EXCEEDED",
+    "RECORD_FILTERS_ENV",
     "REDRIVE_ENVIRONMENT",
     "REDRIVE_FAILED_MESSAGES",
     "REDRIVE_LOST_RECORDS",
     "REDRIVE_METRICS",
     "REDRIVE_RECORDS_REPLAYED",
     "REDRIVE_RESERVE_SECONDS_ENV",
+    "REPLICATED_TABLE_ENV",
+    "REPLICA_ENVIRONMENT",
     "RETRY_ATTEMPTS_EXHAUSTED",
     "S3_EXPIRY_ROUNDING_SECONDS",
     "SEGMENT_BYTES",
@@ -199,6 +202,25 @@ CONSUMER_GROUP_ENV: Final = "CDC_CONSUMER_GROUP"
 :class:`GroupMemberSpec` objects, in dispatch order. Set on the consumer function, which builds
 its ``ConsumerGroup`` from it, and on its redrive, which replays the quarantine messages of
 every member."""
+
+REPLICATED_TABLE_ENV: Final = "CDC_REPLICATED_TABLE"
+"""``"true"`` when the stream is a global table replica's (a table with replicas): a TTL
+deletion replicated from another region then arrives without the service identity, and the
+runtime tells it by the item's own TTL attribute (:data:`TTL_ATTRIBUTE_ENV`) against the
+record's creation time (``cdc_consumer.ttl.ExpiryRule``). Consumer and redrive functions."""
+
+TTL_ATTRIBUTE_ENV: Final = "CDC_TTL_ATTRIBUTE"
+"""The source table's TTL attribute (a Number of epoch seconds), set with
+:data:`REPLICATED_TABLE_ENV`."""
+
+RECORD_FILTERS_ENV: Final = "CDC_RECORD_FILTERS"
+"""The consumer's filter patterns as written, a JSON list, set only where the mapping's filters
+had to be widened for a table with replicas (a filter on the TTL service identity cannot see a
+replicated TTL deletion): the runtime applies them to each record after recognising replicated
+TTL deletions, and drops the records they do not match."""
+
+REPLICA_ENVIRONMENT: Final = (REPLICATED_TABLE_ENV, TTL_ATTRIBUTE_ENV, RECORD_FILTERS_ENV)
+"""The variables a consumer of a table with replicas also gets (docs/global-tables.md)."""
 
 CONSUMER_ENVIRONMENT: Final = (
     CONSUMER_NAME_ENV,

@@ -223,9 +223,10 @@ class StreamProcessor:
         ``turn``: given by :class:`~cdc_consumer.ConsumerGroup` to each member (what it shares
         with the members before it in the invocation: see :class:`cdc_consumer.batch.GroupTurn`).
         """
+        from cdc_consumer.expiry import keep_declared  # a table with replicas' own filters
         from cdc_consumer.intake import handle_batch  # the batch machinery (module docstring)
 
-        return handle_batch(self, event, context, turn)
+        return handle_batch(self, keep_declared(event), context, turn)
 
     def settings(self) -> Settings:
         """The names this invocation uses; :class:`ConfigurationError` names what is missing."""

@@ -238,6 +238,8 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
                 "dynamodb:GetShardIterator",
             )
         ],
+        # No resource-level permission: the Lambda guide lists it for a DynamoDB stream source.
+        ("dynamodb:ListStreams", "*"),
         *[
             (a, by_prefix["IdempotencyTable"])
             for a in (
@@ -534,6 +536,7 @@ def test_order_paid_pipe_publishes_only_orders_becoming_paid(reference: Synthesi
         "amount": {"N": [{"exists": True}]},
     }
     assert patterns == [
+        {"eventName": ["INSERT"], "dynamodb": {"NewImage": paid}},
         {
             "eventName": ["MODIFY"],
             "dynamodb": {
