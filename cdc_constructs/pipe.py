@@ -288,16 +288,21 @@ class StreamPipe(Construct):
             self.dead_letter_queue.metric_approximate_number_of_messages_visible(
                 statistic=cloudwatch.Stats.MAXIMUM, period=period
             ),
-            description="The fan-out pipe could not deliver a batch. Its dead-letter message is a "
-            "pointer (shard and sequence range), not the records: the table's stream holds them "
-            "only 24 hours after their write, then they are gone (the queue keeps the pointer 14 "
-            "days, the table only each item's latest state). Read them back from the stream and "
-            "deliver them within those 24 hours (docs/operations.md). For failures kept whole "
-            "longer, consume the stream with a StreamConsumer: its failed-batch bucket keeps each "
-            "batch 14 days.",
+            description=_DEAD_LETTER_ALARM_DESCRIPTION,
             topic=self.alarm_topic,
         )
         return alarms
+
+
+_DEAD_LETTER_ALARM_DESCRIPTION = (
+    "The fan-out pipe could not deliver a batch. Its dead-letter message is a pointer (shard and "
+    "sequence range), not the records: the table's stream holds them only 24 hours after their "
+    "write, then they are gone (the queue keeps the pointer 14 days, the table only each item's "
+    "latest state). Read them back from the stream and deliver them within those 24 hours "
+    "(docs/operations.md). For failures kept whole longer, consume the stream with a "
+    "StreamConsumer: its failed-batch bucket keeps each batch 14 days."
+)
+"""What the pipe's DeadLetterQueue alarm says (it fires at the first message)."""
 
 
 def _retention_problems(
