@@ -33,6 +33,7 @@ def check_handler_on_disk(code: object, handler: str, prop: str = "handler") -> 
         return []
     asset = Path(code.path).resolve()
     module, _, function = handler.rpartition(".")
+    files: _DirectoryAsset | _ZipAsset
     if asset.is_dir():
         files = _DirectoryAsset(asset)
     elif zipfile.is_zipfile(asset):

@@ -27,9 +27,7 @@ UNKNOWN_VIEW_TYPE = "UNKNOWN"
 on images cannot be checked against it."""
 
 
-def as_table(
-    table: ChangeCaptureTable | IdempotencyTable | dynamodb.ITable | dynamodb.ITableV2,
-) -> dynamodb.ITable:
+def as_table(table: SourceTable | IdempotencyTable) -> dynamodb.ITable:
     """The aws-cdk-lib table inside one of this library's table constructs, or ``table``."""
     if isinstance(table, TableConstruct):
         return table.table
