@@ -71,7 +71,7 @@ model-test: $(DEV_DEPS) $(CLI_DEPS)
 
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
 snapshots: $(DEV_DEPS) $(CLI_DEPS)
-	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/reference_app/test_stack.py tests/reference_app/test_kinesis_stack.py -k snapshot
+	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/reference_app/test_stack.py tests/reference_app/test_kinesis_stack.py tests/cdc_constructs/test_global_example.py -k snapshot
 
 ## local: synthesize, then run the reference stack's pipeline on this machine (moto) under a
 ## demo workload with injected faults; prints a summary table and one JSON line

@@ -28,6 +28,7 @@ from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.outbox_publisher import OutboxPublisher
 from cdc_constructs.redrive import StreamRedrive
+from cdc_constructs.replica_table import ReplicaTable
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
 from cdc_constructs.synth_errors import install_synth_error_hook
@@ -55,6 +56,7 @@ __all__ = [
     "OutboxPublisher",
     "Problem",
     "RedriveConfigurationError",
+    "ReplicaTable",
     "StreamConsumer",
     "StreamConsumerMonitoring",
     "StreamFanOut",

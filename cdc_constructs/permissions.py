@@ -12,7 +12,10 @@ from collections.abc import Sequence
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
+
+from cdc_constructs.acknowledge import acknowledge
 
 STREAM_READ_ACTIONS = (
     "dynamodb:DescribeStream",
@@ -20,9 +23,19 @@ STREAM_READ_ACTIONS = (
     "dynamodb:GetShardIterator",
 )
 """Reading a stream (Lambda's event source mapping and Pipes poll with these). Granted on the
-stream's ARN. Not ``dynamodb:ListStreams``: it takes no resource (the Service Authorization
-Reference lists none for it), so scoped to a stream ARN it allowed nothing, and a mapping or
-pipe given its stream's ARN never lists streams."""
+stream's ARN."""
+
+STREAM_LIST_ACTIONS = ("dynamodb:ListStreams",)
+"""Listing a table's streams: AWS's Lambda and EventBridge Pipes guides list it among the
+permissions of a DynamoDB stream source. It has no resource-level permission (the Service
+Authorization Reference lists no resource for it; scoped to a stream ARN it allows nothing), so
+it is granted on ``*``, with :data:`LIST_STREAMS_REASON` acknowledging AwsSolutions-IAM5."""
+
+LIST_STREAMS_REASON = (
+    "dynamodb:ListStreams only: AWS's Lambda and EventBridge Pipes guides list it for a "
+    "DynamoDB stream source, and it has no resource-level permission, so its resource is *."
+)
+"""The acknowledgement of AwsSolutions-IAM5 on the ``*`` of :data:`STREAM_LIST_ACTIONS`."""
 
 STREAM_REPLAY_ACTIONS = (
     "dynamodb:DescribeStream",
@@ -131,3 +144,14 @@ def grant_send(grantee: iam.IGrantable, queue: sqs.IQueue) -> None:
     """``sqs:SendMessage`` on ``queue`` (and its key's data-key actions), nothing more."""
     grantee.grant_principal.add_to_principal_policy(allow(QUEUE_SEND_ACTIONS, [queue.queue_arn]))
     grant_key(grantee, queue.encryption_master_key, QUEUE_SEND_KEY_ACTIONS)
+
+
+def grant_stream_read(function: lambda_.IFunction, stream_arn: str, key: kms.IKey | None) -> None:
+    """Let ``function`` (its mapping) read the DynamoDB stream ``stream_arn``: the read actions
+    on it, ``dynamodb:ListStreams`` on ``*`` (see :data:`STREAM_LIST_ACTIONS`, acknowledged on
+    the function's role) and ``key``'s decrypt, if the table has a customer key."""
+    function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [stream_arn]))
+    function.add_to_role_policy(allow(STREAM_LIST_ACTIONS, ["*"]))
+    if function.role is not None:
+        acknowledge(function.role, "AwsSolutions-IAM5[Resource::*]", LIST_STREAMS_REASON)
+    grant_key(function, key, STREAM_KEY_ACTIONS)

@@ -32,16 +32,19 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from cdc_constructs import defaults
+from cdc_constructs.acknowledge import acknowledge
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.alarms import alarm_on_any
 from cdc_constructs.exceptions import FanOutConfigurationError, Problem
 from cdc_constructs.function import make_log_group
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.permissions import (
+    LIST_STREAMS_REASON,
     LOG_WRITE_ACTIONS,
     QUEUE_SEND_ACTIONS,
     QUEUE_SEND_KEY_ACTIONS,
     STREAM_KEY_ACTIONS,
+    STREAM_LIST_ACTIONS,
     STREAM_READ_ACTIONS,
     allow,
 )
@@ -236,6 +239,7 @@ class StreamPipe(Construct):
         stream_arn: str = table.table_stream_arn  # type: ignore[assignment]
         statements = [
             allow(STREAM_READ_ACTIONS, [stream_arn], sid="ReadThisStream"),
+            allow(STREAM_LIST_ACTIONS, ["*"], sid="ListStreamsNoResourceLevelPermission"),
             allow(["events:PutEvents"], [self.event_bus.event_bus_arn], sid="PutEventsOnThisBus"),
             allow(
                 QUEUE_SEND_ACTIONS,
@@ -256,6 +260,7 @@ class StreamPipe(Construct):
         # An explicit policy (not the role's default one) so the pipe can depend on it: the pipe
         # must not start reading before it may deliver.
         policy = iam.Policy(self, "Policy", statements=statements, roles=[role])
+        acknowledge(policy, "AwsSolutions-IAM5[Resource::*]", LIST_STREAMS_REASON)
         return role, policy
 
     def _make_alarms(self) -> dict[str, cloudwatch.Alarm]:
@@ -283,11 +288,21 @@ class StreamPipe(Construct):
             self.dead_letter_queue.metric_approximate_number_of_messages_visible(
                 statistic=cloudwatch.Stats.MAXIMUM, period=period
             ),
-            description="Batches the fan-out pipe could not deliver are in its dead-letter "
-            "queue; read them back from the stream before it trims them (24 h).",
+            description=_DEAD_LETTER_ALARM_DESCRIPTION,
             topic=self.alarm_topic,
         )
         return alarms
+
+
+_DEAD_LETTER_ALARM_DESCRIPTION = (
+    "The fan-out pipe could not deliver a batch. Its dead-letter message is a pointer (shard and "
+    "sequence range), not the records: the table's stream holds them only 24 hours after their "
+    "write, then they are gone (the queue keeps the pointer 14 days, the table only each item's "
+    "latest state). Read them back from the stream and deliver them within those 24 hours "
+    "(docs/operations.md). For failures kept whole longer, consume the stream with a "
+    "StreamConsumer: its failed-batch bucket keeps each batch 14 days."
+)
+"""What the pipe's DeadLetterQueue alarm says (it fires at the first message)."""
 
 
 def _retention_problems(

@@ -61,6 +61,7 @@ from cdc_constructs.permissions import (
     allow,
     grant_key,
 )
+from cdc_constructs.quarantine_bucket import grant_quarantine_redrive
 from cdc_constructs.validation import check_function_timeout, raise_if_any
 
 __all__ = [
@@ -91,6 +92,9 @@ class StreamRedrive(Construct):
         handler.
     :param quarantine_queue: the runtime's quarantine queue. Default none (only the
         on-failure destination is drained).
+    :param quarantine_bucket: where the runtime keeps quarantined records too big for a
+        message (``cdc-quarantine/``): read back and deleted once replayed. Default none (the
+        on-failure bucket, when it is the same, is granted already).
     :param consumer_timeout: the consumer function's timeout. Default: read from
         ``consumer_function`` when it is a ``lambda_.Function``; required otherwise. The
         redrive starts no new message later than this plus 30 s before its own deadline.
@@ -135,6 +139,7 @@ class StreamRedrive(Construct):
         event_source_mapping_id: str | None = None,
         layer: lambda_.ILayerVersion,
         quarantine_queue: sqs.IQueue | None = None,
+        quarantine_bucket: s3.IBucket | None = None,
         consumer_timeout: Duration | None = None,
         filters: Sequence[Mapping[str, Any]] = (),
         members: Sequence[GroupMemberSpec] = (),
@@ -158,9 +163,7 @@ class StreamRedrive(Construct):
             QUARANTINE_QUEUE_ENV: quarantine_queue.queue_url if quarantine_queue else None,
             CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
             CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
-            MARKER_TTL_ENV: (
-                str(int(marker_lifetime.to_seconds())) if marker_lifetime is not None else None
-            ),
+            MARKER_TTL_ENV: _whole_seconds(marker_lifetime),
         }
         variables = {
             CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,
@@ -180,6 +183,7 @@ class StreamRedrive(Construct):
             on_failure_queue,
             on_failure_bucket,
             quarantine_queue,
+            quarantine_bucket,
         )
         self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
 
@@ -253,10 +257,12 @@ def _grant_replay(
     on_failure_queue: sqs.IQueue | None,
     on_failure_bucket: s3.IBucket | None,
     quarantine_queue: sqs.IQueue | None,
+    quarantine_bucket: s3.IBucket | None,
 ) -> None:
     """What the redrive may do, and nothing more: invoke the consumer, drain its queues (and
     read the stream back for an SQS destination's pointers; describe it for the bucket's
-    shard lineage), read and delete the bucket's batches, use the queues' keys."""
+    shard lineage), read and delete the bucket's batches (and the quarantine's records too big
+    for a message), use the queues' keys."""
     queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
     statements = [allow(INVOKE_ACTIONS, [consumer_function.function_arn])]
     if queues:
@@ -271,6 +277,12 @@ def _grant_replay(
         OnFailureTarget.of_bucket(on_failure_bucket).grant_redrive(redrive)
     for queue in queues:
         grant_key(redrive, queue.encryption_master_key, QUEUE_DRAIN_KEY_ACTIONS)
+    if quarantine_bucket is not None and quarantine_bucket is not on_failure_bucket:
+        grant_quarantine_redrive(redrive, quarantine_bucket)
+
+
+def _whole_seconds(duration: Duration | None) -> str | None:
+    return str(int(duration.to_seconds())) if duration is not None else None
 
 
 def consumer_timeout_of(function: lambda_.IFunction) -> Duration | None:

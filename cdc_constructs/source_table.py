@@ -16,9 +16,10 @@ from aws_cdk import aws_dynamodb as dynamodb
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.idempotency_table import IdempotencyTable
+from cdc_constructs.replica_table import ReplicaTable
 from cdc_constructs.table_props import TableConstruct
 
-SourceTable: TypeAlias = ChangeCaptureTable | dynamodb.ITable | dynamodb.ITableV2
+SourceTable: TypeAlias = ChangeCaptureTable | ReplicaTable | dynamodb.ITable | dynamodb.ITableV2
 """What ``table`` props accept."""
 
 UNKNOWN_VIEW_TYPE = "UNKNOWN"
@@ -37,7 +38,7 @@ def as_table(
 
 def check_source_table(table: Any) -> list[Problem]:
     """``table`` is a ChangeCaptureTable or a table with a stream."""
-    if isinstance(table, ChangeCaptureTable):
+    if isinstance(table, ChangeCaptureTable | ReplicaTable):
         return []
     if table is None or not hasattr(table, "table_arn"):
         return [
@@ -62,7 +63,7 @@ def check_source_table(table: Any) -> list[Problem]:
 def stream_view_type_of(table: SourceTable) -> str | None:
     """The stream's view type name (e.g. ``NEW_AND_OLD_IMAGES``); None when the table has no
     stream; :data:`UNKNOWN_VIEW_TYPE` for an imported table (its stream ARN is all we know)."""
-    if isinstance(table, ChangeCaptureTable):
+    if isinstance(table, ChangeCaptureTable | ReplicaTable):
         return table.stream_view_type
     resource = table.node.default_child
     if not isinstance(resource, dynamodb.CfnTable | dynamodb.CfnGlobalTable):

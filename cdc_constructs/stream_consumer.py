@@ -24,6 +24,7 @@ from cdc_consumer.contract import (
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
     PARALLELIZATION_FACTOR_ENV,
+    QUARANTINE_BUCKET_ENV,
     QUARANTINE_QUEUE_ENV,
     STREAM_RETENTION_SECONDS,
     GroupMemberSpec,
@@ -51,17 +52,18 @@ from cdc_constructs.on_failure import FailedBatchBucket, LeastPrivilegeDestinati
 from cdc_constructs.permissions import (
     IDEMPOTENCY_TABLE_ACTIONS,
     LEDGER_TABLE_ACTIONS,
-    STREAM_KEY_ACTIONS,
-    STREAM_READ_ACTIONS,
     TABLE_KEY_ACTIONS,
     VIEW_TABLE_READ_ACTIONS,
     VIEW_TABLE_WRITE_ACTIONS,
     allow,
     grant_key,
     grant_send,
+    grant_stream_read,
 )
+from cdc_constructs.quarantine_bucket import grant_quarantine_put, quarantine_bucket
 from cdc_constructs.queues import dead_letter_queue
 from cdc_constructs.redrive import StreamRedrive
+from cdc_constructs.replication import Replication
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.source_table import (
     SourceTable,
@@ -127,8 +129,8 @@ class StreamConsumer(Construct):
 
     Escape hatches: :attr:`function`, :attr:`role`, :attr:`log_group`, :attr:`event_source_mapping`,
     :attr:`on_failure` (the destination: kind, ARN, bucket or queue), :attr:`on_failure_bucket`,
-    :attr:`dead_letter_queue` (the on-failure queue, None unless the destination is SQS),
-    :attr:`quarantine_queue`, :attr:`idempotency_table`, :attr:`ledger_table`, :attr:`source_table`
+    :attr:`dead_letter_queue` (the on-failure queue, None unless SQS), :attr:`quarantine_queue`,
+    :attr:`quarantine_bucket`, :attr:`idempotency_table`, :attr:`ledger_table`, :attr:`source_table`
     and :attr:`stream_arn` (what is consumed), :attr:`redrive` (None with ``redrive=False``),
     :attr:`monitoring` (None with ``monitoring=False``), :attr:`alarms`, :attr:`alarm_topic` (the
     topic every alarm notifies; None without monitoring and without ``alarm_topic``),
@@ -137,6 +139,7 @@ class StreamConsumer(Construct):
     """
 
     group = GroupOfConsumers()  # no members: one consumer (KinesisConsumer keeps this)
+    quarantine_bucket: s3.IBucket  # records too big for a message (_failure_resources)
 
     def __init__(
         self,
@@ -255,7 +258,7 @@ class StreamConsumer(Construct):
             )
         self._grant_source()
         _grant_idempotency(self)
-        grant_send(self.function, self.quarantine_queue)
+        _grant_quarantine(self)
 
     def _set_failure_resources(
         self, options: ConsumerOptions, stream_retention: Duration | None = None
@@ -271,8 +274,7 @@ class StreamConsumer(Construct):
 
     def _grant_source(self) -> None:
         """Let the function read what it consumes: this stream (KinesisConsumer overrides it)."""
-        self.function.add_to_role_policy(allow(STREAM_READ_ACTIONS, [self.stream_arn]))
-        grant_key(self.function, self.source_table.encryption_key, STREAM_KEY_ACTIONS)
+        grant_stream_read(self.function, self.stream_arn, self.source_table.encryption_key)
 
 
 _INVOKED_BY = (
@@ -289,6 +291,14 @@ def _adopt(
     for name, value in variables.items():
         function.add_environment(name, value)
     return function, function.role, None
+
+
+def _grant_quarantine(consumer: StreamConsumer) -> None:
+    """Send to the quarantine queue; put a record too big for a message into the bucket (the
+    on-failure bucket's grant, PutObject on its objects, covers it already)."""
+    grant_send(consumer.function, consumer.quarantine_queue)
+    if consumer.quarantine_bucket is not consumer.on_failure_bucket:
+        grant_quarantine_put(consumer.function, consumer.quarantine_bucket)
 
 
 def _grant_table(
@@ -362,6 +372,13 @@ def _failure_resources(
         retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
         removal_policy=failure.removal_policy,
     )
+    consumer.quarantine_bucket = quarantine_bucket(
+        consumer,
+        on_failure,
+        retention=failure.failed_batch_retention,
+        encryption_key=failure.encryption_key,
+        removal_policy=failure.removal_policy,
+    )
     given = failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable")
     ledger = given.ledger_table if isinstance(given, IdempotencyTable) else None
     return on_failure, quarantine, (as_table(given), ledger)
@@ -411,6 +428,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         on_failure_bucket=consumer.on_failure_bucket,
         event_source_mapping_id=consumer.event_source_mapping.event_source_mapping_id,
         quarantine_queue=consumer.quarantine_queue,
+        quarantine_bucket=consumer.quarantine_bucket,
         layer=ConsumerRuntimeLayer.of(consumer),
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,
@@ -448,6 +466,7 @@ def _runtime_environment(
         IDEMPOTENCY_TABLE_ENV: consumer.idempotency_table.table_name,
         **({LEDGER_TABLE_ENV: consumer.ledger_table.table_name} if consumer.ledger_table else {}),
         QUARANTINE_QUEUE_ENV: consumer.quarantine_queue.queue_url,
+        QUARANTINE_BUCKET_ENV: consumer.quarantine_bucket.bucket_name,
         METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
         **({CONSUMER_GROUP_ENV: GroupMemberSpec.encode(group)} if group else {}),
         **(extra or {}),
@@ -464,6 +483,12 @@ def _options(
         group.mapping_filters(props["filters"]),
         group.reads_images(props["reads_images"]),
     )
+    replication = Replication.of(props["table"])
+    if replication is not None:  # a table with replicas: docs/global-tables.md
+        replication.warn(scope, construct_id, filters)
+        variables = replication.environment(props["filters"], group=bool(group.members))
+        filters = replication.mapping_filters(filters)
+        props = {**props, "environment": {**variables, **(props["environment"] or {})}}
     options = ConsumerOptions.from_props({**props, "filters": filters, "reads_images": images})
     _validate(scope, construct_id, props, options)
     return options, group

@@ -37,6 +37,12 @@ class StreamReaders(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
         self.readers: dict[str, list[str]] = {}
+        self.replicated: set[str] = set()
+        """The keys of streams known to be a global table's replica's (ReplicaTable)."""
+
+    def mark_replicated(self, table: dynamodb.ITable) -> None:
+        """Count ``table``'s stream as a global table's (one reader)."""
+        self.replicated.add(_table_key(table))
 
     @classmethod
     def of(cls, scope: IConstruct) -> StreamReaders:
@@ -63,7 +69,8 @@ class StreamReaders(Construct):
                 )
             ]
         others = self.readers.get(_table_key(table), [])
-        limit = _limit(table)
+        replicated = _table_key(table) in self.replicated or _has_replicas(table)
+        limit = MAX_STREAM_READERS_WITH_REPLICAS if replicated else MAX_STREAM_READERS
         if len(others) < limit or extra_reader_reason is not None:
             return []
         replicas = " for a table with replicas" if limit == 1 else ""
@@ -99,10 +106,6 @@ def _table_key(table: dynamodb.ITable) -> str:
     if arn is not None and not Token.is_unresolved(arn):
         return arn
     return table.node.path
-
-
-def _limit(table: dynamodb.ITable) -> int:
-    return MAX_STREAM_READERS_WITH_REPLICAS if _has_replicas(table) else MAX_STREAM_READERS
 
 
 def _has_replicas(table: dynamodb.ITable) -> bool:

@@ -221,7 +221,10 @@ class EventSourceMapping:
     # -- reading -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Take the shard iterators (LATEST means: from now on)."""
+        """List the table's streams as Lambda does when the mapping starts (so the role must
+        allow ``dynamodb:ListStreams``, on ``*``), then take the shard iterators (LATEST means:
+        from now on)."""
+        self.streams.list_streams(TableName=table_name_of_stream(self.stream_arn))
         description = self._describe()
         self._partition_key = next(
             k["AttributeName"] for k in description["KeySchema"] if k["KeyType"] == "HASH"
@@ -528,3 +531,8 @@ def _drop(lane: _Lane, count: int) -> None:
     for _ in range(count):
         lane.pending.popleft()
         lane.read_at.popleft()
+
+
+def table_name_of_stream(stream_arn: str) -> str:
+    """The table name in a DynamoDB stream ARN (``arn:...:table/<name>/stream/<label>``)."""
+    return stream_arn.split(":table/", 1)[-1].split("/stream/", 1)[0]

@@ -44,3 +44,27 @@ class AccessDeniedError(LocalPipelineError):
         self.role = role
         self.action = action
         self.resource = resource
+
+
+class ServiceRoleDeniedError(LocalPipelineError):
+    """A pipe's or a state machine's role (services the local pipeline does not run) does not
+    allow a call the service makes with it (:mod:`cdc_local.service_roles`). ``resource_type``,
+    ``logical_id``, ``role``, ``action`` and ``resource`` say which (the first; the message
+    lists every one)."""
+
+    def __init__(
+        self, resource_type: str, logical_id: str, role: str, denials: list[tuple[str, str]]
+    ) -> None:
+        action, resource = denials[0]
+        listed = "; ".join(f"{a} on {r}" for a, r in denials)
+        super().__init__(
+            f"{resource_type} {logical_id} (role {role}) would be denied {listed}: the "
+            f"statements the template gives role {role} do not allow it. Grant {action} on "
+            f"{resource} to the role (the construct that made the {resource_type} should), or "
+            "run without IAM enforcement to see what else happens"
+        )
+        self.resource_type = resource_type
+        self.logical_id = logical_id
+        self.role = role
+        self.action = action
+        self.resource = resource

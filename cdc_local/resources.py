@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_consumer.contract import MAX_QUEUE_MESSAGE_BYTES
+
 from cdc_local.assembly import (
     FUNCTION_TYPE,
     LAYER_TYPE,
+    STATE_MACHINE_TYPE,
     Resource,
     StackTemplate,
 )
@@ -210,6 +213,12 @@ def create_resources(stack: StackTemplate, endpoint: LocalEndpoint) -> LocalReso
     for layer in stack.of_type(LAYER_TYPE):
         name = physical_name(stack.stack_name, layer.logical_id, 64)
         resources.refs[layer.logical_id] = resources.arn("lambda", f"layer:{name}:1")
+    for machine in stack.of_type(STATE_MACHINE_TYPE):
+        # Not run locally (a ViewBackfill's engine is played in process), but a policy names
+        # it: Ref is its ARN, as CloudFormation gives it.
+        name = physical_name(stack.stack_name, machine.logical_id, 80)
+        resources.refs[machine.logical_id] = resources.arn("states", f"stateMachine:{name}")
+        resources.attributes[(machine.logical_id, "Name")] = name
     return resources
 
 
@@ -293,6 +302,9 @@ def _create_queue(resources: LocalResources, endpoint: LocalEndpoint, queue: Res
         resources.stack.stack_name, queue.logical_id, 75 if fifo else 80
     ) + (".fifo" if fifo else "")
     attributes = {k: _attribute(props[k]) for k in QUEUE_ATTRIBUTES if k in props}
+    # SQS refuses a message over the queue's MaximumMessageSize, 256 KiB unless the template
+    # says otherwise; moto's default is 1 MiB, which would accept what AWS refuses.
+    attributes.setdefault("MaximumMessageSize", str(MAX_QUEUE_MESSAGE_BYTES))
     if "RedrivePolicy" in props:
         attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
     sqs = endpoint.client("sqs")

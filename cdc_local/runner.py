@@ -46,6 +46,7 @@ from cdc_local.lambda_invoke import LocalInvoke
 from cdc_local.resources import LocalResources, create_resources
 from cdc_local.retention import STREAM_RETENTION_SECONDS, StreamRetention
 from cdc_local.roles import RoleSessions, create_roles
+from cdc_local.service_roles import check_service_roles
 from cdc_local.shards import roll_shards
 from cdc_local.ttl import TtlLedger, TtlSweeper
 
@@ -163,6 +164,7 @@ class LocalPipeline:
             create_kinesis_resources(self.resources, self.endpoint)
             if self.enforce_iam:
                 create_roles(self.resources, self.endpoint)
+                check_service_roles(self.resources)
         return self.resources
 
     def start(self) -> LocalPipeline:
@@ -184,7 +186,10 @@ class LocalPipeline:
             self._enforcing = True
         try:
             for mapping in self.mappings.values():
-                mapping.start()
+                try:
+                    mapping.start()
+                finally:  # a read denied at the start (ListStreams, DescribeStream) is named
+                    self.check_access()
         except BaseException:
             self.close()  # not left holding moto's enforcement on
             raise

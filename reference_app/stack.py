@@ -63,16 +63,21 @@ _BECOMES_PAID = {
     "amount": {"N": [{"exists": True}]},
 }
 
-ORDER_PAID_FILTERS = tuple(
-    {"eventName": ["MODIFY"], "dynamodb": {"NewImage": _BECOMES_PAID, "OldImage": old_image}}
-    for old_image in (
-        # ... from another status, or from none ("anything-but" skips a missing attribute).
-        {"status": {"S": [{"anything-but": ["paid"]}]}},
-        {"status": {"S": [{"exists": False}]}},
-    )
+ORDER_PAID_FILTERS = (
+    # An order created already paid.
+    {"eventName": ["INSERT"], "dynamodb": {"NewImage": _BECOMES_PAID}},
+    *(
+        {"eventName": ["MODIFY"], "dynamodb": {"NewImage": _BECOMES_PAID, "OldImage": old_image}}
+        for old_image in (
+            # ... from another status, or from none ("anything-but" skips a missing attribute).
+            {"status": {"S": [{"anything-but": ["paid"]}]}},
+            {"status": {"S": [{"exists": False}]}},
+        )
+    ),
 )
-"""Orders whose status *becomes* paid: a MODIFY to ``paid`` from another status (or none).
-A MODIFY of an order already paid (e.g. a shipping address change) is not published again."""
+"""Orders whose status *becomes* paid: an INSERT of an order already ``paid``, or a MODIFY to
+``paid`` from another status (or none). A MODIFY of an order already paid (e.g. a shipping
+address change) is not published again."""
 
 ORDERS_CONSUMER_MEMBERS = (
     ConsumerGroupMember(ORDER_STATS_CONSUMER, reads_images=["NewImage", "OldImage"]),

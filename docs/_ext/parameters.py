@@ -35,7 +35,25 @@ OTHER_PACKAGES = ("cdc_consumer.",)
 FIXED = {
     "scope": "The parent construct.",
     "construct_id": "The construct's id, unique within ``scope``.",
+}
+# What a parameter of these common names is, when no docstring says more (the last resort).
+FALLBACK = {
     "message": "What went wrong, with the values involved: the exception's text.",
+    "event": 'The Lambda event, as Lambda passes it to the handler (``{"Records": [...]}``).',
+    "context": "The Lambda context of the invocation, as Lambda passes it to the handler.",
+    "function": "The function registered (the decorated function, used as a decorator).",
+    "record": 'A DynamoDB stream record, as Lambda delivers it in ``event["Records"]``.',
+    "records": 'The batch\'s records, as Lambda delivers them in ``event["Records"]``.',
+}
+# A stream record's fields (of Change and SnapshotChange only): what DynamoDB Streams calls them.
+RECORD_CLASSES = ("cdc_consumer.change.Change", "cdc_consumer.snapshots.SnapshotChange")
+RECORD_FIELDS = {
+    "event_id": "The record's ``eventID`` (unique per record; markers are keyed by it).",
+    "event_name": "``INSERT``, ``MODIFY`` or ``REMOVE`` (the record's ``eventName``).",
+    "sequence_number": "The record's ``SequenceNumber``: its order in its shard.",
+    "is_ttl_expiry": "Whether DynamoDB's TTL deleted the item (a REMOVE whose ``userIdentity`` "
+    "is the DynamoDB service).",
+    "source_arn": "The stream's ARN (the record's ``eventSourceARN``).",
 }
 
 #: The package whose every rendered parameter must be described (the constructs' pages): the
@@ -178,6 +196,8 @@ def _describe_every_parameter(obj: griffe.Object, pkg: griffe.Module) -> None:
             or _attribute_docstring(obj, name)
             or next((d for source in sources if (d := param_description(source, name))), None)
             or prose_description(text, name, {p.name for p in parameters})
+            or FALLBACK.get(name)
+            or (RECORD_FIELDS.get(name) if obj.path in RECORD_CLASSES else None)
         )
         if found is None and obj.path.startswith(STRICT_PACKAGE + "."):
             UNDESCRIBED.append(f"{obj.path}({name})")

@@ -8,19 +8,24 @@ from typing import Any, Literal, cast
 
 from cdc_consumer.defaults import IMAGES_OF_VIEW_TYPE, NEW_IMAGE, OLD_IMAGE
 from cdc_consumer.exceptions import MissingImageError, MissingVersionError, UndecodableRecordError
+from cdc_consumer.expiry import TTL_PRINCIPAL, is_expiry
 from cdc_consumer.kinesis import (
     KINESIS_EVENT_SOURCE,
     decode_data,
     kinesis_sequence_number,
 )
-from cdc_consumer.versions import format_version, kinesis_time_to_us, seconds_to_us
+from cdc_consumer.versions import (
+    format_version,
+    kinesis_time_to_us,
+    seconds_to_us,
+    stream_version,
+)
 from cdc_consumer.wire import deserialize_image
 
 EventName = Literal["INSERT", "MODIFY", "REMOVE"]
 EVENT_NAMES: frozenset[str] = frozenset({"INSERT", "MODIFY", "REMOVE"})
 
-#: The identity DynamoDB puts on the REMOVE records of items its TTL process deleted.
-TTL_PRINCIPAL = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+__all__ = ["EVENT_NAMES", "TTL_PRINCIPAL", "Change", "EventName"]
 
 
 def _equal(change: Change, other: object) -> bool:
@@ -160,12 +165,12 @@ class Change:
     @property
     def version(self) -> str:
         """The change's version: its creation time, then its sequence number as the tie-break
-        (see :mod:`cdc_consumer.versions` for the format and why); compare versions as strings.
+        (see :mod:`cdc_consumer.versions` for the format, and why it compares across routes).
 
         Raises :class:`MissingVersionError` (poison) when the record has no
         ``ApproximateCreationDateTime``: a projection that orders by version cannot place it.
         """
-        return _version(self.creation_time_us, self.sequence_number, self.event_id)
+        return _version(self.creation_time_us, self.sequence_number, self.event_id, self.raw)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Change:
@@ -225,8 +230,8 @@ class Change:
         change._old_image = None if old_image is None else _UNDECODED
         change.sequence_number = sequence_number
         change._time = created
-        change.is_ttl_expiry = event_name == "REMOVE" and _is_ttl_identity(
-            document.get("userIdentity")
+        change.is_ttl_expiry = event_name == "REMOVE" and is_expiry(
+            document.get("userIdentity"), old_image, creation_time_us
         )
         change.source_arn = raw.get("eventSourceARN")
         change.raw = raw
@@ -281,14 +286,18 @@ _FIELDS = (
 """What a Change is compared and shown by."""
 
 
-def _version(creation_time_us: int | None, sequence_number: str, event_id: str) -> str:
+def _version(
+    creation_time_us: int | None, sequence_number: str, event_id: str, raw: Mapping[str, Any]
+) -> str:
     if creation_time_us is None:
         raise MissingVersionError(
             f"record {sequence_number} (eventID {event_id}) has no "
             "dynamodb.ApproximateCreationDateTime, so it has no version: a version-guarded "
             "projection cannot order it"
         )
-    return format_version(creation_time_us, sequence_number)
+    if "kinesis" in raw:  # the Kinesis route's times are not rounded down to the second
+        return format_version(creation_time_us, sequence_number)
+    return stream_version(creation_time_us, sequence_number)
 
 
 class _Building(Change):
@@ -413,11 +422,3 @@ def _kinesis_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
             f"microseconds, got {value!r} ({error})"
         ) from error
     return time_us, created
-
-
-def _is_ttl_identity(identity: Any) -> bool:
-    return (
-        identity is not None
-        and isinstance(identity, Mapping)
-        and all(identity.get(name) == value for name, value in TTL_PRINCIPAL.items())
-    )

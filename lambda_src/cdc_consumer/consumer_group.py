@@ -59,6 +59,7 @@ from cdc_consumer.contract import (
     SnapshotBatch,
 )
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
+from cdc_consumer.expiry import current_rule, expiry_view
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.kinesis import filter_view, item_identifier
 from cdc_consumer.processor import LambdaContext, StreamProcessor
@@ -70,7 +71,12 @@ __all__ = ["ConsumerGroup", "GroupMember"]
 @dataclass(frozen=True)
 class GroupMember:
     """One consumer of a group: its processor (with its own ``consumer_name``) and the Lambda
-    filter patterns of the records it consumes (none: every record)."""
+    filter patterns of the records it consumes (none: every record).
+
+    :param processor: the member's processor; its ``consumer_name`` is the member's name.
+    :param filters: the Lambda filter patterns (JSON text or dicts) of the records it
+        consumes, as the construct's member declares them. Default: none, every record.
+    """
 
     processor: StreamProcessor
     filters: Sequence[str | Mapping[str, Any]] = ()
@@ -84,7 +90,10 @@ class GroupMember:
 
 
 class ConsumerGroup:
-    """Dispatches each batch to its members; see the module docstring for what they share."""
+    """Dispatches each batch to its members; see the module docstring for what they share.
+
+    :param members: the members, in dispatch order, with distinct explicit consumer names.
+    """
 
     def __init__(self, members: Sequence[GroupMember]) -> None:
         names = [member.processor.consumer_name for member in members]
@@ -110,6 +119,9 @@ class ConsumerGroup:
         Raises :class:`ConfigurationError` when the variable is missing or malformed, or when
         the processors' names are not exactly the declared members' (a member without a
         processor would skip records silently; a processor without a member would never run).
+
+        :param processors: one processor per declared member, in any order.
+        :param environ: where ``CDC_CONSUMER_GROUP`` is read. Default: ``os.environ``.
         """
         environ = os.environ if environ is None else environ
         value = environ.get(CONSUMER_GROUP_ENV)
@@ -147,7 +159,8 @@ class ConsumerGroup:
         if not isinstance(records, list):
             raise MalformedBatchError("the event has no Records list; expected a stream batch")
         positions = {_item_identifier(record, n): n for n, record in enumerate(records)}
-        views = [filter_view(record) for record in records]
+        rule = current_rule()  # a replicated TTL deletion matches a filter on the TTL identity
+        views = [expiry_view(filter_view(record), rule) for record in records]
         # The function's timeout as far as it can be told: the time left at the group's start.
         timeout_ms = None if context is None else int(context.get_remaining_time_in_millis())
         limit = len(records)  # records from here on are held for a member's failure

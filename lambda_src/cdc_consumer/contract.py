@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Final
 __all__ = [
     "BACKFILL_ENVIRONMENT",
     "BACKFILL_EVENT_KEY",
+    "BACKFILL_EXECUTION_TIMEOUT_ENV",
     "BACKFILL_HANDLER",
     "BACKFILL_ID_MAX_LENGTH",
     "BACKFILL_ID_REFUSED_CHARACTERS",
@@ -31,6 +32,7 @@ __all__ = [
     "BACKFILL_METRICS",
     "BACKFILL_PAGES",
     "BACKFILL_PAGE_SIZE_ENV",
+    "BACKFILL_PERMANENT_ERRORS",
     "BACKFILL_REFUSED_ERROR",
     "BACKFILL_RESERVE_SECONDS_ENV",
     "BACKFILL_SKEW_SECONDS_ENV",
@@ -57,6 +59,7 @@ __all__ = [
     "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
     "MAX_PLANNED_SEGMENTS",
+    "MAX_QUEUE_MESSAGE_BYTES",
     "MAX_STREAM_READERS",
     "MAX_STREAM_READERS_WITH_REPLICAS",
     "MAX_TOTAL_SEGMENTS",
@@ -72,17 +75,22 @@ __all__ = [
     "ON_FAILURE_S3_PREFIX",
     "OUTBOX_KEY_PREFIX",
     "PARALLELIZATION_FACTOR_ENV",
+    "QUARANTINE_BUCKET_ENV",
     "QUARANTINE_MESSAGE_VERSION",
     "QUARANTINE_QUEUE_ENV",
+    "QUARANTINE_S3_PREFIX",
     "RECORDS_PROCESSED",
     "RECORDS_QUARANTINED",
     "RECORD_AGE_EXCEEDED",
+    "RECORD_FILTERS_ENV",
     "REDRIVE_ENVIRONMENT",
     "REDRIVE_FAILED_MESSAGES",
     "REDRIVE_LOST_RECORDS",
     "REDRIVE_METRICS",
     "REDRIVE_RECORDS_REPLAYED",
     "REDRIVE_RESERVE_SECONDS_ENV",
+    "REPLICATED_TABLE_ENV",
+    "REPLICA_ENVIRONMENT",
     "RETRY_ATTEMPTS_EXHAUSTED",
     "S3_EXPIRY_ROUNDING_SECONDS",
     "SEGMENT_BYTES",
@@ -139,6 +147,11 @@ METRICS_NAMESPACE_ENV: Final = "CDC_METRICS_NAMESPACE"
 """The CloudWatch namespace of the embedded-metric-format metrics (default
 :data:`DEFAULT_METRICS_NAMESPACE`). Consumer and redrive functions."""
 
+QUARANTINE_BUCKET_ENV: Final = "QUARANTINE_BUCKET_NAME"
+"""Where a poison record too big for a queue message is kept whole (under
+:data:`QUARANTINE_S3_PREFIX`), its message pointing at it (``recordLocation``). Consumer
+functions (the failed-batch bucket, or a bucket of its own when the destination is SQS or SNS)."""
+
 MARKER_TTL_ENV: Final = "CDC_MARKER_TTL_SECONDS"
 """How long processed-markers and side-effect claims are kept, whole seconds: the consumer's
 marker lifetime, which the constructs derive from its replay windows
@@ -190,10 +203,30 @@ CONSUMER_GROUP_ENV: Final = "CDC_CONSUMER_GROUP"
 its ``ConsumerGroup`` from it, and on its redrive, which replays the quarantine messages of
 every member."""
 
+REPLICATED_TABLE_ENV: Final = "CDC_REPLICATED_TABLE"
+"""``"true"`` when the stream is a global table replica's (a table with replicas): a TTL
+deletion replicated from another region then arrives without the service identity, and the
+runtime tells it by the item's own TTL attribute (:data:`TTL_ATTRIBUTE_ENV`) against the
+record's creation time (``cdc_consumer.ttl.ExpiryRule``). Consumer and redrive functions."""
+
+TTL_ATTRIBUTE_ENV: Final = "CDC_TTL_ATTRIBUTE"
+"""The source table's TTL attribute (a Number of epoch seconds), set with
+:data:`REPLICATED_TABLE_ENV`."""
+
+RECORD_FILTERS_ENV: Final = "CDC_RECORD_FILTERS"
+"""The consumer's filter patterns as written, a JSON list, set only where the mapping's filters
+had to be widened for a table with replicas (a filter on the TTL service identity cannot see a
+replicated TTL deletion): the runtime applies them to each record after recognising replicated
+TTL deletions, and drops the records they do not match."""
+
+REPLICA_ENVIRONMENT: Final = (REPLICATED_TABLE_ENV, TTL_ATTRIBUTE_ENV, RECORD_FILTERS_ENV)
+"""The variables a consumer of a table with replicas also gets (docs/global-tables.md)."""
+
 CONSUMER_ENVIRONMENT: Final = (
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
     QUARANTINE_QUEUE_ENV,
+    QUARANTINE_BUCKET_ENV,
     METRICS_NAMESPACE_ENV,
 )
 """Every variable a consumer function gets from StreamConsumer."""
@@ -211,6 +244,7 @@ REDRIVE_ENVIRONMENT: Final = (
     REDRIVE_RESERVE_SECONDS_ENV,
     CONSUMER_FILTERS_ENV,
     CONSUMER_GROUP_ENV,
+    MARKER_TTL_ENV,
 )
 """Every variable a redrive function may get from StreamRedrive (the on-failure queue or the
 bucket, the quarantine queue, the filters and the group only when the consumer has them)."""
@@ -283,6 +317,16 @@ MAX_TRANSACTION_ACTIONS: Final = 100
 
 MAX_TRANSACTION_BYTES: Final = 4 * 1024 * 1024
 """TransactWriteItems takes at most 4 MB of items."""
+
+MAX_QUEUE_MESSAGE_BYTES: Final = 262_144
+"""SQS's default ``MaximumMessageSize`` (256 KiB) for a queue that sets none, as the quarantine
+queues here: a larger SendMessage is refused. A DynamoDB item reaches 400 KB, a record carries
+two images and binary travels as base64, so a quarantine message can be larger: the runtime then
+keeps the record in a bucket and sends a pointer (:class:`QuarantineMessage`)."""
+
+QUARANTINE_S3_PREFIX: Final = "cdc-quarantine/"
+"""Where the runtime keeps quarantined records too big for a message:
+``cdc-quarantine/<consumer>/<eventID>-<uuid>.json``, each the whole quarantine message."""
 
 MAX_DETAIL_TYPE_LENGTH: Final = 128
 """EventBridge's limit on an event's detail-type (an outbox event's type becomes it)."""
@@ -484,7 +528,11 @@ class QuarantineMessage:
     """The body of a quarantine-queue message: a poison record, whole, with its error.
 
     The runtime sends it; redrive reads it back and replays ``record`` (the stream record
-    exactly as Lambda delivered it, binary values base64-encoded)."""
+    exactly as Lambda delivered it, binary values base64-encoded).
+
+    ``record_location`` (``{"bucket": ..., "key": ...}``): the message is too big for a queue
+    (:data:`MAX_QUEUE_MESSAGE_BYTES`), so the whole message is kept in that object and this one
+    carries the record without its images (keys, sequence number, times: enough to order it)."""
 
     consumer: str | None
     source_arn: str | None
@@ -493,9 +541,12 @@ class QuarantineMessage:
     quarantined_at: str
     """ISO-8601 UTC, milliseconds."""
     version: str = QUARANTINE_MESSAGE_VERSION
+    record_location: Mapping[str, str] | None = None
+
+    RECORD_LOCATION: ClassVar[str] = "recordLocation"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document = {
             "version": self.version,
             "consumer": self.consumer,
             "sourceArn": self.source_arn,
@@ -503,6 +554,9 @@ class QuarantineMessage:
             "record": self.record,
             "quarantinedAt": self.quarantined_at,
         }
+        if self.record_location is not None:
+            document[self.RECORD_LOCATION] = dict(self.record_location)
+        return document
 
     @classmethod
     def from_dict(cls, document: Any) -> QuarantineMessage:
@@ -511,6 +565,15 @@ class QuarantineMessage:
         document = _object(document, what)
         record = _object(_field(document, "record", what), f"{what}'s record")
         error = document.get("error")
+        location = document.get(cls.RECORD_LOCATION)
+        if location is not None and not (
+            isinstance(location, Mapping)
+            and all(isinstance(location.get(k), str) and location.get(k) for k in ("bucket", "key"))
+        ):
+            raise ContractError(
+                f"{what}'s {cls.RECORD_LOCATION} is {location!r}; expected"
+                ' {"bucket": <name>, "key": <key>}'
+            )
         return cls(
             consumer=document.get("consumer"),
             source_arn=document.get("sourceArn"),
@@ -518,6 +581,7 @@ class QuarantineMessage:
             record=dict(record),
             quarantined_at=str(document.get("quarantinedAt", "")),
             version=str(document.get("version", QUARANTINE_MESSAGE_VERSION)),
+            record_location=dict(location) if location is not None else None,
         )
 
 
@@ -851,6 +915,10 @@ BACKFILL_MAX_CONCURRENCY_ENV: Final = "CDC_BACKFILL_MAX_CONCURRENCY"
 """Segment function: how many segments run at once (the Map's ``MaxConcurrency``); the start
 step plans at least that many segments while the table has a page of items for each."""
 
+BACKFILL_EXECUTION_TIMEOUT_ENV: Final = "CDC_BACKFILL_EXECUTION_TIMEOUT_SECONDS"
+"""Segment function: how long the state machine lets an execution run; the start step refuses
+a backfill that the table's item count and the rate say cannot finish in it."""
+
 BACKFILL_RESERVE_SECONDS_ENV: Final = "CDC_BACKFILL_RESERVE_SECONDS"
 """Segment function: no page is started later than this many seconds before the invocation's
 deadline; the segment returns ``done: false`` with its resume point instead."""
@@ -872,6 +940,7 @@ BACKFILL_ENVIRONMENT: Final = (
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_RESERVE_SECONDS_ENV,
     BACKFILL_MAX_CONCURRENCY_ENV,
+    BACKFILL_EXECUTION_TIMEOUT_ENV,
     CONSUMER_FILTERS_ENV,
 )
 """Every variable the segment function may get from ViewBackfill (the first five required:
@@ -913,6 +982,15 @@ BACKFILL_REFUSED_ERROR: Final = "BackfillRefusedError"
 """The ``errorType`` of the segment function's refusals (bad input, a horizon the consumer has
 not reached, a projection that cannot take snapshot rows): the name of the runtime's exception
 class, which Step Functions matches to fail the backfill at once instead of retrying it."""
+
+BACKFILL_PERMANENT_ERRORS: Final = (
+    BACKFILL_REFUSED_ERROR,
+    "AccessDeniedError",
+    "ConfigurationError",
+)
+"""The segment function's ``errorType`` values no retry can fix, which the state machine never
+retries: a refusal; a call its role may not make (``AccessDeniedError``); a function without
+its settings (``ConfigurationError``). The names of the runtime's exception classes."""
 
 
 def _int(document: Mapping[str, Any], key: str, what: str, default: Any = ...) -> Any:

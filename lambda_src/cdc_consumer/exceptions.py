@@ -105,8 +105,12 @@ class MissingImageError(ConfigurationError):
     function error, which the Errors alarm reports and Lambda retries (then sends to the
     on-failure destination), so no record is counted as processed without its effect. Fix it
     by giving the table the stream view type the consumer needs (a new stream), or by not
-    reading the image. ``sequence_number``, ``view_type``, ``missing`` (image names) and
-    ``reader`` (the projection or side effect) say which.
+    reading the image.
+
+    :param sequence_number: the record's sequence number.
+    :param view_type: the record's stream view type (``KEYS_ONLY``, ``NEW_IMAGE``, ...).
+    :param missing: the image names it lacks (``NewImage``, ``OldImage``).
+    :param reader: the projection or side effect that reads them.
     """
 
     def __init__(
@@ -188,7 +192,13 @@ class RedriveSetupError(RedriveError):
 
 
 class RecordsLostError(RedriveError):
-    """Records of a range can no longer be read from the stream."""
+    """Records of a range can no longer be read from the stream.
+
+    :param shard_id: the shard the range is in.
+    :param first: the range's first sequence number.
+    :param last: the range's last sequence number.
+    :param reason: why they cannot be read (trimmed after the retention, a closed shard, ...).
+    """
 
     def __init__(self, shard_id: str, first: str, last: str, reason: str) -> None:
         super().__init__(f"records {first}..{last} of shard {shard_id} are lost: {reason}")

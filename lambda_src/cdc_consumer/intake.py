@@ -32,7 +32,7 @@ from cdc_consumer.tally import Tally
 if TYPE_CHECKING:
     from cdc_consumer.settings import Settings
 
-__all__ = ["Handler", "handle_batch", "snapshot_refusal"]
+__all__ = ["Handler", "grouped", "handle_batch", "snapshot_refusal"]
 
 
 class Handler(Registry, Protocol):
@@ -41,6 +41,7 @@ class Handler(Registry, Protocol):
 
     snapshot_refusers: list[str]
     batch_hooks: list[Callable[[list[Any]], None]]
+    merge_keys: list[Callable[[Any], str | None]]
     progress: ProgressRecorder | None
 
     def settings(self) -> Settings: ...
@@ -73,8 +74,12 @@ def handle_batch(
         for start_batch in processor.batch_hooks:
             start_batch(records)
         decode = Change.from_record if snapshot is None else SnapshotChange.from_record
-        run = BatchRun.assemble(processor, settings, context, records, tally, turn, decode)
+        order = None if snapshot is None else grouped(records, processor.merge_keys)
+        taken = records if order is None else [records[i] for i in order]
+        run = BatchRun.assemble(processor, settings, context, taken, tally, turn, decode)
         failed = run.run()
+        if order is not None and failed is not None:
+            failed = _earliest_unsettled(records, order, failed)
     except (MalformedBatchError, ConfigurationError, DeadlineError) as error:
         # The invocation cannot go on: a function error (alarmed, retried by Lambda).
         tally.metrics.batch_failures = 1
@@ -122,6 +127,36 @@ def _answered(
         answer = {"consumer": settings.consumer, "quarantined": tally.metrics.records_quarantined}
         response[BACKFILL_EVENT_KEY] = answer
     return response
+
+
+def grouped(records: list[Any], keys: list[Callable[[Any], str | None]]) -> list[int] | None:
+    """The order to take a snapshot batch's rows in: grouped by the view items their actions
+    merge on (the sinks' ``merge_key``), so that one view item's deltas travel as one action
+    and a transaction cut splits at most one group (docs/design.md, the write plan); None
+    when no sink groups. The rows are of distinct items, so any order applies them alike; a
+    row that cannot be decoded keeps its place at the end (it is quarantined there)."""
+    if not keys or len(records) < 2:
+        return None
+
+    def key_of(position: int) -> tuple[int, str]:
+        try:
+            change = SnapshotChange.from_record(records[position])
+            found = [key(change) for key in keys]
+        except Exception:  # poison or a failing function: decided again in the batch, in turn
+            return 1, ""
+        return 0, "|".join(k or "" for k in found)
+
+    return sorted(range(len(records)), key=key_of)
+
+
+def _earliest_unsettled(records: list[Any], order: list[int], failed: str) -> str:
+    """The row to report when a grouped run stopped at ``failed``: the first, in the batch's
+    own order, of the rows not settled (the caller resends from there; the settled rows after
+    it are no-ops by their versions)."""
+    taken = [sequence_number(records[i]) for i in order]
+    stopped = taken.index(failed) if failed in taken else 0
+    earliest = min(order[stopped:])
+    return sequence_number(records[earliest]) or failed
 
 
 def snapshot_refusal(consumer: str, refusers: list[str]) -> SnapshotRefusedError | None:

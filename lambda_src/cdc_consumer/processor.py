@@ -18,7 +18,7 @@ import boto3
 
 from cdc_consumer import defaults
 from cdc_consumer.exceptions import ConfigurationError, projection_reader
-from cdc_consumer.sinks.protocol import batch_hook, takes_snapshots
+from cdc_consumer.sinks.protocol import batch_hook, merge_key, takes_snapshots
 
 if TYPE_CHECKING:
     from cdc_consumer.batch import GroupTurn, LambdaContext
@@ -121,8 +121,10 @@ class StreamProcessor:
         self.reads: list[Reads] = []
         #: The registered functions that cannot take a backfill's snapshot rows.
         self.snapshot_refusers: list[str] = []
-        #: Each projection's ``start_batch(records)``, called before a batch is decided.
+        #: Each projection's ``start_batch(records)`` (called before a batch is decided) and
+        #: ``merge_key(change)`` (a snapshot batch is grouped by them).
         self.batch_hooks: list[Callable[[list[Any]], None]] = []
+        self.merge_keys: list[Callable[[Any], str | None]] = []
         #: What records this consumer's progress (:mod:`cdc_consumer.progress`), when asked.
         self.progress: ProgressRecorder | None = None
 
@@ -160,9 +162,7 @@ class StreamProcessor:
             takes = takes_snapshots(function) if snapshots is None else snapshots
             if not takes:
                 self.snapshot_refusers.append(name)
-            start_batch = batch_hook(function)
-            if start_batch is not None:
-                self.batch_hooks.append(start_batch)
+            _add_hooks(function, self.batch_hooks, self.merge_keys)
             return name
 
         return _registration(function, reads, add, self.reads)
@@ -223,9 +223,10 @@ class StreamProcessor:
         ``turn``: given by :class:`~cdc_consumer.ConsumerGroup` to each member (what it shares
         with the members before it in the invocation: see :class:`cdc_consumer.batch.GroupTurn`).
         """
+        from cdc_consumer.expiry import keep_declared  # a table with replicas' own filters
         from cdc_consumer.intake import handle_batch  # the batch machinery (module docstring)
 
-        return handle_batch(self, event, context, turn)
+        return handle_batch(self, keep_declared(event), context, turn)
 
     def settings(self) -> Settings:
         """The names this invocation uses; :class:`ConfigurationError` names what is missing."""
@@ -274,6 +275,19 @@ def _side_effect_timeout(given: int | None) -> int | None:
             f"number of milliseconds, got {value!r}"
         )
     return timeout
+
+
+def _add_hooks(
+    sink: Any,
+    batch_hooks: list[Callable[[list[Any]], None]],
+    merge_keys: list[Callable[[Any], str | None]],
+) -> None:
+    """Keep a projection's ``start_batch`` and ``merge_key`` (sink protocol), when it has them."""
+    start_batch, key = batch_hook(sink), merge_key(sink)
+    if start_batch is not None:
+        batch_hooks.append(start_batch)
+    if key is not None:
+        merge_keys.append(key)
 
 
 def _registration(

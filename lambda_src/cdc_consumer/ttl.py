@@ -70,6 +70,9 @@ def validate_ttl(value: object, *, now: datetime | float | int | None = None) ->
     make the check deterministic. A value in the past is valid while it is inside the window
     (DynamoDB deletes such items soon).
 
+    :param value: the TTL attribute's value to check (epoch seconds, if it is right).
+    :param now: the current time, an aware ``datetime`` or epoch seconds. Default: now.
+
     Raises:
         TtlValueError: not a number; not whole seconds; looks like milliseconds, microseconds or
             nanoseconds; or outside ``now ± TTL_WINDOW``. The message names the value, why, and

@@ -2,9 +2,10 @@
 
 A change's *version* is its creation time in microseconds, then a tie-break:
 
-- the creation time is ``dynamodb.ApproximateCreationDateTime``: epoch seconds on a DynamoDB
-  stream (rounded down to the second), milli- or microseconds in a Kinesis record (the table's
-  ``ApproximateCreationDateTimePrecision``; the constructs set MICROSECOND);
+- the creation time is ``dynamodb.ApproximateCreationDateTime``: milli- or microseconds in a
+  Kinesis record (the table's ``ApproximateCreationDateTimePrecision``; the constructs set
+  MICROSECOND), epoch seconds on a DynamoDB stream, rounded down to the second: a stream change
+  stands at the **last** microsecond of its second (``S + 999,999``; see "Across routes");
 - the tie-break between changes with the same time is the record's sequence number: on a
   DynamoDB stream the stream's, which orders one item's changes exactly; on Kinesis the Kinesis
   sequence number, the order in which the shard received the records. With MICROSECOND
@@ -17,6 +18,25 @@ attributes in a condition) is the order above: the time as 17 zero-padded digits
 tie-break's length (3 digits) and the tie-break, so that a longer sequence number sorts after a
 shorter one as numbers do. Duplicates of one Kinesis record carry the same DynamoDB change and the
 same time; a redelivery of the same Kinesis record has the same sequence number too.
+
+**Across routes.** One item's changes can reach one view through both routes: a consumer moved
+from the Kinesis route to the stream, or both feeding one replica. A stream change made at
+12.700 s carries 12 s; at the first microsecond of its second it would sort before a Kinesis
+change made at 12.300 s, and the older change would win. Standing at the last microsecond of its
+second, it sorts after every Kinesis change created in its second and before every one created
+in a later second, so the rule is: across routes, the newer second wins; within one second, the
+stream's change wins over the Kinesis route's (the order of a move from Kinesis to the stream,
+the stream being the later route). Within each route the order is unchanged (a stream's changes
+of one second are ordered by their sequence numbers). What it gives up: fed the other way within
+one second (a stream change, then a *later* Kinesis change of the same second), the stream's
+change still wins; no single string can order them, since the stream does not say where in its
+second a change was made. A backfill's snapshot row (``H - 1 µs``, H in whole seconds) keeps its
+rule: it wins over every stream change of second H - 1 and loses to every one of H and later.
+
+Upgrade: a view item written from a stream change by an earlier runtime holds its second's first
+microsecond. A redelivery of that change (or of an older change of the same second) now stands
+later, so it is applied once more: the same image, or an older image of the same second that
+the stream's in-order replay then overwrites with the newer one.
 
 The version guard that keeps a view item at its newest version is
 :mod:`cdc_consumer.sinks.guarded`.
@@ -55,6 +75,19 @@ def format_version(time_us: int, tie_break: str) -> str:
     if len(tie_break) >= 10**LENGTH_DIGITS:
         raise ValueError(f"a version's tie-break is at most 999 characters, got {len(tie_break)}")
     return f"{time_us:0{TIME_DIGITS}d}.{len(tie_break):0{LENGTH_DIGITS}d}.{tie_break}"
+
+
+#: Where a stream change stands in its second: its last microsecond (module docstring).
+LAST_MICROSECOND_OF_SECOND = MICROSECONDS_PER_SECOND - 1
+
+
+def stream_version(time_us: int, tie_break: str) -> str:
+    """The version of a change delivered by a DynamoDB stream, whose creation time ``time_us``
+    (epoch microseconds) DynamoDB rounded down to the second: the change stands at the last
+    microsecond of that second, so it sorts after every Kinesis change of its second ("Across
+    routes" in the module docstring)."""
+    second_us = time_us - time_us % MICROSECONDS_PER_SECOND
+    return format_version(second_us + LAST_MICROSECOND_OF_SECOND, tie_break)
 
 
 #: A snapshot row's tie-break (docs/backfill.md): the length field of a change's tie-break is at

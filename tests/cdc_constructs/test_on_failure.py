@@ -190,7 +190,19 @@ def test_sqs_dlq_gets_send_message_only_and_keeps_the_queue_alarm(stack: cdk.Sta
         ("sqs:SendMessage", arn),
         ("sqs:SendMessage", json.dumps(_get_att(template, "ConsumerQuarantineQueue"))),
     }
-    assert not resources(template, "AWS::S3::Bucket")
+    # A bucket of its own for quarantined records too big for a message, and nothing else: the
+    # consumer may put under cdc-quarantine/ only, the redrive read and delete there only.
+    (bucket_id,) = resources(template, "AWS::S3::Bucket")
+    assert bucket_id == logical_id(template, "ConsumerQuarantineRecordsBucket")
+    quarantined = _get_att(template, "ConsumerQuarantineRecordsBucket")
+    prefix = json.dumps({"Fn::Join": ["", [quarantined, "/cdc-quarantine/*"]]})
+    assert _service_grants(template, _role(template, "ConsumerRole"), "s3") == {
+        ("s3:PutObject", prefix)
+    }
+    assert _service_grants(template, _role(template, "ConsumerRedriveRole"), "s3") == {
+        ("s3:GetObject", prefix),
+        ("s3:DeleteObject", prefix),
+    }
     assert {"DroppedRecords", "OnFailureQueueDepth"} <= set(consumer.alarms)
     env = _redrive_env(template)
     assert "ON_FAILURE_QUEUE_URL" in env and "ON_FAILURE_BUCKET_NAME" not in env
@@ -206,7 +218,9 @@ def test_sns_dlq_gets_publish_only(stack: cdk.Stack) -> None:
     assert _service_grants(template, consumer_role, "sns") == {
         ("sns:Publish", json.dumps({"Ref": topic_id}))
     }
-    assert not _service_grants(template, consumer_role, "s3")
+    assert {action for action, _ in _service_grants(template, consumer_role, "s3")} == {
+        "s3:PutObject"  # under cdc-quarantine/ of its quarantine bucket only (test above)
+    }
     assert "DroppedRecords" in consumer.alarms
     env = _redrive_env(template)  # the redrive drains the quarantine only
     assert "ON_FAILURE_QUEUE_URL" not in env and "ON_FAILURE_BUCKET_NAME" not in env

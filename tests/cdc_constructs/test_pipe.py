@@ -54,6 +54,24 @@ def test_pipe_alarms_are_a_dict_by_stable_name_as_the_consumers():
     ]
 
 
+def test_the_dead_letter_alarm_fires_at_the_first_message_and_says_how_long_records_remain():
+    """A pipe's dead-letter message is a pointer: the alarm says the records remain 24 hours
+    in the stream, then are gone, and which construct keeps failures whole for longer."""
+    stack = Stack(App(), "S")
+    StreamFanOut(stack, "F", table=orders_table(stack), source=SOURCE)
+    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    (alarm,) = [
+        a["Properties"]
+        for a in alarms.values()
+        if a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"
+    ]
+    assert alarm["Threshold"] == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    description = alarm["AlarmDescription"]
+    assert "24 hours" in description and "gone" in description
+    assert "StreamConsumer" in description and "14 days" in description
+
+
 @pytest.mark.parametrize(
     ("props", "expected"),
     [

@@ -137,6 +137,7 @@ def test_function_defaults(default_consumer):
     assert "TracingConfig" not in function
     env = function["Environment"]["Variables"]
     assert env == {
+        "QUARANTINE_BUCKET_NAME": {"Ref": logical_id(template, "ConsumerFailedBatchesBucket")},
         "CDC_CONSUMER_NAME": "Consumer",
         "IDEMPOTENCY_TABLE_NAME": {"Ref": logical_id(template, "ConsumerIdempotencyTable")},
         "CDC_LEDGER_TABLE_NAME": {

@@ -127,10 +127,12 @@ def test_environment_metrics_and_limits() -> None:
         "CDC_CONSUMER_NAME",
         "IDEMPOTENCY_TABLE_NAME",
         "QUARANTINE_QUEUE_URL",
+        "QUARANTINE_BUCKET_NAME",
         "CDC_METRICS_NAMESPACE",
     )
     assert set(contract.CONSUMER_ENVIRONMENT) <= set(contract.REDRIVE_ENVIRONMENT) | {
-        "IDEMPOTENCY_TABLE_NAME"
+        "IDEMPOTENCY_TABLE_NAME",
+        "QUARANTINE_BUCKET_NAME",  # the redrive reads the object a pointer message names
     }
     assert [m.name for m in contract.CONSUMER_METRICS] == [
         "RecordsProcessed",

@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from cdc_local.accounting import peek_messages
+from cdc_local.assembly import PIPE_TYPE
 from cdc_local.endpoint import LocalEndpoint
-from cdc_local.exceptions import AccessDeniedError
+from cdc_local.exceptions import AccessDeniedError, ServiceRoleDeniedError
 from cdc_local.faults import FaultPlan
 from cdc_local.runner import LocalPipeline
+from cdc_local.service_roles import STATE_MACHINE_TYPE, pipe_calls, state_machine_calls
 from reference_app.oracle import order_stats_wiring
 from reference_app.workload import OrderWorkload, apply
 
@@ -141,6 +143,20 @@ def test_a_role_without_one_needed_action_fails_the_run_naming_it(
         assert pipeline.counters.on_failure_messages == 0
 
 
+def test_a_role_without_list_streams_fails_when_the_mapping_starts(
+    aws: LocalEndpoint, reference_assembly: Path, tmp_path: Path
+) -> None:
+    """Lambda lists the table's streams when the mapping starts (its guide names
+    dynamodb:ListStreams among a DynamoDB source's permissions); the action takes no resource,
+    so the local evaluator checks it on ``*``, where the mapping would call it."""
+    action, role = "dynamodb:ListStreams", "OrdersConsumersRole"
+    assembly = without_action(reference_assembly, tmp_path / "cdk.out", action, role)
+    with pytest.raises(AccessDeniedError) as denied:
+        LocalPipeline(assembly, STACK, endpoint=aws).start()
+    assert (denied.value.action, denied.value.resource) == (action, "*")
+    assert action in str(denied.value) and "OrdersConsumers" in denied.value.role
+
+
 def test_without_enforcement_the_same_role_runs(
     aws: LocalEndpoint, reference_assembly: Path, tmp_path: Path
 ) -> None:
@@ -247,3 +263,56 @@ def test_the_same_fault_run_with_every_grant_delivers_its_batches_to_the_bucket(
         write_workload(pipeline)
         pipeline.run()
         assert pipeline.counters.on_failure_messages > 0
+
+
+def test_the_pipes_and_the_state_machines_roles_allow_the_calls_their_services_make(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """Issue 30: no pipe runs locally and the local backfill plays the state machine, so their
+    roles are evaluated for the calls AWS makes with them when the pipeline starts."""
+    with LocalPipeline(reference_assembly, STACK, endpoint=aws) as pipeline:
+        resources = pipeline._resources
+        (pipe,) = resources.stack.of_type(PIPE_TYPE)
+        (machine,) = resources.stack.of_type(STATE_MACHINE_TYPE)
+        pipe_actions = {action for action, _ in pipe_calls(resources, pipe)}
+        assert pipe_actions == {
+            "dynamodb:DescribeStream",
+            "dynamodb:GetRecords",
+            "dynamodb:GetShardIterator",
+            "events:PutEvents",
+            "sqs:SendMessage",
+        }
+        machine_calls = state_machine_calls(resources, machine)
+        assert {action for action, _ in machine_calls} == {
+            "lambda:InvokeFunction",
+            "states:StartExecution",
+        }
+        segment = next(f for lid, f in pipeline.functions.items() if "Segment" in lid)
+        assert ("lambda:InvokeFunction", segment.arn) in machine_calls
+
+
+@pytest.mark.parametrize(
+    ("action", "role", "resource_type"),
+    [
+        ("dynamodb:GetRecords", "OrderPaidRole", PIPE_TYPE),  # the pipe's source reads
+        ("events:PutEvents", "OrderPaidRole", PIPE_TYPE),  # its target
+        ("sqs:SendMessage", "OrderPaidRole", PIPE_TYPE),  # its dead-letter queue
+        ("lambda:InvokeFunction", "OrderStatsBackfillStateMachineRole", STATE_MACHINE_TYPE),
+        ("states:StartExecution", "OrderStatsBackfillStateMachineRole", STATE_MACHINE_TYPE),
+    ],
+)
+def test_a_pipe_or_state_machine_role_without_a_call_fails_the_start_naming_it(
+    aws: LocalEndpoint,
+    reference_assembly: Path,
+    tmp_path: Path,
+    action: str,
+    role: str,
+    resource_type: str,
+) -> None:
+    assembly = without_action(reference_assembly, tmp_path / "cdk.out", action, role)
+    with pytest.raises(ServiceRoleDeniedError) as denied:
+        LocalPipeline(assembly, STACK, endpoint=aws).start()
+    assert denied.value.action == action
+    assert denied.value.resource_type == resource_type
+    assert denied.value.role.startswith(STACK) or role in denied.value.role
+    assert action in str(denied.value)

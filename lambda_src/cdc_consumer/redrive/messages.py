@@ -12,10 +12,11 @@ import itertools
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc_consumer.contract import (
+    ContractError,
     OnFailureMessage,
     OnFailureRequestContext,
     QuarantineMessage,
@@ -74,6 +75,9 @@ class QuarantinedRecord:
     error: dict[str, Any] | None
     #: The message's ``quarantinedAt``, as written.
     quarantined_at: str | None = None
+    #: ``{"bucket", "key"}`` of the whole message when it was too big for the queue: ``record``
+    #: then lacks its images (:func:`fetch_stored_record` reads the rest).
+    record_location: dict[str, str] | None = None
 
     @property
     def sequence_number(self) -> str:
@@ -208,7 +212,10 @@ def parse_quarantine_message(
     accepted = (expected_consumer,) if isinstance(expected_consumer, str) else expected_consumer
     document = _load_json_object(body, "quarantine message")
     record = _quarantined_record(document)
-    message = QuarantineMessage.from_dict(document)
+    try:
+        message = QuarantineMessage.from_dict(document)
+    except ContractError as error:
+        raise MalformedMessageError(str(error)) from None
     consumer = message.consumer
     _check_quarantine_consumer(consumer, accepted)
     _check_quarantine_stream(
@@ -219,7 +226,39 @@ def parse_quarantine_message(
         consumer=consumer,
         error=message.error.to_dict() if message.error is not None else None,
         quarantined_at=message.quarantined_at or None,
+        record_location=dict(message.record_location) if message.record_location else None,
     )
+
+
+def fetch_stored_record(
+    s3_client: Any,
+    pointer: QuarantinedRecord,
+    *,
+    expected_stream_arn: str,
+    expected_consumer: str | Sequence[str],
+) -> QuarantinedRecord:
+    """The whole quarantine message a pointer names (a record too big for the queue), checked
+    as any message and against the pointer (same record). Raises
+    :class:`MalformedMessageError` when it cannot be read or does not match; S3's errors
+    (``ClientError``) pass through."""
+    location = pointer.record_location
+    assert location is not None
+    where = f"s3://{location['bucket']}/{location['key']}"
+    body = s3_client.get_object(Bucket=location["bucket"], Key=location["key"])["Body"].read()
+    stored = parse_quarantine_message(
+        body.decode("utf-8"),
+        expected_stream_arn=expected_stream_arn,
+        expected_consumer=expected_consumer,
+    )
+    if stored.record.get("eventID") != pointer.record.get("eventID") or (
+        stored.sequence_number != pointer.sequence_number
+    ):
+        raise MalformedMessageError(
+            f"{where} holds record {stored.record.get('eventID')!r} (sequence number"
+            f" {stored.sequence_number}), not the one its message points at"
+            f" ({pointer.record.get('eventID')!r}, {pointer.sequence_number})"
+        )
+    return replace(stored, record_location=dict(location))
 
 
 def _quarantined_record(document: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from cdc_consumer.contract import OnFailureMessage, RedriveCause
 from cdc_consumer.redrive.marker_age import MarkerAge, failure_time
 from cdc_consumer.redrive.messages import Source
@@ -62,6 +64,9 @@ class QueueDrain:
     _stalled: dict[str, tuple[Change, str]] = field(default_factory=dict, init=False)
     #: Message id -> receipt handle of the messages kept, released at the end.
     _keep: dict[str, str] = field(default_factory=dict, init=False)
+    #: Message id -> the object holding its whole record (too big for the queue), deleted
+    #: with the message.
+    _stored: dict[str, dict[str, str]] = field(default_factory=dict, init=False)
 
     def _stopping(self) -> bool:
         return self.should_stop is not None and self.should_stop()
@@ -108,9 +113,25 @@ class QueueDrain:
                 QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
             )
             self.report.messages_deleted += 1
+            self._delete_stored(message["MessageId"])
         else:
             self._keep[message["MessageId"]] = message["ReceiptHandle"]
         return True
+
+    def _delete_stored(self, message_id: str) -> None:
+        """Delete the object that held the message's record, if any; a failure is noted (the
+        bucket's lifecycle expires it), never a reason to replay the record again."""
+        location = self._stored.pop(message_id, None)
+        if location is None or self.reader.s3 is None:
+            return
+        try:
+            self.reader.s3().delete_object(Bucket=location["bucket"], Key=location["key"])
+        except (ClientError, BotoCoreError) as error:
+            self.report.notes.append(
+                f"message {message_id} was replayed and deleted, but its record's object"
+                f" s3://{location['bucket']}/{location['key']} could not be deleted ({error});"
+                " the bucket's lifecycle expires it"
+            )
 
     def _receive_window(self, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` messages not seen before, oldest records first.
@@ -167,6 +188,8 @@ class QueueDrain:
             )
             return False
         failure = self.replayer.replay(found.records, self.report)
+        if failure is None and found.stored_at is not None:
+            self._stored[message_id] = found.stored_at
         if failure is not None:
             self.report.failed.append(
                 FailedMessage(message_id, failure, RedriveCause.REPLAY_FAILED)

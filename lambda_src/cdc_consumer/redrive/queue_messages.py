@@ -3,7 +3,7 @@ stream (and filtered as the mapping filters), or a quarantine message's record."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
 from cdc_consumer.redrive.messages import (
     Source,
+    fetch_stored_record,
     parse_on_failure_message,
     parse_quarantine_message,
 )
@@ -33,6 +34,9 @@ class MessageRecords:
     last: str
     #: The failure's own timestamp (the invocation record's, the quarantine message's).
     failed_at: str | None = None
+    #: ``{"bucket", "key"}``: the whole quarantine message was kept there (too big for the
+    #: queue); deleted with the message.
+    stored_at: dict[str, str] | None = None
 
 
 @dataclass
@@ -47,6 +51,8 @@ class QueueMessageReader:
     function_name: str | None
     consumers: Sequence[str]
     replayer: Replayer
+    #: The S3 client for quarantined records kept in a bucket (made when first needed).
+    s3: Callable[[], Any] | None = None
 
     def read(self, message: Mapping[str, Any], report: RedriveReport) -> MessageRecords | None:
         """The message's records; None (the message is kept) when it is another's, malformed,
@@ -62,7 +68,8 @@ class QueueMessageReader:
             report.failed.append(FailedMessage(message_id, str(error), RedriveCause.UNREADABLE))
         except (ClientError, BotoCoreError) as error:
             # Not a sign of lost records (those raise RecordsLostError): keep it for another run.
-            reason = f"reading the stream failed: {error}"
+            what = "the stream" if self.source is Source.ON_FAILURE else "the quarantine bucket"
+            reason = f"reading {what} failed: {error}"
             report.failed.append(FailedMessage(message_id, reason, RedriveCause.UNREADABLE))
         return None
 
@@ -94,6 +101,18 @@ class QueueMessageReader:
         quarantined = parse_quarantine_message(
             message["Body"], expected_stream_arn=self.stream_arn, expected_consumer=self.consumers
         )
+        if quarantined.record_location is not None:
+            if self.s3 is None:
+                raise MalformedMessageError(
+                    "its record is kept in a bucket (too big for a queue message), and this"
+                    " redrive has no S3 client to read it"
+                )
+            quarantined = fetch_stored_record(
+                self.s3(),
+                quarantined,
+                expected_stream_arn=self.stream_arn,
+                expected_consumer=self.consumers,
+            )
         sequence_number = quarantined.sequence_number
         return MessageRecords(
             [quarantined.record],
@@ -101,4 +120,5 @@ class QueueMessageReader:
             sequence_number,
             sequence_number,
             quarantined.quarantined_at,
+            quarantined.record_location,
         )

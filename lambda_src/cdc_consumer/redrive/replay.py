@@ -348,7 +348,15 @@ def _reader(redrive: Redrive, source: Source, replayer: Replayer) -> QueueMessag
         function_name=redrive.function_name,
         consumers=_consumers(redrive),
         replayer=replayer,
+        s3=lambda: _s3(redrive),
     )
+
+
+def _s3(redrive: Redrive) -> Any:
+    """The redrive's S3 client, made when first needed."""
+    if redrive.s3_client is None:
+        redrive.s3_client = boto3.client("s3")
+    return redrive.s3_client
 
 
 def _watch(redrive: Redrive, replayer: Replayer) -> RequarantineWatch:

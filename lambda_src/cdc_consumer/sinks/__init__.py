@@ -23,6 +23,7 @@ from cdc_consumer.sinks.protocol import (
     Sink,
     batch_hook,
     kind_of,
+    merge_key,
     takes_snapshots,
 )
 
@@ -33,5 +34,6 @@ __all__ = [
     "Sink",
     "batch_hook",
     "kind_of",
+    "merge_key",
     "takes_snapshots",
 ]

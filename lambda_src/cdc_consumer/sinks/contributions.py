@@ -233,6 +233,18 @@ class Contributions:
         action.item_key = {"id": {"S": item_id}}
         return action
 
+    def merge_key(self, change: Change) -> str | None:
+        """The view items a snapshot row adds to, as one string: a backfill's page is grouped
+        by it before it is cut into transactions, so each view item's deltas of the page merge
+        into about one ``ADD`` (None: the row adds nothing, or its image cannot be read)."""
+        if (self.select is not None and not self.select(change)) or change.new_image is None:
+            return None
+        try:
+            amounts = _amounts(self.contribution(change.new_image))
+        except Exception:  # decided again, in turn: quarantined there if it is poison
+            return None
+        return json.dumps(sorted({(table, key) for table, key, _ in amounts}))
+
     # --- names --------------------------------------------------------------------------------
 
     def item_id(self, keys: Mapping[str, Any]) -> str:

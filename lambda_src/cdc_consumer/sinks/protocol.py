@@ -9,8 +9,11 @@ module:
   TransactWriteItems actions in boto3's client shape); whether it takes a backfill's snapshot
   rows (``takes_snapshots``, default False); the images it reads (``reads``, default none
   declared); ``start_batch(records)``, called before a batch is decided (a sink reading
-  state for the whole batch in one request). Side effects are the other kind of sink: a
-  function ``change -> None`` guarded by a claim (:mod:`cdc_consumer.sinks.side_effects`).
+  state for the whole batch in one request); ``merge_key(change)``, the view items a snapshot
+  row's actions merge on (a backfill's page is grouped by it before it is cut into
+  transactions, so one view item's deltas travel as one action). Side effects are the other
+  kind of sink: a function ``change -> None`` guarded by a claim
+  (:mod:`cdc_consumer.sinks.side_effects`).
 - **per action** (:class:`ActionKind`, found by :func:`kind_of`): whether the action guards
   itself (idempotent by a version it carries, so its record needs no processed-marker), whether
   it makes its whole record idempotent (a swap), whether it may be written alone with a
@@ -40,6 +43,7 @@ __all__ = [
     "Sink",
     "batch_hook",
     "kind_of",
+    "merge_key",
     "takes_snapshots",
 ]
 
@@ -134,3 +138,10 @@ def batch_hook(sink: Any) -> Callable[[list[Any]], None] | None:
     """A sink's ``start_batch(records)``, when it has one."""
     hook = getattr(sink, "start_batch", None)
     return hook if callable(hook) else None
+
+
+def merge_key(sink: Any) -> Callable[[Change], str | None] | None:
+    """A sink's ``merge_key(change)``, when it has one: a string naming the view items the
+    change's actions merge on (None: none)."""
+    key = getattr(sink, "merge_key", None)
+    return key if callable(key) else None
