@@ -1,11 +1,12 @@
 """A backfill's alarms and dashboard widgets: an execution that failed, timed out (ran longer
-than the backfill's ``timeout``) or was aborted pages; items per second and executions are on
-the dashboard."""
+than the backfill's ``timeout``) or was aborted pages, and so does a segment function error or
+throttle; items per second and executions are on the dashboard."""
 
 from __future__ import annotations
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from cdc_consumer.contract import BACKFILL_ITEMS, BACKFILL_THROTTLES
@@ -20,8 +21,9 @@ _RUNBOOK = "See docs/backfill.md."
 
 
 class BackfillMonitoring(Construct):
-    """Alarms on the state machine's failed, timed-out and aborted executions (each >= 1 in a
-    minute, notifying ``alarm_topic``), and widgets on ``dashboard`` when one is given.
+    """Alarms on the state machine's failed, timed-out and aborted executions and on the segment
+    function's errors and throttles (each >= 1 in a minute, notifying ``alarm_topic``), and
+    widgets on ``dashboard`` when one is given.
 
     Escape hatches: :attr:`alarms` (by name), :attr:`widgets`.
     """
@@ -32,6 +34,7 @@ class BackfillMonitoring(Construct):
         construct_id: str,
         *,
         state_machine: sfn.StateMachine,
+        function: lambda_.IFunction,
         consumer_name: str,
         metrics_namespace: str,
         alarm_topic: sns.ITopic | None,
@@ -52,6 +55,16 @@ class BackfillMonitoring(Construct):
             "ExecutionsAborted": (
                 state_machine.metric_aborted(period=period),
                 "was stopped by hand before it finished",
+            ),
+            "SegmentErrors": (
+                function.metric_errors(period=period),
+                "had a segment function error (a refusal, a denied call, or a failure the "
+                "state machine retries); its log says which",
+            ),
+            "SegmentThrottles": (
+                function.metric_throttles(period=period),
+                "had segment invocations throttled by Lambda (its reserved concurrency is the "
+                "Map's concurrency plus one: a second backfill at once?)",
             ),
         }
         self.alarms: dict[str, cloudwatch.Alarm] = {

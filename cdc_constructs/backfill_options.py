@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Duration, Size, Token
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
@@ -23,13 +23,17 @@ from cdc_constructs.validation import (
     check_whole_number,
 )
 
-__all__ = ["BackfillOptions", "default_total_segments"]
+__all__ = ["BackfillOptions"]
 
 _STEP_FUNCTIONS_MAX_SECONDS = 365 * 24 * 3600
 """A standard state machine execution runs for at most a year."""
 
 _MAX_SKEW_SECONDS = 3600
 """The largest clock-skew margin accepted: an hour, far past any clock's drift."""
+
+_MIN_SKEW_SECONDS = 1
+"""The smallest clock-skew margin accepted (the runtime's minimum, which its start step
+enforces too): DynamoDB stamps a change rounded down to the second on its own clock."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,6 @@ class BackfillOptions:
     consumer: Any
     member: str | None = None
     total_segments: Any = None
-    table_size: Size | None = None
     max_concurrency: Any = defaults.BACKFILL_MAX_CONCURRENCY
     items_per_second: Any = defaults.BACKFILL_ITEMS_PER_SECOND
     page_size: Any = defaults.BACKFILL_PAGE_SIZE
@@ -64,7 +67,7 @@ class BackfillOptions:
         )
         if self.clock_skew_margin is not None:
             found += check_duration(
-                "clock_skew_margin", self.clock_skew_margin, 0, _MAX_SKEW_SECONDS
+                "clock_skew_margin", self.clock_skew_margin, _MIN_SKEW_SECONDS, _MAX_SKEW_SECONDS
             )
         found += check_instance("dashboard", self.dashboard, cloudwatch.Dashboard, "a Dashboard")
         found += check_instance(
@@ -84,17 +87,6 @@ class BackfillOptions:
                 defaults.BACKFILL_MAX_SEGMENTS,
                 "the segment list passes through the state machine's 256 KB payload",
             )
-            if self.table_size is not None:
-                found.append(
-                    Problem(
-                        "table_size",
-                        _describe_size(self.table_size),
-                        "omitted when total_segments is given (it only sets the default of "
-                        "total_segments)",
-                    )
-                )
-        elif self.table_size is not None and not _is_size(self.table_size):
-            found.append(Problem("table_size", self.table_size, "an aws_cdk.Size"))
         return found
 
     def _rate_problems(self) -> list[Problem]:
@@ -118,11 +110,10 @@ class BackfillOptions:
         return self.segment_timeout or Duration.seconds(defaults.BACKFILL_TIMEOUT_SECONDS)
 
     @property
-    def segments(self) -> int:
-        """``total_segments``, or its default from ``table_size`` (checked first)."""
-        if self.total_segments is not None:
-            return int(self.total_segments)
-        return default_total_segments(self.table_size, int(self.max_concurrency))
+    def segments(self) -> int | None:
+        """``total_segments``; None: the start step decides from the table's size when the
+        backfill starts (DescribeTable)."""
+        return None if self.total_segments is None else int(self.total_segments)
 
     @property
     def segment_items_per_second(self) -> float | None:
@@ -131,21 +122,3 @@ class BackfillOptions:
         if self.items_per_second is None:
             return None
         return float(self.items_per_second) / int(self.max_concurrency)
-
-
-def default_total_segments(table_size: Size | None, max_concurrency: int) -> int:
-    """One segment per 2 GB of ``table_size`` (defaults.BACKFILL_SEGMENT_BYTES), at least
-    ``max_concurrency`` (fewer segments would leave concurrency unused), at most
-    defaults.BACKFILL_MAX_SEGMENTS."""
-    by_size = 1
-    if table_size is not None:
-        by_size = math.ceil(table_size.to_bytes() / defaults.BACKFILL_SEGMENT_BYTES)
-    return min(max(by_size, max_concurrency, 1), defaults.BACKFILL_MAX_SEGMENTS)
-
-
-def _is_size(value: Any) -> bool:
-    return isinstance(value, Size) and not Token.is_unresolved(value)
-
-
-def _describe_size(value: Any) -> Any:
-    return f"{value.to_bytes()} bytes" if _is_size(value) else value

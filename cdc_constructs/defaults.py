@@ -286,11 +286,6 @@ gets its share: this divided by the maximum concurrency). A consistent scan of 1
 table's 4,000 read units/s of initial headroom, so the application is not starved. A million
 items take about 17 minutes. ``items_per_second=None`` lifts the limit."""
 
-BACKFILL_SEGMENT_BYTES: Final = 2 * 1024**3
-"""The default segment count is one segment per 2 GB of the table (``table_size``), at least
-the maximum concurrency: DynamoDB's parallel-scan guidance ("a good starting point" is a
-segment per 2 GB), and no fewer segments than can run at once."""
-
 BACKFILL_MAX_SEGMENTS: Final = 10_000
 """The most segments a backfill has: the start step hands the Distributed Map the segment
 list through the state payload (256 KB); 10,000 numbers take about 50 KB of it. DynamoDB

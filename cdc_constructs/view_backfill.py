@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import Duration, Size
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from cdc_consumer.contract import (
+    BACKFILL_EXECUTION_TIMEOUT_ENV,
     BACKFILL_HANDLER,
     BACKFILL_ITEMS_PER_SECOND_ENV,
+    BACKFILL_MAX_CONCURRENCY_ENV,
     BACKFILL_PAGE_SIZE_ENV,
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_TABLE_ENV,
@@ -45,7 +47,9 @@ from cdc_constructs.backfill_sources import BackfillSource
 from cdc_constructs.backfill_state_machine import (
     acknowledge_engine,
     backfill_definition,
+    let_list_executions,
     own_map_policy,
+    task_timeout,
 )
 from cdc_constructs.function import make_function, make_log_group
 from cdc_constructs.permissions import (
@@ -69,14 +73,14 @@ class ViewBackfill(Construct):
     """A backfill of one consumer's view from its table: a Step Functions state machine with a
     Distributed Map over the table's parallel-scan segments. Start an execution (input ``{}``,
     or ``{"backfillId": ..., "totalSegments": ..., "horizon": ...}``) to backfill; starting the
-    same ``backfillId`` again resumes it, and is a no-op for what was done.
+    same ``backfillId`` again (a new execution, any name) resumes it under the horizon and
+    segment count it was first planned with, and is a no-op for what was done; another horizon
+    is refused before anything is written, and so is a second execution while one runs it.
 
-    The segment function runs the runtime layer's backfill handler: it scans its segment with
-    ``ConsistentRead``, page after page from ``LastEvaluatedKey``, records its progress in the
-    consumer's idempotency table after each page, and invokes the consumer function with each
-    page as snapshot changes. The consumer's function gets ``CDC_RECORD_PROGRESS=1`` (its
-    runtime records how far it has applied the stream, which the start step checks against
-    the backfill's horizon).
+    The segment function (the runtime layer's backfill handler) scans its segment with
+    ``ConsistentRead`` page after page, records its progress after each, and hands each page
+    to the consumer function as snapshot changes; the consumer gets ``CDC_RECORD_PROGRESS=1``
+    (how far it has applied the stream, which the start step checks the horizon against).
 
     :param consumer: the :class:`StreamConsumer` whose view is backfilled (its table is
         scanned, its function applies the rows). A ``KinesisConsumer`` is refused: the horizon
@@ -84,13 +88,10 @@ class ViewBackfill(Construct):
     :param member: with a consumer group (``StreamConsumer(members=...)``), the
         ``consumer_name`` of the one member backfilled. Required with a group, refused
         without one. Default: none (the consumer itself).
-    :param total_segments: the parallel scan's ``TotalSegments`` (1..10,000), the Map's item
-        count. Default: one segment per 2 GB of ``table_size``, at least ``max_concurrency``
-        (DynamoDB's parallel-scan guidance; no fewer segments than can run at once). An
-        execution's input ``totalSegments`` overrides it.
-    :param table_size: the table's size, for the default of ``total_segments`` (the
-        console's or DescribeTable's ``TableSizeBytes``). Default: none (``max_concurrency``
-        segments). Refused with ``total_segments``.
+    :param total_segments: the parallel scan's ``TotalSegments`` (1..10,000). Default: the
+        start step's, from the table's size when the backfill starts (DescribeTable): one
+        segment per 2 GB, at least ``max_concurrency`` while the table has a page of items for
+        each. An execution's input ``totalSegments`` overrides it.
     :param max_concurrency: segments scanned at once (the Map's ``MaxConcurrency``). Default
         10. The segment function's reserved concurrency is this plus one (the start step),
         so two executions at once cannot double the load.
@@ -98,18 +99,19 @@ class ViewBackfill(Construct):
         paced to this divided by ``max_concurrency``. Default 1,000 (about 250 read units/s of
         1 KB items: the application keeps the table's capacity). None: no limit.
     :param page_size: items per Scan page and per consumer invocation. Default 100.
-    :param clock_skew_margin: how far below the start time the default horizon lies.
-        Default: the runtime's (5 s).
+    :param clock_skew_margin: how far below the start time the default horizon lies, at
+        least 1 s (DynamoDB stamps a change rounded down to the second). Default: the
+        runtime's (5 s).
     :param timeout: the longest a backfill runs: the execution then times out and its alarm
         fires (a new execution with the same ``backfillId`` resumes). Default 24 hours.
     :param segment_timeout: the segment function's timeout. Default 15 minutes (Lambda's
-        maximum: fewer turns of the loop); the runtime stops a page before the deadline.
+        maximum: fewer turns of the loop); the runtime stops a page before the deadline. Each
+        task of the state machine times out a minute after it.
     :param memory_size: the segment function's memory. Default 256 MB.
     :param alarm_topic: the topic the alarms notify. Default: the consumer's.
-    :param dashboard: add the backfill's widgets to this dashboard. Default: the consumer's
-        (none when it has no monitoring).
-    :param log_retention: the segment function's and the state machine's logs. Default one
-        month.
+    :param dashboard: add the backfill's widgets here. Default: the consumer's (if any).
+    :param log_retention: the segment function's and the state machine's logs. Default: the
+        consumer function's.
 
     Escape hatches: :attr:`state_machine`, :attr:`function`, :attr:`role`,
     :attr:`log_group` (the function's), :attr:`state_machine_log_group`, :attr:`alarms`,
@@ -125,7 +127,6 @@ class ViewBackfill(Construct):
         consumer: StreamConsumer,
         member: str | None = None,
         total_segments: int | None = None,
-        table_size: Size | None = None,
         max_concurrency: int = defaults.BACKFILL_MAX_CONCURRENCY,
         items_per_second: float | None = defaults.BACKFILL_ITEMS_PER_SECOND,
         page_size: int = defaults.BACKFILL_PAGE_SIZE,
@@ -154,6 +155,7 @@ class ViewBackfill(Construct):
             self,
             "Monitoring",
             state_machine=self.state_machine,
+            function=self.function,
             consumer_name=self.consumer_name,
             metrics_namespace=consumer.metrics_namespace,
             alarm_topic=alarm_topic or consumer.alarm_topic,
@@ -198,6 +200,8 @@ class ViewBackfill(Construct):
             MARKER_TTL_ENV: str(int(consumer.marker_lifetime.to_seconds())),
             METRICS_NAMESPACE_ENV: consumer.metrics_namespace,
             BACKFILL_PAGE_SIZE_ENV: str(int(options.page_size)),
+            BACKFILL_MAX_CONCURRENCY_ENV: str(int(options.max_concurrency)),
+            BACKFILL_EXECUTION_TIMEOUT_ENV: str(int(options.execution_timeout.to_seconds())),
         }
         filters = consumer.options.mapping.filter_patterns
         if filters:  # a snapshot batch is invoked directly: the mapping's filter is not applied
@@ -236,7 +240,11 @@ class ViewBackfill(Construct):
             scope, self._log_retention, self.source.consumer.options.function.log_encryption_key
         )
         definition = backfill_definition(
-            scope, self.function, self.total_segments, int(self.options.max_concurrency)
+            scope,
+            self.function,
+            self.total_segments,
+            int(self.options.max_concurrency),
+            task_timeout(self.options.function_timeout),
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -252,6 +260,7 @@ class ViewBackfill(Construct):
             ),
         )
         own_map_policy(self.state_machine)
+        let_list_executions(self, self.state_machine, self.role)
         acknowledge_engine(self.state_machine, self.function)
         if self.options.items_per_second is None:
             acknowledge(

@@ -23,6 +23,7 @@ FUNCTION_TYPE = "AWS::Lambda::Function"
 LAYER_TYPE = "AWS::Lambda::LayerVersion"
 MAPPING_TYPE = "AWS::Lambda::EventSourceMapping"
 PIPE_TYPE = "AWS::Pipes::Pipe"
+STATE_MACHINE_TYPE = "AWS::StepFunctions::StateMachine"
 
 #: Lambda's defaults for a function, used when the template leaves the property out
 #: (CloudFormation does the same): 3 s timeout, 128 MB memory.

@@ -3,14 +3,17 @@
     cdc-backfill start --state-machine-arn ARN [--segments N] [--horizon EPOCH] [--id ID]
     cdc-backfill watch --execution-arn ARN [--consumer-name NAME]
     cdc-backfill local [--assembly cdk.out] [--stack STACK] [--consumer-name NAME] [--segments N]
+                       [--seed FILE] [--wait SECONDS]
 
 ``start`` starts the ViewBackfill's state machine (StartExecution with a BackfillRequest) and
 watches it; ``watch`` follows an execution: its Distributed Map run's segments done / total
 (DescribeMapRun), the items handed over (the segment function's ``BackfillItems`` metric, with
 ``--consumer``), items per second and an ETA, with a progress bar, until the execution ends.
-``local`` runs the stack's consumers on the local pipeline (as ``cdc-local``) and, once the
-consumer has applied a change, the backfill, the same segment code in threads, with the same
-bar. Exit 0 when the backfill succeeded, 1 when it failed, 2 for an operator mistake.
+``local`` runs your app's backfill on this machine, start to end (:mod:`cdc_local.backfill_run`):
+the local pipeline (its endpoint printed), items of ``--seed`` written before the consumer
+exists, a bounded wait for the consumer to apply a change, the plan (horizon, segments), the
+same segment code in threads with the same bar, then the stream read to its end. Exit 0 when
+the backfill succeeded, 1 when it failed, 2 for an operator mistake or a refusal.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,12 +30,15 @@ from typing import Any
 
 import boto3
 from cdc_consumer.contract import (
+    BACKFILL_ID_MAX_LENGTH,
     BACKFILL_ITEMS,
     CONSUMER_DIMENSION,
     DEFAULT_METRICS_NAMESPACE,
-    BackfillRefusal,
+    MAX_PLANNED_SEGMENTS,
     BackfillRequest,
+    ContractError,
 )
+from cdc_consumer.contract import backfill_id as contract_backfill_id
 from cdc_consumer.exceptions import BackfillRefusedError
 from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from rich.console import Console
@@ -145,61 +150,85 @@ class ExecutionWatch:
 
 
 def start(arguments: argparse.Namespace, stepfunctions: Any) -> str:
-    """StartExecution with the request; the execution's ARN."""
-    request = BackfillRequest(
-        arguments.id or f"backfill-{uuid.uuid4().hex[:12]}", arguments.segments, arguments.horizon
-    )
+    """StartExecution with the request, checked first (nothing is started on bad input); the
+    execution's ARN. The execution's name is the backfill id and the time, so starting the same
+    id again (to resume it) never clashes with an earlier execution's name."""
+    request = checked_request(arguments.id, arguments.segments, arguments.horizon)
     response = stepfunctions.start_execution(
         stateMachineArn=arguments.state_machine_arn,
-        name=request.backfill_id,
+        name=execution_name(request.backfill_id, datetime.now(UTC)),
         input=json.dumps(request.to_dict()),
     )
     return str(response["executionArn"])
+
+
+def checked_request(
+    backfill_id: str | None, segments: int | None, horizon: int | None
+) -> BackfillRequest:
+    """A request the start step can take, or :class:`BackfillRefusedError` saying what is wrong
+    (an id Step Functions refuses, segments out of range, a horizon not positive)."""
+    try:
+        checked = contract_backfill_id(backfill_id or f"backfill-{uuid.uuid4().hex[:12]}")
+    except ContractError as error:
+        raise BackfillRefusedError(str(error)) from None
+    if segments is not None and not 1 <= segments <= MAX_PLANNED_SEGMENTS:
+        raise BackfillRefusedError(
+            f"--segments is {segments}; a backfill plans 1..{MAX_PLANNED_SEGMENTS:,} segments "
+            "(or leave it out: the start step decides from the table's size)"
+        )
+    if horizon is not None and horizon <= 0:
+        raise BackfillRefusedError(
+            f"--horizon is {horizon}; give positive epoch seconds (or leave it out)"
+        )
+    return BackfillRequest(checked, segments, horizon)
+
+
+def execution_name(backfill_id: str, now: datetime) -> str:
+    """``<id>-<UTC time>-<4 hex>``, within Step Functions' 80 characters (the id cut short in
+    the name when needed; the input carries it whole)."""
+    suffix = f"-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:4]}"
+    return backfill_id[: BACKFILL_ID_MAX_LENGTH - len(suffix)] + suffix
 
 
 # --- locally ---------------------------------------------------------------------------------
 
 
 def run_local(arguments: argparse.Namespace, console: Console) -> Snapshot:
-    """The stack's consumers on the local pipeline, then the backfill once it can start."""
+    """Your app's backfill on the local pipeline, start to end (:mod:`cdc_local.backfill_run`)."""
     from cdc_local.backfill import LocalBackfill
-    from cdc_local.runner import LocalPipeline
+    from cdc_local.backfill_run import LocalRun, read_seed
 
-    with LocalPipeline(arguments.assembly, arguments.stack) as pipeline:
+    run = LocalRun(
+        arguments.assembly,
+        arguments.stack,
+        arguments.consumer,
+        arguments.id or "local",
+        arguments.segments,
+        read_seed(arguments.seed) if arguments.seed else [],
+        arguments.wait,
+        say=lambda line: console.print(line, markup=False, soft_wrap=True),
+    )
+    with run.pipeline() as pipeline:
         backfill = LocalBackfill(pipeline, arguments.consumer)
-        plan = None
-        while plan is None:
-            pipeline.poll()
-            try:
-                plan = backfill.plan(arguments.id or "local", arguments.segments)
-            except BackfillRefusedError as refused:
-                if refused.refusal is not BackfillRefusal.NO_PROGRESS:
-                    raise
-                console.print("waiting for the consumer to apply a change...", style="dim")
-                time.sleep(2)
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                backfill.run(plan)
-            except BaseException as error:  # shown as a failed backfill
-                errors.append(error)
-
-        thread = threading.Thread(target=run, name="backfill", daemon=True)
-        thread.start()
+        running = run.run(pipeline, backfill, run.plan(pipeline, backfill))
 
         def look() -> Snapshot:
             pipeline.poll()  # the stream keeps flowing while the backfill runs
-            seen = backfill.progress
-            finished = not thread.is_alive()
-            status = "FAILED" if errors else ("SUCCEEDED" if finished else "RUNNING")
+            seen, failed = running.progress, bool(running.errors)
+            status = "FAILED" if failed else ("SUCCEEDED" if running.finished else "RUNNING")
             return Snapshot(
-                seen.segments_done, seen.total_segments, seen.items, finished, bool(errors), status
+                seen.segments_done,
+                seen.total_segments,
+                seen.items,
+                running.finished,
+                failed,
+                status,
             )
 
         snapshot = follow(look, console, 0.2)
-        for error in errors:
+        for error in running.errors:
             console.print(f"{PROG}: the backfill failed: {error}", markup=False, soft_wrap=True)
+        run.settle(pipeline, running)
         return snapshot
 
 
@@ -263,6 +292,21 @@ def build_parser() -> argparse.ArgumentParser:
         local,
         "the consumer (its consumer_name) to backfill (default: the stack's only consumer with a "
         "ViewBackfill)",
+    )
+    local.add_argument(
+        "--seed",
+        default=None,
+        metavar="FILE",
+        help="items to write before the consumer exists (JSON lines, or a JSON array); the last "
+        "one is written once it runs, so it applies a change (default: none; write one yourself "
+        "to the endpoint printed)",
+    )
+    local.add_argument(
+        "--wait",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for the consumer to apply a change (default: 60)",
     )
     for command in (starting, watching):
         command.add_argument(

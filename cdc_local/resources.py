@@ -19,6 +19,7 @@ from cdc_consumer.contract import MAX_QUEUE_MESSAGE_BYTES
 from cdc_local.assembly import (
     FUNCTION_TYPE,
     LAYER_TYPE,
+    STATE_MACHINE_TYPE,
     Resource,
     StackTemplate,
 )
@@ -212,6 +213,12 @@ def create_resources(stack: StackTemplate, endpoint: LocalEndpoint) -> LocalReso
     for layer in stack.of_type(LAYER_TYPE):
         name = physical_name(stack.stack_name, layer.logical_id, 64)
         resources.refs[layer.logical_id] = resources.arn("lambda", f"layer:{name}:1")
+    for machine in stack.of_type(STATE_MACHINE_TYPE):
+        # Not run locally (a ViewBackfill's engine is played in process), but a policy names
+        # it: Ref is its ARN, as CloudFormation gives it.
+        name = physical_name(stack.stack_name, machine.logical_id, 80)
+        resources.refs[machine.logical_id] = resources.arn("states", f"stateMachine:{name}")
+        resources.attributes[(machine.logical_id, "Name")] = name
     return resources
 
 

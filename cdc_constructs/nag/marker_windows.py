@@ -59,7 +59,7 @@ class MarkerLifetime:
     @classmethod
     def of(cls, node: CfnResource, source: StreamSource) -> MarkerLifetime | None:
         """None when the mapping's function is not this library's runtime in this template."""
-        variables = _runtime_variables(source, node)
+        variables = runtime_variables(source, node)
         if variables is None:
             return None
         ttl = variables.get(MARKER_TTL_ENV)
@@ -86,7 +86,7 @@ def markers_outlive_replay_windows(node: CfnResource, source: StreamSource) -> N
     return NagRuleCompliance.COMPLIANT if lifetime.compliant else NagRuleCompliance.NON_COMPLIANT
 
 
-def _runtime_variables(source: StreamSource, node: CfnResource) -> Mapping[str, Any] | None:
+def runtime_variables(source: StreamSource, node: CfnResource) -> Mapping[str, Any] | None:
     if source.is_pipe:
         return None
     for name in source.function_names(node):

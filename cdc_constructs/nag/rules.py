@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnResource
+from cdc_consumer.contract import REPLICATED_TABLE_ENV
 from cdk_nag import NagMessageLevel, NagRuleCompliance, NagRules
 
-from cdc_constructs.nag.marker_windows import markers_outlive_replay_windows
+from cdc_constructs.nag.marker_windows import markers_outlive_replay_windows, runtime_variables
 from cdc_constructs.nag.stream_source import (
     StreamKind,
     StreamSource,
@@ -298,6 +299,31 @@ def describe_readers(node: CfnResource, source: StreamSource) -> str | None:
     return stream.describe() if stream is not None and stream.over_limit else None
 
 
+def _replicated(node: CfnResource, table: Mapping[str, Any] | None) -> bool:
+    """Whether ``table`` (a template resource) is a global table with more than one replica."""
+    if table is None or table.get("Type") != "AWS::DynamoDB::GlobalTable":
+        return False
+    replicas = dig(table, "Properties", "Replicas")  # a list, its items may hold intrinsics
+    return isinstance(replicas, list) and len(replicas) > 1
+
+
+def ttl_identity_filter_on_replicas(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
+    """No filter names the TTL identity (``userIdentity``) on the stream of a table with
+    replicas, unless the consumer runs this library's runtime told the table is replicated
+    (``CDC_REPLICATED_TABLE``), which recognises replicated expiries (docs/global-tables.md).
+
+    Applies when the table is in the same template; a ReplicaTable's stream is read at
+    deployment, so the consumers it serves are checked by the constructs, not here."""
+    if source.kind is not StreamKind.DYNAMODB or not _replicated(node, source.table):
+        return NOT_APPLICABLE
+    patterns = [json.loads(_primitive(node, p)) for p in source.filter_patterns()]
+    if not any("userIdentity" in p for p in patterns if isinstance(p, Mapping)):
+        return COMPLIANT
+    variables = runtime_variables(source, node) or {}
+    told = str(variables.get(REPLICATED_TABLE_ENV, "")).lower() == "true"
+    return COMPLIANT if told else NON_COMPLIANT
+
+
 RULES: tuple[CdcRule, ...] = (
     CdcRule(
         "ESM1",
@@ -455,5 +481,22 @@ RULES: tuple[CdcRule, ...] = (
         '{"dynamodb": {"NewImage": {"status": {"S": ["PAID"]}}}} (StreamFilters builds these).',
         filters_match_record_shape,
         describe_shape_problems,
+    ),
+    CdcRule(
+        "ESM13",
+        NagMessageLevel.ERROR,
+        "The stream consumer filters on the TTL identity (userIdentity) on the stream of a "
+        "table with replicas.",
+        "A TTL deletion carries the service identity only in the region where DynamoDB's TTL "
+        "process deleted the item; every other replica's stream receives it as a plain REMOVE. "
+        "A filter on userIdentity therefore misses the expiries of other regions (an archive "
+        "sees its own region's only) or lets them through as user deletes, and a filter cannot "
+        "compare the TTL attribute with the record's time. Use StreamConsumer on the "
+        "ChangeCaptureTable (or a ReplicaTable): it widens the filter and sets "
+        "CDC_REPLICATED_TABLE and CDC_TTL_ATTRIBUTE, so the runtime tells replicated expiries "
+        "by the item's TTL attribute; for a function of your own, set those variables and "
+        "apply the filter in the code; a pipe cannot, so do not filter one on userIdentity "
+        "(docs/global-tables.md).",
+        ttl_identity_filter_on_replicas,
     ),
 )

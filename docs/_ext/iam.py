@@ -1,8 +1,9 @@
 """The IAM tables of docs/permissions.md, generated from the policies the constructs synthesize
 (`make permissions`): each role of a sample app (a StreamConsumer with a view table, its
-redrive, a StreamFanOut, a KinesisConsumer), each statement's actions, the resource it is
-scoped to, and why. tests/docs/test_permissions.py regenerates the tables and fails when the
-page differs, or when a statement has no reason here (a new permission must say why)."""
+redrive, its ViewBackfill, a StreamFanOut, a KinesisConsumer), each statement's actions, the
+resource it is scoped to, and why. tests/docs/test_permissions.py regenerates the tables and
+fails when the page differs, or when a statement has no reason here (a new permission must say
+why)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,50 @@ BEGIN, END = "<!-- iam tables: begin (make permissions) -->", "<!-- iam tables: 
 # (role, resource, first action's prefix) -> why, the first match; role and resource are parts
 # of the construct paths ("Role", "Redrive/Role"; "IdempotencyTable", "FailedBatches/Bucket").
 REASONS: list[tuple[str, str, str, str]] = [
+    (
+        "SegmentFunction/Role",
+        "Orders",
+        "dynamodb",
+        "scan the table's segments (DescribeTable: its key, size, stream)",
+    ),
+    (
+        "SegmentFunction/Role",
+        "IdempotencyTable",
+        "dynamodb",
+        "the backfill's plan and segments' progress records; the consumer's progress",
+    ),
+    ("SegmentFunction/Role", "Function", "lambda", "hand each page to the consumer, synchronously"),
+    (
+        "SegmentFunction/Role",
+        "*",
+        "lambda:ListEventSourceMappings",
+        "the start step checks the consumer's mapping runs (no resource-level permission)",
+    ),
+    (
+        "SegmentFunction/Role",
+        "StateMachine",
+        "states:ListExecutions",
+        "the start step refuses a second execution of a running backfill",
+    ),
+    ("StateMachine/Role", "SegmentFunction", "lambda", "run the start step and each segment"),
+    (
+        "StateMachine/Role",
+        "*",
+        "logs",
+        "deliver the execution's logs (no resource-level permission)",
+    ),
+    (
+        "StateMachine/Role",
+        "StateMachine",
+        "states:StartExecution",
+        "the Distributed Map starts its child executions",
+    ),
+    (
+        "StateMachine/Role",
+        "",
+        "states",
+        "describe, stop or redrive the Map Run's child executions (labelled executions)",
+    ),
     ("", "LogGroup", "logs", "write the function's own log streams (the stack makes the group)"),
     ("", "Logs", "logs", "write the pipe's own log streams (the stack makes the group)"),
     ("Redrive/Role", "(stream)", "dynamodb", "find the stream's shards before a replay"),
@@ -54,6 +99,25 @@ REASONS: list[tuple[str, str, str, str]] = [
 ]
 
 
+#: Actions AWS has no resource-level permission for: granted on "*" (each row says why, as the
+#: cdk-nag acknowledgement does). dynamodb:ListStreams: AWS's Lambda and Pipes guides list it for
+#: a DynamoDB stream source.
+NO_RESOURCE_LEVEL = frozenset(
+    {
+        "dynamodb:ListStreams",
+        "lambda:ListEventSourceMappings",
+        "logs:CreateLogDelivery",
+        "logs:GetLogDelivery",
+        "logs:UpdateLogDelivery",
+        "logs:DeleteLogDelivery",
+        "logs:ListLogDeliveries",
+        "logs:PutResourcePolicy",
+        "logs:DescribeResourcePolicies",
+        "logs:DescribeLogGroups",
+    }
+)
+
+
 def sample_app(outdir: Path) -> Path:
     """Synthesize the sample app into ``outdir``; the directory."""
     import aws_cdk as cdk
@@ -66,6 +130,7 @@ def sample_app(outdir: Path) -> Path:
         KinesisDestination,
         StreamConsumer,
         StreamFanOut,
+        ViewBackfill,
     )
 
     app = cdk.App(outdir=str(outdir), context={"aws:cdk:enable-path-metadata": True})
@@ -76,6 +141,7 @@ def sample_app(outdir: Path) -> Path:
     totals = dynamodb.TableV2(shop, "Totals", partition_key=key)
     consumer = StreamConsumer(shop, "OrderTotals", table=orders, code=code, handler="i.handler")
     consumer.grant_view_table(totals, env_var="TOTALS_TABLE_NAME")
+    ViewBackfill(shop, "TotalsBackfill", consumer=consumer)
     StreamFanOut(shop, "OrderEvents", table=orders, source="com.example.orders")
     kinesis = cdk.Stack(app, "ShopKinesis")
     streamed = ChangeCaptureTable(
@@ -104,6 +170,9 @@ def _resource(resources: dict[str, Any], value: Any, construct: str) -> str:
     name = _path(resources, found[1] or found[3], construct)
     if found[2] == "StreamArn":
         name += " (stream)"
+    labelled = re.search(r'"(/\w+:\*)"\]\]\}$', text)  # a Map Run's child executions
+    if labelled:
+        return name + labelled[1]
     return name + ("/*" if text.endswith('"/*"]]}') else "")
 
 
@@ -156,6 +225,7 @@ def markdown(assembly: Path) -> str:
 
 _KINDS = {
     "OrderTotals": "StreamConsumer, with its StreamRedrive",
+    "TotalsBackfill": "ViewBackfill: the segment function and the state machine",
     "OrderEvents": "StreamFanOut; OutboxPublisher is the same pipe",
     "Replica": "KinesisConsumer",
 }

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Final
 __all__ = [
     "BACKFILL_ENVIRONMENT",
     "BACKFILL_EVENT_KEY",
+    "BACKFILL_EXECUTION_TIMEOUT_ENV",
     "BACKFILL_HANDLER",
     "BACKFILL_ID_MAX_LENGTH",
     "BACKFILL_ID_REFUSED_CHARACTERS",
@@ -31,6 +32,7 @@ __all__ = [
     "BACKFILL_METRICS",
     "BACKFILL_PAGES",
     "BACKFILL_PAGE_SIZE_ENV",
+    "BACKFILL_PERMANENT_ERRORS",
     "BACKFILL_REFUSED_ERROR",
     "BACKFILL_RESERVE_SECONDS_ENV",
     "BACKFILL_SKEW_SECONDS_ENV",
@@ -913,6 +915,10 @@ BACKFILL_MAX_CONCURRENCY_ENV: Final = "CDC_BACKFILL_MAX_CONCURRENCY"
 """Segment function: how many segments run at once (the Map's ``MaxConcurrency``); the start
 step plans at least that many segments while the table has a page of items for each."""
 
+BACKFILL_EXECUTION_TIMEOUT_ENV: Final = "CDC_BACKFILL_EXECUTION_TIMEOUT_SECONDS"
+"""Segment function: how long the state machine lets an execution run; the start step refuses
+a backfill that the table's item count and the rate say cannot finish in it."""
+
 BACKFILL_RESERVE_SECONDS_ENV: Final = "CDC_BACKFILL_RESERVE_SECONDS"
 """Segment function: no page is started later than this many seconds before the invocation's
 deadline; the segment returns ``done: false`` with its resume point instead."""
@@ -934,6 +940,7 @@ BACKFILL_ENVIRONMENT: Final = (
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_RESERVE_SECONDS_ENV,
     BACKFILL_MAX_CONCURRENCY_ENV,
+    BACKFILL_EXECUTION_TIMEOUT_ENV,
     CONSUMER_FILTERS_ENV,
 )
 """Every variable the segment function may get from ViewBackfill (the first five required:
@@ -975,6 +982,15 @@ BACKFILL_REFUSED_ERROR: Final = "BackfillRefusedError"
 """The ``errorType`` of the segment function's refusals (bad input, a horizon the consumer has
 not reached, a projection that cannot take snapshot rows): the name of the runtime's exception
 class, which Step Functions matches to fail the backfill at once instead of retrying it."""
+
+BACKFILL_PERMANENT_ERRORS: Final = (
+    BACKFILL_REFUSED_ERROR,
+    "AccessDeniedError",
+    "ConfigurationError",
+)
+"""The segment function's ``errorType`` values no retry can fix, which the state machine never
+retries: a refusal; a call its role may not make (``AccessDeniedError``); a function without
+its settings (``ConfigurationError``). The names of the runtime's exception classes."""
 
 
 def _int(document: Mapping[str, Any], key: str, what: str, default: Any = ...) -> Any:

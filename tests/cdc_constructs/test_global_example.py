@@ -138,3 +138,27 @@ def test_a_replica_in_a_region_the_table_has_none_in_is_refused() -> None:
     elsewhere = cdk.Stack(app, "Elsewhere", env=cdk.Environment(region="eu-west-1"))
     with pytest.raises(CdcConfigurationError, match="eu-west-1"):
         ReplicaTable(elsewhere, "Orders", table=orders)
+
+
+@pytest.mark.parametrize("reader", ["fan-out", "outbox"])
+def test_the_fan_out_and_the_outbox_read_a_replica_as_a_local_table(reader: str) -> None:
+    from cdc_constructs import OutboxPublisher, StreamFanOut
+
+    app = cdk.App()
+    east = cdk.Stack(app, "East", env=EAST)
+    orders = ChangeCaptureTable(
+        east, "Orders", partition_key=PK, replicas=[dynamodb.ReplicaTableProps(region="us-west-2")]
+    )
+    west = cdk.Stack(app, "West", env=WEST)
+    replica = ReplicaTable(west, "Orders", table=orders)
+    if reader == "fan-out":
+        StreamFanOut(west, "Events", table=replica, source="com.example.orders")
+    else:
+        OutboxPublisher(
+            west, "Outbox", table=replica, source="com.example.orders", key_prefix="OUTBOX#"
+        )
+    template = cdk.assertions.Template.from_stack(west).to_json()
+    (pipe,) = resources(template, "AWS::Pipes::Pipe").values()
+    assert pipe["Properties"]["Source"]["Fn::GetAtt"][1] == "Table.LatestStreamArn"
+    with pytest.raises(CdcConfigurationError, match="at most 1 for a table with replicas"):
+        StreamConsumer(west, "Second", table=replica, **consumer_code())

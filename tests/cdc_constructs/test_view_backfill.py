@@ -9,7 +9,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Duration, Size
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Template
@@ -17,7 +17,7 @@ from cdc_consumer.contract import (
     BACKFILL_HANDLER,
     BACKFILL_ITEMS_PER_SECOND_ENV,
     BACKFILL_PAGE_SIZE_ENV,
-    BACKFILL_REFUSED_ERROR,
+    BACKFILL_PERMANENT_ERRORS,
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_TABLE_ENV,
     CONSUMER_FILTERS_ENV,
@@ -36,7 +36,6 @@ from cdc_constructs import (
     StreamFilters,
     ViewBackfill,
 )
-from cdc_constructs.backfill_options import default_total_segments
 from tests.cdc_constructs.support import (
     cfn_lint,
     consumer_code,
@@ -47,8 +46,6 @@ from tests.cdc_constructs.support import (
     statements,
 )
 from tests.cdc_constructs.test_kinesis import kinesis_table
-
-GIB = 1024**3
 
 
 def _consumer(stack: cdk.Stack, **props: Any) -> StreamConsumer:
@@ -80,7 +77,12 @@ def test_a_distributed_map_runs_each_segment_until_it_is_done(stack: cdk.Stack) 
     states = definition["States"]
     assert definition["StartAt"] == "Request"
     defaults = states["Request"]["Parameters"]["defaults"]
-    assert defaults == {"backfillId.$": "$$.Execution.Name", "totalSegments": 4}
+    assert defaults == {"backfillId.$": "$$.Execution.Name"}  # totalSegments: the start step
+    context = states["Request"]["Parameters"]["context"]  # not overridable by the input
+    assert context == {"execution.$": "$$.Execution.Id", "stateMachine.$": "$$.StateMachine.Id"}
+    assert states["WithExecution"]["Parameters"] == {
+        "request.$": "States.JsonMerge($.request, $.context, false)"
+    }
     segments = states["Segments"]
     assert segments["Type"] == "Map"
     assert segments["ItemProcessor"]["ProcessorConfig"] == {
@@ -100,12 +102,18 @@ def test_a_distributed_map_runs_each_segment_until_it_is_done(stack: cdk.Stack) 
 
 
 def test_invocations_retry_throttling_with_backoff_and_never_a_refusal(stack: cdk.Stack) -> None:
-    ViewBackfill(stack, "Backfill", consumer=_consumer(stack))
+    ViewBackfill(stack, "Backfill", consumer=_consumer(stack), segment_timeout=Duration.minutes(5))
     states = _definition(_template(stack))["States"]
     scan = states["Segments"]["ItemProcessor"]["States"]["ScanSegment"]
+    permanent = ["BackfillRefusedError", "AccessDeniedError", "ConfigurationError"]
+    assert list(BACKFILL_PERMANENT_ERRORS) == permanent
+    (refused,) = states["Plan"]["Catch"]
+    assert refused == {"ErrorEquals": permanent, "Next": "Refused"}
+    assert states["Refused"]["Type"] == "Fail" and states["Refused"]["CausePath"] == "$.Cause"
     for task in (states["Plan"], scan):
+        assert task["TimeoutSeconds"] == 5 * 60 + 60  # the function's, and a minute to start
         refusal, transient = task["Retry"]
-        assert refusal == {"ErrorEquals": [BACKFILL_REFUSED_ERROR], "MaxAttempts": 0}
+        assert refusal == {"ErrorEquals": permanent, "MaxAttempts": 0}
         assert {"Lambda.TooManyRequestsException", "States.TaskFailed", "States.Timeout"} <= set(
             transient["ErrorEquals"]
         )
@@ -189,6 +197,7 @@ def test_the_segment_function_may_scan_this_table_and_invoke_this_consumer_only(
             "Fn::GetAtt": [logical_id(template, "ConsumerFunction"), "Arn"]
         },
         ("lambda:ListEventSourceMappings",): "*",
+        ("states:ListExecutions",): {"Ref": logical_id(template, "BackfillStateMachine")},
     }
 
 
@@ -234,18 +243,31 @@ def test_failed_timed_out_and_aborted_executions_alarm_to_the_consumers_topic(
     consumer = _consumer(stack)
     backfill = ViewBackfill(stack, "Backfill", consumer=consumer)
     template = _template(stack)
-    assert set(backfill.alarms) == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
+    assert set(backfill.alarms) == {
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+        "ExecutionsAborted",
+        "SegmentErrors",
+        "SegmentThrottles",
+    }
     machine = logical_id(template, "BackfillStateMachine")
+    function = logical_id(template, "BackfillSegmentFunction")
     topic = logical_id(template, "ConsumerAlarmTopic")
     alarms = [
         a["Properties"]
         for lid, a in resources(template, "AWS::CloudWatch::Alarm").items()
         if lid.startswith("BackfillMonitoring")
     ]
-    assert sorted(a["MetricName"] for a in alarms) == sorted(backfill.alarms)
+    names = {"SegmentErrors": "Errors", "SegmentThrottles": "Throttles"}
+    assert sorted(a["MetricName"] for a in alarms) == sorted(
+        names.get(name, name) for name in backfill.alarms
+    )
     for alarm in alarms:
-        assert alarm["Namespace"] == "AWS/States"
-        assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine}}]
+        if alarm["Namespace"] == "AWS/Lambda":
+            assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+        else:
+            assert alarm["Namespace"] == "AWS/States"
+            assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine}}]
         assert alarm["Threshold"] == 1 and alarm["TreatMissingData"] == "notBreaching"
         assert alarm["AlarmActions"] == [{"Ref": topic}]
 
@@ -258,24 +280,67 @@ def test_the_widgets_go_on_the_consumers_dashboard(stack: cdk.Stack) -> None:
     assert "Backfill of `Consumer`" in body and "BackfillItems" in body
 
 
-@pytest.mark.parametrize(
-    ("size", "concurrency", "expected"),
-    [(None, 10, 10), (30 * GIB, 10, 15), (GIB, 4, 4), (100_000 * GIB, 10, 10_000)],
-)
-def test_the_default_segment_count_is_a_segment_per_2_gb_at_least_the_concurrency(
-    size: int | None, concurrency: int, expected: int
-) -> None:
-    table_size = Size.bytes(size) if size is not None else None
-    assert default_total_segments(table_size, concurrency) == expected
+def test_the_segment_count_is_decided_when_the_backfill_starts(stack: cdk.Stack) -> None:
+    backfill = ViewBackfill(stack, "Backfill", consumer=_consumer(stack), max_concurrency=7)
+    assert backfill.total_segments is None
+    template = _template(stack)
+    defaults = _definition(template)["States"]["Request"]["Parameters"]["defaults"]
+    assert "totalSegments" not in defaults  # the start step reads the table's size
+    variables = _segment_function(template)["Environment"]["Variables"]
+    assert variables["CDC_BACKFILL_MAX_CONCURRENCY"] == "7"
 
 
-def test_table_size_sets_the_default_segment_count(stack: cdk.Stack) -> None:
-    backfill = ViewBackfill(
-        stack, "Backfill", consumer=_consumer(stack), table_size=Size.gibibytes(60)
-    )
-    assert backfill.total_segments == 30
+def test_total_segments_given_is_the_default_of_the_request(stack: cdk.Stack) -> None:
+    ViewBackfill(stack, "Backfill", consumer=_consumer(stack), total_segments=30)
     defaults = _definition(_template(stack))["States"]["Request"]["Parameters"]["defaults"]
     assert defaults["totalSegments"] == 30
+
+
+def test_the_state_machine_may_reach_its_own_child_executions(stack: cdk.Stack) -> None:
+    ViewBackfill(stack, "Backfill", consumer=_consumer(stack))
+    template = _template(stack)
+    machine = logical_id(template, "BackfillStateMachine")
+    policy = template["Resources"][logical_id(template, "BackfillStateMachineDistributedMapPolicy")]
+    children = {  # labelled executions: execution:<state machine>/<map run label>:<id>
+        "Fn::Join": [
+            "",
+            [
+                "arn:aws:states:eu-west-1:111111111111:execution:",
+                {"Fn::GetAtt": [machine, "Name"]},
+                "/Segments:*",
+            ],
+        ]
+    }
+    granted = {
+        tuple(_actions(s)): s["Resource"]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    }
+    assert granted == {
+        ("states:StartExecution",): {"Ref": machine},
+        (
+            "states:DescribeExecution",
+            "states:RedriveExecution",
+            "states:StopExecution",
+        ): children,
+    }
+
+
+def test_the_start_step_may_list_its_state_machines_executions(stack: cdk.Stack) -> None:
+    ViewBackfill(stack, "Backfill", consumer=_consumer(stack))
+    template = _template(stack)
+    policy = template["Resources"][logical_id(template, "BackfillListExecutionsPolicy")]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "states:ListExecutions"
+    assert statement["Resource"] == {"Ref": logical_id(template, "BackfillStateMachine")}
+    role = logical_id(template, "BackfillSegmentFunctionRole")
+    assert policy["Properties"]["Roles"] == [{"Ref": role}]
+
+
+def test_a_clock_skew_margin_below_a_second_is_refused(stack: cdk.Stack) -> None:
+    with pytest.raises(CdcConfigurationError, match="clock_skew_margin"):
+        ViewBackfill(
+            stack, "Backfill", consumer=_consumer(stack), clock_skew_margin=Duration.seconds(0)
+        )
 
 
 def _group(stack: cdk.Stack) -> StreamConsumer:
@@ -335,7 +400,6 @@ def test_every_bad_prop_is_named_in_one_error(stack: cdk.Stack) -> None:
         stack,
         consumer=_consumer(stack),
         total_segments=20_000,
-        table_size=Size.gibibytes(1),
         max_concurrency=0,
         items_per_second=0,
         page_size=5000,
@@ -343,16 +407,15 @@ def test_every_bad_prop_is_named_in_one_error(stack: cdk.Stack) -> None:
         segment_timeout=Duration.minutes(20),
         clock_skew_margin=Duration.hours(2),
     )
-    assert message.startswith("ViewBackfill 'Backfill': 8 invalid props:")
+    assert message.startswith("ViewBackfill 'Backfill': 7 invalid props:")
     for expected in (
         "total_segments=20000: a number in 1..10000",
-        "table_size='1073741824 bytes': omitted when total_segments is given",
         "max_concurrency=0: a number in 1..1000",
         "items_per_second=0: a number",
         "page_size=5000: a number in 1..1000",
         "timeout='10 s': whole seconds in 60..31536000",
         "segment_timeout='1200 s': whole seconds in 1..900",
-        "clock_skew_margin='7200 s': whole seconds in 0..3600",
+        "clock_skew_margin='7200 s': whole seconds in 1..3600",
     ):
         assert expected in message, expected
 

@@ -248,6 +248,19 @@ def test_segments_come_from_the_table_when_the_backfill_starts(resources: Resour
     assert plan(backfill, BackfillRequest("size", None)).total_segments == 4
 
 
+def test_a_backfill_that_cannot_finish_before_the_timeout_is_refused(resources: Resources) -> None:
+    world = World(resources)  # 9 orders
+    world.record_progress()
+    backfill = with_settings(
+        world.backfill(), items_per_second=0.001, max_concurrency=2, execution_timeout_seconds=3600
+    )
+    before = world.written()
+
+    with pytest.raises(BackfillRefusedError, match=r"take about 1\.2 h.* after 1\.0 h"):
+        backfill.handle(BackfillRequest("slow", 2).to_dict())
+    assert world.written() == before
+
+
 # --- permanent errors -------------------------------------------------------------------------
 
 

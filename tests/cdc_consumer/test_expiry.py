@@ -165,3 +165,50 @@ def test_a_consumer_group_dispatches_a_replicated_expiry_as_an_expiry() -> None:
     assert group.handle(stream_event(records)) == {"batchItemFailures": []}
     assert archive.seen == ["replicated", "local"]
     assert stats.seen == ["user"]
+
+
+def _archive(view_table: str) -> Any:
+    """A TTL archive: one item per expired order, counting the times it was archived."""
+
+    def project(change: Change) -> list[dict[str, Any]]:
+        assert change.is_ttl_expiry, "the archive's filter lets expiries through only"
+        return [
+            {
+                "Update": {
+                    "TableName": view_table,
+                    "Key": {"pk": {"S": f"archived#{change.keys['pk']}"}},
+                    "UpdateExpression": "ADD #n :one",
+                    "ExpressionAttributeNames": {"#n": "n"},
+                    "ExpressionAttributeValues": {":one": {"N": "1"}},
+                }
+            }
+        ]
+
+    return project
+
+
+def test_one_archive_archives_every_regions_expiries_exactly_once(
+    monkeypatch: pytest.MonkeyPatch, resources: Any
+) -> None:
+    """us-east-1's archive reads its replica's stream: its own TTL deletions (identity) and the
+    ones replicated from us-west-2 (none), among user deletes; the batch is delivered twice
+    (at least once). Every expired order is archived once, no user delete is."""
+    from tests.cdc_consumer.fixtures import deliver
+
+    _declared(monkeypatch, TTL_DELETIONS)  # the filter as written; the mapping's was widened
+    processor = resources.processor("ttl-archive")
+    processor.projection(_archive(resources.view_table))
+    records = [
+        remove("expired-here", int(NOW) - 60, identity=True, seq=1),
+        remove("expired-in-west", int(NOW) - 60, seq=2),  # replicated: no identity
+        remove("deleted-by-a-user", int(NOW) + 3600, seq=3),
+        remove("expired-in-west-too", int(NOW) - 1, seq=4),
+    ]
+    deliver(processor.handle, records)
+    deliver(processor.handle, records)  # redelivered whole: markers make it a no-op
+    archived = {k: v["n"] for k, v in resources.view().items()}
+    assert archived == {
+        "archived#expired-here": 1,
+        "archived#expired-in-west": 1,
+        "archived#expired-in-west-too": 1,
+    }

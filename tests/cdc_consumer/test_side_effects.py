@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from cdc_consumer import Change, PermanentError, StreamProcessor
+from cdc_consumer.defaults import marker_ttl_seconds
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
 from tests.cdc_consumer.fixtures import Resources, mirror_projection
@@ -83,7 +84,7 @@ def test_a_completed_side_effect_leaves_a_powertools_shaped_record_and_is_not_re
         "id": f"test-consumer#{records[0]['eventID']}#notify",
         "status": "COMPLETED",
         # No CDC_MARKER_TTL_SECONDS: the rule for the longest windows the runtime can assume.
-        "expiration": int(T0) + 30 * 24 * 3600,
+        "expiration": int(T0) + marker_ttl_seconds(),
         # The side-effect timeout: a quarter of the 30 s the invocation had (at most 10 s).
         "in_progress_expiration": int(T0 * 1000) + 7_500,
         "stream": records[0]["eventSourceARN"],  # the stream it was claimed for

@@ -3,11 +3,22 @@ and the segment function's item metric to the end; its exit code says how it end
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import textwrap
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from cdc_local.backfill_cli import main
+import aws_cdk as cdk
+import pytest
+
+from cdc_local.backfill import LocalBackfill
+from cdc_local.backfill_cli import execution_name, main
+from cdc_local.backfill_run import LocalRun, read_seed
+from cdc_local.endpoint import LocalEndpoint
+from tests.docs.blocks import DOCS, blocks
 
 
 class StepFunctions:
@@ -65,3 +76,140 @@ def test_start_runs_the_request_and_follows_it_to_the_end(monkeypatch: Any, caps
 def test_a_failed_execution_exits_1(monkeypatch: Any) -> None:
     argv = ["watch", "--execution-arn", "arn:x"]
     assert run(argv, StepFunctions("FAILED"), monkeypatch) == 1
+
+
+# --- cdc-backfill local on your own app: the app of docs/getting-started.md -------------------
+
+GETTING_STARTED = DOCS / "getting-started.md"
+
+
+def _block(marker: str, language: str = "python") -> str:
+    found = [b.code for b in blocks(GETTING_STARTED) if b.language == language and marker in b.code]
+    assert len(found) == 1, f"{GETTING_STARTED}: {len(found)} {language} blocks with {marker!r}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The getting-started app with its step 6 (a Contributions consumer and its ViewBackfill),
+    written from the page's blocks and synthesized; its directory (cdk.out, orders.jsonl)."""
+    app_dir = tmp_path_factory.mktemp("shop")
+    (app_dir / "handlers").mkdir()
+    (app_dir / "handlers" / "orders.py").write_text(_block("def customer_totals("))
+    (app_dir / "handlers" / "order_stats.py").write_text(_block('Contributions("order-stats"'))
+    stack = _block("class ShopStack(Stack):").replace(
+        "StreamConsumer, StreamFilters", "StreamConsumer, StreamFilters, ViewBackfill"
+    )
+    stack += textwrap.indent(_block('ViewBackfill(self, "OrderStats'), " " * 8)
+    # The CDK's Node process resolves assets from its own working directory: the app's, here.
+    handlers = str(app_dir / "handlers")
+    (app_dir / "shop_stack.py").write_text(stack.replace('"handlers"', repr(handlers)))
+    (app_dir / "orders.jsonl").write_text(_block('"ORDER#1"', "json"))
+    spec = importlib.util.spec_from_file_location("shop_stack", app_dir / "shop_stack.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    app = cdk.App(outdir=str(app_dir / "cdk.out"))
+    module.ShopStack(app, "ShopStack")
+    app.synth()
+    return app_dir
+
+
+# Each test asks for ``aws``: moto's servers in one process share one backend, which the
+# fixture resets, so each run's pipeline creates the app's tables afresh.
+
+
+def test_cdc_backfill_local_backfills_your_app_from_a_seed_file(
+    aws: LocalEndpoint, shop: Path, capsys: Any
+) -> None:
+    argv = ["local", "--assembly", str(shop / "cdk.out"), "--stack", "ShopStack"]
+    argv += ["--consumer-name", "OrderStats", "--seed", str(shop / "orders.jsonl")]
+
+    assert main([*argv, "--wait", "30"]) == 0
+
+    captured = capsys.readouterr()
+    last = json.loads(captured.out.strip().splitlines()[-1])
+    assert last == {"status": "SUCCEEDED", "segments": 1, "totalSegments": 1, "items": 3}
+    for step in (
+        "local endpoint: AWS_ENDPOINT_URL=http://127.0.0.1:",
+        "seeding 2 item(s) into table",
+        "writing the last seed item",
+        "waiting (at most 30 s) for consumer OrderStats to apply a change",
+        "backfill local: table",
+        "backfill done: 3 item(s) handed over in 1 of 1 segment(s)",
+    ):
+        assert step in captured.err, step
+
+
+def test_the_view_holds_the_orders_written_before_the_consumer(
+    aws: LocalEndpoint, shop: Path
+) -> None:
+    run = LocalRun(
+        str(shop / "cdk.out"),
+        "ShopStack",
+        "OrderStats",
+        "again",
+        None,
+        read_seed(shop / "orders.jsonl"),
+        30,
+        say=lambda line: None,
+    )
+    with run.pipeline() as pipeline:
+        backfill = LocalBackfill(pipeline, "OrderStats")
+        running = run.run(pipeline, backfill, run.plan(pipeline, backfill))
+        while not running.finished:
+            pipeline.poll()
+            time.sleep(0.05)
+        run.settle(pipeline, running)
+        items = pipeline.client("dynamodb").scan(TableName=pipeline.table_name("CustomerStats"))
+
+    stats = {
+        item["pk"]["S"]: {name: item[name]["N"] for name in ("orders", "amount")}
+        for item in items["Items"]
+    }
+    assert running.errors == []
+    assert stats == {
+        "CUSTOMER#c1": {"orders": "2", "amount": "42"},
+        "CUSTOMER#c2": {"orders": "1", "amount": "7"},
+    }
+
+
+def test_cdc_backfill_local_waits_a_bounded_time_for_a_change(
+    aws: LocalEndpoint, shop: Path, capsys: Any
+) -> None:
+    argv = ["local", "--assembly", str(shop / "cdk.out"), "--stack", "ShopStack"]
+
+    assert main([*argv, "--consumer-name", "OrderStats", "--wait", "1"]) == 2
+
+    error = capsys.readouterr().err
+    assert "consumer OrderStats applied no change within 1 s" in error
+    assert "local endpoint: AWS_ENDPOINT_URL=" in error
+
+
+def test_start_refuses_bad_input_before_starting_anything(monkeypatch: Any, capsys: Any) -> None:
+    machine = StepFunctions()
+    for bad in (
+        ["--id", "with space"],
+        ["--id", "x" * 81],
+        ["--segments", "0"],
+        ["--segments", "10001"],
+        ["--horizon", "-5"],
+    ):
+        code = run(["start", "--state-machine-arn", "arn:sm", *bad], machine, monkeypatch)
+        assert code == 2, bad
+    assert machine.started == {}
+    assert "Step Functions accepts as an execution name" in capsys.readouterr().err
+
+
+def test_starting_a_backfill_again_never_reuses_an_execution_name(monkeypatch: Any) -> None:
+    names = []
+    for _ in range(2):
+        machine = StepFunctions()
+        argv = ["start", "--state-machine-arn", "arn:sm", "--id", "b1"]
+        assert run(argv, machine, monkeypatch) == 0
+        names.append(machine.started["name"])
+        assert json.loads(machine.started["input"])["backfillId"] == "b1"
+
+    assert names[0] != names[1] and all(name.startswith("b1-") for name in names)
+    long_name = execution_name("x" * 80, datetime.now(UTC))
+    assert len(long_name) == 80 and long_name.startswith("x" * 50)

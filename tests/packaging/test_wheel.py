@@ -80,7 +80,7 @@ def _getting_started_block(marker: str) -> str:
 
 
 STACK_PY = _getting_started_block("class ShopStack(Stack):")
-ORDERS_PY = _getting_started_block("processor = StreamProcessor()")
+ORDERS_PY = _getting_started_block("def customer_totals(")
 TEST_ORDERS_PY = _getting_started_block("consumer_environment(")
 # Added to the app.py `cdk init` wrote, before app.synth(): the rule pack (the `nag` extra)
 # fails the synth on an error-level finding.

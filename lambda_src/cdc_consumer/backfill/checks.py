@@ -100,6 +100,7 @@ class StartCheck:
         if stored is None:
             horizon = self.horizon(request.horizon)
             total = request.total_segments or self.segments(table)
+            _check_duration(self.settings, int(table.get("ItemCount") or 0), total)
         else:
             horizon, total = _resumed(request, stored)
             self.check_alone(request, stored)
@@ -199,6 +200,23 @@ class StartCheck:
                 raise BackfillRefusedError(str(error)) from error
             raise
         _check_answer(consumer, self.settings.consumer_function, answer)
+
+
+def _check_duration(settings: BackfillSettings, items: int, total: int) -> None:
+    """Refused: a backfill the table's item count (DescribeTable, updated about every six
+    hours) and the rate say cannot finish before the state machine stops the execution."""
+    timeout, rate = settings.execution_timeout_seconds, settings.items_per_second
+    if not timeout or not rate:
+        return
+    running = min(total, settings.max_concurrency)
+    needed = items / (rate * running)
+    if needed > timeout:
+        raise BackfillRefusedError(
+            f"{items:,} items at {rate:g} items/s per segment, {running} segment(s) at once, "
+            f"take about {needed / 3600:.1f} h; the state machine stops an execution after "
+            f"{timeout / 3600:.1f} h: raise ViewBackfill's items_per_second, max_concurrency "
+            "or timeout"
+        )
 
 
 def _resumed(request: BackfillRequest, stored: StoredPlan) -> tuple[int, int]:

@@ -28,6 +28,8 @@ class BackfillSettings:
     skew_seconds: int = defaults.SKEW_SECONDS
     max_concurrency: int = 1
     """Segments run at once (the Map's MaxConcurrency): the start step plans at least as many."""
+    execution_timeout_seconds: float | None = None
+    """How long the state machine lets an execution run (None: not run by one)."""
     reserve_seconds: float | None = None
     """None: a share of the invocation's timeout (see :mod:`cdc_consumer.backfill.defaults`)."""
     filters: tuple[Any, ...] = ()
@@ -54,6 +56,7 @@ class BackfillSettings:
             ("skew_seconds", contract.BACKFILL_SKEW_SECONDS_ENV, int),
             ("reserve_seconds", contract.BACKFILL_RESERVE_SECONDS_ENV, float),
             ("max_concurrency", contract.BACKFILL_MAX_CONCURRENCY_ENV, int),
+            ("execution_timeout_seconds", contract.BACKFILL_EXECUTION_TIMEOUT_ENV, float),
         ):
             value = env.get(variable)
             if not value:

@@ -608,6 +608,50 @@ def _(scope: Construct, shared: Shared) -> None:
     )
 
 
+TTL_DELETIONS_ONLY = {
+    "eventName": ["REMOVE"],
+    "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+}
+
+
+def global_table(scope: Construct) -> dynamodb.CfnGlobalTable:
+    """An AWS::DynamoDB::GlobalTable with a replica in a second region (an L1: the fragments'
+    stack has no region, which TableV2's replicas need)."""
+    return dynamodb.CfnGlobalTable(
+        scope,
+        "GlobalTable",
+        attribute_definitions=[
+            dynamodb.CfnGlobalTable.AttributeDefinitionProperty(
+                attribute_name="pk", attribute_type="S"
+            )
+        ],
+        key_schema=[
+            dynamodb.CfnGlobalTable.KeySchemaProperty(attribute_name="pk", key_type="HASH")
+        ],
+        billing_mode="PAY_PER_REQUEST",
+        replicas=[
+            dynamodb.CfnGlobalTable.ReplicaSpecificationProperty(region="us-east-1"),
+            dynamodb.CfnGlobalTable.ReplicaSpecificationProperty(region="us-west-2"),
+        ],
+        stream_specification=dynamodb.CfnGlobalTable.StreamSpecificationProperty(
+            stream_view_type="NEW_AND_OLD_IMAGES"
+        ),
+    )
+
+
+@fragment("ttl-identity-filter-on-a-table-with-replicas", "CDC-ESM13")
+def _(scope: Construct, shared: Shared) -> None:
+    """A TTL archive filtering on the identity would miss the other region's expiries."""
+    stream_arn = global_table(scope).attr_stream_arn
+    filtered_mapping(scope, shared, TTL_DELETIONS_ONLY, event_source_arn=stream_arn)
+
+
+@fragment("ttl-identity-filter-on-a-single-region-table-not-reported")
+def _(scope: Construct, shared: Shared) -> None:
+    view = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
+    filtered_mapping(scope, shared, TTL_DELETIONS_ONLY, view)
+
+
 @fragment(
     "everything-unsafe",
     "CDC-ESM1",
