@@ -517,10 +517,11 @@ def _cost_section(results: dict[str, Any]) -> list[str]:
         "version-guarded write needs neither entry nor transaction: 1 WRU, a conditional "
         "PutItem (the write plan). Powertools writes 3 standard items per record with an effect "
         "(claim, effect, completion) and 2 for one without; cdc-constructs writes nothing for a "
-        "record without effect. Reads: one consistent GetItem of the head and one Query per "
-        "batch (1 RRU each), and in the two hours after the ledger takes over a consumer, one "
-        "consistent BatchGetItem of the batch's old marker ids (1 RRU a record, the upgrade "
-        "check: these runs start with a fresh consumer, so they pay it). The Lambda side: one "
+        "record without effect. Reads: one consistent BatchGetItem of the batch's lane heads "
+        "and one Query per batch (1 RRU each); in the two hours after the ledger takes over a "
+        "consumer, the same BatchGetItem also reads the batch's old marker ids (1 RRU a "
+        "record, the upgrade check: these runs start with a fresh consumer, so they pay it). "
+        "The Lambda side: one "
         "transaction of many records replaces two or three requests per record, so the "
         "modelled duration is several times lower.",
         "",

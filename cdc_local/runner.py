@@ -161,6 +161,10 @@ class LocalPipeline:
             self.endpoint = LocalEndpoint().start()
         if self.resources is None:
             self.resources = create_resources(self.stack, self.endpoint)
+            for spec in self.stack.stream_mappings():  # Ref of a mapping is its UUID
+                self.resources.refs.setdefault(
+                    spec.logical_id, _uuid_of(self.stack.stack_name, spec.logical_id)
+                )
             create_kinesis_resources(self.resources, self.endpoint)
             if self.enforce_iam:
                 create_roles(self.resources, self.endpoint)

@@ -316,3 +316,29 @@ def test_a_pipe_or_state_machine_role_without_a_call_fails_the_start_naming_it(
     assert denied.value.resource_type == resource_type
     assert denied.value.role.startswith(STACK) or role in denied.value.role
     assert action in str(denied.value)
+
+
+@pytest.mark.parametrize("action", ["s3:ListBucket", "s3:GetObject", "s3:DeleteObject"])
+def test_the_redrive_of_a_fault_runs_batches_fails_naming_each_grant_it_lacks(
+    aws: LocalEndpoint, reference_assembly: Path, tmp_path: Path, action: str
+) -> None:
+    """The failure path's other end: the redrive function lists the failed-batch bucket, reads
+    each object and deletes it once replayed, under its own role; without one of those grants
+    the redrive fails naming it."""
+    assembly = without_action(
+        reference_assembly, tmp_path / "cdk.out", action, "OrdersConsumersRedrive"
+    )
+    with LocalPipeline(
+        assembly, STACK, endpoint=aws, faults=FaultPlan(crash_probability=1.0)
+    ) as pipeline:
+        write_workload(pipeline)
+        pipeline.run()
+        assert pipeline.counters.on_failure_messages > 0
+        assert pipeline.faults is not None
+        pipeline.faults.plan = FaultPlan()  # the fault is fixed: the replay succeeds
+        redrive = next(f for lid, f in pipeline.functions.items() if "Redrive" in lid)
+        with pytest.raises(AccessDeniedError) as denied:
+            redrive.invoke({"source": "on-failure"})
+            pipeline.check_access()
+        assert denied.value.action == action
+        assert "failedbatches" in denied.value.resource.lower()

@@ -32,6 +32,7 @@ DESIGN_SECTIONS = [
     "The Kinesis route",
     "What a change costs",
     "Backfill and rebuild",
+    "The ledger: one entry per transaction",
 ]
 
 
