@@ -35,6 +35,8 @@ from cdc_consumer.redrive.defaults import (
 from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
 from cdc_consumer.redrive.messages import Source, clip
+from cdc_consumer.redrive.pipe_dlq import PipeDlqRedrive
+from cdc_consumer.redrive.pipe_events import DEFAULT_PUT_ATTEMPTS, EventShape
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
@@ -51,6 +53,8 @@ EXIT_SETUP = 2
 #: The console script's name (pyproject.toml [project.scripts]): what usage and errors call it
 #: (``python -m cdc_consumer.redrive`` is the same program).
 PROG = "cdc-redrive"
+#: The option that selects the fan-out pipe dead-letter queue mode (its own options).
+PIPE_DLQ_OPTION = "--pipe-dlq-queue-url"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -135,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
             " lost, failed, kept or quarantined again (see the report); 2: an operator mistake"
             " (one line says what to fix), nothing touched; 130: stopped by Ctrl-C or SIGTERM"
             " (what was not replayed yet stays where it was: run it again)."
+        ),
+        epilog=(
+            f"A fan-out pipe's dead-letter queue (StreamFanOut, OutboxPublisher) has its own mode:"
+            f" {PROG} {PIPE_DLQ_OPTION} URL --stream-arn ARN --event-bus-name NAME"
+            f" --event-source SOURCE --detail-type TYPE [--input-template TEMPLATE];"
+            f" see {PROG} {PIPE_DLQ_OPTION} URL --help."
         ),
     )
     _add_source_arguments(parser)
@@ -424,7 +434,10 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
     """
     sigterm_as_keyboard_interrupt()
     try:
-        return _run(argv, session)
+        arguments = list(sys.argv[1:] if argv is None else argv)
+        if _is_pipe_dlq(arguments):
+            return _run_pipe_dlq(arguments, session)
+        return _run(arguments, session)
     except KeyboardInterrupt:
         sys.stderr.write(
             f"\n{PROG}: interrupted: the message or object being replayed and those after it "
@@ -442,3 +455,91 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
         message = f"{error}: check AWS_REGION / AWS_DEFAULT_REGION and the endpoint"
     sys.stderr.write(f"{PROG}: error: {message}\n")
     return EXIT_SETUP
+
+
+def build_pipe_dlq_parser() -> argparse.ArgumentParser:
+    """The fan-out pipe dead-letter queue mode's options (``--pipe-dlq-queue-url``)."""
+    parser = _Parser(
+        prog=f"{PROG} {PIPE_DLQ_OPTION}",
+        description=(
+            "Redrive a fan-out pipe's dead-letter queue (StreamFanOut, OutboxPublisher): each"
+            " message names a shard and a sequence range of the table's stream; the records are"
+            " read back from the stream while it holds them (24 hours after their write) and put"
+            " on the pipe's event bus as the pipe sends them (PutEvents, at most 10 entries and"
+            " 256 KB a call, failed entries sent again). A message is deleted only after every"
+            " record of it was delivered. Records the stream no longer holds are reported lost"
+            " by sequence number and their message kept; a message that is not a pipe's"
+            " dead-letter record is kept with the reason. The event's shape is the pipe's target"
+            " parameters: aws pipes describe-pipe --name PIPE --query TargetParameters. Exit"
+            " status 0: all delivered; 1: something was lost or failed (see the report); 2: an"
+            " operator mistake, nothing touched; 130: interrupted."
+        ),
+    )
+    parser.add_argument(PIPE_DLQ_OPTION, required=True, metavar="URL", dest="pipe_dlq_queue_url",
+                        help="the pipe's dead-letter queue")
+    parser.add_argument("--stream-arn", required=True, help="the pipe's source: the table's stream")
+    parser.add_argument("--event-bus-name", required=True, metavar="NAME",
+                        help="the pipe's target: the event bus's name or ARN")
+    parser.add_argument("--event-source", required=True, metavar="SOURCE",
+                        help="the events' source (the pipe's EventBridgeEventBusParameters.Source)")
+    parser.add_argument("--detail-type", required=True, metavar="TYPE",
+                        help="the events' detail-type, fixed or a JSON path into the record such"
+                        " as $.dynamodb.NewImage.eventType.S (the pipe's DetailType)")
+    parser.add_argument("--input-template", metavar="TEMPLATE",
+                        help="the pipe's InputTemplate: the event's detail (default: the record"
+                        " itself, as a pipe without a template sends it)")
+    parser.add_argument("--resource", dest="resources", action="append", default=[],
+                        metavar="ARN", help="an ARN in the events' resources (repeatable; the"
+                        " fan-out constructs put the table's ARN)")
+    parser.add_argument("--endpoint-url", metavar="URL",
+                        help="the AWS endpoint every client calls (default: $AWS_ENDPOINT_URL,"
+                        " else AWS)")
+    parser.add_argument("--max-messages", type=int, help="stop after this many messages")
+    parser.add_argument("--max-attempts", type=int, default=DEFAULT_PUT_ATTEMPTS,
+                        help="PutEvents rounds for entries that failed before the message is"
+                        f" kept (default {DEFAULT_PUT_ATTEMPTS})")
+    parser.add_argument("--dry-run", action="store_true", help="list each message's shard,"
+                        " sequence range and record count without putting or deleting anything")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    return parser
+
+
+def _run_pipe_dlq(argv: Sequence[str], session: Any) -> int:
+    """The ``--pipe-dlq-queue-url`` mode: a pipe's dead-letter queue onto its event bus."""
+    args = build_pipe_dlq_parser().parse_args(argv)
+    if args.endpoint_url:
+        os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
+    if args.max_messages is not None and args.max_messages < 1:
+        raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
+    if args.max_attempts < 1:
+        raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
+    check_stream_arn(args.stream_arn)
+    session = session or boto3.session.Session()
+    shape = EventShape(
+        event_bus_name=args.event_bus_name,
+        source=args.event_source,
+        detail_type=args.detail_type,
+        input_template=args.input_template,
+        resources=tuple(args.resources),
+    )
+    redrive = PipeDlqRedrive(
+        sqs_client=session.client("sqs"),
+        streams_client=session.client(
+            "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
+        ),
+        events_client=session.client("events"),
+        stream_arn=args.stream_arn,
+        shape=shape,
+        put_attempts=args.max_attempts,
+    )
+    report = redrive.run(
+        args.pipe_dlq_queue_url, dry_run=args.dry_run, max_messages=args.max_messages
+    )
+    sys.stderr.write(report.summary() + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_log(), default=str) + "\n")
+    return EXIT_OK if report.ok else EXIT_NOT_OK
+
+
+def _is_pipe_dlq(argv: Sequence[str]) -> bool:
+    return any(a == PIPE_DLQ_OPTION or a.startswith(f"{PIPE_DLQ_OPTION}=") for a in argv)
