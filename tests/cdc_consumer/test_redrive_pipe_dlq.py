@@ -18,8 +18,6 @@ from tests.cdc_consumer.redrive_world import (
     queue_bodies,
     send_on_failure,
     session_for,
-    sqs,  # noqa: F401 (fixture)
-    stream,  # noqa: F401 (fixture)
 )
 
 # What a StreamFanOut(key_attributes={"pk": "S"}, new_image_attributes={"total": "N"}) pipe sends.
@@ -29,19 +27,21 @@ EVENTS = ChangeEvents(
 
 
 @pytest.fixture
-def dlq_url(sqs: Any) -> str:  # noqa: F811
+def dlq_url(sqs: Any) -> str:
     return sqs.create_queue(QueueName="orders-fan-out-dlq")["QueueUrl"]
 
 
 @pytest.fixture
-def bus_queue_url(aws: LocalEndpoint, sqs: Any) -> str:  # noqa: F811
+def bus_queue_url(aws: LocalEndpoint, sqs: Any) -> str:
     """A queue a rule on the bus ``orders-events`` sends every event of ``com.example`` to."""
     events = aws.client("events")
     events.create_event_bus(Name="orders-events")
     url = sqs.create_queue(QueueName="bus-copy")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
     events.put_rule(
-        Name="all", EventBusName="orders-events", EventPattern=json.dumps({"source": ["com.example"]})
+        Name="all",
+        EventBusName="orders-events",
+        EventPattern=json.dumps({"source": ["com.example"]}),
     )
     events.put_targets(
         Rule="all", EventBusName="orders-events", Targets=[{"Id": "q", "Arn": arn["QueueArn"]}]
@@ -49,7 +49,7 @@ def bus_queue_url(aws: LocalEndpoint, sqs: Any) -> str:  # noqa: F811
     return url
 
 
-def _argv(stream: Stream, dlq_url: str, *extra: str) -> list[str]:  # noqa: F811
+def _argv(stream: Stream, dlq_url: str, *extra: str) -> list[str]:
     return [
         "--pipe-dlq-queue-url", dlq_url, "--stream-arn", stream.arn,
         "--event-bus-name", "orders-events", "--event-source", "com.example",
@@ -58,7 +58,7 @@ def _argv(stream: Stream, dlq_url: str, *extra: str) -> list[str]:  # noqa: F811
     ]  # fmt: skip
 
 
-def _bus_events(sqs: Any, url: str) -> list[dict[str, Any]]:  # noqa: F811
+def _bus_events(sqs: Any, url: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     while True:
         messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
@@ -70,7 +70,7 @@ def _bus_events(sqs: Any, url: str) -> list[dict[str, Any]]:  # noqa: F811
 
 
 def test_records_still_in_the_stream_are_put_on_the_bus_and_the_message_deleted(
-    stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any  # noqa: F811
+    stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any
 ) -> None:
     sequence_numbers = stream.write(12)
     send_on_failure(sqs, dlq_url, stream, sequence_numbers[0], sequence_numbers[-1], 12)
@@ -93,26 +93,28 @@ def test_records_still_in_the_stream_are_put_on_the_bus_and_the_message_deleted(
 
 
 def test_trimmed_records_are_reported_lost_by_sequence_number_and_the_message_kept(
-    stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any  # noqa: F811
+    stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any
 ) -> None:
     sequence_numbers = stream.write(2)
     body = send_on_failure(sqs, dlq_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
     session = session_for(stream.aws)
-    inject_stream_error(session, "GetShardIterator", "TrimmedDataAccessException", lambda _: True)
+    trimmed = "TrimmedDataAccessException"
+    inject_stream_error(session, "GetShardIterator", trimmed, lambda _: True)
 
     status = main(_argv(stream, dlq_url), session=session)
 
     err = capsys.readouterr().err
     assert status == 1
     assert "LOST" in err
-    assert f"sequence numbers {sequence_numbers[0]}..{sequence_numbers[1]}" in err
+    first, last = sequence_numbers
+    assert f"sequence numbers {first}..{last}" in err
     assert "TrimmedDataAccessException" in err
     assert queue_bodies(sqs, dlq_url) == [body]
     assert _bus_events(sqs, bus_queue_url) == []
 
 
 def test_a_malformed_message_is_kept_with_the_reason(
-    stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any  # noqa: F811
+    stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any
 ) -> None:
     sqs.send_message(QueueUrl=dlq_url, MessageBody='{"not": "a dead-letter record"}')
 
@@ -125,7 +127,7 @@ def test_a_malformed_message_is_kept_with_the_reason(
 
 
 def test_dry_run_lists_without_putting_or_deleting(
-    stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any  # noqa: F811
+    stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any
 ) -> None:
     sequence_numbers = stream.write(3)
     body = send_on_failure(sqs, dlq_url, stream, sequence_numbers[0], sequence_numbers[-1], 3)
@@ -144,7 +146,7 @@ class _FlakyBus:
     def __init__(self) -> None:
         self.calls: list[list[dict[str, Any]]] = []
 
-    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         self.calls.append(Entries)
         results: list[dict[str, Any]] = [{"EventId": "e"} for _ in Entries]
         if len(self.calls) == 1:
@@ -168,5 +170,10 @@ def test_put_events_keeps_the_limits_and_resends_failed_entries() -> None:
 
 def test_help_names_every_option() -> None:
     text = build_pipe_dlq_parser().format_help()
-    for option in ("--pipe-dlq-queue-url", "--event-bus-name", "--input-template", "--endpoint-url"):
+    for option in (
+        "--pipe-dlq-queue-url",
+        "--event-bus-name",
+        "--input-template",
+        "--endpoint-url",
+    ):
         assert option in text

@@ -475,31 +475,67 @@ def build_pipe_dlq_parser() -> argparse.ArgumentParser:
             " operator mistake, nothing touched; 130: interrupted."
         ),
     )
-    parser.add_argument(PIPE_DLQ_OPTION, required=True, metavar="URL", dest="pipe_dlq_queue_url",
-                        help="the pipe's dead-letter queue")
+    parser.add_argument(
+        PIPE_DLQ_OPTION,
+        required=True,
+        metavar="URL",
+        dest="pipe_dlq_queue_url",
+        help="the pipe's dead-letter queue",
+    )
     parser.add_argument("--stream-arn", required=True, help="the pipe's source: the table's stream")
-    parser.add_argument("--event-bus-name", required=True, metavar="NAME",
-                        help="the pipe's target: the event bus's name or ARN")
-    parser.add_argument("--event-source", required=True, metavar="SOURCE",
-                        help="the events' source (the pipe's EventBridgeEventBusParameters.Source)")
-    parser.add_argument("--detail-type", required=True, metavar="TYPE",
-                        help="the events' detail-type, fixed or a JSON path into the record such"
-                        " as $.dynamodb.NewImage.eventType.S (the pipe's DetailType)")
-    parser.add_argument("--input-template", metavar="TEMPLATE",
-                        help="the pipe's InputTemplate: the event's detail (default: the record"
-                        " itself, as a pipe without a template sends it)")
-    parser.add_argument("--resource", dest="resources", action="append", default=[],
-                        metavar="ARN", help="an ARN in the events' resources (repeatable; the"
-                        " fan-out constructs put the table's ARN)")
-    parser.add_argument("--endpoint-url", metavar="URL",
-                        help="the AWS endpoint every client calls (default: $AWS_ENDPOINT_URL,"
-                        " else AWS)")
+    parser.add_argument(
+        "--event-bus-name",
+        required=True,
+        metavar="NAME",
+        help="the pipe's target: the event bus's name or ARN",
+    )
+    parser.add_argument(
+        "--event-source",
+        required=True,
+        metavar="SOURCE",
+        help="the events' source (the pipe's EventBridgeEventBusParameters.Source)",
+    )
+    parser.add_argument(
+        "--detail-type",
+        required=True,
+        metavar="TYPE",
+        help="the events' detail-type, fixed or a JSON path into the record such"
+        " as $.dynamodb.NewImage.eventType.S (the pipe's DetailType)",
+    )
+    parser.add_argument(
+        "--input-template",
+        metavar="TEMPLATE",
+        help="the pipe's InputTemplate: the event's detail (default: the record"
+        " itself, as a pipe without a template sends it)",
+    )
+    parser.add_argument(
+        "--resource",
+        dest="resources",
+        action="append",
+        default=[],
+        metavar="ARN",
+        help="an ARN in the events' resources (repeatable; the"
+        " fan-out constructs put the table's ARN)",
+    )
+    parser.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        help="the AWS endpoint every client calls (default: $AWS_ENDPOINT_URL, else AWS)",
+    )
     parser.add_argument("--max-messages", type=int, help="stop after this many messages")
-    parser.add_argument("--max-attempts", type=int, default=DEFAULT_PUT_ATTEMPTS,
-                        help="PutEvents rounds for entries that failed before the message is"
-                        f" kept (default {DEFAULT_PUT_ATTEMPTS})")
-    parser.add_argument("--dry-run", action="store_true", help="list each message's shard,"
-                        " sequence range and record count without putting or deleting anything")
+    parser.add_argument(
+        "--max-attempts",
+        type=int,
+        default=DEFAULT_PUT_ATTEMPTS,
+        help="PutEvents rounds for entries that failed before the message is"
+        f" kept (default {DEFAULT_PUT_ATTEMPTS})",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list each message's shard,"
+        " sequence range and record count without putting or deleting anything",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     return parser
 

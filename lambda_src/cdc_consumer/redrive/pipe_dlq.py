@@ -31,8 +31,8 @@ from cdc_consumer.redrive.pipe_events import (
     TemplateError,
     put_events,
 )
-from cdc_consumer.redrive.requarantine import release
 from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
+from cdc_consumer.redrive.requarantine import release
 from cdc_consumer.redrive.stream_reader import StreamRangeReader
 
 __all__ = ["PIPE_DLQ_SOURCE", "PipeDlqRedrive"]
@@ -79,7 +79,9 @@ class PipeDlqRedrive:
         max_messages: int | None,
     ) -> None:
         while max_messages is None or report.messages_received < max_messages:
-            wanted = 10 if max_messages is None else min(10, max_messages - report.messages_received)
+            wanted = (
+                10 if max_messages is None else min(10, max_messages - report.messages_received)
+            )
             messages = self.sqs_client.receive_message(
                 QueueUrl=queue_url,
                 MaxNumberOfMessages=wanted,

@@ -106,8 +106,10 @@ def _calls(entries: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     calls: list[list[dict[str, Any]]] = []
     size = 0
     for entry in entries:
-        if not calls or len(calls[-1]) >= MAX_ENTRIES_PER_CALL or (
-            size + entry_size(entry) > MAX_BYTES_PER_CALL
+        if (
+            not calls
+            or len(calls[-1]) >= MAX_ENTRIES_PER_CALL
+            or (size + entry_size(entry) > MAX_BYTES_PER_CALL)
         ):
             calls.append([])
             size = 0
