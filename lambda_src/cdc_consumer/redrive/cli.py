@@ -30,13 +30,14 @@ from cdc_consumer.filter_patterns import check_filter_pattern
 from cdc_consumer.redrive.access import check_stream_arn
 from cdc_consumer.redrive.defaults import (
     DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PUT_ATTEMPTS,
     LAMBDA_READ_TIMEOUT_SECONDS,
 )
 from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.pipe_dlq import PipeDlqRedrive
-from cdc_consumer.redrive.pipe_events import DEFAULT_PUT_ATTEMPTS, EventShape
+from cdc_consumer.redrive.pipe_events import EventShape
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
@@ -483,6 +484,32 @@ def build_pipe_dlq_parser() -> argparse.ArgumentParser:
         help="the pipe's dead-letter queue",
     )
     parser.add_argument("--stream-arn", required=True, help="the pipe's source: the table's stream")
+    _add_pipe_event_arguments(parser)
+    parser.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        help="the AWS endpoint every client calls (default: $AWS_ENDPOINT_URL, else AWS)",
+    )
+    parser.add_argument("--max-messages", type=int, help="stop after this many messages")
+    parser.add_argument(
+        "--max-attempts",
+        type=int,
+        default=DEFAULT_PUT_ATTEMPTS,
+        help="PutEvents rounds for entries that failed before the message is"
+        f" kept (default {DEFAULT_PUT_ATTEMPTS})",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list each message's shard,"
+        " sequence range and record count without putting or deleting anything",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    return parser
+
+
+def _add_pipe_event_arguments(parser: argparse.ArgumentParser) -> None:
+    """The pipe's target and the events' shape: its ``TargetParameters``."""
     parser.add_argument(
         "--event-bus-name",
         required=True,
@@ -517,27 +544,6 @@ def build_pipe_dlq_parser() -> argparse.ArgumentParser:
         help="an ARN in the events' resources (repeatable; the"
         " fan-out constructs put the table's ARN)",
     )
-    parser.add_argument(
-        "--endpoint-url",
-        metavar="URL",
-        help="the AWS endpoint every client calls (default: $AWS_ENDPOINT_URL, else AWS)",
-    )
-    parser.add_argument("--max-messages", type=int, help="stop after this many messages")
-    parser.add_argument(
-        "--max-attempts",
-        type=int,
-        default=DEFAULT_PUT_ATTEMPTS,
-        help="PutEvents rounds for entries that failed before the message is"
-        f" kept (default {DEFAULT_PUT_ATTEMPTS})",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="list each message's shard,"
-        " sequence range and record count without putting or deleting anything",
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    return parser
 
 
 def _run_pipe_dlq(argv: Sequence[str], session: Any) -> int:

@@ -21,12 +21,12 @@ from typing import Any
 from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
 from cdc_consumer.redrive.defaults import (
+    DEFAULT_PUT_ATTEMPTS,
     DEFAULT_RECEIVE_WAIT_SECONDS,
     DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
 )
 from cdc_consumer.redrive.messages import OnFailureBatch, parse_on_failure_message
 from cdc_consumer.redrive.pipe_events import (
-    DEFAULT_PUT_ATTEMPTS,
     EventShape,
     TemplateError,
     put_events,

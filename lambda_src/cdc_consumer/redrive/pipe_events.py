@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_consumer.exceptions import RedriveError
+from cdc_consumer.redrive.defaults import DEFAULT_PUT_ATTEMPTS
 
 __all__ = ["EventShape", "PutEventsOutcome", "TemplateError", "put_events"]
 
@@ -24,9 +25,6 @@ __all__ = ["EventShape", "PutEventsOutcome", "TemplateError", "put_events"]
 MAX_ENTRIES_PER_CALL = 10
 #: PutEvents accepts at most 256 KB per call, entries' sizes summed as EventBridge counts them.
 MAX_BYTES_PER_CALL = 256 * 1024
-#: Rounds of resending the entries a call failed (throttled, internal): enough to ride out a
-#: throttle, few enough that a bus that refuses the events does not hold the run.
-DEFAULT_PUT_ATTEMPTS = 3
 
 _PLACEHOLDER = re.compile(r"<\$((?:\.[A-Za-z0-9_-]+)*)>")
 
