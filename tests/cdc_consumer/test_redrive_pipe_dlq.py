@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from cdc_consumer.redrive.cli import build_pipe_dlq_parser, main
+from cdc_consumer.redrive.cli import build_parser, main
 from cdc_consumer.redrive.pipe_events import EventShape, put_events
 
 from cdc_constructs.fan_out import ChangeEvents
@@ -169,7 +169,7 @@ def test_put_events_keeps_the_limits_and_resends_failed_entries() -> None:
 
 
 def test_help_names_every_option() -> None:
-    text = build_pipe_dlq_parser().format_help()
+    text = build_parser().format_help()
     for option in (
         "--pipe-dlq-queue-url",
         "--event-bus-name",
@@ -177,3 +177,14 @@ def test_help_names_every_option() -> None:
         "--endpoint-url",
     ):
         assert option in text
+
+
+def test_a_consumer_option_in_the_pipe_mode_is_an_operator_mistake(
+    stream: Stream, dlq_url: str, capsys: Any
+) -> None:
+    status = main(
+        [*_argv(stream, dlq_url), "--function-name", "orders"], session=session_for(stream.aws)
+    )
+
+    assert status == 2
+    assert "--function-name" in capsys.readouterr().err

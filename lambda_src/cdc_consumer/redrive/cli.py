@@ -142,14 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
             " (what was not replayed yet stays where it was: run it again)."
         ),
         epilog=(
-            f"A fan-out pipe's dead-letter queue (StreamFanOut, OutboxPublisher) has its own mode:"
+            f"A fan-out pipe's dead-letter queue (StreamFanOut, OutboxPublisher):"
             f" {PROG} {PIPE_DLQ_OPTION} URL --stream-arn ARN --event-bus-name NAME"
-            f" --event-source SOURCE --detail-type TYPE [--input-template TEMPLATE];"
-            f" see {PROG} {PIPE_DLQ_OPTION} URL --help."
+            " --event-source SOURCE --detail-type TYPE [--input-template TEMPLATE]"
+            " [--resource ARN]: no consumer is invoked; records the stream no longer holds are"
+            " reported lost by sequence number and their message kept (exit 1)."
         ),
     )
     _add_source_arguments(parser)
     _add_consumer_arguments(parser)
+    _add_pipe_event_arguments(parser)
     _add_scope_arguments(parser)
     _add_run_arguments(parser)
     return parser
@@ -162,6 +164,16 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--bucket",
         help="the S3 on-failure destination: its objects hold the failed batches themselves",
+    )
+    where.add_argument(
+        PIPE_DLQ_OPTION,
+        metavar="URL",
+        help="a fan-out pipe's dead-letter queue (StreamFanOut, OutboxPublisher): its records"
+        " are read back from the stream and put on the pipe's bus (--event-bus-name,"
+        " --event-source, --detail-type, --input-template, --resource: the pipe's target"
+        " parameters, aws pipes describe-pipe --name PIPE --query TargetParameters); a message is"
+        " deleted once all its records were delivered (PutEvents, at most 10 entries and 256 KB"
+        " a call, failed entries sent again --max-attempts rounds)",
     )
     parser.add_argument(
         "--prefix",
@@ -219,7 +231,7 @@ def _add_scope_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
     """The consumer replayed into: its stream, function or handler, name, queue and filters."""
     parser.add_argument("--stream-arn", required=True, help="the consumer's stream")
-    target = parser.add_mutually_exclusive_group(required=True)
+    target = parser.add_mutually_exclusive_group()  # one of them unless --pipe-dlq-queue-url
     target.add_argument("--function-name", help="invoke this Lambda function synchronously")
     target.add_argument(
         "--handler",
@@ -268,9 +280,9 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-attempts",
         type=int,
-        default=DEFAULT_MAX_ATTEMPTS,
-        help="invocations without progress before a message is kept"
-        f" (default {DEFAULT_MAX_ATTEMPTS})",
+        help="invocations without progress before a message is kept (default"
+        f" {DEFAULT_MAX_ATTEMPTS}); with {PIPE_DLQ_OPTION}, PutEvents rounds for the entries that"
+        f" failed (default {DEFAULT_PUT_ATTEMPTS})",
     )
     parser.add_argument(
         "--dry-run",
@@ -383,13 +395,26 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
         os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
     if args.max_messages is not None and args.max_messages < 1:
         raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
+    if args.max_attempts is None:
+        pipe = bool(args.pipe_dlq_queue_url)
+        args.max_attempts = DEFAULT_PUT_ATTEMPTS if pipe else DEFAULT_MAX_ATTEMPTS
     if args.max_attempts < 1:
         raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
+    check_stream_arn(args.stream_arn)
+    if args.pipe_dlq_queue_url:
+        return _run_pipe_dlq(args, session)
+    if not (args.function_name or args.handler):
+        raise RedriveSetupError("one of the arguments --function-name --handler is required")
+    pipe_options = (args.event_bus_name, args.event_source, args.detail_type)
+    if any(pipe_options) or args.input_template or args.resources:
+        raise RedriveSetupError(
+            "--event-bus-name, --event-source, --detail-type, --input-template and --resource"
+            f" are for {PIPE_DLQ_OPTION}"
+        )
     if args.bucket and args.source != Source.ON_FAILURE.value:
         raise RedriveSetupError(
             "--bucket is an on-failure destination; the quarantine is a queue (--queue-url)"
         )
-    check_stream_arn(args.stream_arn)
     session = session or boto3.session.Session()
     invoker = _invoker(args, session)
     environment = _consumer_environment(args, session)
@@ -435,10 +460,7 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
     """
     sigterm_as_keyboard_interrupt()
     try:
-        arguments = list(sys.argv[1:] if argv is None else argv)
-        if _is_pipe_dlq(arguments):
-            return _run_pipe_dlq(arguments, session)
-        return _run(arguments, session)
+        return _run(argv, session)
     except KeyboardInterrupt:
         sys.stderr.write(
             f"\n{PROG}: interrupted: the message or object being replayed and those after it "
@@ -458,82 +480,30 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
     return EXIT_SETUP
 
 
-def build_pipe_dlq_parser() -> argparse.ArgumentParser:
-    """The fan-out pipe dead-letter queue mode's options (``--pipe-dlq-queue-url``)."""
-    parser = _Parser(
-        prog=f"{PROG} {PIPE_DLQ_OPTION}",
-        description=(
-            "Redrive a fan-out pipe's dead-letter queue (StreamFanOut, OutboxPublisher): each"
-            " message names a shard and a sequence range of the table's stream; the records are"
-            " read back from the stream while it holds them (24 hours after their write) and put"
-            " on the pipe's event bus as the pipe sends them (PutEvents, at most 10 entries and"
-            " 256 KB a call, failed entries sent again). A message is deleted only after every"
-            " record of it was delivered. Records the stream no longer holds are reported lost"
-            " by sequence number and their message kept; a message that is not a pipe's"
-            " dead-letter record is kept with the reason. The event's shape is the pipe's target"
-            " parameters: aws pipes describe-pipe --name PIPE --query TargetParameters. Exit"
-            " status 0: all delivered; 1: something was lost or failed (see the report); 2: an"
-            " operator mistake, nothing touched; 130: interrupted."
-        ),
-    )
-    parser.add_argument(
-        PIPE_DLQ_OPTION,
-        required=True,
-        metavar="URL",
-        dest="pipe_dlq_queue_url",
-        help="the pipe's dead-letter queue",
-    )
-    parser.add_argument("--stream-arn", required=True, help="the pipe's source: the table's stream")
-    _add_pipe_event_arguments(parser)
-    parser.add_argument(
-        "--endpoint-url",
-        metavar="URL",
-        help="the AWS endpoint every client calls (default: $AWS_ENDPOINT_URL, else AWS)",
-    )
-    parser.add_argument("--max-messages", type=int, help="stop after this many messages")
-    parser.add_argument(
-        "--max-attempts",
-        type=int,
-        default=DEFAULT_PUT_ATTEMPTS,
-        help="PutEvents rounds for entries that failed before the message is"
-        f" kept (default {DEFAULT_PUT_ATTEMPTS})",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="list each message's shard,"
-        " sequence range and record count without putting or deleting anything",
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    return parser
-
-
 def _add_pipe_event_arguments(parser: argparse.ArgumentParser) -> None:
     """The pipe's target and the events' shape: its ``TargetParameters``."""
     parser.add_argument(
         "--event-bus-name",
-        required=True,
         metavar="NAME",
-        help="the pipe's target: the event bus's name or ARN",
+        help="with --pipe-dlq-queue-url (required), the pipe's target: the event bus's name or ARN",
     )
     parser.add_argument(
         "--event-source",
-        required=True,
         metavar="SOURCE",
-        help="the events' source (the pipe's EventBridgeEventBusParameters.Source)",
+        help="with --pipe-dlq-queue-url (required), the events' source (the pipe's"
+        " EventBridgeEventBusParameters.Source)",
     )
     parser.add_argument(
         "--detail-type",
-        required=True,
         metavar="TYPE",
-        help="the events' detail-type, fixed or a JSON path into the record such"
-        " as $.dynamodb.NewImage.eventType.S (the pipe's DetailType)",
+        help="with --pipe-dlq-queue-url (required), the events' detail-type, fixed or a JSON"
+        " path into the record such as $.dynamodb.NewImage.eventType.S (the pipe's DetailType)",
     )
     parser.add_argument(
         "--input-template",
         metavar="TEMPLATE",
-        help="the pipe's InputTemplate: the event's detail (default: the record"
-        " itself, as a pipe without a template sends it)",
+        help="with --pipe-dlq-queue-url, the pipe's InputTemplate: the event's detail"
+        " (default: the record itself, as a pipe without a template sends it)",
     )
     parser.add_argument(
         "--resource",
@@ -541,21 +511,14 @@ def _add_pipe_event_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="ARN",
-        help="an ARN in the events' resources (repeatable; the"
+        help="with --pipe-dlq-queue-url, an ARN in the events' resources (repeatable; the"
         " fan-out constructs put the table's ARN)",
     )
 
 
-def _run_pipe_dlq(argv: Sequence[str], session: Any) -> int:
+def _run_pipe_dlq(args: argparse.Namespace, session: Any) -> int:
     """The ``--pipe-dlq-queue-url`` mode: a pipe's dead-letter queue onto its event bus."""
-    args = build_pipe_dlq_parser().parse_args(argv)
-    if args.endpoint_url:
-        os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
-    if args.max_messages is not None and args.max_messages < 1:
-        raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
-    if args.max_attempts < 1:
-        raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
-    check_stream_arn(args.stream_arn)
+    _check_pipe_dlq_arguments(args)
     session = session or boto3.session.Session()
     shape = EventShape(
         event_bus_name=args.event_bus_name,
@@ -583,5 +546,35 @@ def _run_pipe_dlq(argv: Sequence[str], session: Any) -> int:
     return EXIT_OK if report.ok else EXIT_NOT_OK
 
 
-def _is_pipe_dlq(argv: Sequence[str]) -> bool:
-    return any(a == PIPE_DLQ_OPTION or a.startswith(f"{PIPE_DLQ_OPTION}=") for a in argv)
+def _check_pipe_dlq_arguments(args: argparse.Namespace) -> None:
+    """The pipe's target given, and nothing of a consumer's redrive."""
+    missing = [
+        option
+        for option, value in (
+            ("--event-bus-name", args.event_bus_name),
+            ("--event-source", args.event_source),
+            ("--detail-type", args.detail_type),
+        )
+        if not value
+    ]
+    if missing:
+        raise RedriveSetupError(
+            f"{PIPE_DLQ_OPTION} needs {', '.join(missing)}: the pipe's target parameters"
+            " (aws pipes describe-pipe --name PIPE --query TargetParameters)"
+        )
+    consumer = [
+        option
+        for option, value in (
+            ("--function-name", args.function_name),
+            ("--handler", args.handler),
+            ("--quarantine", args.source != Source.ON_FAILURE.value),
+            ("--filter", args.filters),
+            ("--member", args.members),
+        )
+        if value
+    ]
+    if consumer:
+        raise RedriveSetupError(
+            f"{PIPE_DLQ_OPTION} puts the records on the pipe's bus; {', '.join(consumer)}"
+            " is a consumer's redrive: leave it out"
+        )
