@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from cdc_consumer.redrive import PipeDlqRedrive
 from cdc_consumer.redrive.cli import build_parser, main
 from cdc_consumer.redrive.pipe_events import EventShape, put_events
 
@@ -188,3 +189,40 @@ def test_a_consumer_option_in_the_pipe_mode_is_an_operator_mistake(
 
     assert status == 2
     assert "--function-name" in capsys.readouterr().err
+
+
+class _RefusingBus:
+    """PutEvents that fails every entry (a bus policy that refuses the pipe's role)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        self.calls += 1
+        failure = {"ErrorCode": "AccessDeniedException", "ErrorMessage": "not allowed"}
+        return {"FailedEntryCount": len(Entries), "Entries": [failure for _ in Entries]}
+
+
+def test_entries_the_bus_keeps_refusing_keep_the_message_with_the_failed_entry_count(
+    stream: Stream, sqs: Any, dlq_url: str
+) -> None:
+    sequence_numbers = stream.write(2)
+    body = send_on_failure(sqs, dlq_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
+    bus = _RefusingBus()
+    redrive = PipeDlqRedrive(
+        sqs_client=sqs,
+        streams_client=stream.streams,
+        events_client=bus,
+        stream_arn=stream.arn,
+        shape=EventShape("orders-events", "com.example", "OrderChanged", EVENTS.input_template),
+        receive_wait_seconds=0,
+        sleep=lambda _: None,
+    )
+
+    report = redrive.run(dlq_url)
+
+    (failed,) = report.failed
+    assert "FailedEntryCount 2 of 2" in failed.reason and "AccessDeniedException" in failed.reason
+    assert bus.calls == 3  # the default rounds
+    assert not report.ok and report.messages_deleted == 0
+    assert queue_bodies(sqs, dlq_url) == [body]
