@@ -16,6 +16,7 @@ from cdc_local.endpoint import LocalEndpoint
 from tests.cdc_consumer.redrive_world import (
     Stream,
     inject_stream_error,
+    on_failure_message,
     queue_bodies,
     send_on_failure,
     session_for,
@@ -59,6 +60,13 @@ def _argv(stream: Stream, dlq_url: str, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _pipe_message(stream: Stream, start: str, end: str) -> str:
+    """A pipe's dead-letter record: ``DDBStreamBatchInfo`` as Lambda's, no function named."""
+    document = json.loads(on_failure_message(stream, start, end, 12))
+    del document["requestContext"], document["responseContext"]
+    return json.dumps(document)
+
+
 def _bus_events(sqs: Any, url: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     while True:
@@ -74,7 +82,10 @@ def test_records_still_in_the_stream_are_put_on_the_bus_and_the_message_deleted(
     stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any
 ) -> None:
     sequence_numbers = stream.write(12)
-    send_on_failure(sqs, dlq_url, stream, sequence_numbers[0], sequence_numbers[-1], 12)
+    sqs.send_message(
+        QueueUrl=dlq_url,
+        MessageBody=_pipe_message(stream, sequence_numbers[0], sequence_numbers[-1]),
+    )
 
     status = main(_argv(stream, dlq_url, "--json"), session=session_for(stream.aws))
 
