@@ -20,7 +20,7 @@ from typing import Any
 from cdc_consumer.decimals import DYNAMODB_CONTEXT
 
 from bench.consumers import CONSUMER_NAME, Consumer
-from bench.local_aws import VIEW_TABLE, Fault
+from bench.local_aws import VIEW_TABLE, Fault, marker_ids
 from bench.projection import RunOptions, run
 from bench.workload import CUSTOMER_PREFIX, Workload
 from reference_app.oracle import contribution
@@ -80,15 +80,14 @@ def _predicate(consumer: Consumer, target: dict[str, Any]) -> Any:
             return key == CUSTOMER_PREFIX + customer and amounts_written == amounts
 
         return powertools_write
+    # What commits the target: its per-record marker, or a ledger entry listing its number.
     marker = f"{CONSUMER_NAME}#{target['eventID']}"
+    listed = f"#seq:{int(target['dynamodb']['SequenceNumber'])}"
 
     def runtime_write(operation: str, params: dict[str, Any]) -> bool:
         if operation != "TransactWriteItems":
             return False
-        return any(
-            action.get("Put", {}).get("Item", {}).get("id", {}).get("S") == marker
-            for action in params.get("TransactItems", [])
-        )
+        return any(name == marker or name.endswith(listed) for name in marker_ids(params))
 
     return runtime_write
 

@@ -136,7 +136,7 @@ class Instrumentation:
         with self._lock:
             self.request_seconds += elapsed
             if ok and model.name == "TransactWriteItems":
-                self.committed_markers.extend(_marker_ids(context.get("bench_params", {})))
+                self.committed_markers.extend(marker_ids(context.get("bench_params", {})))
         if ok and self._matching(model, context, "crash-after"):
             raise SimulatedCrash(f"injected crash after a successful {model.name}")
 
@@ -152,7 +152,7 @@ class Instrumentation:
         events.register("after-call.dynamodb", self._after_call)
 
 
-def _marker_ids(params: dict[str, Any]) -> list[str]:
+def marker_ids(params: dict[str, Any]) -> list[str]:
     """The ``id`` of every Put in a TransactWriteItems request (the processed-markers); for a
     ledger entry (cdc_consumer.ledger), ``{id}#seq:{n}`` for each sequence number it lists."""
     ids = []
