@@ -39,7 +39,9 @@ Modules: :mod:`~cdc_consumer.redrive.messages` (parsing and validating queue mes
 :mod:`~cdc_consumer.redrive.queue_drain`, :mod:`~cdc_consumer.redrive.queue_messages`,
 :mod:`~cdc_consumer.redrive.bucket_replay`, :mod:`~cdc_consumer.redrive.replayer`,
 :mod:`~cdc_consumer.redrive.requarantine` and :mod:`~cdc_consumer.redrive.access`),
-:mod:`~cdc_consumer.redrive.report` (its outcome), :mod:`~cdc_consumer.redrive.cli` (the command
+:mod:`~cdc_consumer.redrive.report` (its outcome), :mod:`~cdc_consumer.redrive.pipe_dlq` (a
+fan-out pipe's dead-letter queue, read back from the stream onto the pipe's bus, with
+:mod:`~cdc_consumer.redrive.pipe_events`), :mod:`~cdc_consumer.redrive.cli` (the command
 line), :mod:`~cdc_consumer.redrive.defaults`.
 The errors are in :mod:`cdc_consumer.exceptions`.
 """
@@ -59,6 +61,7 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_RECORDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_EMPTY_PAGES,
+    DEFAULT_PUT_ATTEMPTS,
     DEFAULT_RECEIVE_WAIT_SECONDS,
     DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
     DEFAULT_WINDOW,
@@ -71,6 +74,8 @@ from cdc_consumer.redrive.messages import (
     parse_on_failure_message,
     parse_quarantine_message,
 )
+from cdc_consumer.redrive.pipe_dlq import PipeDlqRedrive
+from cdc_consumer.redrive.pipe_events import EventShape
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import (
     FailedMessage,
@@ -86,10 +91,12 @@ __all__ = [
     "DEFAULT_INVOKE_MAX_RECORDS",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_MAX_EMPTY_PAGES",
+    "DEFAULT_PUT_ATTEMPTS",
     "DEFAULT_RECEIVE_WAIT_SECONDS",
     "DEFAULT_VISIBILITY_TIMEOUT_SECONDS",
     "DEFAULT_WINDOW",
     "CallableInvoker",
+    "EventShape",
     "FailedMessage",
     "ForeignMessageError",
     "InvocationError",
@@ -99,6 +106,7 @@ __all__ = [
     "LostRange",
     "MalformedMessageError",
     "OnFailureBatch",
+    "PipeDlqRedrive",
     "PlannedMessage",
     "QuarantinedRecord",
     "RecordsLostError",

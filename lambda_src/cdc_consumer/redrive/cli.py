@@ -30,11 +30,14 @@ from cdc_consumer.filter_patterns import check_filter_pattern
 from cdc_consumer.redrive.access import check_stream_arn
 from cdc_consumer.redrive.defaults import (
     DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PUT_ATTEMPTS,
     LAMBDA_READ_TIMEOUT_SECONDS,
 )
 from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
 from cdc_consumer.redrive.messages import Source, clip
+from cdc_consumer.redrive.pipe_dlq import PipeDlqRedrive
+from cdc_consumer.redrive.pipe_events import EventShape
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
@@ -51,6 +54,8 @@ EXIT_SETUP = 2
 #: The console script's name (pyproject.toml [project.scripts]): what usage and errors call it
 #: (``python -m cdc_consumer.redrive`` is the same program).
 PROG = "cdc-redrive"
+#: The option that selects the fan-out pipe dead-letter queue mode (its own options).
+PIPE_DLQ_OPTION = "--pipe-dlq-queue-url"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -136,9 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
             " (one line says what to fix), nothing touched; 130: stopped by Ctrl-C or SIGTERM"
             " (what was not replayed yet stays where it was: run it again)."
         ),
+        epilog=(
+            f"A fan-out pipe's dead-letter queue (StreamFanOut, OutboxPublisher):"
+            f" {PROG} {PIPE_DLQ_OPTION} URL --stream-arn ARN --event-bus-name NAME"
+            " --event-source SOURCE --detail-type TYPE [--input-template TEMPLATE]"
+            " [--resource ARN]: no consumer is invoked; records the stream no longer holds are"
+            " reported lost by sequence number and their message kept (exit 1)."
+        ),
     )
     _add_source_arguments(parser)
     _add_consumer_arguments(parser)
+    _add_pipe_event_arguments(parser)
     _add_scope_arguments(parser)
     _add_run_arguments(parser)
     return parser
@@ -151,6 +164,16 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--bucket",
         help="the S3 on-failure destination: its objects hold the failed batches themselves",
+    )
+    where.add_argument(
+        PIPE_DLQ_OPTION,
+        metavar="URL",
+        help="a fan-out pipe's dead-letter queue (StreamFanOut, OutboxPublisher): its records"
+        " are read back from the stream and put on the pipe's bus (--event-bus-name,"
+        " --event-source, --detail-type, --input-template, --resource: the pipe's target"
+        " parameters, aws pipes describe-pipe --name PIPE --query TargetParameters); a message is"
+        " deleted once all its records were delivered (PutEvents, at most 10 entries and 256 KB"
+        " a call, failed entries sent again --max-attempts rounds)",
     )
     parser.add_argument(
         "--prefix",
@@ -208,7 +231,7 @@ def _add_scope_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
     """The consumer replayed into: its stream, function or handler, name, queue and filters."""
     parser.add_argument("--stream-arn", required=True, help="the consumer's stream")
-    target = parser.add_mutually_exclusive_group(required=True)
+    target = parser.add_mutually_exclusive_group()  # one of them unless --pipe-dlq-queue-url
     target.add_argument("--function-name", help="invoke this Lambda function synchronously")
     target.add_argument(
         "--handler",
@@ -257,9 +280,9 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-attempts",
         type=int,
-        default=DEFAULT_MAX_ATTEMPTS,
-        help="invocations without progress before a message is kept"
-        f" (default {DEFAULT_MAX_ATTEMPTS})",
+        help="invocations without progress before a message is kept (default"
+        f" {DEFAULT_MAX_ATTEMPTS}); with {PIPE_DLQ_OPTION}, PutEvents rounds for the entries that"
+        f" failed (default {DEFAULT_PUT_ATTEMPTS})",
     )
     parser.add_argument(
         "--dry-run",
@@ -372,13 +395,26 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
         os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
     if args.max_messages is not None and args.max_messages < 1:
         raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
+    if args.max_attempts is None:
+        pipe = bool(args.pipe_dlq_queue_url)
+        args.max_attempts = DEFAULT_PUT_ATTEMPTS if pipe else DEFAULT_MAX_ATTEMPTS
     if args.max_attempts < 1:
         raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
+    check_stream_arn(args.stream_arn)
+    if args.pipe_dlq_queue_url:
+        return _run_pipe_dlq(args, session)
+    if not (args.function_name or args.handler):
+        raise RedriveSetupError("one of the arguments --function-name --handler is required")
+    pipe_options = (args.event_bus_name, args.event_source, args.detail_type)
+    if any(pipe_options) or args.input_template or args.resources:
+        raise RedriveSetupError(
+            "--event-bus-name, --event-source, --detail-type, --input-template and --resource"
+            f" are for {PIPE_DLQ_OPTION}"
+        )
     if args.bucket and args.source != Source.ON_FAILURE.value:
         raise RedriveSetupError(
             "--bucket is an on-failure destination; the quarantine is a queue (--queue-url)"
         )
-    check_stream_arn(args.stream_arn)
     session = session or boto3.session.Session()
     invoker = _invoker(args, session)
     environment = _consumer_environment(args, session)
@@ -442,3 +478,103 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
         message = f"{error}: check AWS_REGION / AWS_DEFAULT_REGION and the endpoint"
     sys.stderr.write(f"{PROG}: error: {message}\n")
     return EXIT_SETUP
+
+
+def _add_pipe_event_arguments(parser: argparse.ArgumentParser) -> None:
+    """The pipe's target and the events' shape: its ``TargetParameters``."""
+    parser.add_argument(
+        "--event-bus-name",
+        metavar="NAME",
+        help="with --pipe-dlq-queue-url (required), the pipe's target: the event bus's name or ARN",
+    )
+    parser.add_argument(
+        "--event-source",
+        metavar="SOURCE",
+        help="with --pipe-dlq-queue-url (required), the events' source (the pipe's"
+        " EventBridgeEventBusParameters.Source)",
+    )
+    parser.add_argument(
+        "--detail-type",
+        metavar="TYPE",
+        help="with --pipe-dlq-queue-url (required), the events' detail-type, fixed or a JSON"
+        " path into the record such as $.dynamodb.NewImage.eventType.S (the pipe's DetailType)",
+    )
+    parser.add_argument(
+        "--input-template",
+        metavar="TEMPLATE",
+        help="with --pipe-dlq-queue-url, the pipe's InputTemplate: the event's detail"
+        " (default: the record itself, as a pipe without a template sends it)",
+    )
+    parser.add_argument(
+        "--resource",
+        dest="resources",
+        action="append",
+        default=[],
+        metavar="ARN",
+        help="with --pipe-dlq-queue-url, an ARN in the events' resources (repeatable; the"
+        " fan-out constructs put the table's ARN)",
+    )
+
+
+def _run_pipe_dlq(args: argparse.Namespace, session: Any) -> int:
+    """The ``--pipe-dlq-queue-url`` mode: a pipe's dead-letter queue onto its event bus."""
+    _check_pipe_dlq_arguments(args)
+    session = session or boto3.session.Session()
+    shape = EventShape(
+        event_bus_name=args.event_bus_name,
+        source=args.event_source,
+        detail_type=args.detail_type,
+        input_template=args.input_template,
+        resources=tuple(args.resources),
+    )
+    redrive = PipeDlqRedrive(
+        sqs_client=session.client("sqs"),
+        streams_client=session.client(
+            "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
+        ),
+        events_client=session.client("events"),
+        stream_arn=args.stream_arn,
+        shape=shape,
+        put_attempts=args.max_attempts,
+    )
+    report = redrive.run(
+        args.pipe_dlq_queue_url, dry_run=args.dry_run, max_messages=args.max_messages
+    )
+    sys.stderr.write(report.summary() + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_log(), default=str) + "\n")
+    return EXIT_OK if report.ok else EXIT_NOT_OK
+
+
+def _check_pipe_dlq_arguments(args: argparse.Namespace) -> None:
+    """The pipe's target given, and nothing of a consumer's redrive."""
+    missing = [
+        option
+        for option, value in (
+            ("--event-bus-name", args.event_bus_name),
+            ("--event-source", args.event_source),
+            ("--detail-type", args.detail_type),
+        )
+        if not value
+    ]
+    if missing:
+        raise RedriveSetupError(
+            f"{PIPE_DLQ_OPTION} needs {', '.join(missing)}: the pipe's target parameters"
+            " (aws pipes describe-pipe --name PIPE --query TargetParameters)"
+        )
+    consumer = [
+        option
+        for option, value in (
+            ("--function-name", args.function_name),
+            ("--handler", args.handler),
+            ("--quarantine", args.source != Source.ON_FAILURE.value),
+            ("--filter", args.filters),
+            ("--member", args.members),
+        )
+        if value
+    ]
+    if consumer:
+        raise RedriveSetupError(
+            f"{PIPE_DLQ_OPTION} puts the records on the pipe's bus; {', '.join(consumer)}"
+            " is a consumer's redrive: leave it out"
+        )

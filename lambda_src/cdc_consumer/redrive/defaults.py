@@ -39,3 +39,7 @@ LOST_ERROR_CODES = frozenset(
 #: stream order and once to replay it, one at a time (the memory of one object, whatever the
 #: count), so the bound is on the run's time, not its memory.
 DEFAULT_MAX_OBJECTS = 1000
+#: PutEvents rounds for the entries of a pipe dead-letter message a call failed (throttled,
+#: internal) before the message is kept: enough to ride out a throttle, few enough that a bus
+#: that refuses the events does not hold the run.
+DEFAULT_PUT_ATTEMPTS = 3
