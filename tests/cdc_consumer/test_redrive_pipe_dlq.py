@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from cdc_consumer.redrive import PipeDlqRedrive
 from cdc_consumer.redrive.cli import build_parser, main
 from cdc_consumer.redrive.pipe_events import EventShape, put_events
 
@@ -15,6 +16,7 @@ from cdc_local.endpoint import LocalEndpoint
 from tests.cdc_consumer.redrive_world import (
     Stream,
     inject_stream_error,
+    on_failure_message,
     queue_bodies,
     send_on_failure,
     session_for,
@@ -58,6 +60,13 @@ def _argv(stream: Stream, dlq_url: str, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _pipe_message(stream: Stream, start: str, end: str) -> str:
+    """A pipe's dead-letter record: ``DDBStreamBatchInfo`` as Lambda's, no function named."""
+    document = json.loads(on_failure_message(stream, start, end, 12))
+    del document["requestContext"], document["responseContext"]
+    return json.dumps(document)
+
+
 def _bus_events(sqs: Any, url: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     while True:
@@ -73,7 +82,10 @@ def test_records_still_in_the_stream_are_put_on_the_bus_and_the_message_deleted(
     stream: Stream, sqs: Any, dlq_url: str, bus_queue_url: str, capsys: Any
 ) -> None:
     sequence_numbers = stream.write(12)
-    send_on_failure(sqs, dlq_url, stream, sequence_numbers[0], sequence_numbers[-1], 12)
+    sqs.send_message(
+        QueueUrl=dlq_url,
+        MessageBody=_pipe_message(stream, sequence_numbers[0], sequence_numbers[-1]),
+    )
 
     status = main(_argv(stream, dlq_url, "--json"), session=session_for(stream.aws))
 
@@ -188,3 +200,40 @@ def test_a_consumer_option_in_the_pipe_mode_is_an_operator_mistake(
 
     assert status == 2
     assert "--function-name" in capsys.readouterr().err
+
+
+class _RefusingBus:
+    """PutEvents that fails every entry (a bus policy that refuses the pipe's role)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        self.calls += 1
+        failure = {"ErrorCode": "AccessDeniedException", "ErrorMessage": "not allowed"}
+        return {"FailedEntryCount": len(Entries), "Entries": [failure for _ in Entries]}
+
+
+def test_entries_the_bus_keeps_refusing_keep_the_message_with_the_failed_entry_count(
+    stream: Stream, sqs: Any, dlq_url: str
+) -> None:
+    sequence_numbers = stream.write(2)
+    body = send_on_failure(sqs, dlq_url, stream, sequence_numbers[0], sequence_numbers[1], 2)
+    bus = _RefusingBus()
+    redrive = PipeDlqRedrive(
+        sqs_client=sqs,
+        streams_client=stream.streams,
+        events_client=bus,
+        stream_arn=stream.arn,
+        shape=EventShape("orders-events", "com.example", "OrderChanged", EVENTS.input_template),
+        receive_wait_seconds=0,
+        sleep=lambda _: None,
+    )
+
+    report = redrive.run(dlq_url)
+
+    (failed,) = report.failed
+    assert "FailedEntryCount 2 of 2" in failed.reason and "AccessDeniedException" in failed.reason
+    assert bus.calls == 3  # the default rounds
+    assert not report.ok and report.messages_deleted == 0
+    assert queue_bodies(sqs, dlq_url) == [body]
