@@ -9,15 +9,17 @@ of its listed records' lanes (:func:`cdc_consumer.transactions.commit`); when an
 committed in the lane meanwhile, the lane is read again and the records it now lists are
 duplicates.
 
-The ledger is used for a DynamoDB stream's records when the function has a ledger table and
-the mapping's parallelization factor is 1. Elsewhere the records keep per-record markers
-(docs/design.md, the ledger: why, and the price):
+The ledger is used for a DynamoDB stream's records whenever the function has a ledger table,
+whatever the mapping's parallelization factor: a consumer whose records were applied under one
+bookkeeping must find them under the other, and markers never look at the ledger, so a change
+of the factor that switched between the two applied records twice (found by the model test:
+applied under the ledger, redelivered with a factor of 5). With a factor above 1 the shard's
+lanes meet in the stream's head, as busy shards do (docs/design.md, the ledger: the price).
+Elsewhere the records keep per-record markers:
 
 - the Kinesis route: one DynamoDB change may be in the Kinesis stream twice, under two
   sequence numbers (AWS documents it), so only its DynamoDB ``eventID`` (the marker's key)
   tells the second from a new change;
-- a parallelization factor above 1: the shard's lanes commit concurrently and would all meet
-  in the stream's head, so each conflict costs a read and a retry;
 - snapshot rows of a backfill: they have no sequence number.
 """
 
@@ -73,7 +75,7 @@ class BatchLedger:
         cls, settings: Settings, client: Any, clock: Callable[[], float], records: Sequence[Any]
     ) -> BatchLedger | None:
         """The batch's ledger, or None where per-record markers stay (module docstring)."""
-        if settings.ledger_table is None or settings.parallelization_factor > 1:
+        if settings.ledger_table is None:
             return None
         ttl = defaults.marker_ttl_seconds()
         store = LedgerStore(client, settings.ledger_table, settings.consumer, ttl, clock)

@@ -138,14 +138,20 @@ def test_consumer_group_members_keep_their_own_entries(resources: Resources, led
     assert len(entries(resources, ledger)) == 2
 
 
-def test_a_parallelization_factor_above_one_keeps_markers(
+def test_changing_the_parallelization_factor_applies_nothing_twice(
     resources: Resources, ledger: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(PARALLELIZATION_FACTOR_ENV, "4")
+    """Records applied with a factor of 1, delivered again after the factor became 4 (and back):
+    one bookkeeping for both, so each is applied once (markers never read the ledger: a factor
+    above 1 that switched to them applied all five again)."""
     records = writes(5)
     deliver(processor(resources).handle, records)
-    assert len(resources.markers()) == 5
-    assert resources.scan(ledger) == []
+    for factor in ("4", "1"):
+        monkeypatch.setenv(PARALLELIZATION_FACTOR_ENV, factor)
+        deliver(processor(resources).handle, records)
+    assert applied_counts(resources) == {f"k{n}": 1 for n in range(5)}
+    assert resources.markers() == []
+    assert len(entries(resources, ledger)) == 1
 
 
 def test_the_kinesis_route_keeps_markers(resources: Resources, ledger: str) -> None:
