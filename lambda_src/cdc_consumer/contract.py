@@ -167,9 +167,10 @@ N): one entry per committed transaction instead of a processed-marker per record
 ledger table beside it), the runtime writes per-record markers as before."""
 
 PARALLELIZATION_FACTOR_ENV: Final = "CDC_PARALLELIZATION_FACTOR"
-"""The event source mapping's parallelization factor (1 to 10). Above 1, batches of one shard
-are processed concurrently in lanes the records do not name, so the runtime keeps per-record
-markers there (docs/design.md: the ledger). Unset: 1."""
+"""The event source mapping's parallelization factor (1 to 10), told to the function. The
+runtime keeps the ledger whatever its value: a change of the factor must not switch a consumer
+between the ledger and per-record markers, which do not read each other (docs/design.md: the
+ledger)."""
 
 CONSUMER_FUNCTION_NAME_ENV: Final = "CONSUMER_FUNCTION_NAME"
 """Redrive: the consumer function it invokes synchronously."""

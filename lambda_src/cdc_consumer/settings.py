@@ -19,8 +19,6 @@ class Settings:
     metrics_namespace: str
     #: The ledger table (``CDC_LEDGER_TABLE_NAME``); None: per-record markers.
     ledger_table: str | None = None
-    #: The mapping's parallelization factor (``CDC_PARALLELIZATION_FACTOR``, default 1).
-    parallelization_factor: int = 1
 
 
 def resolve_settings(
@@ -51,13 +49,4 @@ def resolve_settings(
         or os.environ.get(contract.METRICS_NAMESPACE_ENV)
         or contract.DEFAULT_METRICS_NAMESPACE,
         ledger_table=os.environ.get(contract.LEDGER_TABLE_ENV) or None,
-        parallelization_factor=_factor(os.environ.get(contract.PARALLELIZATION_FACTOR_ENV, "")),
     )
-
-
-def _factor(value: str) -> int:
-    """The parallelization factor a variable says; a value that is not a whole number counts
-    as above 1 (the safe reading: per-record markers)."""
-    if not value:
-        return 1
-    return int(value) if value.isdigit() and int(value) >= 1 else 2
