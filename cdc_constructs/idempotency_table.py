@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
@@ -50,38 +52,38 @@ class IdempotencyTable(TableConstruct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.encryption_key = encryption_key
-        self.table = dynamodb.TableV2(
-            self,
-            "Table",
-            partition_key=dynamodb.Attribute(
-                name=defaults.IDEMPOTENCY_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            time_to_live_attribute=defaults.IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE,
-            **table_props(
-                encryption_key=encryption_key,
-                point_in_time_recovery=point_in_time_recovery,
-                deletion_protection=deletion_protection,
-                removal_policy=removal_policy,
-                table_name=table_name,
-            ),
+        settings = table_props(
+            encryption_key=encryption_key,
+            point_in_time_recovery=point_in_time_recovery,
+            deletion_protection=deletion_protection,
+            removal_policy=removal_policy,
+            table_name=table_name,
         )
+        self.table = self._table("Table", settings)
         """The TableV2 (escape hatch)."""
-        self.ledger_table = dynamodb.TableV2(
-            self,
+        self.ledger_table = self._table(
             "LedgerTable",
-            partition_key=dynamodb.Attribute(
-                name=defaults.IDEMPOTENCY_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
+            {**settings, "table_name": f"{table_name}-ledger" if table_name else None},
             sort_key=dynamodb.Attribute(
                 name=defaults.LEDGER_SORT_KEY, type=dynamodb.AttributeType.STRING
             ),
-            time_to_live_attribute=defaults.IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE,
-            **table_props(
-                encryption_key=encryption_key,
-                point_in_time_recovery=point_in_time_recovery,
-                deletion_protection=deletion_protection,
-                removal_policy=removal_policy,
-                table_name=f"{table_name}-ledger" if table_name else None,
-            ),
         )
         """The ledger table (TableV2): one entry per committed transaction."""
+
+    def _table(
+        self,
+        construct_id: str,
+        settings: dict[str, Any],
+        sort_key: dynamodb.Attribute | None = None,
+    ) -> dynamodb.TableV2:
+        """A table of this schema (partition key ``id``, TTL ``expiration``) with ``settings``."""
+        return dynamodb.TableV2(
+            self,
+            construct_id,
+            partition_key=dynamodb.Attribute(
+                name=defaults.IDEMPOTENCY_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            sort_key=sort_key,
+            time_to_live_attribute=defaults.IDEMPOTENCY_TIME_TO_LIVE_ATTRIBUTE,
+            **settings,
+        )
