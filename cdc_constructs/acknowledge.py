@@ -3,7 +3,8 @@ Validations API) and checkov's (template metadata)."""
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnResource, Validations
+from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
+from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
 
@@ -14,6 +15,22 @@ def acknowledge(construct: IConstruct, rule_id: str, reason: str) -> None:
     dead-letter queue has no dead-letter queue of its own); each reason says why.
     """
     Validations.of(construct).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+
+
+def acknowledge_objects(
+    grantee: iam.IGrantable, bucket_arn: str, reason: str, key_prefix: str = ""
+) -> None:
+    """Acknowledge AwsSolutions-IAM5 for ``<bucket>/<key_prefix>*`` on the grantee's role,
+    naming the finding exactly (cdk-nag's id carries the bucket's logical id or ARN)."""
+    role = getattr(grantee, "role", None) or grantee
+    resolved = Stack.of(role).resolve(bucket_arn)  # type: ignore[arg-type]
+    if isinstance(resolved, dict) and "Fn::GetAtt" in resolved:
+        resource = f"<{resolved['Fn::GetAtt'][0]}.Arn>/{key_prefix}*"
+    elif isinstance(resolved, str):
+        resource = f"{resolved}/{key_prefix}*"
+    else:
+        return  # an ARN built at deployment: the app acknowledges it with its own reason
+    acknowledge(role, f"AwsSolutions-IAM5[Resource::{resource}]", reason)  # type: ignore[arg-type]
 
 
 def skip_check(resource: CfnResource, check_id: str, comment: str) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -32,7 +32,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs.acknowledge import acknowledge, skip_check
+from cdc_constructs.acknowledge import acknowledge, acknowledge_objects, skip_check
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.permissions import allow
 
@@ -163,7 +163,7 @@ class OnFailureTarget:
         for statement in statements:
             grantee.grant_principal.add_to_principal_policy(statement)
         if self.kind is OnFailureKind.S3:
-            _acknowledge_objects(
+            acknowledge_objects(
                 grantee,
                 self.arn,
                 "s3:PutObject on the on-failure bucket's objects only: Lambda names each failed "
@@ -183,7 +183,7 @@ class OnFailureTarget:
             statements.append(allow(BUCKET_READ_KEY_ACTIONS, list(self.key_arns)))
         for statement in statements:
             grantee.grant_principal.add_to_principal_policy(statement)
-        _acknowledge_objects(
+        acknowledge_objects(
             grantee,
             self.arn,
             "s3:GetObject and s3:DeleteObject on the on-failure bucket's objects only: they are "
@@ -335,20 +335,6 @@ def _bind_to_scratch(
     finally:
         scope.node.try_remove_child("OnFailureScratch")
     return config.destination, list(document.get("Statement", []))
-
-
-def _acknowledge_objects(grantee: iam.IGrantable, bucket_arn: str, reason: str) -> None:
-    """Acknowledge AwsSolutions-IAM5 for ``<bucket>/*`` on the grantee's role, naming the
-    finding exactly (cdk-nag's id carries the bucket's logical id or ARN)."""
-    role = getattr(grantee, "role", None) or grantee
-    resolved = Stack.of(role).resolve(bucket_arn)  # type: ignore[arg-type]
-    if isinstance(resolved, dict) and "Fn::GetAtt" in resolved:
-        resource = f"<{resolved['Fn::GetAtt'][0]}.Arn>/*"
-    elif isinstance(resolved, str):
-        resource = f"{resolved}/*"
-    else:
-        return  # an ARN built at deployment: the app acknowledges it with its own reason
-    acknowledge(role, f"AwsSolutions-IAM5[Resource::{resource}]", reason)  # type: ignore[arg-type]
 
 
 def _kind_of(destination: Any) -> OnFailureKind | None:

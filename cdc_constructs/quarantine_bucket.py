@@ -14,14 +14,14 @@ no bucket). The function may only put objects under that prefix.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from cdc_consumer.contract import QUARANTINE_S3_PREFIX
 from constructs import Construct
 
-from cdc_constructs.acknowledge import acknowledge
+from cdc_constructs.acknowledge import acknowledge_objects
 from cdc_constructs.on_failure import FailedBatchBucket, OnFailureTarget
 from cdc_constructs.permissions import allow, grant_key
 
@@ -71,11 +71,12 @@ def grant_quarantine_put(grantee: iam.IGrantable, bucket: s3.IBucket) -> None:
         allow(QUARANTINE_PUT_ACTIONS, [_objects(bucket)])
     )
     grant_key(grantee, bucket.encryption_key, ("kms:GenerateDataKey",))
-    _acknowledge(
+    acknowledge_objects(
         grantee,
-        bucket,
+        bucket.bucket_arn,
         "s3:PutObject under cdc-quarantine/ only: the runtime names "
         "each record's object (<consumer>/<eventID>-<uuid>.json) when it quarantines it",
+        key_prefix=QUARANTINE_S3_PREFIX,
     )
 
 
@@ -85,23 +86,10 @@ def grant_quarantine_redrive(grantee: iam.IGrantable, bucket: s3.IBucket) -> Non
         allow(QUARANTINE_READ_ACTIONS, [_objects(bucket)])
     )
     grant_key(grantee, bucket.encryption_key, ("kms:Decrypt",))
-    _acknowledge(
+    acknowledge_objects(
         grantee,
-        bucket,
+        bucket.bucket_arn,
         "s3:GetObject and s3:DeleteObject under cdc-quarantine/ only: "
         "the quarantined records too big for a message, read and deleted once replayed",
+        key_prefix=QUARANTINE_S3_PREFIX,
     )
-
-
-def _acknowledge(grantee: iam.IGrantable, bucket: s3.IBucket, reason: str) -> None:
-    """Acknowledge AwsSolutions-IAM5 for the prefix's objects on the grantee's role, naming the
-    finding exactly (cdk-nag's id carries the bucket's logical id or ARN)."""
-    role = getattr(grantee, "role", None) or grantee
-    value = Stack.of(role).resolve(bucket.bucket_arn)  # type: ignore[arg-type]
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        resource = f"<{value['Fn::GetAtt'][0]}.Arn>/{QUARANTINE_S3_PREFIX}*"
-    elif isinstance(value, str):
-        resource = f"{value}/{QUARANTINE_S3_PREFIX}*"
-    else:
-        return  # an ARN built at deployment: the app acknowledges it with its own reason
-    acknowledge(role, f"AwsSolutions-IAM5[Resource::{resource}]", reason)  # type: ignore[arg-type]
