@@ -22,6 +22,7 @@ from typing import Any
 
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -34,6 +35,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
+    IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
@@ -44,6 +46,7 @@ from cdc_consumer.contract import (
     REDRIVE_RESERVE_SECONDS_ENV,
     STREAM_ARN_ENV,
     GroupMemberSpec,
+    redrive_lease_key,
 )
 from constructs import Construct
 
@@ -58,7 +61,9 @@ from cdc_constructs.permissions import (
     QUEUE_DRAIN_KEY_ACTIONS,
     STREAM_LINEAGE_ACTIONS,
     STREAM_REPLAY_ACTIONS,
+    TABLE_KEY_ACTIONS,
     allow,
+    allow_lease,
     grant_key,
 )
 from cdc_constructs.quarantine_bucket import grant_quarantine_redrive
@@ -104,6 +109,13 @@ class StreamRedrive(Construct):
     :param members: the consumer group behind ``consumer_function``
         (``StreamConsumer(members=...)``), as ``CDC_CONSUMER_GROUP``: quarantine messages of
         any member are replayed through the group. Default none.
+    :param idempotency_table: the consumer's idempotency table (``IDEMPOTENCY_TABLE_NAME``):
+        each run takes the consumer's redrive lease there (one item,
+        ``{consumer_name}#redrive-lease#{stream ARN}``; PutItem and DeleteItem on that key
+        only), so the function and a command-line redrive never overlap (a redrive reading the
+        quarantine hides its messages from any other). Default none: no lease, and the
+        reserved concurrency of 1 only keeps the function's own runs apart (StreamConsumer
+        passes its table).
     :param marker_lifetime: the consumer's marker lifetime (``CDC_MARKER_TTL_SECONDS``; a
         StreamConsumer passes its own). The redrive refuses, and keeps, an object or message
         whose failure is older than this: its markers may have expired, and a replay would
@@ -144,6 +156,7 @@ class StreamRedrive(Construct):
         filters: Sequence[Mapping[str, Any]] = (),
         members: Sequence[GroupMemberSpec] = (),
         marker_lifetime: Duration | None = None,
+        idempotency_table: dynamodb.ITable | None = None,
         timeout: Duration | None = None,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
         log_encryption_key: kms.IKey | None = None,
@@ -180,11 +193,10 @@ class StreamRedrive(Construct):
             self.function,
             consumer_function,
             stream_arn,
-            on_failure_queue,
-            on_failure_bucket,
-            quarantine_queue,
-            quarantine_bucket,
+            (on_failure_queue, on_failure_bucket),
+            (quarantine_queue, quarantine_bucket),
         )
+        _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
         self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
 
     def _alarm_lost_records(
@@ -254,15 +266,18 @@ def _grant_replay(
     redrive: lambda_.Function,
     consumer_function: lambda_.IFunction,
     stream_arn: str,
-    on_failure_queue: sqs.IQueue | None,
-    on_failure_bucket: s3.IBucket | None,
-    quarantine_queue: sqs.IQueue | None,
-    quarantine_bucket: s3.IBucket | None,
+    on_failure: tuple[sqs.IQueue | None, s3.IBucket | None],
+    quarantine: tuple[sqs.IQueue | None, s3.IBucket | None],
 ) -> None:
     """What the redrive may do, and nothing more: invoke the consumer, drain its queues (and
     read the stream back for an SQS destination's pointers; describe it for the bucket's
     shard lineage), read and delete the bucket's batches (and the quarantine's records too big
-    for a message), use the queues' keys."""
+    for a message), use the queues' keys. ``on_failure`` and ``quarantine``: each one's queue
+    and bucket."""
+    (on_failure_queue, on_failure_bucket), (quarantine_queue, quarantine_bucket) = (
+        on_failure,
+        quarantine,
+    )
     queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
     statements = [allow(INVOKE_ACTIONS, [consumer_function.function_arn])]
     if queues:
@@ -279,6 +294,21 @@ def _grant_replay(
         grant_key(redrive, queue.encryption_master_key, QUEUE_DRAIN_KEY_ACTIONS)
     if quarantine_bucket is not None and quarantine_bucket is not on_failure_bucket:
         grant_quarantine_redrive(redrive, quarantine_bucket)
+
+
+def _use_lease(
+    redrive: lambda_.Function, table: dynamodb.ITable | None, consumer_name: str, stream_arn: str
+) -> None:
+    """The consumer's redrive lease: its table in the environment, and the grant to take and
+    give back its one item (and the table's key, when it has a customer key). Nothing without
+    the table."""
+    if table is None:
+        return
+    redrive.add_environment(IDEMPOTENCY_TABLE_ENV, table.table_name)
+    redrive.add_to_role_policy(
+        allow_lease(table.table_arn, redrive_lease_key(consumer_name, stream_arn))
+    )
+    grant_key(redrive, table.encryption_key, TABLE_KEY_ACTIONS)
 
 
 def _whole_seconds(duration: Duration | None) -> str | None:

@@ -38,7 +38,8 @@ Modules: :mod:`~cdc_consumer.redrive.messages` (parsing and validating queue mes
 :mod:`~cdc_consumer.redrive.replay` (the run: :class:`Redrive`, composing
 :mod:`~cdc_consumer.redrive.queue_drain`, :mod:`~cdc_consumer.redrive.queue_messages`,
 :mod:`~cdc_consumer.redrive.bucket_replay`, :mod:`~cdc_consumer.redrive.replayer`,
-:mod:`~cdc_consumer.redrive.requarantine` and :mod:`~cdc_consumer.redrive.access`),
+:mod:`~cdc_consumer.redrive.requarantine`, :mod:`~cdc_consumer.redrive.access` and
+:mod:`~cdc_consumer.redrive.lease`: one redrive of a consumer at a time),
 :mod:`~cdc_consumer.redrive.report` (its outcome), :mod:`~cdc_consumer.redrive.pipe_dlq` (a
 fan-out pipe's dead-letter queue, read back from the stream onto the pipe's bus, with
 :mod:`~cdc_consumer.redrive.pipe_events`), :mod:`~cdc_consumer.redrive.cli` (the command
@@ -79,6 +80,7 @@ from cdc_consumer.redrive.pipe_events import EventShape
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import (
     FailedMessage,
+    LeaseHeld,
     LostRange,
     PlannedMessage,
     RedriveReport,
@@ -102,6 +104,7 @@ __all__ = [
     "InvocationError",
     "Invoker",
     "LambdaInvoker",
+    "LeaseHeld",
     "LocalContext",
     "LostRange",
     "MalformedMessageError",

@@ -35,6 +35,7 @@ from cdc_consumer.redrive.cross_source import CrossSource
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
     DEFAULT_INVOKE_MAX_RECORDS,
+    DEFAULT_LEASE_POLL_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_EMPTY_PAGES,
     DEFAULT_MAX_OBJECTS,
@@ -43,6 +44,7 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_WINDOW,
 )
 from cdc_consumer.redrive.invokers import Invoker
+from cdc_consumer.redrive.lease import LeasedInvoker, RedriveLease
 from cdc_consumer.redrive.marker_age import MarkerAge
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.queue_drain import QueueDrain
@@ -96,6 +98,14 @@ class Redrive:
         marker_ttl_seconds, clock: the consumer's marker lifetime (``CDC_MARKER_TTL_SECONDS``)
             and the time: older failures are refused (:mod:`~cdc_consumer.redrive.marker_age`).
             Default None: no age check.
+        lease_table: the consumer's idempotency table (``IDEMPOTENCY_TABLE_NAME``), where each
+            run takes the consumer's lease first, so two redrives of one consumer never overlap
+            (:mod:`~cdc_consumer.redrive.lease`). Default None: no lease (the report notes it).
+        dynamodb_client: boto3 DynamoDB client for the lease (default: plain
+            ``boto3.client("dynamodb")``, made when first needed).
+        lease_wait_seconds, lease_poll_seconds: how long a run waits for a lease another
+            redrive holds, trying again every ``lease_poll_seconds`` (default 0: it does not
+            wait, its report says who holds it, ``busy``, and it touches nothing).
     """
 
     invoker: Invoker
@@ -121,6 +131,10 @@ class Redrive:
     filters: Sequence[Mapping[str, Any]] = ()
     marker_ttl_seconds: int | None = None
     clock: Callable[[], float] = time.time
+    lease_table: str | None = None
+    dynamodb_client: Any = None
+    lease_wait_seconds: float = 0.0
+    lease_poll_seconds: float = DEFAULT_LEASE_POLL_SECONDS
     _criteria: FilterCriteria = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -181,17 +195,9 @@ class Redrive:
         source = Source(source)
         self.check(queue_url, source)
         report = RedriveReport(source=source.value, queue_url=queue_url, dry_run=dry_run)
-        started_ms = int(time.time() * 1000)
-        replayer = _replayer(self)
-        drain = _drain(self, queue_url, source, replayer, report, started_ms)
-        drain.dry_run, drain.should_stop, drain.progress = dry_run, should_stop, progress
-        if not drain.drain(max_messages):
-            return report  # out of time within a window
-        if source is Source.ON_FAILURE and self.quarantine_queue_url and replayer.replayed:
-            _watch(self, replayer).scan(self.quarantine_queue_url, started_ms, report)
-        return report
 
-    # S3 on-failure destinations ------------------------------------------------------------
+        run = _QueueRun(queue_url, source, dry_run, max_messages, should_stop, progress)
+        return _leased(self, report, lambda lease: _drain_queue(self, report, lease, run))
 
     def check_bucket(self, bucket: str, prefix: str = ON_FAILURE_S3_PREFIX) -> None:
         """Raise :class:`RedriveSetupError` for a stream ARN that is not one, or a bucket that
@@ -237,24 +243,9 @@ class Redrive:
         report = RedriveReport(
             source=Source.ON_FAILURE.value, queue_url=f"s3://{bucket}/{prefix}", dry_run=dry_run
         )
-        started_ms = int(time.time() * 1000)
-        replayer = _replayer(self)
-        watched, hold = _cross_source(self, self.quarantine_queue_url).object_hold(report)
-        BucketReplay(
-            reader=replace(_object_reader(self, bucket), watched_items=watched),
-            prefix=prefix,
-            hold=hold,
-            streams_client=self.streams_client,
-            replayer=replayer,
-            report=report,
-            dry_run=dry_run,
-            should_stop=should_stop,
-            progress=progress,
-            age=_age(self),
-        ).replay(DEFAULT_MAX_OBJECTS if max_objects is None else max_objects)
-        if self.quarantine_queue_url and replayer.replayed:
-            _watch(self, replayer).scan(self.quarantine_queue_url, started_ms, report)
-        return report
+
+        run = _BucketRun(bucket, prefix, dry_run, max_objects, should_stop, progress)
+        return _leased(self, report, lambda lease: _replay_bucket(self, report, lease, run))
 
 
 # The run's parts, made from a Redrive's settings for each run --------------------------------
@@ -271,14 +262,114 @@ def _age(redrive: Redrive) -> MarkerAge | None:
     return MarkerAge(redrive.marker_ttl_seconds, redrive.clock)
 
 
-def _replayer(redrive: Redrive) -> Replayer:
+def _replayer(redrive: Redrive, lease: RedriveLease | None) -> Replayer:
     return Replayer(
-        invoker=redrive.invoker,
+        invoker=redrive.invoker if lease is None else LeasedInvoker(redrive.invoker, lease),
         criteria=redrive._criteria,
         max_attempts=redrive.max_attempts,
         max_records=redrive.invoke_max_records,
         max_bytes=redrive.invoke_max_bytes,
     )
+
+
+@dataclass(frozen=True)
+class _QueueRun:
+    """What :meth:`Redrive.run` was asked."""
+
+    queue_url: str
+    source: Source
+    dry_run: bool
+    max_messages: int | None
+    should_stop: Callable[[], bool] | None
+    progress: Callable[[int, RedriveReport], None] | None
+
+
+@dataclass(frozen=True)
+class _BucketRun:
+    """What :meth:`Redrive.run_bucket` was asked."""
+
+    bucket: str
+    prefix: str
+    dry_run: bool
+    max_objects: int | None
+    should_stop: Callable[[], bool] | None
+    progress: Callable[[int, RedriveReport], None] | None
+
+
+def _drain_queue(
+    redrive: Redrive, report: RedriveReport, lease: RedriveLease | None, run: _QueueRun
+) -> None:
+    started_ms = int(time.time() * 1000)
+    replayer = _replayer(redrive, lease)
+    drain = _drain(redrive, run.queue_url, run.source, replayer, report, started_ms)
+    drain.dry_run, drain.progress = run.dry_run, run.progress
+    drain.should_stop = _stop_when_lost(lease, run.should_stop)
+    if not drain.drain(run.max_messages):
+        return  # out of time within a window
+    if run.source is Source.ON_FAILURE and redrive.quarantine_queue_url and replayer.replayed:
+        _watch(redrive, replayer).scan(redrive.quarantine_queue_url, started_ms, report)
+
+
+def _replay_bucket(
+    redrive: Redrive, report: RedriveReport, lease: RedriveLease | None, run: _BucketRun
+) -> None:
+    started_ms = int(time.time() * 1000)
+    replayer = _replayer(redrive, lease)
+    watched, hold = _cross_source(redrive, redrive.quarantine_queue_url).object_hold(report)
+    BucketReplay(
+        reader=replace(_object_reader(redrive, run.bucket), watched_items=watched),
+        prefix=run.prefix,
+        hold=hold,
+        streams_client=redrive.streams_client,
+        replayer=replayer,
+        report=report,
+        dry_run=run.dry_run,
+        should_stop=_stop_when_lost(lease, run.should_stop),
+        progress=run.progress,
+        age=_age(redrive),
+    ).replay(DEFAULT_MAX_OBJECTS if run.max_objects is None else run.max_objects)
+    if redrive.quarantine_queue_url and replayer.replayed:
+        _watch(redrive, replayer).scan(redrive.quarantine_queue_url, started_ms, report)
+
+
+def _leased(
+    redrive: Redrive, report: RedriveReport, body: Callable[[RedriveLease | None], None]
+) -> RedriveReport:
+    """``body`` run under the consumer's lease (:mod:`~cdc_consumer.redrive.lease`), taken
+    waiting up to ``lease_wait_seconds`` and given back after; not run at all when another
+    redrive holds it (``report.busy`` says who). Without a lease table, run without (noted)."""
+    name = redrive.consumer_name or redrive.function_name
+    if not redrive.lease_table or not name:
+        report.notes.append(
+            "no redrive lease (no idempotency table, or no consumer name): another redrive"
+            " of this consumer at the same time could hide a quarantined change this one"
+            " must wait for"
+        )
+        body(None)
+        return report
+    if redrive.dynamodb_client is None:
+        redrive.dynamodb_client = boto3.client("dynamodb")
+    lease = RedriveLease(redrive.dynamodb_client, redrive.lease_table, name, redrive.stream_arn)
+    report.busy = lease.wait(redrive.lease_wait_seconds, redrive.lease_poll_seconds, time.sleep)
+    if report.busy is not None:
+        return report
+    try:
+        body(lease)
+    finally:
+        if lease.held is not None:
+            report.busy = lease.held  # lost midway: another redrive took it over
+        else:
+            lease.release()
+    return report
+
+
+def _stop_when_lost(
+    lease: RedriveLease | None, should_stop: Callable[[], bool] | None
+) -> Callable[[], bool] | None:
+    """``should_stop``, and stop once the lease was lost (another redrive took it)."""
+    if lease is None:
+        return should_stop
+    return lambda: lease.held is not None or bool(should_stop and should_stop())
 
 
 def _object_reader(redrive: Redrive, bucket: str) -> ObjectReader:
