@@ -176,16 +176,19 @@ class StreamRedrive(Construct):
         self.role, self.log_group, self.function = _make_function(
             self, consumer_name, variables, layer, timeout, log_retention, log_encryption_key
         )
-        _grant_replay(
-            self.function,
-            consumer_function,
-            stream_arn,
-            on_failure_queue,
-            on_failure_bucket,
-            quarantine_queue,
-            quarantine_bucket,
-        )
+        queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
+        _grant_invoke_and_drain(self.function, consumer_function, queues)
+        self._grant_stream(stream_arn, reads_back=on_failure_queue is not None)
+        _grant_destinations(self.function, on_failure_bucket, queues, quarantine_bucket)
         self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
+
+    def _grant_stream(self, stream_arn: str, *, reads_back: bool) -> None:
+        """What the redrive reads of the stream: a range of records back, for an SQS
+        destination's pointers (``reads_back``); else the shard lineage, which orders a child
+        shard's batches after its parent's. A Kinesis consumer's redrive reads its Kinesis
+        stream instead (:class:`~cdc_constructs.kinesis_redrive.KinesisStreamRedrive`)."""
+        actions = STREAM_REPLAY_ACTIONS if reads_back else STREAM_LINEAGE_ACTIONS
+        self.function.add_to_role_policy(allow(actions, [stream_arn]))
 
     def _alarm_lost_records(
         self, consumer_name: str, metrics_namespace: str, alarm_topic: sns.ITopic | None
@@ -250,29 +253,25 @@ def _make_function(
     )
 
 
-def _grant_replay(
+def _grant_invoke_and_drain(
+    redrive: lambda_.Function, consumer_function: lambda_.IFunction, queues: Sequence[sqs.IQueue]
+) -> None:
+    """Invoke the consumer; drain its on-failure and quarantine queues."""
+    redrive.add_to_role_policy(allow(INVOKE_ACTIONS, [consumer_function.function_arn]))
+    if queues:
+        redrive.add_to_role_policy(
+            allow(QUEUE_DRAIN_ACTIONS, [queue.queue_arn for queue in queues])
+        )
+
+
+def _grant_destinations(
     redrive: lambda_.Function,
-    consumer_function: lambda_.IFunction,
-    stream_arn: str,
-    on_failure_queue: sqs.IQueue | None,
     on_failure_bucket: s3.IBucket | None,
-    quarantine_queue: sqs.IQueue | None,
+    queues: Sequence[sqs.IQueue],
     quarantine_bucket: s3.IBucket | None,
 ) -> None:
-    """What the redrive may do, and nothing more: invoke the consumer, drain its queues (and
-    read the stream back for an SQS destination's pointers; describe it for the bucket's
-    shard lineage), read and delete the bucket's batches (and the quarantine's records too big
-    for a message), use the queues' keys."""
-    queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
-    statements = [allow(INVOKE_ACTIONS, [consumer_function.function_arn])]
-    if queues:
-        statements.append(allow(QUEUE_DRAIN_ACTIONS, [queue.queue_arn for queue in queues]))
-    if on_failure_queue is not None:  # pointers: the records are read back from the stream
-        statements.append(allow(STREAM_REPLAY_ACTIONS, [stream_arn]))
-    elif on_failure_bucket is not None:  # batches: the lineage orders a child after its parent
-        statements.append(allow(STREAM_LINEAGE_ACTIONS, [stream_arn]))
-    for statement in statements:
-        redrive.add_to_role_policy(statement)
+    """Read and delete the bucket's batches (and the quarantine's records too big for a
+    message), use the queues' keys; nothing more."""
     if on_failure_bucket is not None:
         OnFailureTarget.of_bucket(on_failure_bucket).grant_redrive(redrive)
     for queue in queues:

@@ -74,9 +74,9 @@ class KinesisStream:
 def stream(aws: LocalEndpoint) -> KinesisStream:
     client = aws.client("kinesis")
     client.create_stream(StreamName="orders-changes", ShardCount=1)
-    arn = client.describe_stream_summary(StreamName="orders-changes")[
-        "StreamDescriptionSummary"
-    ]["StreamARN"]
+    arn = client.describe_stream_summary(StreamName="orders-changes")["StreamDescriptionSummary"][
+        "StreamARN"
+    ]
     shard = client.list_shards(StreamName="orders-changes")["Shards"][0]["ShardId"]
     return KinesisStream(aws, client, "orders-changes", arn, shard)
 
@@ -235,7 +235,8 @@ def test_a_pointer_past_the_streams_retention_is_refused_lost_and_kept(
     sqs = stream.aws.client("sqs")
     queue_url = sqs.create_queue(QueueName="orders-on-failure")["QueueUrl"]
     records = stream.put(2)
-    sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(record_of(stream, records, time.time())))
+    body = json.dumps(record_of(stream, records, time.time()))
+    sqs.send_message(QueueUrl=queue_url, MessageBody=body)
     consumer = Consumer()
     retention = stream.client.describe_stream_summary(StreamName=stream.name)[
         "StreamDescriptionSummary"
