@@ -27,6 +27,7 @@ from cdc_constructs.kinesis_destination import KinesisDestination
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.outbox_publisher import OutboxPublisher
+from cdc_constructs.kinesis_redrive import KinesisStreamRedrive
 from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.replica_table import ReplicaTable
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
@@ -63,6 +64,7 @@ __all__ = [
     "StreamFilters",
     "StreamMappingOptions",
     "StreamRedrive",
+    "KinesisStreamRedrive",
     "ViewBackfill",
 ]
 
