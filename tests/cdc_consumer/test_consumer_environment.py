@@ -81,9 +81,7 @@ def test_the_ledger_is_on_as_the_construct_sets_it(tmp_path: Path) -> None:
             for n, k in enumerate("abc", start=1)
         ]
         for _ in range(2):  # a redelivery finds the records listed
-            assert module.handler(stream_event(records), FakeContext()) == {
-                "batchItemFailures": []
-            }
+            assert module.handler(stream_event(records), FakeContext()) == {"batchItemFailures": []}
         dynamodb = env.client("dynamodb")
         ledger = dynamodb.scan(TableName=env.ledger_table_name)["Items"]
         (entry,) = [item for item in ledger if not item["seq"]["S"].startswith("~")]
