@@ -23,7 +23,6 @@ from cdc_consumer.contract import (
     LEDGER_TABLE_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
-    PARALLELIZATION_FACTOR_ENV,
     QUARANTINE_BUCKET_ENV,
     QUARANTINE_QUEUE_ENV,
     STREAM_RETENTION_SECONDS,
@@ -405,9 +404,6 @@ def _make_mapping(
         filters=[lambda_.FilterCriteria.filter(p) for p in mapping.filter_patterns] or None,
         metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
     )
-    # Above 1, the runtime keeps per-record markers (batches of one shard interleave).
-    factor = str(mapping.parallelization_factor)
-    consumer.function.add_environment(PARALLELIZATION_FACTOR_ENV, factor)
     table = getattr(consumer, "source_table", None)  # None: a Kinesis stream
     if table is not None:
         reason = mapping.extra_reader_reason
