@@ -17,12 +17,14 @@ stream only, and ``kms:Decrypt`` on its customer key when it has one; no DynamoD
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 from aws_cdk import aws_kinesis as kinesis
 from constructs import Construct
 
-from cdc_constructs.permissions import allow, grant_key
+from cdc_constructs.failure_kinds.kind import RedriveAccess
+from cdc_constructs.permissions import grant_key
 from cdc_constructs.redrive import StreamRedrive
 
 __all__ = ["KINESIS_REDRIVE_ACTIONS", "KinesisStreamRedrive"]
@@ -67,7 +69,16 @@ class KinesisStreamRedrive(StreamRedrive):
         super().__init__(scope, construct_id, stream_arn=stream.stream_arn, **props)
         grant_key(self.function, stream.encryption_key, KINESIS_REDRIVE_KEY_ACTIONS)
 
-    def _grant_stream(self, stream_arn: str, *, reads_back: bool) -> None:
-        """Read a range of the Kinesis stream back, and its retention; on this stream only
-        (an S3 object carries its batch, but an object without it is read back too)."""
-        self.function.add_to_role_policy(allow(KINESIS_REDRIVE_ACTIONS, [stream_arn]))
+    def _access(self, stream_arn: str) -> RedriveAccess:
+        return KinesisRedriveAccess(stream_arn)
+
+
+@dataclass
+class KinesisRedriveAccess(RedriveAccess):
+    """The failure kinds' redrive grants with the Kinesis stream in place of a DynamoDB stream:
+    whatever a kind asks of the stream (a range read back, its shard lineage), the Kinesis
+    route's redrive reads a range back and the retention (:data:`KINESIS_REDRIVE_ACTIONS`); an
+    S3 object carries its batch, but one without it is read back too."""
+
+    def read_stream(self, actions: tuple[str, ...]) -> None:
+        super().read_stream(KINESIS_REDRIVE_ACTIONS)
