@@ -19,6 +19,7 @@ from __future__ import annotations
 from cdc_consumer.sinks.protocol import (
     PLAIN,
     ActionKind,
+    AlreadyApplied,
     OnConditionFailed,
     Sink,
     batch_hook,
@@ -30,6 +31,7 @@ from cdc_consumer.sinks.protocol import (
 __all__ = [
     "PLAIN",
     "ActionKind",
+    "AlreadyApplied",
     "OnConditionFailed",
     "Sink",
     "batch_hook",
