@@ -37,9 +37,7 @@ def test_a_redelivered_batch_of_contributions_counts_as_duplicates(
     def to_view(image: dict[str, Any] | None) -> list[tuple[str, dict[str, str], Any]]:
         return [(view, key, values) for _, key, values in shares(image)]
 
-    processor.projection(
-        Contributions("totals", to_view, table_name=resources.idempotency_table)
-    )
+    processor.projection(Contributions("totals", to_view, table_name=resources.idempotency_table))
     stream = TableStream(keys=("pk",))
     for n in range(6):
         stream.put({"pk": f"ORDER#{n}", "customer": f"c{n % 2}", "amount": Decimal(n + 1)})
