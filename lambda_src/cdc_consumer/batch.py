@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from cdc_consumer import defaults
 from cdc_consumer.batch_ledger import BatchLedger, reference
 from cdc_consumer.change import Change
+from cdc_consumer.claims import SideEffectClaims, SideEffectMode
 from cdc_consumer.decision import (
     Apply,
     Compensate,
@@ -32,8 +33,7 @@ from cdc_consumer.exceptions import DeadlineError
 from cdc_consumer.modes import ProjectionMode
 from cdc_consumer.outcomes import DONE, Next, Outcomes, Step, Stop, sequence_number
 from cdc_consumer.settings import Settings
-from cdc_consumer.sinks.protocol import AlreadyApplied
-from cdc_consumer.sinks.side_effects import SideEffect, SideEffectClaims, SideEffectMode
+from cdc_consumer.sinks.protocol import AlreadyApplied, SideEffect
 from cdc_consumer.tally import Tally
 from cdc_consumer.transactions import RecordWrites, marker_action
 

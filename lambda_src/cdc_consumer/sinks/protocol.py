@@ -11,9 +11,11 @@ module:
   declared); ``start_batch(records)``, called before a batch is decided (a sink reading
   state for the whole batch in one request); ``merge_key(change)``, the view items a snapshot
   row's actions merge on (a backfill's page is grouped by it before it is cut into
-  transactions, so one view item's deltas travel as one action). Side effects are the other
-  kind of sink: a function ``change -> None`` guarded by a claim
-  (:mod:`cdc_consumer.sinks.side_effects`).
+  transactions, so one view item's deltas travel as one action);
+- **a side effect** (:data:`SideEffect`) is the other kind of sink: a callable
+  ``change -> None`` making an external call (a webhook, a search index), registered with
+  ``@processor.side_effect``; the engine runs it after every earlier record's writes are
+  committed and guards each call with a claim (:mod:`cdc_consumer.claims`).
 - **per action** (:class:`ActionKind`, found by :func:`kind_of`): whether the action guards
   itself (idempotent by a version it carries, so its record needs no processed-marker), whether
   it makes its whole record idempotent (a swap), whether it may be written alone with a
@@ -41,6 +43,7 @@ __all__ = [
     "ActionKind",
     "AlreadyApplied",
     "OnConditionFailed",
+    "SideEffect",
     "Sink",
     "batch_hook",
     "kind_of",
@@ -56,6 +59,14 @@ class Sink(Protocol):
     ``start_batch(records)``."""
 
     def __call__(self, change: Change) -> list[Mapping[str, Any]]: ...
+
+
+SideEffect = Callable[["Change"], None]
+"""A side effect: a callable making an external call for a change (``None``: done; an
+exception: the claim is released and the record fails, or, for a
+:class:`~cdc_consumer.exceptions.PermanentError`, is quarantined). Run at least once and, unless
+an invocation dies between the call and its claim's completion, exactly once
+(:mod:`cdc_consumer.claims`)."""
 
 
 class OnConditionFailed(Enum):
