@@ -30,6 +30,7 @@ from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring_options import MonitoringOptions
 from cdc_constructs.permissions import allow, grant_key
 from cdc_constructs.record_shape import KINESIS_CHANGE_RECORD
+from cdc_constructs.replication import Replication
 from cdc_constructs.replication_alarms import KinesisReplicationAlarms
 from cdc_constructs.stream_consumer import (
     StreamConsumer,
@@ -173,7 +174,7 @@ class KinesisConsumer(StreamConsumer):
         **props: Any,
     ) -> None:
         source, retention, problems = _source(table, stream, stream_retention)
-        options = _options(props, retention)
+        options = _options(_replicated(scope, construct_id, table, props), retention)
         problems += check_consumer_name(
             scope, construct_id, consumer_name, options.failure.idempotency_table
         )
@@ -233,6 +234,27 @@ class KinesisConsumer(StreamConsumer):
         if self.fan_out_consumer is not None:
             self.function.add_to_role_policy(allow(KINESIS_FAN_OUT_ACTIONS, [self.stream_arn]))
         grant_key(self.function, self.stream.encryption_key, KINESIS_KEY_ACTIONS)
+
+
+def _replicated(
+    scope: Construct, construct_id: str, table: ChangeCaptureTable | None, props: dict[str, Any]
+) -> dict[str, Any]:
+    """``props`` as a consumer of a table with replicas needs them (as StreamConsumer's): its
+    Kinesis stream carries the replicated writes too, a TTL deletion from another region among
+    them without the service identity; so the runtime is told the table is replicated and its
+    TTL attribute, and a filter on the identity is widened and said (docs/global-tables.md).
+    ``props`` unchanged for a single-region table or a ``stream`` given alone."""
+    replication = Replication.of(table) if isinstance(table, ChangeCaptureTable) else None
+    if replication is None:
+        return props
+    filters = list(props.get("filters") or ())
+    replication.warn(scope, construct_id, filters)
+    variables = replication.environment(filters, group=False)
+    return {
+        **props,
+        "filters": replication.mapping_filters(filters) if filters else props.get("filters"),
+        "environment": {**variables, **(props.get("environment") or {})},
+    }
 
 
 def _replication_alarms(

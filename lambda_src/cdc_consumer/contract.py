@@ -74,7 +74,6 @@ __all__ = [
     "ON_FAILURE_QUEUE_ENV",
     "ON_FAILURE_S3_PREFIX",
     "OUTBOX_KEY_PREFIX",
-    "PARALLELIZATION_FACTOR_ENV",
     "QUARANTINE_BUCKET_ENV",
     "QUARANTINE_MESSAGE_VERSION",
     "QUARANTINE_QUEUE_ENV",
@@ -165,12 +164,6 @@ LEDGER_TABLE_ENV: Final = "CDC_LEDGER_TABLE_NAME"
 N): one entry per committed transaction instead of a processed-marker per record
 (``cdc_consumer.ledger``). Unset (an idempotency table these constructs did not make, so no
 ledger table beside it), the runtime writes per-record markers as before."""
-
-PARALLELIZATION_FACTOR_ENV: Final = "CDC_PARALLELIZATION_FACTOR"
-"""The event source mapping's parallelization factor (1 to 10), told to the function. The
-runtime keeps the ledger whatever its value: a change of the factor must not switch a consumer
-between the ledger and per-record markers, which do not read each other (docs/design.md: the
-ledger)."""
 
 CONSUMER_FUNCTION_NAME_ENV: Final = "CONSUMER_FUNCTION_NAME"
 """Redrive: the consumer function it invokes synchronously."""

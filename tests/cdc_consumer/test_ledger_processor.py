@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from cdc_consumer import legacy_markers
-from cdc_consumer.contract import LEDGER_TABLE_ENV, PARALLELIZATION_FACTOR_ENV
+from cdc_consumer.contract import LEDGER_TABLE_ENV
 from cdc_consumer.kinesis_testing import kinesis_data, kinesis_record
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
@@ -138,17 +138,17 @@ def test_consumer_group_members_keep_their_own_entries(resources: Resources, led
     assert len(entries(resources, ledger)) == 2
 
 
-def test_changing_the_parallelization_factor_applies_nothing_twice(
-    resources: Resources, ledger: str, monkeypatch: pytest.MonkeyPatch
+def test_records_delivered_whole_then_in_interleaved_lanes_apply_once(
+    resources: Resources, ledger: str
 ) -> None:
-    """Records applied with a factor of 1, delivered again after the factor became 4 (and back):
-    one bookkeeping for both, so each is applied once (markers never read the ledger: a factor
-    above 1 that switched to them applied all five again)."""
+    """Records applied in one batch, delivered again in two interleaved lanes (as a
+    parallelization factor above 1 cuts a shard), then whole: the runtime keeps the ledger
+    whatever the mapping's factor (it is not told it), so each is applied once (markers never
+    read the ledger: a factor that switched to them applied all five again)."""
     records = writes(5)
     deliver(processor(resources).handle, records)
-    for factor in ("4", "1"):
-        monkeypatch.setenv(PARALLELIZATION_FACTOR_ENV, factor)
-        deliver(processor(resources).handle, records)
+    for lane in (records[0::2], records[1::2], records):
+        deliver(processor(resources).handle, lane)
     assert applied_counts(resources) == {f"k{n}": 1 for n in range(5)}
     assert resources.markers() == []
     assert len(entries(resources, ledger)) == 1
