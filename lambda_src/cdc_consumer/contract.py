@@ -906,7 +906,7 @@ number; unset: no limit). The construct divides the backfill's rate by the Map's
 concurrency."""
 
 BACKFILL_PAGE_SIZE_ENV: Final = "CDC_BACKFILL_PAGE_SIZE"
-"""Segment function: Scan's ``Limit`` per page (default 100: one consumer invocation per page)."""
+"""Segment function: Scan's ``Limit`` per page (default 1,000: one consumer invocation per page)."""
 
 BACKFILL_SKEW_SECONDS_ENV: Final = "CDC_BACKFILL_SKEW_SECONDS"
 """Segment function: the clock-skew margin subtracted from the start time to make the default
