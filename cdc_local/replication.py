@@ -164,8 +164,9 @@ def _text(value: Any) -> str:
 def resolve_replica_reads(resources: LocalResources, endpoint: LocalEndpoint) -> dict[str, str]:
     """Answer the stack's ``DescribeTable`` custom resources (cdc_constructs' ReplicaTable) from
     the local replicas in ``endpoint``'s region: each one's ``Table.LatestStreamArn`` resolves
-    to the replica's stream, and the replica is the stack's table of that logical id. Returns each one's logical id -> the replica's table name. Raises
-    :class:`LocalPipelineError` when a replica does not exist on the endpoint."""
+    to the replica's stream, and the replica is the stack's table of that logical id. Returns
+    each one's logical id -> the replica's table name. Raises :class:`LocalPipelineError` when
+    a replica does not exist on the endpoint."""
     stack: StackTemplate = resources.stack
     ddb = endpoint.client("dynamodb")
     found = {}

@@ -6,6 +6,7 @@ as a plain REMOVE, without the service identity (cdc_local.replication)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,7 +58,8 @@ def global_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         redrive=False,
         **_code(),
     )
-    consumers.grant_view_table(dynamodb.TableV2(east, "View", partition_key=PK), env_var="VIEW_TABLE")
+    east_view = dynamodb.TableV2(east, "View", partition_key=PK)
+    consumers.grant_view_table(east_view, env_var="VIEW_TABLE")
     west = cdk.Stack(app, "GlobalOrdersWest", env=WEST)
     replica = ReplicaTable(west, "Orders", table=orders)
     stats = StreamConsumer(
@@ -211,3 +213,57 @@ def test_a_replicas_stack_before_its_tables_stack_is_refused_with_what_to_do(
     with pytest.raises(LocalPipelineError, match="Start the pipeline of the stack that makes"):
         west.start()
     west.close()
+
+
+def test_cdc_local_serves_both_regions_stacks_on_one_endpoint(global_assembly: Path) -> None:
+    """`cdc-local --stack GlobalOrdersEast --stack GlobalOrdersWest`: an order written in
+    us-east-1 reaches the us-west-2 consumer's view through the replica."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import boto3
+
+    from cdc_local.endpoint import LOCAL_CREDENTIALS
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "lambda_src")])
+    command = [sys.executable, "-m", "cdc_local", "--assembly", str(global_assembly)]
+    command += ["--stack", "GlobalOrdersEast", "--stack", "GlobalOrdersWest", "--ttl-every", "1"]
+    process = subprocess.Popen(
+        command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+            if sum("Ctrl-C stops" in seen for seen in lines) == 2:
+                break
+        url = lines[0].split("=", 1)[1]
+        tables = [line.split(": ", 1)[1] for line in lines if line.startswith("table ")]
+
+        def client(region: str) -> Any:
+            return boto3.client(
+                "dynamodb", endpoint_url=url, region_name=region, **LOCAL_CREDENTIALS
+            )
+
+        (orders,) = {name for name in tables if "orderstable" in name}
+        (west_view,) = [name for name in tables if name.startswith("GlobalOrdersWest-View")]
+        client("us-east-1").put_item(TableName=orders, Item={"pk": {"S": "o1"}})
+        deadline = time.monotonic() + 60
+        seen: list[Any] = []
+        while not seen and time.monotonic() < deadline:
+            seen = client("us-west-2").scan(TableName=west_view)["Items"]
+            time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert [item["pk"]["S"] for item in seen] == ["order-stats#o1#insert"], stderr[-3000:]
+    assert process.returncode == 0, stderr[-3000:]
+    counters = [json.loads(line) for line in stdout.strip().splitlines()[-2:]]
+    assert all(isinstance(c, dict) for c in counters)
