@@ -22,6 +22,7 @@ from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.alarms import AlarmActionStrategy, SnsAlarmAction, alarm_on_any, consumer_metric
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.failure_kinds import OnFailureTarget, Quarantine
 from cdc_constructs.validation import raise_if_any, seconds
 
 __all__ = [
@@ -84,8 +85,9 @@ class MonitoredConsumer(Protocol):
     def event_source_mapping(self) -> lambda_.IEventSourceMapping: ...
 
     @property
-    def dead_letter_queue(self) -> sqs.IQueue | None:
-        """The mapping's on-failure queue when its destination is SQS, else None."""
+    def on_failure(self) -> OnFailureTarget:
+        """The mapping's on-failure destination: its kind adds its own alarms (an SQS queue's
+        depth)."""
 
     @property
     def quarantine_queue(self) -> sqs.IQueue: ...
@@ -187,7 +189,6 @@ class StreamConsumerMonitoring(Construct):
     def _alarm_metrics(self) -> dict[str, cloudwatch.IMetric]:
         function, period = self._consumer.function, self._period
         maximum, total = cloudwatch.Stats.MAXIMUM, cloudwatch.Stats.SUM
-        on_failure, quarantine = self._consumer.dead_letter_queue, self._consumer.quarantine_queue
         metrics: dict[str, cloudwatch.IMetric] = {
             "IteratorAge": function.metric("IteratorAge", statistic=maximum, period=period),
             "DroppedRecords": mapping_metric(self._consumer, DROPPED_RECORDS_METRIC, period),
@@ -195,13 +196,8 @@ class StreamConsumerMonitoring(Construct):
                 DESTINATION_DELIVERY_FAILURES_METRIC, statistic=total, period=period
             ),
         }
-        if on_failure is not None:
-            depth = on_failure.metric_approximate_number_of_messages_visible
-            metrics["OnFailureQueueDepth"] = depth(statistic=maximum, period=period)
         return metrics | {
-            "QuarantineQueueDepth": quarantine.metric_approximate_number_of_messages_visible(
-                statistic=maximum, period=period
-            ),
+            **{name: metric for name, (metric, _) in self._kind_alarms().items()},
             **{
                 key: _runtime_metric(self._consumer, metric, member)
                 for key, (metric, member) in _runtime_alarms(self._consumer).items()
@@ -210,9 +206,20 @@ class StreamConsumerMonitoring(Construct):
             "FunctionThrottles": function.metric_throttles(statistic=total, period=period),
         }
 
+    def _kind_alarms(self) -> dict[str, tuple[cloudwatch.IMetric, str]]:
+        """The failure kinds' own alarms: the on-failure destination's, the quarantine's."""
+        consumer, period, name = self._consumer, self._period, self._consumer.consumer_name
+        target = consumer.on_failure
+        quarantine = Quarantine(consumer.quarantine_queue, None, shared=True)
+        return {
+            **target.failure_kind.alarm_metrics(target, period, name),
+            **quarantine.alarm_metrics(period, name),
+        }
+
     def _make_alarms(self) -> dict[str, cloudwatch.Alarm]:
         name = self._consumer.consumer_name
         descriptions = _descriptions(name, self._threshold_seconds, self._age_seconds)
+        descriptions.update({key: text for key, (_, text) in self._kind_alarms().items()})
         for key, (metric_name, member) in _runtime_alarms(self._consumer).items():
             descriptions[key] = _descriptions(member, 0, 0)[metric_name]
         lag = cloudwatch.Alarm(
@@ -398,11 +405,6 @@ def _descriptions(name: str, threshold_seconds: float, age_seconds: float) -> di
             "the destination's access, then replay the records from the stream while it holds "
             "them (docs/operations.md, 'Failure kinds')"
         ),
-        "OnFailureQueueDepth": (
-            f"{name}: a batch ran out of retries or record age; redrive it before the "
-            "stream trims its records (24 h)"
-        ),
-        "QuarantineQueueDepth": f"{name}: poison records are waiting in the quarantine queue",
         RECORDS_QUARANTINED.name: f"{name}: the runtime quarantined records",
         FOREIGN_MARKERS.name: (
             f"{name}: a record's idempotency marker was written by a consumer of another "

@@ -23,7 +23,6 @@ the on-failure message.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import random
@@ -34,6 +33,7 @@ from typing import Any
 
 from cdc_consumer.contract import OnFailureMessage
 from cdc_consumer.kinesis import filter_view
+from cdc_consumer.redrive.kinesis_reader import to_lambda_kinesis_record
 from cdc_consumer.redrive.stream_reader import to_lambda_record
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
 
@@ -350,22 +350,9 @@ class KinesisEventSourceMapping(EventSourceMapping):
         arrival = self.arrivals.get(
             f"{self._name}/{shard_id}:{sequence}", raw["ApproximateArrivalTimestamp"].timestamp()
         )
-        return {
-            "kinesis": {
-                "kinesisSchemaVersion": "1.0",
-                "partitionKey": raw["PartitionKey"],
-                "sequenceNumber": sequence,
-                "data": base64.b64encode(raw["Data"]).decode(),
-                "approximateArrivalTimestamp": arrival,
-            },
-            "eventSource": "aws:kinesis",
-            "eventVersion": "1.0",
-            "eventID": f"{shard_id}:{sequence}",
-            "eventName": "aws:kinesis:record",
-            "invokeIdentityArn": self.function.arn,
-            "awsRegion": self._kinesis_arn.split(":")[3],
-            "eventSourceARN": self._kinesis_arn,
-        }
+        return to_lambda_kinesis_record(
+            raw, shard_id, self._kinesis_arn, arrival=arrival, function_arn=self.function.arn
+        )
 
     def _sequence_number(self, record: Mapping[str, Any]) -> str:
         return str(record["kinesis"]["sequenceNumber"])
@@ -393,20 +380,8 @@ class KinesisEventSourceMapping(EventSourceMapping):
         failure: FailedInvocation,
         now: float,
     ) -> dict[str, Any]:
-        """Lambda's invocation record for a discarded Kinesis batch: ``KinesisBatchInfo`` (the
-        same fields as ``DDBStreamBatchInfo``, arrival times from the Kinesis records)."""
-        message = invocation_record(
-            records=[
-                {
-                    "dynamodb": {
-                        "SequenceNumber": record["kinesis"]["sequenceNumber"],
-                        "ApproximateCreationDateTime": record["kinesis"][
-                            "approximateArrivalTimestamp"
-                        ],
-                    }
-                }
-                for record in records
-            ],
+        return kinesis_invocation_record(
+            records=records,
             condition=condition,
             function_arn=self.function.arn,
             shard_id=shard_id,
@@ -414,8 +389,29 @@ class KinesisEventSourceMapping(EventSourceMapping):
             failure=failure,
             now=now,
         )
-        message["KinesisBatchInfo"] = message.pop(OnFailureMessage.BATCH_INFO)
-        return message
+
+
+def kinesis_invocation_record(
+    *, records: Sequence[Mapping[str, Any]], **context: Any
+) -> dict[str, Any]:
+    """Lambda's invocation record for a discarded batch of Kinesis ``records`` (in Lambda's
+    shape): ``KinesisBatchInfo`` (the same fields as ``DDBStreamBatchInfo``, arrival times from
+    the Kinesis records). ``context``: :func:`~cdc_local.destinations.invocation_record`'s
+    other arguments."""
+    message = invocation_record(
+        records=[
+            {
+                "dynamodb": {
+                    "SequenceNumber": record["kinesis"]["sequenceNumber"],
+                    "ApproximateCreationDateTime": record["kinesis"]["approximateArrivalTimestamp"],
+                }
+            }
+            for record in records
+        ],
+        **context,
+    )
+    message[OnFailureMessage.KINESIS_BATCH_INFO] = message.pop(OnFailureMessage.BATCH_INFO)
+    return message
 
 
 __all__ = [
@@ -424,5 +420,6 @@ __all__ = [
     "create_kinesis_resources",
     "filter_view",
     "kinesis_destinations",
+    "kinesis_invocation_record",
     "kinesis_mapping_ids",
 ]

@@ -7,7 +7,7 @@ records written alone (:mod:`cdc_consumer.alone`), then the transactions of the 
 the first of them that failed (:mod:`cdc_consumer.transactions`). It answers with a
 :data:`~cdc_consumer.outcomes.Step` (or None: nothing to report) and settles the records in
 the :class:`~cdc_consumer.tally.Tally`. Side effects, the other way a record's effect is made,
-are :mod:`cdc_consumer.sinks.side_effects`.
+are run under claims (:mod:`cdc_consumer.claims`).
 """
 
 from __future__ import annotations
