@@ -43,6 +43,7 @@ from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.resources import LocalResources, physical_name
+from cdc_local.stream_tail import StreamTail
 from cdc_local.ttl import TtlLedger
 
 KINESIS_STREAM_TYPE = "AWS::Kinesis::Stream"
@@ -173,8 +174,7 @@ class KinesisDelivery:
     #: The eventID of every change read from the table (what the consumers must account for).
     event_ids: set[str] = field(default_factory=set)
     _held: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    _iterators: dict[str, str | None] = field(default_factory=dict)
-    _parents: dict[str, str | None] = field(default_factory=dict)
+    _tail: StreamTail | None = None
     _last_time: int = 0
     _newest: dict[str, int] = field(default_factory=dict)
     _puts: int = 0
@@ -248,41 +248,10 @@ class KinesisDelivery:
         self.counters.records_put += len(batch)
 
     def _read(self) -> list[dict[str, Any]]:
-        """The table's new changes, a parent shard's before its children's (a closed shard
-        read to its end makes the delivery look for its children; cdc_local.shards)."""
-        if not self._iterators:
-            self._discover()
-        changes: list[dict[str, Any]] = []
-        closed = False
-        for shard_id, iterator in list(self._iterators.items()):
-            if iterator is None or self._iterators.get(self._parents.get(shard_id) or ""):
-                continue  # done, or its parent is not read to its end yet
-            while iterator:
-                response = self.streams.get_records(ShardIterator=iterator, Limit=1000)
-                iterator = response.get("NextShardIterator")
-                changes += [self._data(raw) for raw in response["Records"]]
-                if not response["Records"]:
-                    break
-            self._iterators[shard_id] = iterator
-            closed = closed or iterator is None
-        if closed and self._discover():
-            changes += self._read()
-        return changes
-
-    def _discover(self) -> bool:
-        """Take an iterator of each shard not seen before; whether there was one."""
-        description = self.streams.describe_stream(StreamArn=self.table_stream_arn)
-        found = False
-        for shard in description["StreamDescription"]["Shards"]:
-            if shard["ShardId"] not in self._iterators:
-                self._parents[shard["ShardId"]] = shard.get("ParentShardId")
-                self._iterators[shard["ShardId"]] = self.streams.get_shard_iterator(
-                    StreamArn=self.table_stream_arn,
-                    ShardId=shard["ShardId"],
-                    ShardIteratorType="TRIM_HORIZON",
-                )["ShardIterator"]
-                found = True
-        return found
+        """The table's new changes, a parent shard's before its children's."""
+        if self._tail is None:
+            self._tail = StreamTail(self.table_stream_arn, self.streams)
+        return [self._data(raw) for raw in self._tail.read()]
 
     def _data(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """A DynamoDB stream record as the change DynamoDB puts into Kinesis (AWS's format)."""
