@@ -476,6 +476,9 @@ class RedriveCause(enum.StrEnum):
     OLDER_THAN_MARKERS = "older-than-markers"
     """It failed longer ago than the consumer's markers live: replaying it could apply records
     a second time."""
+    OLDER_THAN_STREAM_RETENTION = "older-than-stream-retention"
+    """It holds no records (a pointer) and its records arrived longer ago than the stream keeps
+    them: they cannot be read back (they are reported lost too)."""
     REPLAY_FAILED = "replay-failed"
     """The consumer failed a record of it (or deleting it failed after its replay)."""
     UNREADABLE = "unreadable"
@@ -728,7 +731,10 @@ class OnFailureMessage:
     """S3 destinations only: the invocation event (the batch itself), JSON text."""
 
     BATCH_INFO: ClassVar[str] = "DDBStreamBatchInfo"
-    """Where a DynamoDB stream's batch is described (a Kinesis stream's: KinesisBatchInfo)."""
+    """Where a DynamoDB stream's batch is described."""
+    KINESIS_BATCH_INFO: ClassVar[str] = "KinesisBatchInfo"
+    """Where a Kinesis stream's batch is described (the same fields; AWS Lambda developer
+    guide, "Retain discarded batch records for a Kinesis Data Streams event source")."""
 
     def to_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -743,16 +749,17 @@ class OnFailureMessage:
         return document
 
     @classmethod
-    def from_dict(cls, document: Any) -> OnFailureMessage:
-        """Raises :class:`ContractError` when ``DDBStreamBatchInfo`` or one of its required
-        fields (:attr:`StreamBatchInfo.REQUIRED`) is missing."""
+    def from_dict(cls, document: Any, batch_info: str | None = None) -> OnFailureMessage:
+        """Raises :class:`ContractError` when ``DDBStreamBatchInfo`` (``batch_info``: another
+        key, e.g. :attr:`KINESIS_BATCH_INFO`) or one of its required fields
+        (:attr:`StreamBatchInfo.REQUIRED`) is missing."""
         what = "on-failure message"
         document = _object(document, what)
         request = document.get("requestContext")
         response = document.get("responseContext")
         payload = document.get("payload")
         return cls(
-            batch=StreamBatchInfo.from_dict(_field(document, cls.BATCH_INFO, what)),
+            batch=StreamBatchInfo.from_dict(_field(document, batch_info or cls.BATCH_INFO, what)),
             request_context=(
                 OnFailureRequestContext.from_dict(request) if isinstance(request, Mapping) else None
             ),
@@ -917,7 +924,7 @@ number; unset: no limit). The construct divides the backfill's rate by the Map's
 concurrency."""
 
 BACKFILL_PAGE_SIZE_ENV: Final = "CDC_BACKFILL_PAGE_SIZE"
-"""Segment function: Scan's ``Limit`` per page (default 100: one consumer invocation per page)."""
+"""Segment function: Scan's ``Limit`` per page (default 1,000: one consumer invocation per page)."""
 
 BACKFILL_SKEW_SECONDS_ENV: Final = "CDC_BACKFILL_SKEW_SECONDS"
 """Segment function: the clock-skew margin subtracted from the start time to make the default

@@ -4,7 +4,10 @@ Every record of a batch ends in exactly one of these states, and only the tally 
 
 - **applied** (``RecordsProcessed``; ``TtlExpiries`` too for a TTL deletion): its effect was
   made by this invocation: its projection's transaction committed, or a side effect ran;
-- **duplicate** (``DuplicatesSkipped``): every effect was already made by an earlier delivery;
+- **duplicate** (``DuplicatesSkipped``): every effect was already made by an earlier delivery
+  (its ledger entry or marker says so, every version-guarded write found the view at this
+  version or a newer one, or its sink returned
+  :class:`~cdc_consumer.sinks.protocol.AlreadyApplied`);
 - **quarantined** (``RecordsQuarantined``): poison, sent whole to the quarantine queue;
 - **failed**: reported to Lambda (or raised); not counted here, it is delivered again. A
   record failed because its marker was written for another stream also counts in

@@ -207,6 +207,9 @@ class RecordWrites:
         self.items = [self.items[i] for i in kept]
         self.keys = [self.keys[i] for i in kept]
         self.size = len(json.dumps(self.items, default=str))
+        # Every item stale: the view holds this change's effect or a newer one's, as when the
+        # record is written alone (cdc_consumer.alone): a duplicate, not processed again.
+        self.duplicate = self.duplicate or not self.items
 
 
 def _keys(

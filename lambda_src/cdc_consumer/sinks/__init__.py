@@ -22,6 +22,7 @@ from __future__ import annotations
 from cdc_consumer.sinks.protocol import (
     PLAIN,
     ActionKind,
+    AlreadyApplied,
     OnConditionFailed,
     SideEffect,
     Sink,
@@ -34,6 +35,7 @@ from cdc_consumer.sinks.protocol import (
 __all__ = [
     "PLAIN",
     "ActionKind",
+    "AlreadyApplied",
     "OnConditionFailed",
     "SideEffect",
     "Sink",

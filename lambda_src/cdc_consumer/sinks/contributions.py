@@ -48,7 +48,7 @@ from cdc_consumer import decimals, defaults
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
 from cdc_consumer.sinks.aggregates import Number, update_aggregate
-from cdc_consumer.sinks.protocol import ActionKind, OnConditionFailed
+from cdc_consumer.sinks.protocol import ActionKind, AlreadyApplied, OnConditionFailed
 from cdc_consumer.versions import VERSION_ATTRIBUTE
 from cdc_consumer.wire import deserialize_image, to_wire
 
@@ -178,7 +178,7 @@ class Contributions:
         version = change.version
         stored_version, stored, unreadable_before = self.stored(item_id)
         if _stale(stored_version, version, unreadable_before):
-            return []  # what the view holds is as new or newer
+            return AlreadyApplied()  # what the view holds is as new or newer
         unreadable: PermanentError | None = None
         try:
             new = (

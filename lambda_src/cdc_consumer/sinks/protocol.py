@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PLAIN",
     "ActionKind",
+    "AlreadyApplied",
     "OnConditionFailed",
     "SideEffect",
     "Sink",
@@ -53,8 +54,9 @@ __all__ = [
 
 class Sink(Protocol):
     """A projection: ``change -> list of TransactWriteItems actions`` (``[]``: nothing to
-    write). Optional attributes, read with defaults by the processor: ``takes_snapshots``
-    (bool), ``start_batch(records)``."""
+    write; :class:`AlreadyApplied`: nothing to write, the change's effect is already there).
+    Optional attributes, read with defaults by the processor: ``takes_snapshots`` (bool),
+    ``start_batch(records)``."""
 
     def __call__(self, change: Change) -> list[Mapping[str, Any]]: ...
 
@@ -138,6 +140,17 @@ def kind_of(action: Any) -> ActionKind:
     """The kind of ``action``: its ``sink_kind``, else :data:`PLAIN`."""
     kind = getattr(action, "sink_kind", None)
     return kind if isinstance(kind, ActionKind) else PLAIN
+
+
+class AlreadyApplied(list):  # type: ignore[type-arg]
+    """What a sink returns for a change whose effect it already holds (a redelivery, or a
+    change no newer than the one it applied): nothing to write, and the record counts as a
+    duplicate (``DuplicatesSkipped``), not as processed. An empty ``list``, so code reading a
+    sink's result as a list is unaffected; a plain ``[]`` means "nothing to write" without
+    that knowledge (the record counts as processed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
 
 
 def takes_snapshots(sink: Any) -> bool:
