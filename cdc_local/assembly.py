@@ -153,8 +153,9 @@ class StackTemplate:
         return mappings
 
     def stream_readers(self) -> dict[str, list[str]]:
-        """Each table of this stack with a stream -> the event source mappings and Pipes that
-        read it (logical ids): the readers DynamoDB Streams counts per shard."""
+        """Each table of this stack with a stream (or replica it reads: the custom resource
+        reading its stream) -> the event source mappings and Pipes that read it (logical ids):
+        the readers DynamoDB Streams counts per shard."""
         readers: dict[str, list[str]] = {}
         for resource_type, source_property in (
             (MAPPING_TYPE, "EventSourceArn"),
@@ -163,9 +164,8 @@ class StackTemplate:
             for r in self.of_type(resource_type):
                 source = r.properties.get(source_property)
                 if isinstance(source, Mapping) and "Fn::GetAtt" in source:
-                    target, attribute = _getatt_parts(source["Fn::GetAtt"])
-                    table = self.resources.get(target, {})
-                    if attribute == "StreamArn" and table.get("Type") in TABLE_TYPES:
+                    target, _ = _getatt_parts(source["Fn::GetAtt"])
+                    if _is_table_stream(source, self.resources):  # a table's, or a replica's
                         readers.setdefault(target, []).append(r.logical_id)
         return readers
 
@@ -181,7 +181,10 @@ class StackTemplate:
         return reads
 
     def has_replicas(self, table_logical_id: str) -> bool:
-        """Whether the table (a TableV2: AWS::DynamoDB::GlobalTable) has replicas."""
+        """Whether the table (a TableV2: AWS::DynamoDB::GlobalTable) has replicas; a replica
+        read by a custom resource (:meth:`replica_reads`) is one of a table with replicas."""
+        if _described_table(self.resources.get(table_logical_id, {})) is not None:
+            return True
         properties = self.resources.get(table_logical_id, {}).get("Properties") or {}
         replicas = properties.get("Replicas")
         return isinstance(replicas, list) and len(replicas) > 1

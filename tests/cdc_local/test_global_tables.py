@@ -267,3 +267,17 @@ def test_cdc_local_serves_both_regions_stacks_on_one_endpoint(global_assembly: P
     assert process.returncode == 0, stderr[-3000:]
     counters = [json.loads(line) for line in stdout.strip().splitlines()[-2:]]
     assert all(isinstance(c, dict) for c in counters)
+
+
+def test_the_replicas_stack_counts_its_readers_against_a_global_tables_limit(
+    global_assembly: Path,
+) -> None:
+    from cdc_local.assembly import CloudAssembly
+
+    west = CloudAssembly(global_assembly).stack("GlobalOrdersWest")
+    east = CloudAssembly(global_assembly).stack("GlobalOrdersEast")
+    ((describe, table_name),) = west.replica_reads().items()
+    assert table_name in {t.properties.get("TableName") for t in east.tables()}
+    ((read, readers),) = west.stream_readers().items()
+    assert read == describe and len(readers) == 1 and west.has_replicas(describe)
+    assert (west.region, east.region) == ("us-west-2", "us-east-1")
