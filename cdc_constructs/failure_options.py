@@ -13,8 +13,9 @@ from aws_cdk import aws_sqs as sqs
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.failure_kinds import check_failed_batch_retention
 from cdc_constructs.idempotency_table import IdempotencyTable
-from cdc_constructs.on_failure import check_failed_batch_retention, check_on_failure
+from cdc_constructs.on_failure import check_on_failure
 from cdc_constructs.redrive import reserve_seconds
 from cdc_constructs.validation import check_flag, check_function_timeout, check_removal_policy
 

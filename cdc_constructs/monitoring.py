@@ -11,10 +11,12 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdc_consumer.contract import (
+    BOOKKEEPING_METRICS,
     COUNT_METRICS,
     FOREIGN_MARKERS,
     ITERATOR_LAG_MS,
     RECORDS_QUARANTINED,
+    Metric,
 )
 from constructs import Construct
 
@@ -22,6 +24,7 @@ from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.alarms import AlarmActionStrategy, SnsAlarmAction, alarm_on_any, consumer_metric
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.failure_kinds import OnFailureTarget, Quarantine
 from cdc_constructs.validation import raise_if_any, seconds
 
 __all__ = [
@@ -33,8 +36,8 @@ __all__ = [
     "check_iterator_age_threshold",
 ]
 
-# The runtime's embedded-metric-format metrics (COUNT_METRICS, ITERATOR_LAG_MS, all with the
-# dimension Consumer) are the contract's (cdc_consumer.contract).
+# The runtime's embedded-metric-format metrics (COUNT_METRICS, BOOKKEEPING_METRICS,
+# ITERATOR_LAG_MS, all with the dimension Consumer) are the contract's (cdc_consumer.contract).
 # The mapping's records given up on (retries or record age ran out): the on-failure alarm's
 # metric, whatever the destination. Not OnFailureDestinationDeliveredEventCount: that one misses
 # a batch whose delivery to the destination failed.
@@ -84,8 +87,9 @@ class MonitoredConsumer(Protocol):
     def event_source_mapping(self) -> lambda_.IEventSourceMapping: ...
 
     @property
-    def dead_letter_queue(self) -> sqs.IQueue | None:
-        """The mapping's on-failure queue when its destination is SQS, else None."""
+    def on_failure(self) -> OnFailureTarget:
+        """The mapping's on-failure destination: its kind adds its own alarms (an SQS queue's
+        depth)."""
 
     @property
     def quarantine_queue(self) -> sqs.IQueue: ...
@@ -127,6 +131,11 @@ class StreamConsumerMonitoring(Construct):
       their actions set by whoever made them (StreamConsumer gives its redrive the same topic).
 
     Missing data is "not breaching": an idle consumer is healthy.
+
+    The dashboard shows lag, the function, failures, then side by side the runtime's records
+    (processed, duplicates, quarantined...), its bookkeeping (processed-markers, ledger entries
+    and the records they list: what it wrote to know what it applied, all kept for the marker
+    lifetime) and the mapping's records; then the related alarms' metrics.
 
     :param consumer: the consumer to watch (a StreamConsumer, or anything with the
         attributes of :class:`MonitoredConsumer`).
@@ -187,7 +196,6 @@ class StreamConsumerMonitoring(Construct):
     def _alarm_metrics(self) -> dict[str, cloudwatch.IMetric]:
         function, period = self._consumer.function, self._period
         maximum, total = cloudwatch.Stats.MAXIMUM, cloudwatch.Stats.SUM
-        on_failure, quarantine = self._consumer.dead_letter_queue, self._consumer.quarantine_queue
         metrics: dict[str, cloudwatch.IMetric] = {
             "IteratorAge": function.metric("IteratorAge", statistic=maximum, period=period),
             "DroppedRecords": mapping_metric(self._consumer, DROPPED_RECORDS_METRIC, period),
@@ -195,13 +203,8 @@ class StreamConsumerMonitoring(Construct):
                 DESTINATION_DELIVERY_FAILURES_METRIC, statistic=total, period=period
             ),
         }
-        if on_failure is not None:
-            depth = on_failure.metric_approximate_number_of_messages_visible
-            metrics["OnFailureQueueDepth"] = depth(statistic=maximum, period=period)
         return metrics | {
-            "QuarantineQueueDepth": quarantine.metric_approximate_number_of_messages_visible(
-                statistic=maximum, period=period
-            ),
+            **{name: metric for name, (metric, _) in self._kind_alarms().items()},
             **{
                 key: _runtime_metric(self._consumer, metric, member)
                 for key, (metric, member) in _runtime_alarms(self._consumer).items()
@@ -210,9 +213,20 @@ class StreamConsumerMonitoring(Construct):
             "FunctionThrottles": function.metric_throttles(statistic=total, period=period),
         }
 
+    def _kind_alarms(self) -> dict[str, tuple[cloudwatch.IMetric, str]]:
+        """The failure kinds' own alarms: the on-failure destination's, the quarantine's."""
+        consumer, period, name = self._consumer, self._period, self._consumer.consumer_name
+        target = consumer.on_failure
+        quarantine = Quarantine(consumer.quarantine_queue, None, shared=True)
+        return {
+            **target.failure_kind.alarm_metrics(target, period, name),
+            **quarantine.alarm_metrics(period, name),
+        }
+
     def _make_alarms(self) -> dict[str, cloudwatch.Alarm]:
         name = self._consumer.consumer_name
         descriptions = _descriptions(name, self._threshold_seconds, self._age_seconds)
+        descriptions.update({key: text for key, (_, text) in self._kind_alarms().items()})
         for key, (metric_name, member) in _runtime_alarms(self._consumer).items():
             descriptions[key] = _descriptions(member, 0, 0)[metric_name]
         lag = cloudwatch.Alarm(
@@ -272,17 +286,10 @@ class StreamConsumerMonitoring(Construct):
                 width=8,
             ),
             _failures_widget(metrics),
+            _runtime_widget(consumer, "Runtime (records)", COUNT_METRICS),
+            _runtime_widget(consumer, "Bookkeeping (items written)", BOOKKEEPING_METRICS),
             cloudwatch.GraphWidget(
-                title="Runtime (records)",
-                left=[
-                    _runtime_metric(consumer, metric.name, member)
-                    for member in consumer.runtime_consumers
-                    for metric in COUNT_METRICS
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Event source mapping (records)", left=self._mapping_metrics(), width=12
+                title="Event source mapping (records)", left=self._mapping_metrics(), width=8
             ),
             *_related_widgets(consumer),
         ]
@@ -291,6 +298,21 @@ class StreamConsumerMonitoring(Construct):
         return [
             mapping_metric(self._consumer, name, self._period) for name in MAPPING_COUNT_METRICS
         ]
+
+
+def _runtime_widget(
+    consumer: MonitoredConsumer, title: str, metrics: Sequence[Metric]
+) -> cloudwatch.IWidget:
+    """A graph of the runtime's ``metrics`` (Sum), for each of the consumer's runtime names."""
+    return cloudwatch.GraphWidget(
+        title=title,
+        left=[
+            _runtime_metric(consumer, metric.name, member)
+            for member in consumer.runtime_consumers
+            for metric in metrics
+        ],
+        width=8,
+    )
 
 
 def _failures_widget(metrics: Mapping[str, cloudwatch.IMetric]) -> cloudwatch.IWidget:
@@ -398,11 +420,6 @@ def _descriptions(name: str, threshold_seconds: float, age_seconds: float) -> di
             "the destination's access, then replay the records from the stream while it holds "
             "them (docs/operations.md, 'Failure kinds')"
         ),
-        "OnFailureQueueDepth": (
-            f"{name}: a batch ran out of retries or record age; redrive it before the "
-            "stream trims its records (24 h)"
-        ),
-        "QuarantineQueueDepth": f"{name}: poison records are waiting in the quarantine queue",
         RECORDS_QUARANTINED.name: f"{name}: the runtime quarantined records",
         FOREIGN_MARKERS.name: (
             f"{name}: a record's idempotency marker was written by a consumer of another "

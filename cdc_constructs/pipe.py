@@ -49,6 +49,7 @@ from cdc_constructs.permissions import (
     allow,
 )
 from cdc_constructs.queues import dead_letter_queue
+from cdc_constructs.replication import Replication
 from cdc_constructs.source_table import (
     SourceTable,
     as_table,
@@ -161,8 +162,7 @@ class StreamPipe(Construct):
             source_table, source, pipe_events.event_detail_type, mapping, log_level
         )
         self.pipe.node.add_dependency(self.policy)
-        readers = StreamReaders.of(self)
-        readers.add(source_table, self.node.path, self.pipe, mapping.extra_reader_reason)
+        _count_reader(self, table, mapping, name)
         self.alarm_topic: sns.ITopic = alarm_topic or AlarmTopic(self, "AlarmTopic").topic
         self.alarms: dict[str, cloudwatch.Alarm] = self._make_alarms()
         """The alarms by name: each of :data:`PIPE_FAILURE_METRICS`, and
@@ -303,6 +303,18 @@ _DEAD_LETTER_ALARM_DESCRIPTION = (
     "StreamConsumer: its failed-batch bucket keeps each batch 14 days."
 )
 """What the pipe's DeadLetterQueue alarm says (it fires at the first message)."""
+
+
+def _count_reader(
+    pipe: StreamPipe, table: SourceTable, mapping: StreamMappingOptions, name: str
+) -> None:
+    """Count ``pipe`` as a reader of ``table``'s stream; on a table with replicas, warn of a
+    filter on the TTL identity (a pipe cannot tell a replicated expiry)."""
+    readers = StreamReaders.of(pipe)
+    readers.add(as_table(table), pipe.node.path, pipe.pipe, mapping.extra_reader_reason)
+    replication = Replication.of(table)
+    if replication is not None:  # docs/global-tables.md
+        replication.warn_pipe(pipe, name, pipe.filter_patterns)
 
 
 def _retention_problems(

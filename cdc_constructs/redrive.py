@@ -39,9 +39,6 @@ from cdc_consumer.contract import (
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
-    ON_FAILURE_BUCKET_ENV,
-    ON_FAILURE_QUEUE_ENV,
-    QUARANTINE_QUEUE_ENV,
     REDRIVE_LOST_RECORDS,
     REDRIVE_RESERVE_SECONDS_ENV,
     STREAM_ARN_ENV,
@@ -53,20 +50,21 @@ from constructs import Construct
 from cdc_constructs import defaults
 from cdc_constructs.alarms import alarm_on_any, consumer_metric, function_errors_alarm
 from cdc_constructs.exceptions import Problem, RedriveConfigurationError
+from cdc_constructs.failure_kinds import (
+    OnFailureTarget,
+    Quarantine,
+    RedriveAccess,
+    bucket_target,
+    queue_target,
+)
 from cdc_constructs.function import FunctionParts, make_function
-from cdc_constructs.on_failure import OnFailureTarget
 from cdc_constructs.permissions import (
     INVOKE_ACTIONS,
-    QUEUE_DRAIN_ACTIONS,
-    QUEUE_DRAIN_KEY_ACTIONS,
-    STREAM_LINEAGE_ACTIONS,
-    STREAM_REPLAY_ACTIONS,
     TABLE_KEY_ACTIONS,
     allow,
     allow_lease,
     grant_key,
 )
-from cdc_constructs.quarantine_bucket import grant_quarantine_redrive
 from cdc_constructs.validation import check_function_timeout, raise_if_any
 
 __all__ = [
@@ -87,6 +85,9 @@ class StreamRedrive(Construct):
     :param consumer_name: the consumer's name (``CDC_CONSUMER_NAME``): the metric dimension;
         quarantine messages of other consumers are refused.
     :param stream_arn: the consumer's stream; messages of other streams are refused.
+    :param on_failure: the event source mapping's on-failure destination as its failure kind
+        knows it (``StreamConsumer.on_failure``): the kind grants what the redrive needs and
+        names it in the environment (:mod:`cdc_constructs.failure_kinds`). Default none; or:
     :param on_failure_queue: the event source mapping's on-failure destination, when it is an
         SQS queue (drained: receive, change visibility, delete).
     :param on_failure_bucket: the event source mapping's on-failure destination, when it is an
@@ -146,6 +147,7 @@ class StreamRedrive(Construct):
         consumer_function: lambda_.IFunction,
         consumer_name: str,
         stream_arn: str,
+        on_failure: OnFailureTarget | None = None,
         on_failure_queue: sqs.IQueue | None = None,
         on_failure_bucket: s3.IBucket | None = None,
         event_source_mapping_id: str | None = None,
@@ -169,11 +171,12 @@ class StreamRedrive(Construct):
         raise_if_any(f"StreamRedrive {construct_id!r}", problems, RedriveConfigurationError)
         assert consumer_timeout is not None  # _check reports a missing one
         super().__init__(scope, construct_id)
+        targets = _targets(on_failure, on_failure_queue, on_failure_bucket)
+        quarantine = _quarantine(targets, quarantine_queue, quarantine_bucket)
         optional = {  # set only when the consumer has them
-            ON_FAILURE_QUEUE_ENV: on_failure_queue.queue_url if on_failure_queue else None,
-            ON_FAILURE_BUCKET_ENV: on_failure_bucket.bucket_name if on_failure_bucket else None,
+            **{k: v for target in targets for k, v in _environment(target).items()},
             MAPPING_UUID_ENV: event_source_mapping_id,
-            QUARANTINE_QUEUE_ENV: quarantine_queue.queue_url if quarantine_queue else None,
+            **quarantine.redrive_environment(),
             CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
             CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
             MARKER_TTL_ENV: _whole_seconds(marker_lifetime),
@@ -189,15 +192,18 @@ class StreamRedrive(Construct):
         self.role, self.log_group, self.function = _make_function(
             self, consumer_name, variables, layer, timeout, log_retention, log_encryption_key
         )
-        _grant_replay(
-            self.function,
-            consumer_function,
-            stream_arn,
-            (on_failure_queue, on_failure_bucket),
-            (quarantine_queue, quarantine_bucket),
-        )
+        access = self._access(stream_arn)
+        for target in targets:
+            target.grant_redrive(access)
+        quarantine.grant_redrive(access)
+        access.apply(self.function, allow(INVOKE_ACTIONS, [consumer_function.function_arn]))
         _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
         self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
+
+    def _access(self, stream_arn: str) -> RedriveAccess:
+        """Where the failure kinds gather the redrive's grants, on the consumer's stream (a
+        :class:`~cdc_constructs.kinesis_redrive.KinesisStreamRedrive` reads a Kinesis stream)."""
+        return RedriveAccess(stream_arn)
 
     def _alarm_lost_records(
         self, consumer_name: str, metrics_namespace: str, alarm_topic: sns.ITopic | None
@@ -262,38 +268,33 @@ def _make_function(
     )
 
 
-def _grant_replay(
-    redrive: lambda_.Function,
-    consumer_function: lambda_.IFunction,
-    stream_arn: str,
-    on_failure: tuple[sqs.IQueue | None, s3.IBucket | None],
-    quarantine: tuple[sqs.IQueue | None, s3.IBucket | None],
-) -> None:
-    """What the redrive may do, and nothing more: invoke the consumer, drain its queues (and
-    read the stream back for an SQS destination's pointers; describe it for the bucket's
-    shard lineage), read and delete the bucket's batches (and the quarantine's records too big
-    for a message), use the queues' keys. ``on_failure`` and ``quarantine``: each one's queue
-    and bucket."""
-    (on_failure_queue, on_failure_bucket), (quarantine_queue, quarantine_bucket) = (
-        on_failure,
-        quarantine,
-    )
-    queues = [q for q in (on_failure_queue, quarantine_queue) if q is not None]
-    statements = [allow(INVOKE_ACTIONS, [consumer_function.function_arn])]
-    if queues:
-        statements.append(allow(QUEUE_DRAIN_ACTIONS, [queue.queue_arn for queue in queues]))
-    if on_failure_queue is not None:  # pointers: the records are read back from the stream
-        statements.append(allow(STREAM_REPLAY_ACTIONS, [stream_arn]))
-    elif on_failure_bucket is not None:  # batches: the lineage orders a child after its parent
-        statements.append(allow(STREAM_LINEAGE_ACTIONS, [stream_arn]))
-    for statement in statements:
-        redrive.add_to_role_policy(statement)
-    if on_failure_bucket is not None:
-        OnFailureTarget.of_bucket(on_failure_bucket).grant_redrive(redrive)
-    for queue in queues:
-        grant_key(redrive, queue.encryption_master_key, QUEUE_DRAIN_KEY_ACTIONS)
-    if quarantine_bucket is not None and quarantine_bucket is not on_failure_bucket:
-        grant_quarantine_redrive(redrive, quarantine_bucket)
+def _targets(
+    on_failure: OnFailureTarget | None,
+    queue: sqs.IQueue | None,
+    bucket: s3.IBucket | None,
+) -> list[OnFailureTarget]:
+    """The destination as its kind knows it: ``on_failure``, else the queue or bucket given."""
+    if on_failure is not None:
+        return [on_failure]
+    return [
+        *([queue_target(queue)] if queue is not None else []),
+        *([bucket_target(bucket)] if bucket is not None else []),
+    ]
+
+
+def _quarantine(
+    targets: Sequence[OnFailureTarget],
+    queue: sqs.IQueue | None,
+    bucket: s3.IBucket | None,
+) -> Quarantine:
+    """The quarantine to drain; its bucket needs no grant of its own when it is the on-failure
+    destination's (granted already)."""
+    shared = bucket is None or any(target.bucket is bucket for target in targets)
+    return Quarantine(queue, bucket, shared=shared)
+
+
+def _environment(target: OnFailureTarget) -> dict[str, str]:
+    return target.failure_kind.redrive_environment(target)
 
 
 def _use_lease(

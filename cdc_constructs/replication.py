@@ -12,7 +12,9 @@ time, so the check moves into the runtime (``cdc_consumer.expiry``):
 - a pattern that *excludes* it (``StreamFilters.exclude_ttl_deletions()``) stays: replicated
   expiries pass it, and the runtime drops them.
 
-Either way synthesis says so (a warning on the consumer). See docs/global-tables.md.
+Either way synthesis says so (a warning on the consumer). A pipe (StreamFanOut) runs no code, so
+its filters cannot be widened: synthesis warns that such a filter misses, or mislabels, the other
+regions' expiries (:meth:`Replication.warn_pipe`). See docs/global-tables.md.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ class Replication:
         return [self._widened(as_pattern(p)) for p in patterns]
 
     def _widened(self, pattern: Any) -> Any:
+        if isinstance(pattern, Mapping) and isinstance(pattern.get("data"), Mapping):
+            # A Kinesis record's pattern: the change is under ``data`` (KinesisFilters.on_data).
+            return {**pattern, "data": self._widened(pattern["data"])}
         if not isinstance(pattern, Mapping) or pattern.get("userIdentity") != _TTL_IDENTITY:
             return pattern
         widened = copy.deepcopy(dict(pattern))
@@ -92,22 +97,49 @@ class Replication:
         return variables
 
     def warn(self, scope: IConstruct, reader: str, patterns: Sequence[Any]) -> None:
-        """Say at synthesis (on ``scope``, naming ``reader``) that a filter on the TTL
-        identity is checked in the runtime."""
-        named = [i for i, p in enumerate(patterns) if _names_identity(as_pattern(p))]
-        if not named:
-            return
-        Annotations.of(scope).add_warning_v2(
-            REPLICATED_FILTER_WARNING,
-            f"{reader}: filters {named} name the TTL identity (userIdentity), but the table has "
-            "replicas: "
-            "a TTL deletion replicated from another region arrives without it, and a filter "
-            "cannot compare the item's TTL attribute with the record's time. The mapping's "
-            "filter is widened where it required the identity, and the runtime applies the "
-            "filters as written after telling replicated expiries by the TTL attribute "
-            "(CDC_REPLICATED_TABLE, docs/global-tables.md)",
+        """Say at synthesis (on ``scope``, naming ``reader``, a Lambda consumer) that a filter on
+        the TTL identity is checked in the runtime."""
+        _warn(
+            scope,
+            reader,
+            patterns,
+            "The mapping's filter is widened where it required the identity, and the runtime "
+            "applies the filters as written after telling replicated expiries by the TTL "
+            "attribute (CDC_REPLICATED_TABLE, docs/global-tables.md)",
+        )
+
+    def warn_pipe(self, scope: IConstruct, reader: str, patterns: Sequence[Any]) -> None:
+        """Say at synthesis (on ``scope``, naming ``reader``, an EventBridge pipe) that a filter
+        on the TTL identity misses or mislabels replicated expiries: a pipe has no runtime to
+        tell them by the TTL attribute."""
+        _warn(
+            scope,
+            reader,
+            patterns,
+            "A pipe applies its filters as written and runs no code that could tell a "
+            "replicated expiry by the TTL attribute: a filter requiring the identity forwards "
+            "this region's expiries only, one excluding it forwards the other regions' "
+            "expiries as deletes. Read expiries with a StreamConsumer, whose runtime tells "
+            "them, or filter the pipe on something else (docs/global-tables.md; CdcChecks "
+            "rule CDC-ESM13)",
         )
 
 
+def _warn(scope: IConstruct, reader: str, patterns: Sequence[Any], consequence: str) -> None:
+    named = [i for i, p in enumerate(patterns) if _names_identity(as_pattern(p))]
+    if not named:
+        return
+    Annotations.of(scope).add_warning_v2(
+        REPLICATED_FILTER_WARNING,
+        f"{reader}: filters {named} name the TTL identity (userIdentity), but the table has "
+        "replicas: a TTL deletion replicated from another region arrives without it, and a "
+        f"filter cannot compare the item's TTL attribute with the record's time. {consequence}",
+    )
+
+
 def _names_identity(pattern: Any) -> bool:
-    return isinstance(pattern, Mapping) and "userIdentity" in pattern
+    """Whether ``pattern`` names the TTL identity: at its top (a DynamoDB stream record's
+    pattern) or under ``data`` (a Kinesis record's)."""
+    if not isinstance(pattern, Mapping):
+        return False
+    return "userIdentity" in pattern or _names_identity(pattern.get("data"))

@@ -23,7 +23,6 @@ from cdc_consumer.contract import (
     LEDGER_TABLE_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
-    PARALLELIZATION_FACTOR_ENV,
     QUARANTINE_BUCKET_ENV,
     QUARANTINE_QUEUE_ENV,
     STREAM_RETENTION_SECONDS,
@@ -36,6 +35,7 @@ from cdc_constructs import defaults
 from cdc_constructs.consumer_group import ConsumerGroupMember, GroupOfConsumers
 from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
+from cdc_constructs.failure_kinds import OnFailureTarget, Quarantine, default_target, queue_target
 from cdc_constructs.failure_options import FailureHandlingOptions
 from cdc_constructs.function import make_function
 from cdc_constructs.function_options import FunctionOptions
@@ -48,7 +48,7 @@ from cdc_constructs.marker_lifetime import (
 )
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.monitoring_options import MonitoringOptions
-from cdc_constructs.on_failure import FailedBatchBucket, LeastPrivilegeDestination, OnFailureTarget
+from cdc_constructs.on_failure import LeastPrivilegeDestination, target_of_destination
 from cdc_constructs.permissions import (
     IDEMPOTENCY_TABLE_ACTIONS,
     LEDGER_TABLE_ACTIONS,
@@ -57,11 +57,8 @@ from cdc_constructs.permissions import (
     VIEW_TABLE_WRITE_ACTIONS,
     allow,
     grant_key,
-    grant_send,
     grant_stream_read,
 )
-from cdc_constructs.quarantine_bucket import grant_quarantine_put, quarantine_bucket
-from cdc_constructs.queues import dead_letter_queue
 from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.replication import Replication
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
@@ -140,6 +137,7 @@ class StreamConsumer(Construct):
 
     group = GroupOfConsumers()  # no members: one consumer (KinesisConsumer keeps this)
     quarantine_bucket: s3.IBucket  # records too big for a message (_failure_resources)
+    quarantine: Quarantine  # its queue and bucket, as the quarantine kind (_failure_resources)
 
     def __init__(
         self,
@@ -295,10 +293,8 @@ def _adopt(
 
 def _grant_quarantine(consumer: StreamConsumer) -> None:
     """Send to the quarantine queue; put a record too big for a message into the bucket (the
-    on-failure bucket's grant, PutObject on its objects, covers it already)."""
-    grant_send(consumer.function, consumer.quarantine_queue)
-    if consumer.quarantine_bucket is not consumer.on_failure_bucket:
-        grant_quarantine_put(consumer.function, consumer.quarantine_bucket)
+    on-failure bucket's grant, PutObject on its objects, covers a shared one already)."""
+    consumer.quarantine.grant_put(consumer.function)
 
 
 def _grant_table(
@@ -329,9 +325,7 @@ def _marker_lifetime(
         stream_retention=stream_retention or Duration.seconds(STREAM_RETENTION_SECONDS),
         record_age=options.mapping.record_age,
         target=consumer.on_failure,
-        failed_batch_retention=failure.failed_batch_retention,
-        quarantine_queue=consumer.quarantine_queue,
-        made_bucket=failure.on_failure is None and failure.on_failure_queue is None,
+        quarantine=consumer.quarantine,
     )
     if failure.marker_lifetime is not None:
         found = []  # the user states the lifetime for the window this app cannot read
@@ -352,36 +346,29 @@ def _failure_resources(
     :class:`IdempotencyTable` (None beside a table given as a plain ``ITable``: per-record
     markers then)."""
     if failure.on_failure is not None:
-        on_failure = OnFailureTarget.of_destination(consumer, failure.on_failure)
+        on_failure = target_of_destination(consumer, failure.on_failure)
     elif failure.on_failure_queue is not None:
-        on_failure = OnFailureTarget.of_queue(failure.on_failure_queue)
+        on_failure = queue_target(failure.on_failure_queue)
     else:
-        bucket = FailedBatchBucket(
+        on_failure = default_target(
             consumer,
-            "FailedBatches",
             retention=failure.failed_batch_retention,
             encryption_key=failure.encryption_key,
             removal_policy=failure.removal_policy,
         )
-        on_failure = OnFailureTarget.of_bucket(bucket.bucket)
-    quarantine = failure.quarantine_queue or dead_letter_queue(
-        consumer,
-        "QuarantineQueue",
-        purpose="poison records quarantined by the consumer runtime, with their payload",
-        encryption_key=failure.encryption_key,
-        retention_days=defaults.QUARANTINE_QUEUE_RETENTION_DAYS,
-        removal_policy=failure.removal_policy,
-    )
-    consumer.quarantine_bucket = quarantine_bucket(
+    consumer.quarantine = Quarantine.provision(
         consumer,
         on_failure,
+        queue=failure.quarantine_queue,
         retention=failure.failed_batch_retention,
         encryption_key=failure.encryption_key,
         removal_policy=failure.removal_policy,
     )
+    assert consumer.quarantine.queue is not None and consumer.quarantine.bucket is not None
+    consumer.quarantine_bucket = consumer.quarantine.bucket
     given = failure.idempotency_table or IdempotencyTable(consumer, "IdempotencyTable")
     ledger = given.ledger_table if isinstance(given, IdempotencyTable) else None
-    return on_failure, quarantine, (as_table(given), ledger)
+    return on_failure, consumer.quarantine.queue, (as_table(given), ledger)
 
 
 def _make_mapping(
@@ -405,9 +392,6 @@ def _make_mapping(
         filters=[lambda_.FilterCriteria.filter(p) for p in mapping.filter_patterns] or None,
         metrics_config=lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT]),
     )
-    # Above 1, the runtime keeps per-record markers (batches of one shard interleave).
-    factor = str(mapping.parallelization_factor)
-    consumer.function.add_environment(PARALLELIZATION_FACTOR_ENV, factor)
     table = getattr(consumer, "source_table", None)  # None: a Kinesis stream
     if table is not None:
         reason = mapping.extra_reader_reason
@@ -424,8 +408,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         consumer_function=consumer.function,
         consumer_name=consumer.consumer_name,
         stream_arn=consumer.stream_arn,
-        on_failure_queue=consumer.dead_letter_queue,
-        on_failure_bucket=consumer.on_failure_bucket,
+        on_failure=consumer.on_failure,
         event_source_mapping_id=consumer.event_source_mapping.event_source_mapping_id,
         quarantine_queue=consumer.quarantine_queue,
         quarantine_bucket=consumer.quarantine_bucket,

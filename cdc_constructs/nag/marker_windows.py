@@ -29,7 +29,7 @@ from cdc_consumer.contract import (
 from cdk_nag import NagRuleCompliance, NagRules
 
 from cdc_constructs import defaults
-from cdc_constructs.marker_lifetime import failed_batch_retention_of, queue_retention_of
+from cdc_constructs.failure_kinds import failed_batch_retention_of, queue_retention_of
 from cdc_constructs.nag.stream_source import StreamSource, UnresolvableValueError, dig
 
 __all__ = ["MarkerLifetime", "markers_outlive_replay_windows"]

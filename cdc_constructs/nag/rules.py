@@ -308,20 +308,51 @@ def _replicated(node: CfnResource, table: Mapping[str, Any] | None) -> bool:
 
 
 def ttl_identity_filter_on_replicas(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
-    """No filter names the TTL identity (``userIdentity``) on the stream of a table with
-    replicas, unless the consumer runs this library's runtime told the table is replicated
-    (``CDC_REPLICATED_TABLE``), which recognises replicated expiries (docs/global-tables.md).
+    """No filter names the TTL identity (``userIdentity``; under ``data`` on a Kinesis record)
+    on the stream of a table with replicas, unless the consumer runs this library's runtime
+    told the table is replicated (``CDC_REPLICATED_TABLE``), which recognises replicated
+    expiries (docs/global-tables.md).
 
-    Applies when the table is in the same template; a ReplicaTable's stream is read at
-    deployment, so the consumers it serves are checked by the constructs, not here."""
-    if source.kind is not StreamKind.DYNAMODB or not _replicated(node, source.table):
+    A table with replicas: a global table of the same template with more than one replica, the
+    Kinesis stream such a table streams into, or a replica's stream read at deployment by a
+    ``DescribeTable`` custom resource (what ReplicaTable makes)."""
+    if not _reads_a_replicated_table(node, source):
         return NOT_APPLICABLE
     patterns = [json.loads(_primitive(node, p)) for p in source.filter_patterns()]
-    if not any("userIdentity" in p for p in patterns if isinstance(p, Mapping)):
+    if not any(_names_identity(p) for p in patterns):
         return COMPLIANT
     variables = runtime_variables(source, node) or {}
     told = str(variables.get(REPLICATED_TABLE_ENV, "")).lower() == "true"
     return COMPLIANT if told else NON_COMPLIANT
+
+
+def _reads_a_replicated_table(node: CfnResource, source: StreamSource) -> bool:
+    if source.kind is StreamKind.KINESIS:
+        return _replicated(node, source.feeding_table)
+    return _replicated(node, source.table) or _reads_a_replica(node, source)
+
+
+_REPLICA_STREAM_ATTRIBUTE = "Table.LatestStreamArn"
+
+
+def _reads_a_replica(node: CfnResource, source: StreamSource) -> bool:
+    """Whether the source ARN is a custom resource's ``DescribeTable`` answer: a global table's
+    replica's stream, read in its region at deployment (cdc_constructs.ReplicaTable)."""
+    arn = source.source_arn
+    get_att = arn.get("Fn::GetAtt") if isinstance(arn, Mapping) else None
+    if not (isinstance(get_att, list) and get_att[1:] == [_REPLICA_STREAM_ATTRIBUTE]):
+        return False
+    resource = source.resources.get(get_att[0]) or {}
+    if not str(resource.get("Type", "")).startswith("Custom::"):
+        return False
+    create = dig(resource, "Properties", "Create")
+    return "describeTable" in json.dumps(create)
+
+
+def _names_identity(pattern: Any) -> bool:
+    if not isinstance(pattern, Mapping):
+        return False
+    return "userIdentity" in pattern or _names_identity(pattern.get("data"))
 
 
 RULES: tuple[CdcRule, ...] = (

@@ -126,6 +126,8 @@ class StreamSource:
     """Every resource of the consumer's template."""
     readers: Any = None
     """The app's readers of each DynamoDB stream (``AppStreamReaders``), set by CdcChecks."""
+    source_arn: Any = None
+    """The stream's ARN as synthesized (``EventSourceArn``, a pipe's ``Source``)."""
 
     @property
     def is_pipe(self) -> bool:
@@ -163,6 +165,7 @@ class StreamSource:
             filter_criteria=properties.get("FilterCriteria"),
             function=properties.get("FunctionName"),
             resources=resources,
+            source_arn=properties.get("EventSourceArn"),
         )
 
     @classmethod
@@ -194,21 +197,28 @@ class StreamSource:
             ),
             function=None,
             resources=resources,
+            source_arn=properties.get("Source"),
         )
 
     @property
     def carries_table_changes(self) -> bool:
         """A Kinesis source a table of the same template streams its changes into
         (``KinesisStreamSpecification``): its records' ``data`` has a DynamoDB change's shape."""
+        return self.feeding_table is not None
+
+    @property
+    def feeding_table(self) -> Mapping[str, Any] | None:
+        """The table (template resource) streaming its changes into this Kinesis source, when
+        it is in the same template; None for any other source."""
         if self.kinesis_stream is None:
-            return False
+            return None
         for resource in self.resources.values():
             if resource.get("Type") not in TABLE_TYPES:
                 continue
             for logical_id in referenced_logical_ids(_kinesis_specifications(resource)):
                 if self.resources.get(logical_id) is self.kinesis_stream:
-                    return True
-        return False
+                    return resource
+        return None
 
     def retention_seconds(self, node: CfnResource) -> int:
         """How long the source stream keeps a record (see STREAM_RETENTION_SECONDS)."""

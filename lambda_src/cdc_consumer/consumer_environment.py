@@ -2,10 +2,11 @@
 handler module as it is deployed (``StreamProcessor()`` configured from the environment).
 
 :func:`consumer_environment` starts moto's server on 127.0.0.1 (an ephemeral port, in this
-process), creates the idempotency table and the quarantine queue there (and any table of
-yours), sets what the construct sets (``CDC_CONSUMER_NAME``, ``IDEMPOTENCY_TABLE_NAME``,
-``QUARANTINE_QUEUE_URL``), the endpoint, a region and fake credentials, and puts your handler
-directory first on ``sys.path``; on exit it restores all of it and stops the server::
+process), creates the idempotency table, its ledger table and the quarantine queue there (and
+any table of yours), sets what the construct sets (``CDC_CONSUMER_NAME``,
+``IDEMPOTENCY_TABLE_NAME``, ``CDC_LEDGER_TABLE_NAME``, ``QUARANTINE_QUEUE_URL``), the endpoint,
+a region and fake credentials, and puts your handler directory first on ``sys.path``; on exit it
+restores all of it and stops the server::
 
     with consumer_environment("handlers", tables={"TOTALS_TABLE_NAME": "pk"}) as env:
         totals = env.import_handler("totals")
@@ -35,11 +36,14 @@ import boto3
 
 from cdc_consumer import contract
 from cdc_consumer.defaults import ID_ATTRIBUTE
+from cdc_consumer.ledger import SORT_ATTRIBUTE
 
 #: moto accepts any credentials; these fixed ones keep every client on the same moto account.
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 DEFAULT_REGION = "us-east-1"
 IDEMPOTENCY_TABLE = "idempotency"
+#: As ``IdempotencyTable`` names its ledger table beside a named table.
+LEDGER_TABLE = f"{IDEMPOTENCY_TABLE}-ledger"
 QUARANTINE_QUEUE = "quarantine"
 
 
@@ -57,6 +61,11 @@ class ConsumerEnvironment:
     @property
     def idempotency_table_name(self) -> str:
         return self.environment[contract.IDEMPOTENCY_TABLE_ENV]
+
+    @property
+    def ledger_table_name(self) -> str | None:
+        """The ledger table (``CDC_LEDGER_TABLE_NAME``); None with ``ledger=False``."""
+        return self.environment.get(contract.LEDGER_TABLE_ENV)
 
     @property
     def quarantine_queue_url(self) -> str:
@@ -100,6 +109,7 @@ def consumer_environment(
     tables: Mapping[str, str] | None = None,
     environment: Mapping[str, str] | None = None,
     region: str = DEFAULT_REGION,
+    ledger: bool = True,
 ) -> Iterator[ConsumerEnvironment]:
     """The environment a StreamConsumer gives its function, on 127.0.0.1.
 
@@ -111,6 +121,11 @@ def consumer_environment(
         env_var="TOTALS_TABLE_NAME")`` sets it; the table's name goes in the variable.
     :param environment: more variables for the function (``StreamConsumer(environment=...)``).
     :param region: the region set for boto3 (``AWS_REGION``, ``AWS_DEFAULT_REGION``).
+    :param ledger: create the ledger table and set ``CDC_LEDGER_TABLE_NAME``, as a
+        StreamConsumer does with the ``IdempotencyTable`` it makes or is given (the runtime then
+        writes one ledger entry per transaction). Default True, so a test runs the bookkeeping
+        the deployed function runs; False: per-record markers, as with an idempotency table
+        given as a plain ``ITable`` (no ledger table beside it).
     """
     from moto.server import ThreadedMotoServer  # the testing extra
 
@@ -122,7 +137,9 @@ def consumer_environment(
         url = f"http://{host}:{port}"
         # Every moto server of a process shares one backend: start from nothing.
         urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
-        env = _prepare(url, region, consumer_name, dict(tables or {}), dict(environment or {}))
+        env = _prepare(
+            url, region, consumer_name, dict(tables or {}), dict(environment or {}), ledger
+        )
         if handler_dir is not None:
             sys.path.insert(0, str(Path(handler_dir).resolve()))
         yield env
@@ -134,7 +151,12 @@ def consumer_environment(
 
 
 def _prepare(
-    url: str, region: str, consumer_name: str, tables: dict[str, str], extra: dict[str, str]
+    url: str,
+    region: str,
+    consumer_name: str,
+    tables: dict[str, str],
+    extra: dict[str, str],
+    ledger: bool,
 ) -> ConsumerEnvironment:
     endpoint = {
         "AWS_ENDPOINT_URL": url,
@@ -145,6 +167,10 @@ def _prepare(
     os.environ.update(endpoint)
     env = ConsumerEnvironment(endpoint_url=url, region=region, environment=dict(endpoint))
     _create_table(env, IDEMPOTENCY_TABLE, ID_ATTRIBUTE)
+    bookkeeping = {contract.IDEMPOTENCY_TABLE_ENV: IDEMPOTENCY_TABLE}
+    if ledger:
+        _create_table(env, LEDGER_TABLE, ID_ATTRIBUTE, sort_key=SORT_ATTRIBUTE)
+        bookkeeping[contract.LEDGER_TABLE_ENV] = LEDGER_TABLE
     queue_url = env.client("sqs").create_queue(QueueName=QUARANTINE_QUEUE)["QueueUrl"]
     for variable, key in tables.items():
         name = variable.lower().removesuffix("_name").replace("_", "-")
@@ -153,7 +179,7 @@ def _prepare(
     env.environment.update(
         {
             contract.CONSUMER_NAME_ENV: consumer_name,
-            contract.IDEMPOTENCY_TABLE_ENV: IDEMPOTENCY_TABLE,
+            **bookkeeping,
             contract.QUARANTINE_QUEUE_ENV: queue_url,
             **env.table_names,
             **extra,
@@ -163,10 +189,14 @@ def _prepare(
     return env
 
 
-def _create_table(env: ConsumerEnvironment, name: str, key: str) -> None:
+def _create_table(
+    env: ConsumerEnvironment, name: str, key: str, sort_key: str | None = None
+) -> None:
+    """An on-demand table keyed by the string ``key`` (and ``sort_key``)."""
+    keys = [(key, "HASH")] + ([(sort_key, "RANGE")] if sort_key else [])
     env.client("dynamodb").create_table(
         TableName=name,
-        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": k, "AttributeType": "S"} for k, _ in keys],
+        KeySchema=[{"AttributeName": k, "KeyType": kind} for k, kind in keys],
         BillingMode="PAY_PER_REQUEST",
     )

@@ -93,22 +93,28 @@ class ExpiryRule:
             creation_time_us
         )
 
-    def is_expiry_record(self, document: Mapping[str, Any]) -> bool:
-        """:meth:`is_expiry` of a DynamoDB change as Lambda delivers it (a stream record, or a
-        Kinesis record's data)."""
+    def is_expiry_record(self, document: Mapping[str, Any], *, kinesis: bool = False) -> bool:
+        """:meth:`is_expiry` of a DynamoDB change as Lambda delivers it: a stream record
+        (creation time in epoch seconds), or with ``kinesis`` a Kinesis record's data (in milli-
+        or microseconds, as the table's Kinesis destination's precision gives it)."""
         if document.get("eventName") != "REMOVE":
             return False
         stream = document.get("dynamodb")
         stream = stream if isinstance(stream, Mapping) else {}
-        return self.is_expiry(
-            document.get("userIdentity"), stream.get("OldImage"), _creation_time_us(stream)
-        )
+        created = _creation_time_us(stream, kinesis=kinesis)
+        return self.is_expiry(document.get("userIdentity"), stream.get("OldImage"), created)
 
 
-def _creation_time_us(stream: Mapping[str, Any]) -> int | None:
+def _creation_time_us(stream: Mapping[str, Any], *, kinesis: bool) -> int | None:
     value = stream.get("ApproximateCreationDateTime")
+    if value is None:
+        return None
     try:
-        return int(Decimal(str(value)) * 1_000_000) if value is not None else None
+        if kinesis:
+            from cdc_consumer.versions import kinesis_time_to_us  # the Kinesis route only
+
+            return kinesis_time_to_us(value)
+        return int(Decimal(str(value)) * 1_000_000)
     except (InvalidOperation, TypeError, ValueError):
         return None
 
@@ -146,11 +152,20 @@ def expiry_view(view: Any, rule: ExpiryRule | None = None) -> Any:
         return view
     data = view.get("data")
     if isinstance(data, Mapping) and "dynamodb" in data:  # a Kinesis record's change
-        marked = expiry_view(data, rule)
+        marked = _marked(data, rule, kinesis=True)
         return view if marked is data else {**view, "data": marked}
-    if "userIdentity" in view or not rule.is_expiry_record(view):
-        return view
-    return {**view, "userIdentity": dict(TTL_PRINCIPAL)}
+    return _marked(view, rule, kinesis=False)
+
+
+def _marked(document: Mapping[str, Any], rule: ExpiryRule, *, kinesis: bool) -> Any:
+    """``document`` (a DynamoDB change) with the TTL identity when ``rule`` tells it is a
+    replicated expiry. A change DynamoDB writes to Kinesis carries ``userIdentity: null`` where
+    a stream record has none."""
+    if document.get("userIdentity") is not None:
+        return document
+    if not rule.is_expiry_record(document, kinesis=kinesis):
+        return document
+    return {**document, "userIdentity": dict(TTL_PRINCIPAL)}
 
 
 def keep_declared(event: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Any:

@@ -143,3 +143,153 @@ def test_a_second_reader_of_a_replicated_tables_stream_is_refused(stack) -> None
     StreamConsumer(stack, "First", table=table, **with_code({}))
     with pytest.raises(CdcConfigurationError, match="at most 1 for a table with replicas"):
         StreamConsumer(stack, "Second", table=table, **with_code({}))
+
+
+def _kinesis_consumer(stack: cdk.Stack, **props: Any) -> dict[str, Any]:
+    from cdc_constructs import KinesisConsumer, KinesisDestination
+
+    table = _global(stack, kinesis=KinesisDestination())
+    KinesisConsumer(stack, "Archive", table=table, **with_code(props))
+    return _synthesized(Template.from_stack(stack).to_json())
+
+
+def _synthesized(template: dict[str, Any]) -> dict[str, Any]:
+    (mapping,) = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    (function,) = [
+        r["Properties"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if "CDC_CONSUMER_NAME" in r["Properties"].get("Environment", {}).get("Variables", {})
+        and "CONSUMER_FUNCTION_NAME" not in r["Properties"]["Environment"]["Variables"]
+    ]
+    criteria = mapping["Properties"].get("FilterCriteria", {"Filters": []})
+    patterns = [json.loads(f["Pattern"]) for f in criteria["Filters"]]
+    return {"patterns": patterns, "env": function["Environment"]["Variables"]}
+
+
+def test_a_kinesis_ttl_archive_on_a_replicated_table_is_widened_and_told(stack) -> None:
+    """The table's Kinesis stream carries the other regions' expiries without the identity too."""
+    from cdc_constructs import KinesisFilters
+
+    archive = KinesisFilters.on_data(StreamFilters.ttl_deletions_only())
+    synthesized = _kinesis_consumer(stack, filters=[archive])
+    assert synthesized["patterns"] == [
+        {
+            "data": {
+                "eventName": ["REMOVE"],
+                "dynamodb": {"OldImage": {"expireAt": {"N": [{"exists": True}]}}},
+            }
+        }
+    ]
+    env = synthesized["env"]
+    assert env["CDC_REPLICATED_TABLE"] == "true" and env["CDC_TTL_ATTRIBUTE"] == "expireAt"
+    assert json.loads(env["CDC_RECORD_FILTERS"]) == [archive]
+    warnings = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp(f".*{REPLICATED_FILTER_WARNING}.*|.*TTL identity.*")
+    )
+    assert warnings, "the widening is said at synthesis"
+
+
+def test_a_kinesis_consumer_of_a_replicated_table_without_filters_is_told(stack) -> None:
+    env = _kinesis_consumer(stack)["env"]
+    assert env["CDC_REPLICATED_TABLE"] == "true" and env["CDC_TTL_ATTRIBUTE"] == "expireAt"
+    assert "CDC_RECORD_FILTERS" not in env
+
+
+def test_a_kinesis_consumer_excluding_ttl_deletions_keeps_its_filter(stack) -> None:
+    from cdc_constructs import KinesisFilters
+
+    excluding = KinesisFilters.on_data(StreamFilters.exclude_ttl_deletions())
+    synthesized = _kinesis_consumer(stack, filters=[excluding])
+    assert synthesized["patterns"] == [excluding]
+    assert json.loads(synthesized["env"]["CDC_RECORD_FILTERS"]) == [excluding]
+
+
+def _warnings(stack: cdk.Stack) -> list[str]:
+    found = Annotations.from_stack(stack).find_warning("*", Match.any_value())
+    return [str(w.entry.data) for w in found if REPLICATED_FILTER_WARNING in str(w.entry.data)]
+
+
+@pytest.mark.parametrize(
+    "pattern", [StreamFilters.ttl_deletions_only(), StreamFilters.exclude_ttl_deletions()]
+)
+def test_a_fan_out_filtering_on_the_ttl_identity_of_a_replicated_table_is_warned(
+    stack, pattern: dict[str, Any]
+) -> None:
+    """A pipe runs no code: its identity filter misses the other regions' expiries (or sends
+    them as deletes), so synthesis says so, as it does for a Lambda consumer."""
+    from cdc_constructs import StreamFanOut
+
+    StreamFanOut(stack, "Expiries", table=_global(stack), source="orders", filters=[pattern])
+    (warning,) = _warnings(stack)
+    assert "StreamFanOut 'Expiries'" in warning and "pipe" in warning
+    (pipe,) = resources(Template.from_stack(stack).to_json(), "AWS::Pipes::Pipe").values()
+    filters = pipe["Properties"]["SourceParameters"]["FilterCriteria"]["Filters"]
+    assert [json.loads(f["Pattern"]) for f in filters] == [pattern], "kept as written"
+
+
+def test_a_fan_out_of_a_replica_filtering_on_the_ttl_identity_is_warned() -> None:
+    from cdc_constructs import ReplicaTable, StreamFanOut
+
+    app = cdk.App()
+    east = cdk.Stack(app, "East", env=US_EAST_1)
+    orders = _global(east)
+    west = cdk.Stack(app, "West", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    replica = ReplicaTable(west, "Orders", table=orders)
+    StreamFanOut(
+        west,
+        "Expiries",
+        table=replica,
+        source="orders",
+        filters=[StreamFilters.ttl_deletions_only()],
+    )
+    assert _warnings(west)
+
+
+def test_a_fan_out_without_an_identity_filter_or_of_a_single_region_table_is_not_warned(
+    stack,
+) -> None:
+    from cdc_constructs import OutboxPublisher, StreamFanOut
+
+    StreamFanOut(stack, "Paid", table=_global(stack), source="orders", filters=[])
+    other = cdk.Stack(cdk.App(), "Single", env=US_EAST_1)
+    single = ChangeCaptureTable(other, "Orders", partition_key=PK)
+    StreamFanOut(
+        other, "Expiries", table=single, source="o", filters=[StreamFilters.ttl_deletions_only()]
+    )
+    third = cdk.Stack(cdk.App(), "Outbox", env=US_EAST_1)
+    OutboxPublisher(third, "Outbox", table=_global(third), source="o", key_prefix="OUTBOX#")
+    assert _warnings(stack) == _warnings(other) == _warnings(third) == []
+
+
+def test_a_group_member_filtering_on_the_ttl_identity_is_warned(stack) -> None:
+    from cdc_constructs import ConsumerGroupMember
+
+    StreamConsumer(
+        stack,
+        "Group",
+        table=_global(stack),
+        members=[
+            ConsumerGroupMember("stats", [StreamFilters.exclude_ttl_deletions()]),
+            ConsumerGroupMember("archive", [StreamFilters.ttl_deletions_only()]),
+        ],
+        **with_code({}),
+    )
+    assert _warnings(stack)
+
+
+@pytest.mark.parametrize("first", ["consumer", "fan-out"])
+def test_a_fan_out_counts_as_the_one_reader_of_a_replicated_tables_stream(
+    stack, first: str
+) -> None:
+    """AWS's one reader per shard of a global table's stream counts pipes as readers."""
+    from cdc_constructs import FanOutConfigurationError, StreamFanOut
+
+    table = _global(stack)
+    if first == "consumer":
+        StreamConsumer(stack, "First", table=table, **with_code({}))
+        with pytest.raises(FanOutConfigurationError, match="at most 1 for a table with replicas"):
+            StreamFanOut(stack, "Second", table=table, source="orders")
+    else:
+        StreamFanOut(stack, "First", table=table, source="orders")
+        with pytest.raises(CdcConfigurationError, match="at most 1 for a table with replicas"):
+            StreamConsumer(stack, "Second", table=table, **with_code({}))

@@ -143,7 +143,6 @@ def test_function_defaults(default_consumer):
         "CDC_LEDGER_TABLE_NAME": {
             "Ref": logical_id(template, "ConsumerIdempotencyTableLedgerTable")
         },
-        "CDC_PARALLELIZATION_FACTOR": "1",
         "QUARANTINE_QUEUE_URL": {"Ref": logical_id(template, "ConsumerQuarantineQueue")},
         "CDC_METRICS_NAMESPACE": "CdcConstructs",
         # The replay windows (cdc_constructs.marker_lifetime): the 1 h record age, then 14 days
@@ -392,6 +391,14 @@ def test_a_plain_idempotency_table_has_no_ledger_table(stack):
     assert consumer.ledger_table is None
     env = _consumer_function(Template.from_stack(stack).to_json())["Environment"]["Variables"]
     assert "CDC_LEDGER_TABLE_NAME" not in env
+
+
+def test_the_function_is_not_told_the_parallelization_factor(stack):
+    """The runtime keeps the ledger at every factor and reads none: a variable naming it would
+    be a contract nobody honours (and a redeploy of every function when the factor changes)."""
+    _consumer(stack, parallelization_factor=4)
+    env = _consumer_function(Template.from_stack(stack).to_json())["Environment"]["Variables"]
+    assert not [name for name in env if "PARALLELIZATION" in name]
 
 
 def test_queues_made_with_a_customer_key(stack):

@@ -67,3 +67,40 @@ def test_the_handler_runs_as_deployed_and_everything_is_restored(tmp_path: Path)
         pass
     else:
         raise AssertionError(f"{url} still answers")
+
+
+def test_the_ledger_is_on_as_the_construct_sets_it(tmp_path: Path) -> None:
+    """StreamConsumer gives its function a ledger table (CDC_LEDGER_TABLE_NAME): so does the
+    environment, or the runtime's first transaction fails on a table that does not exist."""
+    (tmp_path / "ledger_handler.py").write_text(HANDLER)
+    with consumer_environment(tmp_path, tables={"VIEW_TABLE_NAME": "pk"}) as env:
+        assert os.environ[contract.LEDGER_TABLE_ENV] == env.ledger_table_name
+        module = env.import_handler("ledger_handler")
+        records = [
+            stream_record("INSERT", {"pk": k}, new_image={"pk": k, "n": 1}, sequence_number=n)
+            for n, k in enumerate("abc", start=1)
+        ]
+        for _ in range(2):  # a redelivery finds the records listed
+            assert module.handler(stream_event(records), FakeContext()) == {"batchItemFailures": []}
+        dynamodb = env.client("dynamodb")
+        ledger = dynamodb.scan(TableName=env.ledger_table_name)["Items"]
+        (entry,) = [item for item in ledger if not item["seq"]["S"].startswith("~")]
+        assert entry["count"] == {"N": "3"}
+        assert dynamodb.scan(TableName=env.idempotency_table_name)["Items"] == []  # no marker
+    sys.modules.pop("ledger_handler", None)
+
+
+def test_without_the_ledger_the_runtime_writes_markers(tmp_path: Path) -> None:
+    """``ledger=False``: an idempotency table given as a plain ITable (no ledger beside it)."""
+    (tmp_path / "marker_handler.py").write_text(HANDLER)
+    with consumer_environment(tmp_path, tables={"VIEW_TABLE_NAME": "pk"}, ledger=False) as env:
+        assert env.ledger_table_name is None
+        assert contract.LEDGER_TABLE_ENV not in os.environ
+        module = env.import_handler("marker_handler")
+        record = stream_record(
+            "INSERT", {"pk": "a"}, new_image={"pk": "a", "n": 1}, sequence_number=1
+        )
+        module.handler(stream_event([record]), FakeContext())
+        markers = env.client("dynamodb").scan(TableName=env.idempotency_table_name)["Items"]
+        assert [m["id"]["S"].split("#")[0] for m in markers] == ["test-consumer"]
+    sys.modules.pop("marker_handler", None)

@@ -212,3 +212,58 @@ def test_one_archive_archives_every_regions_expiries_exactly_once(
         "archived#expired-in-west": 1,
         "archived#expired-in-west-too": 1,
     }
+
+
+# The Kinesis route: a replicated table's Kinesis stream carries the other regions' expiries
+# without the identity too (DynamoDB writes ``userIdentity: null`` in the record's data), and the
+# creation time is in milli- or microseconds (the destination's precision).
+KINESIS_TTL_DELETIONS = {"data": TTL_DELETIONS}
+KINESIS_NOT_TTL_DELETIONS = {"data": NOT_TTL_DELETIONS}
+
+
+def _kinesis(record: dict, precision: str = "MICROSECOND") -> dict:
+    from cdc_consumer.kinesis_testing import kinesis_data, kinesis_record
+
+    data = kinesis_data(record, precision=precision)
+    return kinesis_record(data, sequence_number=record["dynamodb"]["SequenceNumber"])
+
+
+def _kinesis_keys(event: dict) -> list[str]:
+    from cdc_consumer.kinesis import decode_data
+
+    return [decode_data(r)["dynamodb"]["Keys"]["pk"]["S"] for r in event["Records"]]
+
+
+@pytest.mark.usefixtures("replicated")
+@pytest.mark.parametrize("precision", ["MICROSECOND", "MILLISECOND"])
+def test_a_replicated_ttl_deletion_on_kinesis_is_an_expiry(precision: str) -> None:
+    replicated = _kinesis(remove("o1", int(NOW) - 3600), precision)
+    live = _kinesis(remove("o2", int(NOW) + 3600), precision)
+    assert Change.from_record(replicated).is_ttl_expiry
+    assert not Change.from_record(live).is_ttl_expiry
+
+
+@pytest.mark.parametrize("precision", ["MICROSECOND", "MILLISECOND"])
+def test_a_kinesis_archive_keeps_every_expiry_and_drops_user_deletes(
+    monkeypatch: pytest.MonkeyPatch, precision: str
+) -> None:
+    """The Kinesis record's data has the creation time in milli- or microseconds and a null
+    identity: a replicated expiry is still told by its TTL attribute."""
+    _declared(monkeypatch, KINESIS_TTL_DELETIONS)
+    records = [
+        _kinesis(remove("local", int(NOW) - 5, identity=True, seq=1), precision),
+        _kinesis(remove("replicated", int(NOW) - 5, seq=2), precision),
+        _kinesis(remove("user", int(NOW) + 5, seq=3), precision),
+    ]
+    assert _kinesis_keys(keep_declared({"Records": records})) == ["local", "replicated"]
+
+
+def test_a_kinesis_consumer_excluding_ttl_deletions_drops_replicated_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _declared(monkeypatch, KINESIS_NOT_TTL_DELETIONS)
+    records = [
+        _kinesis(remove("replicated", int(NOW) - 5, seq=1)),
+        _kinesis(remove("user", int(NOW) + 5, seq=2)),
+    ]
+    assert _kinesis_keys(keep_declared({"Records": records})) == ["user"]

@@ -3,13 +3,14 @@ a processed-marker per record, and the cases that are easy to get wrong, end to 
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from typing import Any
 
 import pytest
 from cdc_consumer import legacy_markers
-from cdc_consumer.contract import LEDGER_TABLE_ENV, PARALLELIZATION_FACTOR_ENV
+from cdc_consumer.contract import LEDGER_TABLE_ENV
 from cdc_consumer.kinesis_testing import kinesis_data, kinesis_record
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
@@ -65,6 +66,39 @@ def test_one_entry_per_transaction_and_no_marker(resources: Resources, ledger: s
     [entry] = entries(resources, ledger)
     assert int(entry["count"]) == 10
     assert applied_counts(resources) == {f"k{i}": 1 for i in range(10)}
+
+
+def _bookkeeping(capsys: pytest.CaptureFixture[str]) -> list[tuple[int, int, int]]:
+    """(MarkersWritten, LedgerEntriesWritten, LedgerRecordsListed) of each EMF line printed."""
+    lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if '"_aws"' in ln]
+    names = ("MarkersWritten", "LedgerEntriesWritten", "LedgerRecordsListed")
+    return [tuple(line[name] for name in names) for line in lines]  # type: ignore[misc]
+
+
+def test_entries_and_the_records_they_list_are_counted_as_markers_are(
+    resources: Resources, ledger: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The metrics count what a batch wrote to know what it applied: with the ledger, the
+    entries and the records they list (a hundred records: two transactions, two entries)."""
+    records = writes(100)
+    handler = processor(resources).handle
+    capsys.readouterr()
+    deliver(handler, records)
+    assert _bookkeeping(capsys) == [(0, 2, 100)]
+    assert len(entries(resources, ledger)) == 2
+    deliver(handler, records)  # a redelivery writes nothing
+    assert _bookkeeping(capsys) == [(0, 0, 0)]
+
+
+def test_markers_are_counted_where_they_stay(
+    resources: Resources, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a ledger table (an idempotency table given as a plain ITable), each applied
+    record writes its marker, and the metric says so."""
+    capsys.readouterr()
+    deliver(processor(resources).handle, writes(3))
+    assert _bookkeeping(capsys) == [(3, 0, 0)]
+    assert len(resources.markers()) == 3
 
 
 def test_a_redelivery_after_the_commit_applies_nothing_again(
@@ -138,17 +172,17 @@ def test_consumer_group_members_keep_their_own_entries(resources: Resources, led
     assert len(entries(resources, ledger)) == 2
 
 
-def test_changing_the_parallelization_factor_applies_nothing_twice(
-    resources: Resources, ledger: str, monkeypatch: pytest.MonkeyPatch
+def test_records_delivered_whole_then_in_interleaved_lanes_apply_once(
+    resources: Resources, ledger: str
 ) -> None:
-    """Records applied with a factor of 1, delivered again after the factor became 4 (and back):
-    one bookkeeping for both, so each is applied once (markers never read the ledger: a factor
-    above 1 that switched to them applied all five again)."""
+    """Records applied in one batch, delivered again in two interleaved lanes (as a
+    parallelization factor above 1 cuts a shard), then whole: the runtime keeps the ledger
+    whatever the mapping's factor (it is not told it), so each is applied once (markers never
+    read the ledger: a factor that switched to them applied all five again)."""
     records = writes(5)
     deliver(processor(resources).handle, records)
-    for factor in ("4", "1"):
-        monkeypatch.setenv(PARALLELIZATION_FACTOR_ENV, factor)
-        deliver(processor(resources).handle, records)
+    for lane in (records[0::2], records[1::2], records):
+        deliver(processor(resources).handle, lane)
     assert applied_counts(resources) == {f"k{n}": 1 for n in range(5)}
     assert resources.markers() == []
     assert len(entries(resources, ledger)) == 1

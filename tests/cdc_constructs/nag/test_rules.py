@@ -12,7 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aws_cdk import Acknowledgment, App, CfnParameter, Duration, Stack, Validations
+from aws_cdk import (
+    Acknowledgment,
+    App,
+    CfnParameter,
+    CfnResource,
+    Duration,
+    Stack,
+    Validations,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kinesis as kinesis
@@ -643,6 +651,53 @@ def global_table(scope: Construct) -> dynamodb.CfnGlobalTable:
 def _(scope: Construct, shared: Shared) -> None:
     """A TTL archive filtering on the identity would miss the other region's expiries."""
     stream_arn = global_table(scope).attr_stream_arn
+    filtered_mapping(scope, shared, TTL_DELETIONS_ONLY, event_source_arn=stream_arn)
+
+
+@fragment("ttl-identity-filter-of-a-pipe-on-a-table-with-replicas", "CDC-ESM13")
+def _(scope: Construct, shared: Shared) -> None:
+    """A pipe runs no code that could tell a replicated expiry: it is reported whatever it is."""
+    pipe(scope, shared, source=global_table(scope).attr_stream_arn, filters=[TTL_DELETIONS_ONLY])
+
+
+@fragment("ttl-identity-filter-on-kinesis-of-a-table-with-replicas", "CDC-ESM13")
+def _(scope: Construct, shared: Shared) -> None:
+    """The Kinesis stream a global table streams into carries the other regions' expiries
+    without the identity too."""
+    stream = kinesis.Stream(scope, "Stream")
+    table = global_table(scope)
+    table.replicas = [
+        dynamodb.CfnGlobalTable.ReplicaSpecificationProperty(
+            region=region,
+            kinesis_stream_specification=dynamodb.CfnGlobalTable.KinesisStreamSpecificationProperty(
+                stream_arn=stream.stream_arn
+            ),
+        )
+        for region in ("us-east-1", "us-west-2")
+    ]
+    data_filter = {"data": TTL_DELETIONS_ONLY}
+    filtered_mapping(scope, shared, data_filter, event_source_arn=stream.stream_arn)
+
+
+@fragment("ttl-identity-filter-on-a-replicas-stream", "CDC-ESM13")
+def _(scope: Construct, shared: Shared) -> None:
+    """A replica's stream read at deployment (ReplicaTable's DescribeTable custom resource)."""
+    describe = CfnResource(
+        scope,
+        "DescribeReplica",
+        type="Custom::AWS",
+        properties={
+            "ServiceToken": "arn:aws:lambda:us-west-2:123456789012:function:provider",
+            "Create": json.dumps(
+                {
+                    "service": "DynamoDB",
+                    "action": "describeTable",
+                    "parameters": {"TableName": "orders"},
+                }
+            ),
+        },
+    )
+    stream_arn = describe.get_att("Table.LatestStreamArn").to_string()
     filtered_mapping(scope, shared, TTL_DELETIONS_ONLY, event_source_arn=stream_arn)
 
 

@@ -1,0 +1,181 @@
+"""A failure kind is one module (issue 30): a kind defined outside the package, registered by
+lookup, gets its grants, its redrive variable, its replay window and its alarm into a consumer
+without a line changed elsewhere; and no module outside ``cdc_constructs/failure_kinds/``
+names a kind (its module, aws-cdk-lib's destination class, or the variable it sets)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import aws_cdk as cdk
+import jsii
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from cdc_consumer.contract import STREAM_RETENTION_SECONDS, ReplayWindows, minimum_marker_lifetime
+from constructs import Construct
+
+from cdc_constructs import ChangeCaptureTable, StreamConsumer, failure_kinds
+from cdc_constructs.exceptions import Problem
+from cdc_constructs.failure_kinds import OnFailureTarget, RedriveAccess
+from cdc_constructs.permissions import allow
+from cdc_constructs.redrive import REDRIVE_HANDLER
+from tests import structure
+from tests.cdc_constructs.support import grants, only, resources, with_code
+from tests.cdc_constructs.test_on_failure import PK
+
+ARCHIVE_ARN = "arn:aws:s3:::failure-archive"
+ARCHIVE_DAYS = 20
+
+
+@jsii.implements(lambda_.IEventSourceDlq)
+class ArchiveDestination:
+    """A destination of a kind the library does not know."""
+
+    def bind(
+        self, _target: lambda_.IEventSourceMapping, _handler: lambda_.IFunction
+    ) -> lambda_.DlqDestinationConfig:
+        return lambda_.DlqDestinationConfig(destination=ARCHIVE_ARN)
+
+
+class ArchiveKind:
+    name = "archive"
+    destination_type: type = ArchiveDestination
+    keeps_records = True
+
+    def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
+        return OnFailureTarget(self, arn, key_arns)
+
+    def grant_put(self, target: OnFailureTarget, grantee: iam.IGrantable) -> None:
+        grantee.grant_principal.add_to_principal_policy(
+            allow(["s3:PutObject"], [f"{target.arn}/archive/*"])
+        )
+
+    def grant_redrive(self, target: OnFailureTarget, access: RedriveAccess) -> None:
+        access.add(
+            lambda grantee: grantee.grant_principal.add_to_principal_policy(
+                allow(["s3:GetObject"], [f"{target.arn}/archive/*"])
+            )
+        )
+
+    def redrive_environment(self, target: OnFailureTarget) -> dict[str, str]:
+        return {"ARCHIVE_ARN": target.arn}
+
+    def retention(
+        self, consumer: Construct, target: OnFailureTarget
+    ) -> tuple[int | None, list[Problem]]:
+        return ARCHIVE_DAYS * 86400, []
+
+    def alarm_metrics(
+        self, target: OnFailureTarget, period: Duration, consumer_name: str
+    ) -> dict[str, tuple[cloudwatch.IMetric, str]]:
+        metric = cloudwatch.Metric(namespace="Archive", metric_name="Waiting", period=period)
+        return {"ArchiveWaiting": (metric, f"{consumer_name}: batches wait in the archive")}
+
+
+@pytest.fixture
+def archive_kind() -> Iterator[ArchiveKind]:
+    kind = ArchiveKind()
+    failure_kinds.register(kind)
+    yield kind
+    failure_kinds.unregister(kind)
+
+
+def test_a_kind_defined_outside_the_package_is_one_module(
+    stack: cdk.Stack, archive_kind: ArchiveKind
+) -> None:
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    consumer = StreamConsumer(
+        stack, "Consumer", table=table, **with_code({"on_failure": ArchiveDestination()})
+    )
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+
+    assert consumer.on_failure.kind == "archive"
+    assert consumer.on_failure_bucket is None and consumer.dead_letter_queue is None
+    found = grants(template)
+    assert ("s3:PutObject", f"{ARCHIVE_ARN}/archive/*") in found  # the consumer's
+    assert ("s3:GetObject", f"{ARCHIVE_ARN}/archive/*") in found  # the redrive's
+    (redrive,) = [
+        r["Properties"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] == REDRIVE_HANDLER
+    ]
+    assert redrive["Environment"]["Variables"]["ARCHIVE_ARN"] == ARCHIVE_ARN
+    # Its window counts: the markers outlive what it keeps.
+    windows = consumer.replay_windows
+    assert windows is not None and windows.failed_batch_retention == ARCHIVE_DAYS * 86400
+    expected = ReplayWindows(
+        stream_retention=STREAM_RETENTION_SECONDS,
+        max_record_age=3600,
+        failed_batch_retention=ARCHIVE_DAYS * 86400,
+        quarantine_retention=14 * 86400,
+    )
+    assert consumer.marker_lifetime.to_seconds() == minimum_marker_lifetime(expected)
+    # Its alarm is the consumer's.
+    assert "ArchiveWaiting" in consumer.alarms
+    alarm = only(
+        {"Resources": {k: v for k, v in template["Resources"].items() if "ArchiveWaiting" in k}},
+        "AWS::CloudWatch::Alarm",
+    )
+    assert alarm["AlarmDescription"] == "Consumer: batches wait in the archive"
+
+
+def test_an_unregistered_kind_is_refused_naming_the_known_ones(stack: cdk.Stack) -> None:
+    from tests.cdc_constructs.support import consumer_error
+
+    error = consumer_error(stack, on_failure=ArchiveDestination())
+    assert "SqsDlq, SnsDlq or S3OnFailureDestination" in str(error)
+
+
+PACKAGE = Path(__file__).resolve().parents[2] / "cdc_constructs"
+KIND_MODULES = {"bucket", "queue", "topic", "quarantine"}
+#: What names one kind: aws-cdk-lib's destination classes and the variables a kind sets.
+KIND_NAMES = {
+    "S3OnFailureDestination",
+    "SqsDlq",
+    "SnsDlq",
+    "ON_FAILURE_BUCKET_ENV",
+    "ON_FAILURE_QUEUE_ENV",
+    "BUCKET",
+    "QUEUE",
+    "TOPIC",
+}
+
+
+def _named(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for kind in KIND_MODULES:
+                if node.module == f"cdc_constructs.failure_kinds.{kind}":
+                    yield node.module
+            yield from (alias.name for alias in node.names if alias.name in KIND_NAMES)
+        elif isinstance(node, ast.Name | ast.Attribute):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in KIND_NAMES:
+                yield name
+
+
+def test_no_module_outside_the_kinds_names_a_kind() -> None:
+    """The lookup (``failure_kinds/__init__``) and the kinds' own modules may; nothing else:
+    adding a kind must not mean touching the constructs that use them."""
+    modules = structure.modules(PACKAGE)
+    named = {
+        f"{module}: {name}"
+        for module, tree in modules.items()
+        if not module.startswith("cdc_constructs.failure_kinds")
+        for name in _named(tree)
+    }
+    assert named == set()
+
+
+def test_the_check_sees_a_module_that_names_a_kind() -> None:
+    tree = ast.parse(
+        "from cdc_constructs.failure_kinds.queue import QUEUE\n"
+        "from aws_cdk.aws_lambda_event_sources import SqsDlq\n"
+        "def f(x: Any) -> bool:\n    return isinstance(x, SqsDlq)\n"
+    )
+    assert set(_named(tree)) == {"cdc_constructs.failure_kinds.queue", "QUEUE", "SqsDlq"}
