@@ -296,9 +296,12 @@ BACKFILL_MAX_CONCURRENCY_RANGE: Final = (1, 1000)
 executions at once, but each is a Lambda invocation, and an account's default concurrency
 is 1,000."""
 
-BACKFILL_PAGE_SIZE: Final = 100
-"""Items per Scan page, and per consumer invocation (the runtime's default): a page is
-applied like a stream batch of the default size, in a few transactions."""
+BACKFILL_PAGE_SIZE: Final = 1000
+"""Items per Scan page, and per consumer invocation (the runtime's default), the largest this
+accepts: a page's rows are grouped by view item, so each view item's deltas of the page merge
+into about one ADD, and a row costs about 2 + 2 V/P write units (P rows a page touching V view
+items; docs/design.md §11). A page is still one Scan of at most 1 MB, and the consumer cuts it
+into transactions of at most 100 actions, about 12 for 1,000 rows, well inside its timeout."""
 
 BACKFILL_PAGE_SIZE_RANGE: Final = (1, 1000)
 """Scan pages ViewBackfill accepts: one item up to 1,000 (a consumer invocation carries a

@@ -98,7 +98,7 @@ class ViewBackfill(Construct):
     :param items_per_second: the read rate over all segments; each segment invocation is
         paced to this divided by ``max_concurrency``. Default 1,000 (about 250 read units/s of
         1 KB items: the application keeps the table's capacity). None: no limit.
-    :param page_size: items per Scan page and per consumer invocation. Default 100.
+    :param page_size: items per Scan page and per consumer invocation. Default 1,000.
     :param clock_skew_margin: how far below the start time the default horizon lies, at
         least 1 s (DynamoDB stamps a change rounded down to the second). Default: the
         runtime's (5 s).

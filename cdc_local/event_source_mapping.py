@@ -30,7 +30,7 @@ batch response with DynamoDB and Lambda", "Using event filtering with a DynamoDB
   that the shard waits until the batch succeeds, runs out of retries or ages out), so the
   emulation takes the pessimistic reading and retries as soon as the failed invocation returns.
   A consumer must therefore not count on time passing between retries; the runtime's side
-  effects wait for a crashed claim themselves (see ``cdc_consumer.sinks.side_effects``).
+  effects wait for a crashed claim themselves (see ``cdc_consumer.claims``).
 - ``MaximumRecordAgeInSeconds`` (default -1, infinite): records older than that (from
   ``ApproximateCreationDateTime``) are not sent to the function but discarded to the destination
   (condition ``RecordAgeExceeded``).

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from cdc_consumer import defaults
 from cdc_consumer.batch_ledger import BatchLedger, reference
 from cdc_consumer.change import Change
+from cdc_consumer.claims import SideEffectClaims, SideEffectMode
 from cdc_consumer.decision import (
     Apply,
     Compensate,
@@ -32,7 +33,7 @@ from cdc_consumer.exceptions import DeadlineError
 from cdc_consumer.modes import ProjectionMode
 from cdc_consumer.outcomes import DONE, Next, Outcomes, Step, Stop, sequence_number
 from cdc_consumer.settings import Settings
-from cdc_consumer.sinks.side_effects import SideEffect, SideEffectClaims, SideEffectMode
+from cdc_consumer.sinks.protocol import AlreadyApplied, SideEffect
 from cdc_consumer.tally import Tally
 from cdc_consumer.transactions import RecordWrites, marker_action
 
@@ -299,6 +300,8 @@ def _writes_for(
     marker_ttl = defaults.marker_ttl_seconds()  # read once per batch
 
     def writes_for(position: int, change: Change, actions: Any, quarantined: bool) -> Any:
+        if isinstance(actions, AlreadyApplied):  # the sink holds its effect: a duplicate
+            return RecordWrites(position, [], [], frozenset(), 0, quarantined, duplicate=True)
         if type(actions) is list and not actions:  # nothing to write: no marker either
             return RecordWrites(position, [], [], frozenset(), 0, quarantined)
         marker = marker_action(

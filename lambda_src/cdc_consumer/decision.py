@@ -26,6 +26,7 @@ from cdc_consumer.exceptions import (
     UndecodableRecordError,
     projection_reader,
 )
+from cdc_consumer.sinks.protocol import AlreadyApplied
 from cdc_consumer.transactions import RecordWrites, action_list
 
 Projection = Callable[[Change], Sequence[Mapping[str, Any]]]
@@ -140,10 +141,14 @@ class Decider:
             return Apply(change, None)
         try:
             actions: list[Any] = []
+            already = 0  # projections that hold the change's effect (AlreadyApplied)
             for projection in self.projections:
                 returned = projection(change)
+                already += isinstance(returned, AlreadyApplied)
                 # A list, as projections return: no need to check it is a sequence.
                 actions.extend(returned if type(returned) is list else action_list(returned))
+            if already == len(self.projections):
+                actions = AlreadyApplied()
             return Apply(change, self.writes_for(position, change, actions, False))
         except PermanentError as error:
             return self._permanent(position, change, error)

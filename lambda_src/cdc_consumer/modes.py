@@ -7,7 +7,7 @@ records written alone (:mod:`cdc_consumer.alone`), then the transactions of the 
 the first of them that failed (:mod:`cdc_consumer.transactions`). It answers with a
 :data:`~cdc_consumer.outcomes.Step` (or None: nothing to report) and settles the records in
 the :class:`~cdc_consumer.tally.Tally`. Side effects, the other way a record's effect is made,
-are :mod:`cdc_consumer.sinks.side_effects`.
+are run under claims (:mod:`cdc_consumer.claims`).
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ class ProjectionMode:
         if pending:
             self.tally.committed_transaction()
             outcome = commit(self.client(), pending, self.ledger)
+            self.tally.bookkept(
+                markers=outcome.markers, entries=outcome.entries, listed=outcome.listed
+            )
             settled += [(w, True) for w in outcome.committed]
             settled += [(w, False) for w in outcome.duplicates]
             if outcome.failed is not None:

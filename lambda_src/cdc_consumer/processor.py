@@ -18,14 +18,13 @@ import boto3
 
 from cdc_consumer import defaults
 from cdc_consumer.exceptions import ConfigurationError, projection_reader
-from cdc_consumer.sinks.protocol import batch_hook, merge_key, takes_snapshots
+from cdc_consumer.sinks.protocol import SideEffect, batch_hook, merge_key, takes_snapshots
 
 if TYPE_CHECKING:
     from cdc_consumer.batch import GroupTurn, LambdaContext
     from cdc_consumer.decision import Projection, Reads
     from cdc_consumer.progress import ProgressRecorder
     from cdc_consumer.settings import Settings
-    from cdc_consumer.sinks.side_effects import SideEffect
 
 __all__ = ["LambdaContext", "Projection", "Settings", "SideEffect", "StreamProcessor"]
 
@@ -33,7 +32,6 @@ __all__ = ["LambdaContext", "Projection", "Settings", "SideEffect", "StreamProce
 _LAZY = {
     "LambdaContext": "cdc_consumer.batch",
     "Projection": "cdc_consumer.decision",
-    "SideEffect": "cdc_consumer.sinks.side_effects",
     "Settings": "cdc_consumer.settings",
 }
 
@@ -83,7 +81,7 @@ class StreamProcessor:
       env ``CDC_SIDE_EFFECT_TIMEOUT_MS``, else 10 s or a quarter of the function's timeout
       if shorter. A retry that meets a crashed invocation's claim waits for it to expire and
       takes it over when its invocation has the time (billed duration, at most one timeout);
-      a side effect must finish within it (see :mod:`cdc_consumer.sinks.side_effects`).
+      a side effect must finish within it (see :mod:`cdc_consumer.claims`).
     - ``clock``: epoch seconds; default ``time.time``; ``sleep``: default ``time.sleep``
       (tests pass their own).
 

@@ -4,7 +4,10 @@ Every record of a batch ends in exactly one of these states, and only the tally 
 
 - **applied** (``RecordsProcessed``; ``TtlExpiries`` too for a TTL deletion): its effect was
   made by this invocation: its projection's transaction committed, or a side effect ran;
-- **duplicate** (``DuplicatesSkipped``): every effect was already made by an earlier delivery;
+- **duplicate** (``DuplicatesSkipped``): every effect was already made by an earlier delivery
+  (its ledger entry or marker says so, every version-guarded write found the view at this
+  version or a newer one, or its sink returned
+  :class:`~cdc_consumer.sinks.protocol.AlreadyApplied`);
 - **quarantined** (``RecordsQuarantined``): poison, sent whole to the quarantine queue;
 - **failed**: reported to Lambda (or raised); not counted here, it is delivered again. A
   record failed because its marker was written for another stream also counts in
@@ -12,6 +15,10 @@ Every record of a batch ends in exactly one of these states, and only the tally 
 
 A record with a projection *and* side effects is settled after its side effects, so the
 tally holds the projection's part until then (:meth:`Tally.projected`).
+
+Besides the records, the tally counts what each committed transaction wrote to know what it
+applied (:meth:`Tally.bookkept`): processed-markers (``MarkersWritten``), ledger entries
+(``LedgerEntriesWritten``) and the records they list (``LedgerRecordsListed``).
 """
 
 from __future__ import annotations
@@ -75,3 +82,10 @@ class Tally:
 
     def committed_transaction(self) -> None:
         self.transactions += 1
+
+    def bookkept(self, *, markers: int, entries: int, listed: int) -> None:
+        """A commit wrote ``markers`` processed-markers and ``entries`` ledger entries listing
+        ``listed`` records."""
+        self.metrics.markers_written += markers
+        self.metrics.ledger_entries_written += entries
+        self.metrics.ledger_records_listed += listed

@@ -13,6 +13,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Template
+from cdc_consumer.backfill.defaults import PAGE_SIZE as RUNTIME_PAGE_SIZE
 from cdc_consumer.contract import (
     BACKFILL_HANDLER,
     BACKFILL_ITEMS_PER_SECOND_ENV,
@@ -167,6 +168,16 @@ def test_no_rate_limit_when_asked_and_the_runtime_default_skew(stack: cdk.Stack)
     variables = _segment_function(_template(stack))["Environment"]["Variables"]
     assert BACKFILL_ITEMS_PER_SECOND_ENV not in variables
     assert BACKFILL_SKEW_SECONDS_ENV not in variables
+
+
+def test_the_default_page_is_the_largest_accepted_and_the_runtimes(stack: cdk.Stack) -> None:
+    """Issue 29: a page's deltas merge per view item, so the default page is the largest
+    ViewBackfill accepts (1,000 rows: about 2 + 2 V/P write units a row), and the runtime's
+    own default is the same."""
+    ViewBackfill(stack, "Backfill", consumer=_consumer(stack))
+    variables = _segment_function(_template(stack))["Environment"]["Variables"]
+    assert variables[BACKFILL_PAGE_SIZE_ENV] == "1000"
+    assert RUNTIME_PAGE_SIZE == 1000
 
 
 def _actions(statement: dict[str, Any]) -> list[str]:

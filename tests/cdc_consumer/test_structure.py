@@ -50,24 +50,43 @@ ENGINE = (
     "outcomes",
     "tally",
     "processor",
+    "claims",
 )
-#: The sinks the engine must not name (side effects are its one other way of making an effect,
-#: run by the batch loop after the pending writes: named there, and nowhere else).
-WRITE_SINKS = ("aggregates", "guarded", "latest_image", "contributions", "outbox")
+#: What the engine may import of the sinks package: the protocol, and nothing else.
+PROTOCOL = {"cdc_consumer.sinks", "cdc_consumer.sinks.protocol"}
+#: The sinks the runtime ships (each a module of cdc_consumer.sinks), side effects no longer
+#: among them: a side effect is a callable the engine runs under a claim (cdc_consumer.claims).
+SINKS = ("aggregates", "guarded", "latest_image", "contributions", "outbox")
 
 
 def test_the_engine_names_no_sink() -> None:
-    """The engine knows sinks by the protocol only (issue 29): it imports no sink module,
-    neither the aggregate merger nor the version guard, not even inside a function."""
+    """The engine knows sinks by the protocol only (issue 29): it imports no module of
+    ``cdc_consumer.sinks`` but the protocol (today's sinks and any added later), neither the
+    aggregate merger nor the version guard, not even inside a function or for types only."""
+    sink_modules = {name for name in MODULES if name.startswith("cdc_consumer.sinks.")} - PROTOCOL
+    assert {f"cdc_consumer.sinks.{sink}" for sink in SINKS} <= sink_modules
     named = {
         f"{module} imports {target}"
         for module in ENGINE
         for node in ast.walk(MODULES[f"cdc_consumer.{module}"])
         if isinstance(node, ast.ImportFrom) and node.module
         for target in [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-        if target in {f"cdc_consumer.sinks.{sink}" for sink in WRITE_SINKS}
+        if target in sink_modules
     }
     assert named == set()
+
+
+def test_the_engine_runs_side_effects_without_a_sink_module() -> None:
+    """The side effects' claims are the engine's bookkeeping (cdc_consumer.claims), so the
+    batch loop builds them without naming a sink: it was exempted while it imported
+    cdc_consumer.sinks.side_effects."""
+    assert "cdc_consumer.sinks.side_effects" not in MODULES
+    imported = {
+        node.module
+        for node in ast.walk(MODULES["cdc_consumer.batch"])
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert "cdc_consumer.claims" in imported
 
 
 def test_no_control_flow_reads_an_error_message() -> None:

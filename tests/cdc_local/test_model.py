@@ -196,7 +196,7 @@ class PipelineModel(RuleBasedStateMachine):
         self.steps = 0
         #: Changes whose side effect a crash or a transient error may have cut between the
         #: call and its claim's completion: it may run again (at least once, as documented in
-        #: cdc_consumer.sinks.side_effects). Every other change's runs exactly once.
+        #: cdc_consumer.claims). Every other change's runs exactly once.
         self.exposed: set[tuple[str, str]] = set()
 
     def teardown(self) -> None:

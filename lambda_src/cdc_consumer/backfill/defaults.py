@@ -23,9 +23,20 @@ STREAM_RETENTION_SECONDS = contract.STREAM_RETENTION_SECONDS
 #: Kept between the oldest horizon accepted and the stream's trim point: a consumer lagging by
 #: up to this much still reads every change at or after the horizon.
 RETENTION_MARGIN_SECONDS = 3600
-#: Scan's Limit per page: one consumer invocation per page, of the StreamConsumer's default
-#: batch size, so the consumer sees batches of the size it was built and timed for.
-PAGE_SIZE = 100
+#: Scan's Limit per page; a page is one consumer invocation. Write units fall with the page:
+#: each row writes its contribution (2 units in a transaction), and the page's deltas merge per
+#: view item into about one ADD, so a page of P rows touching V view items costs about
+#: 2 + 2 V/P units a row (docs/design.md §11): the larger the page, the more rows share each
+#: view item's ADD. 1,000 is the largest page ViewBackfill accepts, and nothing it bounds is
+#: near its limit there: Scan returns at most 1 MB a page whatever the Limit (so large items
+#: make smaller pages by themselves); the consumer cuts the page into transactions of at most
+#: 100 actions and 4 MB as it cuts a stream batch (about 12 of them, a second or two, inside
+#: the consumer's 60 s timeout, which it watches between transactions); the invocation payload
+#: is cut below Lambda's 6 MB (INVOKE_MAX_BYTES); a 1 MB page and its JSON fit the segment
+#: function's 256 MB; the rate limit's burst is one page (a segment's first page goes at once,
+#: then pages are paced). 100 (the stream batch size) cost 2 units a row more wherever a page
+#: of 100 rows touches about 100 view items.
+PAGE_SIZE = 1000
 #: No page is started when less than this share of the function's timeout is left (within
 #: MIN/MAX_RESERVE_SECONDS): a page is a Scan plus a consumer invocation, and the progress
 #: record must be written before Lambda's deadline.

@@ -7,8 +7,11 @@
 - :mod:`~cdc_consumer.sinks.aggregates`: hot aggregates, merged across records;
 - :mod:`~cdc_consumer.sinks.contributions`: :class:`Contributions`, a delta view a backfill can
   feed (swaps of each item's contribution);
-- :mod:`~cdc_consumer.sinks.outbox`: the transactional outbox (the application's side);
-- :mod:`~cdc_consumer.sinks.side_effects`: external calls, each guarded by a claim.
+- :mod:`~cdc_consumer.sinks.outbox`: the transactional outbox (the application's side).
+
+A side effect (an external call) is any ``change -> None`` callable
+(:data:`~cdc_consumer.sinks.protocol.SideEffect`): it needs no module here, since what makes it
+run once, its claim, is the engine's bookkeeping (:mod:`cdc_consumer.claims`).
 
 Adding a sink is one module here (or anywhere) and its tests: the engine names none of them.
 Importing this package loads only the protocol.
@@ -19,7 +22,9 @@ from __future__ import annotations
 from cdc_consumer.sinks.protocol import (
     PLAIN,
     ActionKind,
+    AlreadyApplied,
     OnConditionFailed,
+    SideEffect,
     Sink,
     batch_hook,
     kind_of,
@@ -30,7 +35,9 @@ from cdc_consumer.sinks.protocol import (
 __all__ = [
     "PLAIN",
     "ActionKind",
+    "AlreadyApplied",
     "OnConditionFailed",
+    "SideEffect",
     "Sink",
     "batch_hook",
     "kind_of",

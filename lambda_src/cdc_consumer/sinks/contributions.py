@@ -48,7 +48,7 @@ from cdc_consumer import decimals, defaults
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
 from cdc_consumer.sinks.aggregates import Number, update_aggregate
-from cdc_consumer.sinks.protocol import ActionKind, OnConditionFailed
+from cdc_consumer.sinks.protocol import ActionKind, AlreadyApplied, OnConditionFailed
 from cdc_consumer.versions import VERSION_ATTRIBUTE
 from cdc_consumer.wire import deserialize_image, to_wire
 
@@ -178,7 +178,7 @@ class Contributions:
         version = change.version
         stored_version, stored, unreadable_before = self.stored(item_id)
         if _stale(stored_version, version, unreadable_before):
-            return []  # what the view holds is as new or newer
+            return AlreadyApplied()  # what the view holds is as new or newer
         unreadable: PermanentError | None = None
         try:
             new = (
@@ -236,7 +236,12 @@ class Contributions:
     def merge_key(self, change: Change) -> str | None:
         """The view items a snapshot row adds to, as one string: a backfill's page is grouped
         by it before it is cut into transactions, so each view item's deltas of the page merge
-        into about one ``ADD`` (None: the row adds nothing, or its image cannot be read)."""
+        into about one ``ADD`` (None: the row adds nothing, or its image cannot be read).
+
+        :param change: a snapshot row of the backfill (its ``new_image`` is the item as read);
+            the engine calls this only for rows, before deciding them, so a row the
+            contribution function cannot read is left to the decision step to quarantine.
+        """
         if (self.select is not None and not self.select(change)) or change.new_image is None:
             return None
         try:
@@ -248,7 +253,12 @@ class Contributions:
     # --- names --------------------------------------------------------------------------------
 
     def item_id(self, keys: Mapping[str, Any]) -> str:
-        """The contribution item's id for a source item's key (DynamoDB JSON)."""
+        """The contribution item's id for a source item's key.
+
+        :param keys: the source item's primary key in DynamoDB JSON (a change's raw ``Keys``,
+            ``{"pk": {"S": "ITEM#1"}}``), serialized with sorted names so that one item
+            always has one contribution item, whatever the order of its key attributes.
+        """
         return f"{self.name}#contribution#{json.dumps(keys, sort_keys=True)}"
 
     def table(self) -> str:

@@ -11,9 +11,11 @@ module:
   declared); ``start_batch(records)``, called before a batch is decided (a sink reading
   state for the whole batch in one request); ``merge_key(change)``, the view items a snapshot
   row's actions merge on (a backfill's page is grouped by it before it is cut into
-  transactions, so one view item's deltas travel as one action). Side effects are the other
-  kind of sink: a function ``change -> None`` guarded by a claim
-  (:mod:`cdc_consumer.sinks.side_effects`).
+  transactions, so one view item's deltas travel as one action);
+- **a side effect** (:data:`SideEffect`) is the other kind of sink: a callable
+  ``change -> None`` making an external call (a webhook, a search index), registered with
+  ``@processor.side_effect``; the engine runs it after every earlier record's writes are
+  committed and guards each call with a claim (:mod:`cdc_consumer.claims`).
 - **per action** (:class:`ActionKind`, found by :func:`kind_of`): whether the action guards
   itself (idempotent by a version it carries, so its record needs no processed-marker), whether
   it makes its whole record idempotent (a swap), whether it may be written alone with a
@@ -39,7 +41,9 @@ if TYPE_CHECKING:
 __all__ = [
     "PLAIN",
     "ActionKind",
+    "AlreadyApplied",
     "OnConditionFailed",
+    "SideEffect",
     "Sink",
     "batch_hook",
     "kind_of",
@@ -50,10 +54,19 @@ __all__ = [
 
 class Sink(Protocol):
     """A projection: ``change -> list of TransactWriteItems actions`` (``[]``: nothing to
-    write). Optional attributes, read with defaults by the processor: ``takes_snapshots``
-    (bool), ``start_batch(records)``."""
+    write; :class:`AlreadyApplied`: nothing to write, the change's effect is already there).
+    Optional attributes, read with defaults by the processor: ``takes_snapshots`` (bool),
+    ``start_batch(records)``."""
 
     def __call__(self, change: Change) -> list[Mapping[str, Any]]: ...
+
+
+SideEffect = Callable[["Change"], None]
+"""A side effect: a callable making an external call for a change (``None``: done; an
+exception: the claim is released and the record fails, or, for a
+:class:`~cdc_consumer.exceptions.PermanentError`, is quarantined). Run at least once and, unless
+an invocation dies between the call and its claim's completion, exactly once
+(:mod:`cdc_consumer.claims`)."""
 
 
 class OnConditionFailed(Enum):
@@ -127,6 +140,17 @@ def kind_of(action: Any) -> ActionKind:
     """The kind of ``action``: its ``sink_kind``, else :data:`PLAIN`."""
     kind = getattr(action, "sink_kind", None)
     return kind if isinstance(kind, ActionKind) else PLAIN
+
+
+class AlreadyApplied(list):  # type: ignore[type-arg]
+    """What a sink returns for a change whose effect it already holds (a redelivery, or a
+    change no newer than the one it applied): nothing to write, and the record counts as a
+    duplicate (``DuplicatesSkipped``), not as processed. An empty ``list``, so code reading a
+    sink's result as a list is unaffected; a plain ``[]`` means "nothing to write" without
+    that knowledge (the record counts as processed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
 
 
 def takes_snapshots(sink: Any) -> bool:

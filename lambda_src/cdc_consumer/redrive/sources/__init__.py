@@ -33,6 +33,7 @@ from cdc_consumer.redrive.sources.queue import QUEUE
 __all__ = [
     "SOURCE_KINDS",
     "SourceKind",
+    "bucket_of",
     "bucket_where",
     "kind_for",
     "located",
@@ -104,3 +105,9 @@ def on_failure_bucket(environ: Mapping[str, str]) -> tuple[str | None, str]:
     item (:mod:`~cdc_consumer.redrive.cross_source`)."""
     where = BUCKET.located(environ)
     return split_bucket_where(where) if where else (None, ON_FAILURE_S3_PREFIX)
+
+
+def bucket_of(where: str) -> tuple[str, str] | None:
+    """The bucket and prefix ``where`` names, when it is an S3 destination's location (the
+    Kinesis route's redrive, which reads its own shape of objects, asks)."""
+    return split_bucket_where(where) if BUCKET.claims(where) else None

@@ -1,6 +1,12 @@
-"""Claims for side effects (external calls), in the idempotency table, as Powertools does.
+"""Claims: the bookkeeping of side effects (external calls), in the idempotency table, as
+Powertools does.
 
-A side effect cannot join a DynamoDB transaction, so it is guarded by a claim:
+Claims are the third kind of the engine's bookkeeping, beside the ledger's entries
+(:mod:`cdc_consumer.batch_ledger`) and per-record processed-markers: a side effect is any
+``change -> None`` callable (:data:`cdc_consumer.sinks.protocol.SideEffect`, registered with
+``@processor.side_effect``), and the engine guards each call with a claim, whatever it calls
+(a webhook, an OpenSearch index, a queue). A side effect cannot join a DynamoDB transaction,
+so it is guarded by a claim:
 
 1. **claim** — put ``{id, expiration, status: INPROGRESS, in_progress_expiration}`` if no
    record exists, or the existing one expired, or it is an in-progress claim whose
@@ -56,11 +62,9 @@ from cdc_consumer.exceptions import (
     TransientError,
 )
 from cdc_consumer.outcomes import Next, Outcomes, Step
+from cdc_consumer.sinks.protocol import SideEffect
 from cdc_consumer.tally import Tally
 from cdc_consumer.transactions import foreign_stream
-
-SideEffect = Callable[[Change], None]
-"""A function that performs an external call for a change."""
 
 #: Claim window when there is no Lambda context to give the invocation's deadline: 15 min,
 #: Lambda's longest timeout, so no invocation can still be running when it ends.
@@ -210,7 +214,7 @@ class SideEffectMode:
     """Runs a record's side effects, each once, guarded by its claim.
 
     ``timeout_ms``: the side-effect timeout, how long a claim stays in progress (see
-    :mod:`cdc_consumer.sinks.side_effects` for the rule and its cost). ``time_left_ms()``: the
+    :mod:`cdc_consumer.claims` for the rule and its cost). ``time_left_ms()``: the
     invocation's remaining time less the safety margin (None without a Lambda context).
     """
 
