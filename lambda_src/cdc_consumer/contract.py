@@ -39,6 +39,7 @@ __all__ = [
     "BACKFILL_TABLE_ENV",
     "BACKFILL_THROTTLES",
     "BATCH_FAILURES",
+    "BOOKKEEPING_METRICS",
     "CONSUMER_DIMENSION",
     "CONSUMER_ENVIRONMENT",
     "CONSUMER_FILTERS_ENV",
@@ -53,8 +54,11 @@ __all__ = [
     "FOREIGN_MARKERS",
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
+    "LEDGER_ENTRIES_WRITTEN",
+    "LEDGER_RECORDS_LISTED",
     "LEDGER_TABLE_ENV",
     "MAPPING_UUID_ENV",
+    "MARKERS_WRITTEN",
     "MARKER_LIFETIME_MARGIN_SECONDS",
     "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
@@ -281,9 +285,23 @@ COUNT_METRICS: Final = (
     BATCH_FAILURES,
     FOREIGN_MARKERS,
 )
-"""The runtime's per-batch counts, in the order of its EMF line."""
+"""The runtime's per-batch counts of records, in the order of its EMF line."""
 
-CONSUMER_METRICS: Final = (*COUNT_METRICS, ITERATOR_LAG_MS)
+MARKERS_WRITTEN: Final = Metric("MarkersWritten")
+"""Processed-markers committed (one per record that needs one: the Kinesis route, snapshot rows,
+a consumer without a ledger table)."""
+LEDGER_ENTRIES_WRITTEN: Final = Metric("LedgerEntriesWritten")
+"""Ledger entries committed: one per transaction and stream (``cdc_consumer.ledger``)."""
+LEDGER_RECORDS_LISTED: Final = Metric("LedgerRecordsListed")
+"""Records those entries list (each in place of a marker): divided by
+:data:`LEDGER_ENTRIES_WRITTEN`, the records an entry covers, the ledger's saving."""
+
+BOOKKEEPING_METRICS: Final = (MARKERS_WRITTEN, LEDGER_ENTRIES_WRITTEN, LEDGER_RECORDS_LISTED)
+"""The runtime's per-batch counts of what it wrote to know what it applied (markers and ledger
+entries, which live as long: the replay windows rule), after :data:`COUNT_METRICS` in its EMF
+line."""
+
+CONSUMER_METRICS: Final = (*COUNT_METRICS, *BOOKKEEPING_METRICS, ITERATOR_LAG_MS)
 """Every metric the consumer runtime emits, one EMF line per batch."""
 
 REDRIVE_LOST_RECORDS: Final = Metric("RedriveLostRecords")
