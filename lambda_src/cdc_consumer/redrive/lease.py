@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import boto3
 from botocore.exceptions import ClientError
 
 from cdc_consumer.contract import redrive_lease_key
@@ -35,9 +36,9 @@ from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE, STREAM_ATT
 from cdc_consumer.exceptions import InvocationError
 from cdc_consumer.redrive.defaults import DEFAULT_LEASE_SECONDS
 from cdc_consumer.redrive.invokers import Invoker
-from cdc_consumer.redrive.report import LeaseHeld
+from cdc_consumer.redrive.report import LeaseHeld, RedriveReport
 
-__all__ = ["LeasedInvoker", "RedriveLease"]
+__all__ = ["LeasedInvoker", "RedriveLease", "stop_when_lost", "under_lease"]
 
 _OWNER = "owner"
 _EXPIRES_AT = "expiresAt"
@@ -142,3 +143,46 @@ class LeasedInvoker:
             assert self.lease.held is not None
             raise InvocationError(f"lease lost: {self.lease.held.reason}", error_type="LeaseLost")
         return self.invoker.invoke(event)
+
+
+def under_lease(
+    redrive: Any, report: RedriveReport, body: Callable[[RedriveLease | None], None]
+) -> RedriveReport:
+    """``body`` run under the consumer's lease, taken waiting up to the redrive's
+    ``lease_wait_seconds`` and given back after; not run at all when another redrive holds it
+    (``report.busy`` says who). Without a lease table (or a name), run without (noted).
+
+    ``redrive`` is a :class:`~cdc_consumer.redrive.replay.Redrive` (or has its ``lease_table``,
+    ``dynamodb_client``, ``consumer_name``, ``function_name``, ``stream_arn``,
+    ``lease_wait_seconds`` and ``lease_poll_seconds``)."""
+    name = redrive.consumer_name or redrive.function_name
+    if not redrive.lease_table or not name:
+        report.notes.append(
+            "no redrive lease (no idempotency table, or no consumer name): another redrive"
+            " of this consumer at the same time could hide a change this one must wait for"
+        )
+        body(None)
+        return report
+    if redrive.dynamodb_client is None:
+        redrive.dynamodb_client = boto3.client("dynamodb")
+    lease = RedriveLease(redrive.dynamodb_client, redrive.lease_table, name, redrive.stream_arn)
+    report.busy = lease.wait(redrive.lease_wait_seconds, redrive.lease_poll_seconds, time.sleep)
+    if report.busy is not None:
+        return report
+    try:
+        body(lease)
+    finally:
+        if lease.held is not None:
+            report.busy = lease.held  # lost midway: another redrive took it over
+        else:
+            lease.release()
+    return report
+
+
+def stop_when_lost(
+    lease: RedriveLease | None, should_stop: Callable[[], bool] | None
+) -> Callable[[], bool] | None:
+    """``should_stop``, and stop once the lease was lost (another redrive took it)."""
+    if lease is None:
+        return should_stop
+    return lambda: lease.held is not None or bool(should_stop and should_stop())
