@@ -25,7 +25,7 @@ MINISTACK_VENV ?= .venv-ministack
 export MINISTACK_VENV
 MINISTACK_DEPS := $(MINISTACK_VENV)/.requirements-sha256
 
-.PHONY: synth test model-test snapshots local deploy-local bench deploy docs diagrams permissions lint clean
+.PHONY: synth test model-test snapshots local local-global deploy-local bench deploy docs diagrams permissions lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,11 @@ model-test: $(DEV_DEPS) $(CLI_DEPS)
 ## snapshots: re-record tests/snapshots/ after an intended infrastructure change (review the diff!)
 snapshots: $(DEV_DEPS) $(CLI_DEPS)
 	UPDATE_SNAPSHOTS=1 $(BIN)/python -m pytest -q tests/reference_app/test_stack.py tests/reference_app/test_kinesis_stack.py tests/cdc_constructs/test_global_example.py -k snapshot
+
+## local-global: a global table under the local pipeline, end to end: its stack in us-east-1 and
+## a replica's in us-west-2 on one moto server (tests/cdc_local/test_global_tables.py; docs/local.md)
+local-global: $(DEV_DEPS) $(CLI_DEPS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/cdc_local/test_global_tables.py
 
 ## local: synthesize, then run the reference stack's pipeline on this machine (moto) under a
 ## demo workload with injected faults; prints a summary table and one JSON line

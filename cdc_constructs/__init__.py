@@ -24,6 +24,7 @@ from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.kinesis_consumer import KinesisConsumer, KinesisFilters
 from cdc_constructs.kinesis_destination import KinesisDestination
+from cdc_constructs.kinesis_redrive import KinesisStreamRedrive
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.outbox_publisher import OutboxPublisher
@@ -53,6 +54,7 @@ __all__ = [
     "KinesisConsumer",
     "KinesisDestination",
     "KinesisFilters",
+    "KinesisStreamRedrive",
     "OutboxPublisher",
     "Problem",
     "RedriveConfigurationError",

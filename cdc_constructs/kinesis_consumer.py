@@ -26,12 +26,14 @@ from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.filter_checks import check_filters
+from cdc_constructs.kinesis_redrive import KinesisStreamRedrive
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring_options import MonitoringOptions
 from cdc_constructs.permissions import allow, grant_key
 from cdc_constructs.record_shape import KINESIS_CHANGE_RECORD
 from cdc_constructs.replication import Replication
 from cdc_constructs.replication_alarms import KinesisReplicationAlarms
+from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import (
     StreamConsumer,
     _make_mapping,
@@ -145,11 +147,13 @@ class KinesisConsumer(StreamConsumer):
     (:func:`kinesis_record_age`: 6 days on a 7-day stream), so an outage waits in the stream
     instead of going to the bucket (the lag alarm still fires at 15 minutes at the latest);
     ``filters`` match Kinesis records, the DynamoDB
-    change under ``data`` (:class:`KinesisFilters`); there is no ``redrive`` function on this
-    route yet (the on-failure destination and the quarantine queue still keep every failed
-    record); markers are kept for the replay windows with the stream's retention in place of
-    24 h (``marker_lifetime``, :mod:`~cdc_constructs.marker_lifetime`), as a duplicate can
-    arrive as long as the stream holds a record.
+    change under ``data`` (:class:`KinesisFilters`); ``redrive`` (default True) provisions
+    :class:`~cdc_constructs.kinesis_redrive.KinesisStreamRedrive`, which replays the on-failure
+    destination's batches (an object's own records, or a message's read back from the Kinesis
+    stream while it holds them) but not the quarantine queue (replay quarantined Kinesis records
+    by hand: docs/operations.md); markers are kept for the replay windows with the stream's
+    retention in place of 24 h (``marker_lifetime``, :mod:`~cdc_constructs.marker_lifetime`),
+    as a duplicate can arrive as long as the stream holds a record.
 
     With ``table`` and monitoring on, the table's replication to the stream is alarmed too
     (:class:`~cdc_constructs.replication_alarms.KinesisReplicationAlarms`: changes waiting,
@@ -215,8 +219,7 @@ class KinesisConsumer(StreamConsumer):
             # The mapping starts once the fan-out consumer exists.
             self.event_source_mapping.node.add_dependency(self.fan_out_consumer)
         self.alarm_topic = options.monitoring.resolve_topic(self)
-        self.redrive = None
-        """None: no redrive function on the Kinesis route yet."""
+        self.redrive = _make_redrive(self, options)  # KinesisStreamRedrive, or None
         self.replication_alarms = _replication_alarms(self, table, options)
         """The table's replication to the stream, alarmed (None: the table is not known, or
         ``monitoring=False``)."""
@@ -272,6 +275,32 @@ def _replication_alarms(
     )
 
 
+def _make_redrive(
+    consumer: KinesisConsumer, options: ConsumerOptions
+) -> KinesisStreamRedrive | None:
+    """The consumer's redrive function (None with ``redrive=False``): StreamConsumer's props,
+    the Kinesis stream (not its fan-out consumer) in place of a DynamoDB stream, no quarantine."""
+    if not options.failure.redrive:
+        return None
+    return KinesisStreamRedrive(
+        consumer,
+        "Redrive",
+        stream=consumer.stream,
+        consumer_function=consumer.function,
+        consumer_name=consumer.consumer_name,
+        on_failure=consumer.on_failure,
+        event_source_mapping_id=consumer.event_source_mapping.event_source_mapping_id,
+        layer=ConsumerRuntimeLayer.of(consumer),
+        consumer_timeout=options.function.consumer_timeout,
+        filters=options.mapping.filter_patterns,
+        marker_lifetime=consumer.marker_lifetime,
+        log_retention=options.function.log_retention,
+        log_encryption_key=options.function.log_encryption_key,
+        metrics_namespace=consumer.metrics_namespace,
+        alarm_topic=consumer.alarm_topic,
+    )
+
+
 def _lag_alarm(options: ConsumerOptions) -> MonitoringOptions:
     """The monitoring props with the lag alarm's threshold: as given, else a quarter of the
     record age and at most ``defaults.KINESIS_ITERATOR_AGE_ALARM_MAX_SECONDS``."""
@@ -285,8 +314,8 @@ def _lag_alarm(options: ConsumerOptions) -> MonitoringOptions:
 
 def _options(props: Mapping[str, Any], retention: Duration | None) -> ConsumerOptions:
     """StreamConsumer's option objects from ``props`` (the same names and defaults), the mapping
-    bounded by ``retention``, and no redrive."""
-    unknown = sorted(set(props) - set(ConsumerOptions.prop_names()) | ({"redrive"} & set(props)))
+    bounded by ``retention``."""
+    unknown = sorted(set(props) - set(ConsumerOptions.prop_names()))
     if unknown:
         raise TypeError(f"KinesisConsumer got unexpected props {unknown}")
     defaults_of = {
@@ -294,7 +323,7 @@ def _options(props: Mapping[str, Any], retention: Duration | None) -> ConsumerOp
         for name, parameter in inspect.signature(StreamConsumer.__init__).parameters.items()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
     }
-    merged = {**defaults_of, **props, "redrive": False}
+    merged = {**defaults_of, **props}
     options = ConsumerOptions.from_props(merged)
     mapping = KinesisMappingOptions(
         **{

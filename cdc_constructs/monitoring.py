@@ -11,10 +11,12 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdc_consumer.contract import (
+    BOOKKEEPING_METRICS,
     COUNT_METRICS,
     FOREIGN_MARKERS,
     ITERATOR_LAG_MS,
     RECORDS_QUARANTINED,
+    Metric,
 )
 from constructs import Construct
 
@@ -34,8 +36,8 @@ __all__ = [
     "check_iterator_age_threshold",
 ]
 
-# The runtime's embedded-metric-format metrics (COUNT_METRICS, ITERATOR_LAG_MS, all with the
-# dimension Consumer) are the contract's (cdc_consumer.contract).
+# The runtime's embedded-metric-format metrics (COUNT_METRICS, BOOKKEEPING_METRICS,
+# ITERATOR_LAG_MS, all with the dimension Consumer) are the contract's (cdc_consumer.contract).
 # The mapping's records given up on (retries or record age ran out): the on-failure alarm's
 # metric, whatever the destination. Not OnFailureDestinationDeliveredEventCount: that one misses
 # a batch whose delivery to the destination failed.
@@ -129,6 +131,11 @@ class StreamConsumerMonitoring(Construct):
       their actions set by whoever made them (StreamConsumer gives its redrive the same topic).
 
     Missing data is "not breaching": an idle consumer is healthy.
+
+    The dashboard shows lag, the function, failures, then side by side the runtime's records
+    (processed, duplicates, quarantined...), its bookkeeping (processed-markers, ledger entries
+    and the records they list: what it wrote to know what it applied, all kept for the marker
+    lifetime) and the mapping's records; then the related alarms' metrics.
 
     :param consumer: the consumer to watch (a StreamConsumer, or anything with the
         attributes of :class:`MonitoredConsumer`).
@@ -279,17 +286,10 @@ class StreamConsumerMonitoring(Construct):
                 width=8,
             ),
             _failures_widget(metrics),
+            _runtime_widget(consumer, "Runtime (records)", COUNT_METRICS),
+            _runtime_widget(consumer, "Bookkeeping (items written)", BOOKKEEPING_METRICS),
             cloudwatch.GraphWidget(
-                title="Runtime (records)",
-                left=[
-                    _runtime_metric(consumer, metric.name, member)
-                    for member in consumer.runtime_consumers
-                    for metric in COUNT_METRICS
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Event source mapping (records)", left=self._mapping_metrics(), width=12
+                title="Event source mapping (records)", left=self._mapping_metrics(), width=8
             ),
             *_related_widgets(consumer),
         ]
@@ -298,6 +298,21 @@ class StreamConsumerMonitoring(Construct):
         return [
             mapping_metric(self._consumer, name, self._period) for name in MAPPING_COUNT_METRICS
         ]
+
+
+def _runtime_widget(
+    consumer: MonitoredConsumer, title: str, metrics: Sequence[Metric]
+) -> cloudwatch.IWidget:
+    """A graph of the runtime's ``metrics`` (Sum), for each of the consumer's runtime names."""
+    return cloudwatch.GraphWidget(
+        title=title,
+        left=[
+            _runtime_metric(consumer, metric.name, member)
+            for member in consumer.runtime_consumers
+            for metric in metrics
+        ],
+        width=8,
+    )
 
 
 def _failures_widget(metrics: Mapping[str, cloudwatch.IMetric]) -> cloudwatch.IWidget:

@@ -175,12 +175,17 @@ class StreamRedrive(Construct):
         self.role, self.log_group, self.function = _make_function(
             self, consumer_name, variables, layer, timeout, log_retention, log_encryption_key
         )
-        access = RedriveAccess(stream_arn)
+        access = self._access(stream_arn)
         for target in targets:
             target.grant_redrive(access)
         quarantine.grant_redrive(access)
         access.apply(self.function, allow(INVOKE_ACTIONS, [consumer_function.function_arn]))
         self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
+
+    def _access(self, stream_arn: str) -> RedriveAccess:
+        """Where the failure kinds gather the redrive's grants, on the consumer's stream (a
+        :class:`~cdc_constructs.kinesis_redrive.KinesisStreamRedrive` reads a Kinesis stream)."""
+        return RedriveAccess(stream_arn)
 
     def _alarm_lost_records(
         self, consumer_name: str, metrics_namespace: str, alarm_topic: sns.ITopic | None

@@ -37,7 +37,8 @@ from cdc_local.exceptions import (
 )
 from cdc_local.faults import FaultPlan, Faults, SimulatedCrash
 from cdc_local.functions import InvocationResult, LambdaContext, LocalFunction
-from cdc_local.runner import LocalPipeline, PipelineCounters
+from cdc_local.replication import Replication
+from cdc_local.runner import LocalPipeline, PipelineCounters, drain_together
 from cdc_local.ttl import TtlLedger, TtlSweeper
 
 __all__ = [
@@ -61,10 +62,12 @@ __all__ = [
     "MappingSettings",
     "PipelineCounters",
     "PipelineStuck",
+    "Replication",
     "ResolutionError",
     "SimulatedCrash",
     "StackTemplate",
     "TtlLedger",
     "TtlSweeper",
+    "drain_together",
     "patched_environ",
 ]

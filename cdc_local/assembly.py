@@ -81,6 +81,8 @@ class StackTemplate:
     template: Mapping[str, Any]
     assembly_dir: Path
     _asset_paths: Mapping[str, Path] = field(default_factory=dict, repr=False)
+    region: str | None = None
+    """The stack's region (its ``env``), or None for an environment-agnostic stack."""
 
     @property
     def resources(self) -> Mapping[str, Mapping[str, Any]]:
@@ -151,8 +153,9 @@ class StackTemplate:
         return mappings
 
     def stream_readers(self) -> dict[str, list[str]]:
-        """Each table of this stack with a stream -> the event source mappings and Pipes that
-        read it (logical ids): the readers DynamoDB Streams counts per shard."""
+        """Each table of this stack with a stream (or replica it reads: the custom resource
+        reading its stream) -> the event source mappings and Pipes that read it (logical ids):
+        the readers DynamoDB Streams counts per shard."""
         readers: dict[str, list[str]] = {}
         for resource_type, source_property in (
             (MAPPING_TYPE, "EventSourceArn"),
@@ -161,14 +164,27 @@ class StackTemplate:
             for r in self.of_type(resource_type):
                 source = r.properties.get(source_property)
                 if isinstance(source, Mapping) and "Fn::GetAtt" in source:
-                    target, attribute = _getatt_parts(source["Fn::GetAtt"])
-                    table = self.resources.get(target, {})
-                    if attribute == "StreamArn" and table.get("Type") in TABLE_TYPES:
+                    target, _ = _getatt_parts(source["Fn::GetAtt"])
+                    if _is_table_stream(source, self.resources):  # a table's, or a replica's
                         readers.setdefault(target, []).append(r.logical_id)
         return readers
 
+    def replica_reads(self) -> dict[str, str]:
+        """Each custom resource that reads a global table's replica's stream ARN in this stack's
+        region at deployment (``DescribeTable``, attribute ``Table.LatestStreamArn``: what
+        cdc_constructs' ReplicaTable makes) -> the table's name."""
+        reads = {}
+        for logical_id, body in self.resources.items():
+            table_name = _described_table(body)
+            if table_name is not None:
+                reads[logical_id] = table_name
+        return reads
+
     def has_replicas(self, table_logical_id: str) -> bool:
-        """Whether the table (a TableV2: AWS::DynamoDB::GlobalTable) has replicas."""
+        """Whether the table (a TableV2: AWS::DynamoDB::GlobalTable) has replicas; a replica
+        read by a custom resource (:meth:`replica_reads`) is one of a table with replicas."""
+        if _described_table(self.resources.get(table_logical_id, {})) is not None:
+            return True
         properties = self.resources.get(table_logical_id, {}).get("Properties") or {}
         replicas = properties.get("Replicas")
         return isinstance(replicas, list) and len(replicas) > 1
@@ -203,9 +219,31 @@ class StackTemplate:
         return path
 
 
+#: The attribute of a ``DescribeTable`` custom resource that is a replica's stream ARN.
+REPLICA_STREAM_ATTRIBUTE = "Table.LatestStreamArn"
+
+
+def _described_table(body: Mapping[str, Any]) -> str | None:
+    """The table a custom resource (``Custom::*``) describes with ``DescribeTable`` to read its
+    stream ARN, as aws-cdk-lib's AwsCustomResource writes the call; None for anything else."""
+    if not str(body.get("Type", "")).startswith("Custom::"):
+        return None
+    create = (body.get("Properties") or {}).get("Create")
+    try:
+        call = json.loads(create) if isinstance(create, str) else None
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(call, Mapping) or str(call.get("action")).lower() != "describetable":
+        return None
+    name = (call.get("parameters") or {}).get("TableName")
+    return name if isinstance(name, str) else None
+
+
 def _is_table_stream(source: Any, resources: Mapping[str, Mapping[str, Any]]) -> bool:
     if isinstance(source, Mapping) and "Fn::GetAtt" in source:
         target, attribute = _getatt_parts(source["Fn::GetAtt"])
+        if attribute == REPLICA_STREAM_ATTRIBUTE:  # a replica's, read at deployment
+            return _described_table(resources.get(target, {})) is not None
         return attribute == "StreamArn" and resources.get(target, {}).get("Type") in TABLE_TYPES
     return isinstance(source, str) and ":dynamodb:" in source and "/stream/" in source
 
@@ -244,6 +282,7 @@ class CloudAssembly:
                     template=template,
                     assembly_dir=directory,
                     _asset_paths=_asset_paths(directory, artifact),
+                    region=_region(artifact),
                 )
         raise AssemblyError(
             f"no stack {name!r} in the cloud assembly {self.directory}; "
@@ -252,6 +291,14 @@ class CloudAssembly:
 
     def _stacks(self) -> Iterator[tuple[str, Path, Mapping[str, Any]]]:
         yield from _walk(self.directory, self.manifest)
+
+
+def _region(artifact: Mapping[str, Any]) -> str | None:
+    """The region of a stack artifact's ``environment`` (``aws://account/region``); None when
+    the stack is environment-agnostic (``unknown-region``)."""
+    environment = str(artifact.get("environment", ""))
+    region = environment.rsplit("/", 1)[-1] if environment.startswith("aws://") else ""
+    return None if not region or region.startswith("unknown-") else region
 
 
 def _walk(

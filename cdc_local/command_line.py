@@ -31,19 +31,27 @@ def description(docstring: str | None) -> str:
     return textwrap.fill(re.sub(r"``([^`]+)``", r"\1", " ".join(first.split())), width=79)
 
 
-def add_assembly_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--assembly`` and ``--stack``, as every local tool takes them."""
+def add_assembly_arguments(parser: argparse.ArgumentParser, *, several: bool = False) -> None:
+    """``--assembly`` and ``--stack``, as every local tool takes them; with ``several``,
+    ``--stack`` may be given once per stack (a list, None when not given)."""
     parser.add_argument(
         "--assembly",
         default=DEFAULT_ASSEMBLY,
         metavar="DIR",
         help=f"the cloud assembly `cdk synth` wrote (default: {DEFAULT_ASSEMBLY})",
     )
+    what = "the stack to run (default: the assembly's only stack; required when it has several)"
+    if several:
+        what += (
+            "; once per stack to run several on one endpoint (a global table's stack first, "
+            "then the stacks reading its replicas)"
+        )
     parser.add_argument(
         "--stack",
         default=None,
+        action="append" if several else "store",
         metavar="NAME",
-        help="the stack to run (default: the assembly's only stack; required when it has several)",
+        help=what,
     )
 
 

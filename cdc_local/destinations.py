@@ -88,7 +88,7 @@ def invocation_record(
 def batch_info(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """The batch description of an invocation record: ``DDBStreamBatchInfo`` (DynamoDB stream)
     or ``KinesisBatchInfo`` (Kinesis stream)."""
-    return OnFailureMessage.batch_info(record) or record["KinesisBatchInfo"]
+    return OnFailureMessage.batch_info(record) or record[OnFailureMessage.KINESIS_BATCH_INFO]
 
 
 class OnFailureDestination:

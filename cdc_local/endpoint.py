@@ -58,6 +58,17 @@ class LocalEndpoint:
         self.url = f"http://{host}:{port}"
         return self
 
+    def in_region(self, region: str) -> LocalEndpoint:
+        """This endpoint's server, seen from ``region``: its clients and :meth:`environment`
+        name that region, so what they create lives there (moto keeps each region's resources
+        apart, by the region a request is signed for). The view does not own the server:
+        stopping it leaves the server running."""
+        if region == self.region:
+            return self
+        view = LocalEndpoint(port=self.port, region=region)
+        view.url = self.url
+        return view
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop()

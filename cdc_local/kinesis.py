@@ -23,7 +23,6 @@ the on-failure message.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import random
@@ -34,6 +33,7 @@ from typing import Any
 
 from cdc_consumer.contract import OnFailureMessage
 from cdc_consumer.kinesis import filter_view
+from cdc_consumer.redrive.kinesis_reader import to_lambda_kinesis_record
 from cdc_consumer.redrive.stream_reader import to_lambda_record
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
 
@@ -43,6 +43,7 @@ from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.resources import LocalResources, physical_name
+from cdc_local.stream_tail import StreamTail
 from cdc_local.ttl import TtlLedger
 
 KINESIS_STREAM_TYPE = "AWS::Kinesis::Stream"
@@ -173,8 +174,7 @@ class KinesisDelivery:
     #: The eventID of every change read from the table (what the consumers must account for).
     event_ids: set[str] = field(default_factory=set)
     _held: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    _iterators: dict[str, str | None] = field(default_factory=dict)
-    _parents: dict[str, str | None] = field(default_factory=dict)
+    _tail: StreamTail | None = None
     _last_time: int = 0
     _newest: dict[str, int] = field(default_factory=dict)
     _puts: int = 0
@@ -248,41 +248,10 @@ class KinesisDelivery:
         self.counters.records_put += len(batch)
 
     def _read(self) -> list[dict[str, Any]]:
-        """The table's new changes, a parent shard's before its children's (a closed shard
-        read to its end makes the delivery look for its children; cdc_local.shards)."""
-        if not self._iterators:
-            self._discover()
-        changes: list[dict[str, Any]] = []
-        closed = False
-        for shard_id, iterator in list(self._iterators.items()):
-            if iterator is None or self._iterators.get(self._parents.get(shard_id) or ""):
-                continue  # done, or its parent is not read to its end yet
-            while iterator:
-                response = self.streams.get_records(ShardIterator=iterator, Limit=1000)
-                iterator = response.get("NextShardIterator")
-                changes += [self._data(raw) for raw in response["Records"]]
-                if not response["Records"]:
-                    break
-            self._iterators[shard_id] = iterator
-            closed = closed or iterator is None
-        if closed and self._discover():
-            changes += self._read()
-        return changes
-
-    def _discover(self) -> bool:
-        """Take an iterator of each shard not seen before; whether there was one."""
-        description = self.streams.describe_stream(StreamArn=self.table_stream_arn)
-        found = False
-        for shard in description["StreamDescription"]["Shards"]:
-            if shard["ShardId"] not in self._iterators:
-                self._parents[shard["ShardId"]] = shard.get("ParentShardId")
-                self._iterators[shard["ShardId"]] = self.streams.get_shard_iterator(
-                    StreamArn=self.table_stream_arn,
-                    ShardId=shard["ShardId"],
-                    ShardIteratorType="TRIM_HORIZON",
-                )["ShardIterator"]
-                found = True
-        return found
+        """The table's new changes, a parent shard's before its children's."""
+        if self._tail is None:
+            self._tail = StreamTail(self.table_stream_arn, self.streams)
+        return [self._data(raw) for raw in self._tail.read()]
 
     def _data(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """A DynamoDB stream record as the change DynamoDB puts into Kinesis (AWS's format)."""
@@ -381,22 +350,9 @@ class KinesisEventSourceMapping(EventSourceMapping):
         arrival = self.arrivals.get(
             f"{self._name}/{shard_id}:{sequence}", raw["ApproximateArrivalTimestamp"].timestamp()
         )
-        return {
-            "kinesis": {
-                "kinesisSchemaVersion": "1.0",
-                "partitionKey": raw["PartitionKey"],
-                "sequenceNumber": sequence,
-                "data": base64.b64encode(raw["Data"]).decode(),
-                "approximateArrivalTimestamp": arrival,
-            },
-            "eventSource": "aws:kinesis",
-            "eventVersion": "1.0",
-            "eventID": f"{shard_id}:{sequence}",
-            "eventName": "aws:kinesis:record",
-            "invokeIdentityArn": self.function.arn,
-            "awsRegion": self._kinesis_arn.split(":")[3],
-            "eventSourceARN": self._kinesis_arn,
-        }
+        return to_lambda_kinesis_record(
+            raw, shard_id, self._kinesis_arn, arrival=arrival, function_arn=self.function.arn
+        )
 
     def _sequence_number(self, record: Mapping[str, Any]) -> str:
         return str(record["kinesis"]["sequenceNumber"])
@@ -424,20 +380,8 @@ class KinesisEventSourceMapping(EventSourceMapping):
         failure: FailedInvocation,
         now: float,
     ) -> dict[str, Any]:
-        """Lambda's invocation record for a discarded Kinesis batch: ``KinesisBatchInfo`` (the
-        same fields as ``DDBStreamBatchInfo``, arrival times from the Kinesis records)."""
-        message = invocation_record(
-            records=[
-                {
-                    "dynamodb": {
-                        "SequenceNumber": record["kinesis"]["sequenceNumber"],
-                        "ApproximateCreationDateTime": record["kinesis"][
-                            "approximateArrivalTimestamp"
-                        ],
-                    }
-                }
-                for record in records
-            ],
+        return kinesis_invocation_record(
+            records=records,
             condition=condition,
             function_arn=self.function.arn,
             shard_id=shard_id,
@@ -445,8 +389,29 @@ class KinesisEventSourceMapping(EventSourceMapping):
             failure=failure,
             now=now,
         )
-        message["KinesisBatchInfo"] = message.pop(OnFailureMessage.BATCH_INFO)
-        return message
+
+
+def kinesis_invocation_record(
+    *, records: Sequence[Mapping[str, Any]], **context: Any
+) -> dict[str, Any]:
+    """Lambda's invocation record for a discarded batch of Kinesis ``records`` (in Lambda's
+    shape): ``KinesisBatchInfo`` (the same fields as ``DDBStreamBatchInfo``, arrival times from
+    the Kinesis records). ``context``: :func:`~cdc_local.destinations.invocation_record`'s
+    other arguments."""
+    message = invocation_record(
+        records=[
+            {
+                "dynamodb": {
+                    "SequenceNumber": record["kinesis"]["sequenceNumber"],
+                    "ApproximateCreationDateTime": record["kinesis"]["approximateArrivalTimestamp"],
+                }
+            }
+            for record in records
+        ],
+        **context,
+    )
+    message[OnFailureMessage.KINESIS_BATCH_INFO] = message.pop(OnFailureMessage.BATCH_INFO)
+    return message
 
 
 __all__ = [
@@ -455,5 +420,6 @@ __all__ = [
     "create_kinesis_resources",
     "filter_view",
     "kinesis_destinations",
+    "kinesis_invocation_record",
     "kinesis_mapping_ids",
 ]

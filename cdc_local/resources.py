@@ -227,6 +227,17 @@ def _create_table(resources: LocalResources, endpoint: LocalEndpoint, table: Res
     name = props.get("TableName") or physical_name(
         resources.stack.stack_name, table.logical_id, 255
     )
+    description = create_table(endpoint, name, props)
+    resources.table_names[table.logical_id] = name
+    resources.refs[table.logical_id] = name
+    resources.attributes[(table.logical_id, "Arn")] = description["TableArn"]
+    if "LatestStreamArn" in description:
+        resources.attributes[(table.logical_id, "StreamArn")] = description["LatestStreamArn"]
+
+
+def create_table(endpoint: LocalEndpoint, name: str, props: Mapping[str, Any]) -> dict[str, Any]:
+    """Create table ``name`` in the endpoint's region from its resolved template properties
+    (keys, indexes, stream, TTL); its description."""
     request: dict[str, Any] = {
         "TableName": name,
         "KeySchema": props["KeySchema"],
@@ -244,18 +255,14 @@ def _create_table(resources: LocalResources, endpoint: LocalEndpoint, table: Res
     if view_type:
         request["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": view_type}
     ddb = endpoint.client("dynamodb")
-    description = ddb.create_table(**request)["TableDescription"]
+    description: dict[str, Any] = ddb.create_table(**request)["TableDescription"]
     ttl = props.get("TimeToLiveSpecification")
     if ttl and ttl.get("Enabled"):
         ddb.update_time_to_live(
             TableName=name,
             TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
         )
-    resources.table_names[table.logical_id] = name
-    resources.refs[table.logical_id] = name
-    resources.attributes[(table.logical_id, "Arn")] = description["TableArn"]
-    if "LatestStreamArn" in description:
-        resources.attributes[(table.logical_id, "StreamArn")] = description["LatestStreamArn"]
+    return description
 
 
 def _index(index: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from cdc_consumer.contract import (
 from cdc_local.assembly import CloudAssembly, StackTemplate
 from cdc_local.authorization import ENFORCEMENT
 from cdc_local.destinations import OnFailureDestination
-from cdc_local.endpoint import LocalEndpoint
+from cdc_local.endpoint import LOCAL_REGION, LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping, MappingCounters, MappingSettings
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.faults import FaultPlan, Faults
@@ -43,6 +43,7 @@ from cdc_local.kinesis import (
     stream_name,
 )
 from cdc_local.lambda_invoke import LocalInvoke
+from cdc_local.replication import Replication, resolve_replica_reads
 from cdc_local.resources import LocalResources, create_resources
 from cdc_local.retention import STREAM_RETENTION_SECONDS, StreamRetention
 from cdc_local.roles import RoleSessions, create_roles
@@ -121,7 +122,13 @@ class LocalPipeline:
         enforce_iam: bool = True,
     ) -> None:
         self.stack: StackTemplate = CloudAssembly(assembly_dir).stack(stack_name)
-        self.endpoint = endpoint
+        # A stack with a region runs in that region of the endpoint's server (a global table's
+        # replica lives in another region of the same server: cdc_local.replication).
+        self.endpoint = (
+            endpoint.in_region(self.stack.region)
+            if endpoint is not None and self.stack.region
+            else endpoint
+        )
         self._owns_endpoint = endpoint is None
         self.faults = Faults(faults) if faults is not None else None
         self.clock = clock
@@ -138,6 +145,11 @@ class LocalPipeline:
         self.functions: dict[str, LocalFunction] = {}
         self.mappings: dict[str, EventSourceMapping] = {}
         self.sweeper: TtlSweeper | None = None
+        #: The stack's global tables' replicas, kept in step (None before provision()).
+        self.replication: Replication | None = None
+        #: The global tables' replicas this stack reads in its region (a ReplicaTable's custom
+        #: resource's logical id -> the table's name).
+        self.replica_tables: dict[str, str] = {}
         #: The tables' deliveries of their changes to Kinesis streams (cdc_local.kinesis).
         self.kinesis_deliveries: list[KinesisDelivery] = []
         #: When each Kinesis record was put (pipeline clock), by ``stream/shard:sequence``.
@@ -158,12 +170,17 @@ class LocalPipeline:
     def provision(self) -> LocalResources:
         """Start the endpoint if needed and create the stack's resources on it (once)."""
         if self.endpoint is None:
-            self.endpoint = LocalEndpoint().start()
+            self.endpoint = LocalEndpoint(region=self.stack.region or LOCAL_REGION).start()
         if self.resources is None:
             self.resources = create_resources(self.stack, self.endpoint)
-            for spec in self.stack.stream_mappings():  # Ref of a mapping is its UUID
+            self.replica_tables = resolve_replica_reads(self.resources, self.endpoint)
+            self.replication = Replication.create(self.resources, self.endpoint)
+            # Ref of a mapping is its UUID (a DynamoDB stream's or a Kinesis stream's mapping):
+            # the redrive lists aws/lambda/<UUID>/, where the destination writes.
+            mapping_ids = [spec.logical_id for spec in self.stack.stream_mappings()]
+            for logical_id in mapping_ids + kinesis_mapping_ids(self.stack):
                 self.resources.refs.setdefault(
-                    spec.logical_id, _uuid_of(self.stack.stack_name, spec.logical_id)
+                    logical_id, _uuid_of(self.stack.stack_name, logical_id)
                 )
             create_kinesis_resources(self.resources, self.endpoint)
             if self.enforce_iam:
@@ -247,7 +264,7 @@ class LocalPipeline:
 
     def poll(self) -> bool:
         """Give every mapping one turn; return whether anything happened."""
-        progressed = False
+        progressed = self.replication.pump() if self.replication is not None else False
         for delivery in self.kinesis_deliveries:  # table -> Kinesis, before Kinesis is read
             progressed = delivery.pump() or progressed
         for mapping in self.mappings.values():
@@ -494,11 +511,19 @@ class LocalPipeline:
         )
 
     def _ttl_tables(self) -> dict[str, str]:
+        """The tables the sweeper expires items of: the stack's with TTL, and the replicas it
+        reads in its region (each region's TTL process deletes its own replica's items)."""
         tables = {}
         for table in self.stack.tables():
             ttl = self._resources.resolve(dict(table.properties)).get("TimeToLiveSpecification")
             if ttl and ttl.get("Enabled"):
                 tables[self._resources.table_names[table.logical_id]] = ttl["AttributeName"]
+        assert self.endpoint is not None
+        ddb = self.endpoint.client("dynamodb")
+        for name in self.replica_tables.values():
+            ttl = ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+            if ttl.get("TimeToLiveStatus") == "ENABLED":
+                tables[name] = ttl["AttributeName"]
         return tables
 
     def _collect_output(self) -> None:
@@ -511,6 +536,22 @@ class LocalPipeline:
                     self.metrics.update(values)
                     if consumer is not None:
                         self.consumer_metrics[consumer].update(values)
+
+
+def drain_together(pipelines: list[LocalPipeline]) -> None:
+    """Drain several pipelines on one endpoint as one: each polls in turn until none has
+    anything to do, so a write one pipeline's replication copies into another's region is read
+    there in the same drain (global tables: docs/local.md). Start the pipeline of the stack that
+    makes the global table first."""
+    while True:
+        progressed = False
+        for pipeline in pipelines:
+            progressed = pipeline.poll() or progressed
+        if progressed:
+            continue
+        if not any(m.pending for p in pipelines for m in p.mappings.values()):
+            return
+        time.sleep(0.01)  # a batching window is open: wait for it (or more records)
 
 
 def emf_metrics(line: str) -> tuple[str | None, dict[str, float]]:

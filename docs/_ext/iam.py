@@ -73,6 +73,12 @@ REASONS: list[tuple[str, str, str, str]] = [
         "dynamodb:ListStreams",
         "the Lambda and Pipes guides list it for a stream source; no resource-level permission",
     ),
+    (
+        "Redrive/Role",
+        "ChangeStream",
+        "kinesis",
+        "read a failed batch's records back, and the stream's retention, before a replay",
+    ),
     ("", "ChangeStream", "kinesis", "poll the Kinesis stream (the mapping reads as this role)"),
     (
         "",
@@ -227,7 +233,7 @@ _KINDS = {
     "OrderTotals": "StreamConsumer, with its StreamRedrive",
     "TotalsBackfill": "ViewBackfill: the segment function and the state machine",
     "OrderEvents": "StreamFanOut; OutboxPublisher is the same pipe",
-    "Replica": "KinesisConsumer",
+    "Replica": "KinesisConsumer, with its KinesisStreamRedrive",
 }
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "BACKFILL_TABLE_ENV",
     "BACKFILL_THROTTLES",
     "BATCH_FAILURES",
+    "BOOKKEEPING_METRICS",
     "CONSUMER_DIMENSION",
     "CONSUMER_ENVIRONMENT",
     "CONSUMER_FILTERS_ENV",
@@ -53,8 +54,11 @@ __all__ = [
     "FOREIGN_MARKERS",
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
+    "LEDGER_ENTRIES_WRITTEN",
+    "LEDGER_RECORDS_LISTED",
     "LEDGER_TABLE_ENV",
     "MAPPING_UUID_ENV",
+    "MARKERS_WRITTEN",
     "MARKER_LIFETIME_MARGIN_SECONDS",
     "MARKER_TTL_ENV",
     "MAX_DETAIL_TYPE_LENGTH",
@@ -281,9 +285,23 @@ COUNT_METRICS: Final = (
     BATCH_FAILURES,
     FOREIGN_MARKERS,
 )
-"""The runtime's per-batch counts, in the order of its EMF line."""
+"""The runtime's per-batch counts of records, in the order of its EMF line."""
 
-CONSUMER_METRICS: Final = (*COUNT_METRICS, ITERATOR_LAG_MS)
+MARKERS_WRITTEN: Final = Metric("MarkersWritten")
+"""Processed-markers committed (one per record that needs one: the Kinesis route, snapshot rows,
+a consumer without a ledger table)."""
+LEDGER_ENTRIES_WRITTEN: Final = Metric("LedgerEntriesWritten")
+"""Ledger entries committed: one per transaction and stream (``cdc_consumer.ledger``)."""
+LEDGER_RECORDS_LISTED: Final = Metric("LedgerRecordsListed")
+"""Records those entries list (each in place of a marker): divided by
+:data:`LEDGER_ENTRIES_WRITTEN`, the records an entry covers, the ledger's saving."""
+
+BOOKKEEPING_METRICS: Final = (MARKERS_WRITTEN, LEDGER_ENTRIES_WRITTEN, LEDGER_RECORDS_LISTED)
+"""The runtime's per-batch counts of what it wrote to know what it applied (markers and ledger
+entries, which live as long: the replay windows rule), after :data:`COUNT_METRICS` in its EMF
+line."""
+
+CONSUMER_METRICS: Final = (*COUNT_METRICS, *BOOKKEEPING_METRICS, ITERATOR_LAG_MS)
 """Every metric the consumer runtime emits, one EMF line per batch."""
 
 REDRIVE_LOST_RECORDS: Final = Metric("RedriveLostRecords")
@@ -458,6 +476,9 @@ class RedriveCause(enum.StrEnum):
     OLDER_THAN_MARKERS = "older-than-markers"
     """It failed longer ago than the consumer's markers live: replaying it could apply records
     a second time."""
+    OLDER_THAN_STREAM_RETENTION = "older-than-stream-retention"
+    """It holds no records (a pointer) and its records arrived longer ago than the stream keeps
+    them: they cannot be read back (they are reported lost too)."""
     REPLAY_FAILED = "replay-failed"
     """The consumer failed a record of it (or deleting it failed after its replay)."""
     UNREADABLE = "unreadable"
@@ -710,7 +731,10 @@ class OnFailureMessage:
     """S3 destinations only: the invocation event (the batch itself), JSON text."""
 
     BATCH_INFO: ClassVar[str] = "DDBStreamBatchInfo"
-    """Where a DynamoDB stream's batch is described (a Kinesis stream's: KinesisBatchInfo)."""
+    """Where a DynamoDB stream's batch is described."""
+    KINESIS_BATCH_INFO: ClassVar[str] = "KinesisBatchInfo"
+    """Where a Kinesis stream's batch is described (the same fields; AWS Lambda developer
+    guide, "Retain discarded batch records for a Kinesis Data Streams event source")."""
 
     def to_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -725,16 +749,17 @@ class OnFailureMessage:
         return document
 
     @classmethod
-    def from_dict(cls, document: Any) -> OnFailureMessage:
-        """Raises :class:`ContractError` when ``DDBStreamBatchInfo`` or one of its required
-        fields (:attr:`StreamBatchInfo.REQUIRED`) is missing."""
+    def from_dict(cls, document: Any, batch_info: str | None = None) -> OnFailureMessage:
+        """Raises :class:`ContractError` when ``DDBStreamBatchInfo`` (``batch_info``: another
+        key, e.g. :attr:`KINESIS_BATCH_INFO`) or one of its required fields
+        (:attr:`StreamBatchInfo.REQUIRED`) is missing."""
         what = "on-failure message"
         document = _object(document, what)
         request = document.get("requestContext")
         response = document.get("responseContext")
         payload = document.get("payload")
         return cls(
-            batch=StreamBatchInfo.from_dict(_field(document, cls.BATCH_INFO, what)),
+            batch=StreamBatchInfo.from_dict(_field(document, batch_info or cls.BATCH_INFO, what)),
             request_context=(
                 OnFailureRequestContext.from_dict(request) if isinstance(request, Mapping) else None
             ),

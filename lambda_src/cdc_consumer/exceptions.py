@@ -127,7 +127,12 @@ class MissingImageError(ConfigurationError):
         self.reader = reader
 
     def read_by(self, reader: str) -> MissingImageError:
-        """The same error, naming ``reader`` (a projection or side effect) as the one reading."""
+        """The same error, naming ``reader`` as the one reading, so the message says which
+        registered function to fix or declare.
+
+        :param reader: how to name the reader, e.g. ``"projection 'totals'"`` or
+            ``"side effect 'notify'"``.
+        """
         return MissingImageError(self.sequence_number, self.view_type, self.missing, reader)
 
 

@@ -22,6 +22,9 @@ from cdc_consumer.contract import (
     DUPLICATES_SKIPPED,
     FOREIGN_MARKERS,
     ITERATOR_LAG_MS,
+    LEDGER_ENTRIES_WRITTEN,
+    LEDGER_RECORDS_LISTED,
+    MARKERS_WRITTEN,
     RECORDS_PROCESSED,
     RECORDS_QUARANTINED,
     TTL_EXPIRIES,
@@ -34,7 +37,9 @@ _UNITS = {metric.name: metric.unit for metric in CONSUMER_METRICS}
 
 @dataclass
 class BatchMetrics:
-    """What one invocation did. ``newest_record_time`` drives ``IteratorLagMs``."""
+    """What one invocation did. ``newest_record_time`` drives ``IteratorLagMs``; the
+    bookkeeping counts (markers, ledger entries and the records they list) say what it wrote to
+    know what it applied."""
 
     records_processed: int = 0
     duplicates_skipped: int = 0
@@ -42,6 +47,9 @@ class BatchMetrics:
     ttl_expiries: int = 0
     batch_failures: int = 0
     foreign_markers: int = 0
+    markers_written: int = 0
+    ledger_entries_written: int = 0
+    ledger_records_listed: int = 0
     newest_record_time: datetime | None = None
 
     def saw_record_time(self, created: datetime | None) -> None:
@@ -59,6 +67,9 @@ class BatchMetrics:
             TTL_EXPIRIES.name: self.ttl_expiries,
             BATCH_FAILURES.name: self.batch_failures,
             FOREIGN_MARKERS.name: self.foreign_markers,
+            MARKERS_WRITTEN.name: self.markers_written,
+            LEDGER_ENTRIES_WRITTEN.name: self.ledger_entries_written,
+            LEDGER_RECORDS_LISTED.name: self.ledger_records_listed,
         }
         if self.newest_record_time is not None:
             lag_ms = (now - self.newest_record_time.timestamp()) * 1000

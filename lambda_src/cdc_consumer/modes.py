@@ -63,6 +63,9 @@ class ProjectionMode:
         if pending:
             self.tally.committed_transaction()
             outcome = commit(self.client(), pending, self.ledger)
+            self.tally.bookkept(
+                markers=outcome.markers, entries=outcome.entries, listed=outcome.listed
+            )
             settled += [(w, True) for w in outcome.committed]
             settled += [(w, False) for w in outcome.duplicates]
             if outcome.failed is not None:

@@ -43,7 +43,18 @@ _POINTER_FIELDS = ("Keys", "SequenceNumber", "ApproximateCreationDateTime", "Str
 def quarantine_message(
     consumer: str, record: Any, error: BaseException, now: datetime | None = None
 ) -> dict[str, Any]:
-    """The message body for ``record`` failing with ``error``."""
+    """The message body for ``record`` failing with ``error``
+    (:class:`~cdc_consumer.contract.QuarantineMessage`, as a dict).
+
+    :param consumer: the consumer's name, so a queue shared by a group's members tells whose
+        record it is (the redrive replays it through that member only).
+    :param record: the record as Lambda delivered it (any shape: an undecodable record is
+        quarantined too); kept whole, binary values base64-encoded again, so a redrive can
+        replay it.
+    :param error: why the record is poison: its type, message and cause go in ``error``.
+    :param now: when it was quarantined (``quarantinedAt``). Default: the current UTC time;
+        given by tests, and the redrive's age check reads it.
+    """
     source_arn = record.get("eventSourceARN") if isinstance(record, Mapping) else None
     return QuarantineMessage(
         consumer=consumer,

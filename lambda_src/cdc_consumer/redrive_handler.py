@@ -65,6 +65,8 @@ from cdc_consumer.contract import (
     RedriveCause,
 )
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
+from cdc_consumer.redrive.kinesis_failures import is_kinesis_stream_arn
+from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
 
 #: Messages per invocation unless the event says otherwise: a bounded run, so one invocation
 #: cannot spend its whole time on a queue that keeps filling up.
@@ -143,17 +145,19 @@ def handler(
     event: Mapping[str, Any] | None,
     context: Any,
     *,
-    redrive: Redrive | None = None,
+    redrive: Redrive | KinesisRedrive | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Drain the consumer's on-failure destination and quarantine queue; ``redrive`` and
-    ``environ`` are injectable for tests."""
+    ``environ`` are injectable for tests. A Kinesis ``STREAM_ARN`` (the Kinesis route) is
+    redriven by :class:`~cdc_consumer.redrive.kinesis_redrive.KinesisRedrive`."""
     environ = os.environ if environ is None else environ
     event = event or {}
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, CONSUMER_FUNCTION_NAME_ENV)
     if redrive is None:
         redrive = _redrive(environ)
-    redrive.set_aside_since_ms = int(time.time() * 1000)  # what it quarantines again holds nothing
+    if isinstance(redrive, Redrive):  # what it quarantines again holds nothing
+        redrive.set_aside_since_ms = int(time.time() * 1000)
     wanted = str(event.get("source", "all"))
     queues = {
         Source.ON_FAILURE: environ.get(ON_FAILURE_BUCKET_ENV, "")
@@ -202,9 +206,18 @@ def _worth_another_round(latest: Mapping[Source, RedriveReport]) -> bool:
     )
 
 
-def _redrive(environ: Mapping[str, str]) -> Redrive:
+def _redrive(environ: Mapping[str, str]) -> Redrive | KinesisRedrive:
     """The redrive the StreamRedrive construct's environment describes."""
     function_name = _required(environ, CONSUMER_FUNCTION_NAME_ENV)
+    if is_kinesis_stream_arn(environ.get(STREAM_ARN_ENV, "")):
+        return KinesisRedrive(
+            invoker=LambdaInvoker(function_name),
+            stream_arn=environ[STREAM_ARN_ENV],
+            function_name=function_name,
+            mapping_uuid=environ.get(MAPPING_UUID_ENV) or None,
+            filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
+            marker_ttl_seconds=_marker_ttl(environ),
+        )
     return Redrive(
         invoker=LambdaInvoker(function_name),
         stream_arn=_required(environ, STREAM_ARN_ENV),
@@ -235,7 +248,7 @@ def _marker_ttl(environ: Mapping[str, str]) -> int | None:
 
 
 def _run(
-    redrive: Redrive,
+    redrive: Redrive | KinesisRedrive,
     source: Source,
     queue_url: str,
     environ: Mapping[str, str],

@@ -15,6 +15,10 @@ Every record of a batch ends in exactly one of these states, and only the tally 
 
 A record with a projection *and* side effects is settled after its side effects, so the
 tally holds the projection's part until then (:meth:`Tally.projected`).
+
+Besides the records, the tally counts what each committed transaction wrote to know what it
+applied (:meth:`Tally.bookkept`): processed-markers (``MarkersWritten``), ledger entries
+(``LedgerEntriesWritten``) and the records they list (``LedgerRecordsListed``).
 """
 
 from __future__ import annotations
@@ -78,3 +82,10 @@ class Tally:
 
     def committed_transaction(self) -> None:
         self.transactions += 1
+
+    def bookkept(self, *, markers: int, entries: int, listed: int) -> None:
+        """A commit wrote ``markers`` processed-markers and ``entries`` ledger entries listing
+        ``listed`` records."""
+        self.metrics.markers_written += markers
+        self.metrics.ledger_entries_written += entries
+        self.metrics.ledger_records_listed += listed

@@ -414,6 +414,18 @@ class CommitOutcome:
     duplicates: list[RecordWrites] = field(default_factory=list)
     failed: RecordWrites | None = None
     error: CdcConsumerError | None = None
+    #: Ledger entries the committed transactions wrote (one per transaction and lane).
+    entries: int = 0
+
+    @property
+    def markers(self) -> int:
+        """Processed-markers the committed transactions wrote."""
+        return sum(1 for record in self.committed if record.marker and record.items)
+
+    @property
+    def listed(self) -> int:
+        """Records the committed ledger entries list."""
+        return sum(1 for record in self.committed if record.listed is not None)
 
 
 @dataclass
@@ -433,6 +445,8 @@ class _Attempt:
     #: A ledger action's condition failed: another writer committed in the lane since it was
     #: read (the records are read again, not failed).
     conflict: bool = False
+    #: Ledger entries the call committed.
+    entries: int = 0
 
 
 def commit(
@@ -474,6 +488,7 @@ def commit(
             attempt = _fail_first(chunk, TransientError(_contended(conflicts)))
         if attempt.committed:
             outcome.committed += chunk
+            outcome.entries += attempt.entries
             todo = todo[len(chunk) :]
             continue
         if attempt.failed is None:  # only duplicates: commit the rest without them
@@ -507,8 +522,8 @@ def _attempt(client: Any, chunk: list[RecordWrites], ledger: TransactionLedger |
     # attempt neither drops nor doubles the others' contributions.
     request, owners = merged_request(writing)
     listed = [record for record in writing if record.listed is not None]
-    if ledger is not None and listed:
-        request = [*request, *ledger.actions(listed)]
+    ledger_actions = ledger.actions(listed) if ledger is not None and listed else []
+    request = [*request, *ledger_actions]
     try:
         client.transact_write_items(TransactItems=request)
     except ClientError as error:
@@ -528,7 +543,7 @@ def _attempt(client: Any, chunk: list[RecordWrites], ledger: TransactionLedger |
         return _fail_first(chunk, TransientError(f"TransactWriteItems failed: {error}"))
     if ledger is not None and listed:
         ledger.committed(listed)
-    return _Attempt(committed=True)
+    return _Attempt(committed=True, entries=len(ledger_actions) // LEDGER_ACTIONS)
 
 
 def _ledger_condition_failed(error: ClientError, carried: int) -> bool:

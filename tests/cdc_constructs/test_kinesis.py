@@ -124,6 +124,16 @@ def test_bad_destination_props_are_refused_together(stack: Any) -> None:
     assert "kinesis.shard_count=0" in message
 
 
+def consumer_function(template: dict[str, Any]) -> dict[str, Any]:
+    """The consumer's function (not its redrive's)."""
+    (function,) = [
+        f
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] != "cdc_consumer.redrive_handler.handler"
+    ]
+    return dict(function["Properties"])
+
+
 def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
     table = kinesis_table(stack)
     consumer = KinesisConsumer(stack, "Replica", **consumer_code(), table=table)
@@ -142,6 +152,7 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
     on_failure = mapping["DestinationConfig"]["OnFailure"]["Destination"]
     assert on_failure["Fn::GetAtt"][0].startswith("ReplicaFailedBatchesBucket")
     # Kinesis read on this stream only; no DynamoDB stream actions; send on the queues only.
+    # (The consumer's, then its redrive's: a range read back and the retention; issue 30.)
     kinesis_statements = actions_on(template, "kinesis:")
     assert kinesis_statements == [
         (
@@ -153,12 +164,21 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
                 "kinesis:ListShards",
             ],
             {"Fn::GetAtt": [stream_id, "Arn"]},
-        )
+        ),
+        (
+            [
+                "kinesis:DescribeStreamSummary",
+                "kinesis:GetRecords",
+                "kinesis:GetShardIterator",
+            ],
+            {"Fn::GetAtt": [stream_id, "Arn"]},
+        ),
     ]
     assert actions_on(template, "dynamodb:GetRecords") == []
+    assert actions_on(template, "dynamodb:DescribeStream") == []
     for statement in statements(template):
         assert statement["Resource"] != "*"
-    variables = only(template, "AWS::Lambda::Function")["Environment"]["Variables"]
+    variables = consumer_function(template)["Environment"]["Variables"]
     assert variables["CDC_CONSUMER_NAME"] == "Replica"
     # The replay windows (cdc_constructs.marker_lifetime): the 7-day stream, or the 6-day record
     # age then 14 days in the failed-batch bucket (and a day of S3's rounding to midnight UTC),

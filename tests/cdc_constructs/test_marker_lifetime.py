@@ -16,6 +16,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from aws_cdk.aws_lambda_event_sources import S3OnFailureDestination, SqsDlq
 from cdc_consumer.contract import ReplayWindows, minimum_marker_lifetime
+from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE
 
 from cdc_constructs import (
     CdcConfigurationError,
@@ -239,3 +240,28 @@ def test_a_bucket_whose_lifecycle_is_unknown_needs_a_stated_lifetime(
         marker_lifetime=Duration.days(120),
     )
     assert _lifetimes(stack) == {"Stated": 120 * DAY}
+
+
+def test_the_ledger_table_expires_its_entries_by_the_marker_lifetime(
+    stack: cdk.Stack, table: ChangeCaptureTable
+) -> None:
+    """Entries replace markers, so the ledger table is kept by the same rule: its TTL attribute
+    is the one the runtime writes as now + CDC_MARKER_TTL_SECONDS (tests/cdc_consumer/
+    test_marker_lifetime.py), and the function writing to it is given the derived lifetime."""
+    consumer = StreamConsumer(stack, "Stats", table=table, **consumer_code())
+    assert consumer.ledger_table is not None
+    template = Template.from_stack(stack).to_json()
+    ledger_id = stack.get_logical_id(consumer.ledger_table.node.default_child)
+    ledger = template["Resources"][ledger_id]["Properties"]
+    assert ledger["TimeToLiveSpecification"] == {
+        "AttributeName": EXPIRATION_ATTRIBUTE,
+        "Enabled": True,
+    }
+    (function,) = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if "CDC_LEDGER_TABLE_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert function["CDC_LEDGER_TABLE_NAME"] == {"Ref": ledger_id}
+    assert int(function["CDC_MARKER_TTL_SECONDS"]) == consumer.marker_lifetime.to_seconds()
+    assert consumer.marker_lifetime.to_seconds() == minimum_marker_lifetime(consumer.replay_windows)

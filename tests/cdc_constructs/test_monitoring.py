@@ -250,3 +250,32 @@ def test_the_redrive_functions_errors_are_alarmed_and_on_the_dashboard(stack):
     assert consumer.alarms["RedriveErrors"] is consumer.redrive.errors_alarm
     body = json.dumps(only(template, "AWS::CloudWatch::Dashboard")["DashboardBody"])
     assert "DestinationDeliveryFailures" in body and "Redrive and replication" in body
+
+
+def _widgets(template: dict) -> dict[str, dict]:
+    """The dashboard's metric widgets by title (the body's tokens read as "X")."""
+    body = only(template, "AWS::CloudWatch::Dashboard")["DashboardBody"]
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
+    text = "".join(part if isinstance(part, str) else "X" for part in parts)
+    return {
+        widget["properties"]["title"]: widget
+        for widget in json.loads(text)["widgets"]
+        if widget["type"] == "metric"
+    }
+
+
+def test_ledger_entries_are_on_the_dashboard_beside_the_records(stack):
+    """The ledger's entries and the records they list are graphed as the markers are, in one
+    widget on the row of the runtime's records (issue 29: counted as markers are)."""
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    StreamConsumer(stack, "Consumer", **consumer_code(), table=table)
+    widgets = _widgets(Template.from_stack(stack).to_json())
+    bookkeeping = widgets["Bookkeeping (items written)"]
+    metrics = bookkeeping["properties"]["metrics"]
+    assert [m[:4] for m in metrics] == [
+        ["CdcConstructs", name, "Consumer", "Consumer"]
+        for name in ("MarkersWritten", "LedgerEntriesWritten", "LedgerRecordsListed")
+    ]
+    assert all(m[4]["stat"] == "Sum" for m in metrics)
+    records = widgets["Runtime (records)"]
+    assert records["y"] == bookkeeping["y"] and records["x"] < bookkeeping["x"]

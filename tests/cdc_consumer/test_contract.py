@@ -141,10 +141,14 @@ def test_environment_metrics_and_limits() -> None:
         "TtlExpiries",
         "BatchFailures",
         "ForeignMarkers",
+        "MarkersWritten",
+        "LedgerEntriesWritten",
+        "LedgerRecordsListed",
         "IteratorLagMs",
     ]
     assert contract.ITERATOR_LAG_MS.unit == "Milliseconds"
-    assert {m.unit for m in contract.COUNT_METRICS + contract.REDRIVE_METRICS} == {"Count"}
+    counts = contract.COUNT_METRICS + contract.BOOKKEEPING_METRICS + contract.REDRIVE_METRICS
+    assert {m.unit for m in counts} == {"Count"}
     assert contract.STREAM_RETENTION_SECONDS == 24 * 60 * 60
     assert contract.MAX_TRANSACTION_ACTIONS == 100
     assert contract.MAX_TRANSACTION_BYTES == 4 * 1024 * 1024

@@ -3,6 +3,7 @@ a processed-marker per record, and the cases that are easy to get wrong, end to 
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from typing import Any
@@ -65,6 +66,39 @@ def test_one_entry_per_transaction_and_no_marker(resources: Resources, ledger: s
     [entry] = entries(resources, ledger)
     assert int(entry["count"]) == 10
     assert applied_counts(resources) == {f"k{i}": 1 for i in range(10)}
+
+
+def _bookkeeping(capsys: pytest.CaptureFixture[str]) -> list[tuple[int, int, int]]:
+    """(MarkersWritten, LedgerEntriesWritten, LedgerRecordsListed) of each EMF line printed."""
+    lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if '"_aws"' in ln]
+    names = ("MarkersWritten", "LedgerEntriesWritten", "LedgerRecordsListed")
+    return [tuple(line[name] for name in names) for line in lines]  # type: ignore[misc]
+
+
+def test_entries_and_the_records_they_list_are_counted_as_markers_are(
+    resources: Resources, ledger: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The metrics count what a batch wrote to know what it applied: with the ledger, the
+    entries and the records they list (a hundred records: two transactions, two entries)."""
+    records = writes(100)
+    handler = processor(resources).handle
+    capsys.readouterr()
+    deliver(handler, records)
+    assert _bookkeeping(capsys) == [(0, 2, 100)]
+    assert len(entries(resources, ledger)) == 2
+    deliver(handler, records)  # a redelivery writes nothing
+    assert _bookkeeping(capsys) == [(0, 0, 0)]
+
+
+def test_markers_are_counted_where_they_stay(
+    resources: Resources, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a ledger table (an idempotency table given as a plain ITable), each applied
+    record writes its marker, and the metric says so."""
+    capsys.readouterr()
+    deliver(processor(resources).handle, writes(3))
+    assert _bookkeeping(capsys) == [(3, 0, 0)]
+    assert len(resources.markers()) == 3
 
 
 def test_a_redelivery_after_the_commit_applies_nothing_again(

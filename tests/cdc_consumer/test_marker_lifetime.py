@@ -5,9 +5,12 @@ can assume (issue 23 §1)."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from cdc_consumer import Change
 from cdc_consumer.contract import (
+    LEDGER_TABLE_ENV,
     MARKER_TTL_ENV,
     STREAM_RETENTION_SECONDS,
     UNLIMITED_RECORD_AGE,
@@ -20,7 +23,7 @@ from cdc_consumer.defaults import (
 )
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
-from tests.cdc_consumer.fixtures import Resources, mirror_projection
+from tests.cdc_consumer.fixtures import Resources, create_table, mirror_projection
 
 T0 = 1_800_000_000
 DAY = 24 * 3600
@@ -52,6 +55,37 @@ def test_markers_and_claims_live_the_consumers_lifetime(
     resources: Resources, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert expirations(resources, str(45 * DAY), monkeypatch) == (45 * DAY, 45 * DAY)
+
+
+def ledger_expirations(
+    resources: Resources, lifetime: str | None, monkeypatch: pytest.MonkeyPatch
+) -> set[int]:
+    """The ``expiration`` of each ledger item (entry and head) a projection writes for one
+    record, less the clock, with CDC_MARKER_TTL_SECONDS ``lifetime`` (None: unset)."""
+    ledger = f"ledger-{uuid.uuid4().hex[:8]}"
+    create_table(resources.dynamodb, ledger, key="id", sort_key="seq")
+    monkeypatch.setenv(LEDGER_TABLE_ENV, ledger)
+    if lifetime is None:
+        monkeypatch.delenv(MARKER_TTL_ENV, raising=False)
+    else:
+        monkeypatch.setenv(MARKER_TTL_ENV, lifetime)
+    projection = resources.processor("view", clock=lambda: T0)
+    projection.projection(mirror_projection(resources.view_table))
+    record = TableStream().put({"pk": "ORDER#1", "status": "paid"})
+    projection.handle(stream_event([record]), FakeContext(remaining_ms=30_000))
+    assert resources.markers() == []  # the ledger took the marker's place
+    items = [item for item in resources.scan(ledger) if "expiration" in item]
+    assert {item["seq"] == "~head" for item in items} == {True, False}  # an entry and the head
+    return {int(item["expiration"]) - T0 for item in items}
+
+
+def test_ledger_entries_live_as_long_as_markers(
+    resources: Resources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries replace markers, so they outlive every replay window by the same rule: the
+    consumer's marker lifetime, which the constructs derive (cdc_constructs.marker_lifetime)."""
+    assert ledger_expirations(resources, str(45 * DAY), monkeypatch) == {45 * DAY}
+    assert ledger_expirations(resources, None, monkeypatch) == {31 * DAY}
 
 
 def test_without_the_variable_the_rule_for_the_longest_windows(

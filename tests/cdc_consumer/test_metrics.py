@@ -30,6 +30,9 @@ def test_an_emf_line_declares_every_metric_under_the_consumer_dimension() -> Non
         "TtlExpiries": "Count",
         "BatchFailures": "Count",
         "ForeignMarkers": "Count",
+        "MarkersWritten": "Count",
+        "LedgerEntriesWritten": "Count",
+        "LedgerRecordsListed": "Count",
         "IteratorLagMs": "Milliseconds",
     }
     assert document["_aws"]["Timestamp"] == 1_012_500

@@ -157,6 +157,19 @@ def test_no_parameter_of_the_constructs_is_left_undescribed(api: str, name: str)
     assert not undescribed, f"{name}: parameters without a description: {undescribed}"
 
 
+def test_no_parameter_of_the_runtime_is_left_undescribed(api: str) -> None:
+    """The runtime's pages too (the sinks' methods and classes, the quarantine message...):
+    a row saying "Not described by its docstring yet" is a parameter its docstring forgot."""
+    undescribed = [
+        f"{name}({_text(row)})"
+        for name, entry in _entries(api).items()
+        if name.startswith("cdc_consumer")
+        for row, description, _ in _rows(entry)
+        if "Not described" in description
+    ]
+    assert not undescribed, f"runtime parameters without a description: {undescribed}"
+
+
 def test_stream_consumer_describes_each_prop_from_the_docstring_that_documents_it(
     api: str,
 ) -> None:

@@ -109,7 +109,10 @@ def test_make_targets_and_python_modules_exist(page: Path) -> None:
 
 
 def test_the_checks_catch_a_stale_name(tmp_path: Path) -> None:
-    """The redrive function's id before the consumers became one group."""
-    assert not any(i.startswith("OrderStatsRedriveFunction") for i in _logical_ids())
-    assert any(i.startswith("OrdersConsumersRedriveFunction") for i in _logical_ids())
+    """The redrive function's id in CdcReferenceStack before the consumers became one group.
+    (CdcKinesisReferenceStack's order-stats consumer has a redrive function of that name since
+    the Kinesis route got one: issue 30.)"""
+    reference = json.loads((SNAPSHOTS / "CdcReferenceStack.json").read_text())["Resources"]
+    assert not any(i.startswith("OrderStatsRedriveFunction") for i in reference)
+    assert any(i.startswith("OrdersConsumersRedriveFunction") for i in reference)
     assert "--demo" not in _options(_parsers()["cdc-local"])

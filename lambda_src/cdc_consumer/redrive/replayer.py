@@ -1,6 +1,8 @@
 """Replaying records through the consumer: in order, in invocations of bounded size, retrying
 the first failed record a bounded number of times; and which records of an on-failure range the
-mapping's filters delivered (only those are replayed)."""
+mapping's filters delivered (only those are replayed). Records of either route: DynamoDB stream
+records, or Kinesis records (named by their Kinesis sequence number, filtered on their decoded
+``data`` as Lambda does)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cdc_consumer.batch_response import first_failed_index
 from cdc_consumer.exceptions import InvocationError
 from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.kinesis import filter_view, item_identifier
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.report import RedriveReport
 
@@ -35,7 +38,9 @@ def chunk_stop(
 
 
 def _sequence_numbers(records: Sequence[dict[str, Any]]) -> list[str]:
-    return [str(record["dynamodb"]["SequenceNumber"]) for record in records]
+    """What the consumer names each record by: a DynamoDB stream record's or a Kinesis
+    record's sequence number."""
+    return [str(item_identifier(record)) for record in records]
 
 
 @dataclass
@@ -55,7 +60,7 @@ class Replayer:
     ) -> list[dict[str, Any]]:
         """The on-failure ``records`` the mapping's filters deliver (the rest are counted as
         filtered: the mapping never delivered them, so they are not replayed)."""
-        delivered = [r for r in records if self.criteria.matches(r)]
+        delivered = [r for r in records if self.criteria.matches(filter_view(r))]
         report.records_filtered += len(records) - len(delivered)
         return delivered
 
@@ -64,7 +69,7 @@ class Replayer:
         try:
             return first_failed_index(
                 self.invoker.invoke({"Records": chunk}),
-                [record["dynamodb"]["SequenceNumber"] for record in chunk],
+                _sequence_numbers(chunk),
             )
         except InvocationError as error:
             return 0, str(error)
@@ -93,7 +98,7 @@ class Replayer:
             else:
                 attempts += 1
             if attempts >= self.max_attempts:
-                sequence_number = records[position]["dynamodb"]["SequenceNumber"]
+                sequence_number = item_identifier(records[position])
                 return (
                     f"record {sequence_number} still failed after {attempts} attempt(s): {reason};"
                     f" {position} of {len(records)} record(s) were replayed, the message is kept"

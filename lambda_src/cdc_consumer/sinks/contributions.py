@@ -236,7 +236,12 @@ class Contributions:
     def merge_key(self, change: Change) -> str | None:
         """The view items a snapshot row adds to, as one string: a backfill's page is grouped
         by it before it is cut into transactions, so each view item's deltas of the page merge
-        into about one ``ADD`` (None: the row adds nothing, or its image cannot be read)."""
+        into about one ``ADD`` (None: the row adds nothing, or its image cannot be read).
+
+        :param change: a snapshot row of the backfill (its ``new_image`` is the item as read);
+            the engine calls this only for rows, before deciding them, so a row the
+            contribution function cannot read is left to the decision step to quarantine.
+        """
         if (self.select is not None and not self.select(change)) or change.new_image is None:
             return None
         try:
@@ -248,7 +253,12 @@ class Contributions:
     # --- names --------------------------------------------------------------------------------
 
     def item_id(self, keys: Mapping[str, Any]) -> str:
-        """The contribution item's id for a source item's key (DynamoDB JSON)."""
+        """The contribution item's id for a source item's key.
+
+        :param keys: the source item's primary key in DynamoDB JSON (a change's raw ``Keys``,
+            ``{"pk": {"S": "ITEM#1"}}``), serialized with sorted names so that one item
+            always has one contribution item, whatever the order of its key attributes.
+        """
         return f"{self.name}#contribution#{json.dumps(keys, sort_keys=True)}"
 
     def table(self) -> str:

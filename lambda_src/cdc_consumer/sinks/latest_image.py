@@ -128,12 +128,22 @@ class LatestImage:
         return [guard(put, version, self.version_attribute, key=key)]
 
     def is_tombstone(self, item: Mapping[str, Any]) -> bool:
-        """Whether a view item (plain or DynamoDB JSON) is a tombstone."""
+        """Whether a view item (plain or DynamoDB JSON) is a tombstone.
+
+        :param item: a view item as read from the view table, either deserialized (boto3's
+            resource or ``TypeDeserializer``: ``True``) or in DynamoDB JSON (the client's
+            ``{"BOOL": true}``), so a reader of either client can tell a deleted item.
+        """
         value = item.get(self.deleted_attribute)
         return value is True or value == {"BOOL": True}
 
     def image(self, item: Mapping[str, Any]) -> dict[str, Any] | None:
-        """A plain view item as the source item it replicates (None for a tombstone)."""
+        """A plain view item as the source item it replicates (None for a tombstone).
+
+        :param item: a deserialized view item (boto3's resource, or ``TypeDeserializer``):
+            its version attribute is dropped, since it is the view's bookkeeping, not the
+            source's data.
+        """
         if self.is_tombstone(item):
             return None
         return {name: value for name, value in item.items() if name != self.version_attribute}

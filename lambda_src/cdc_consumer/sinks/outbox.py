@@ -82,8 +82,22 @@ _WRITE_ACTIONS = ("Put", "Update", "Delete", "ConditionCheck")
 
 @dataclass(frozen=True)
 class OutboxEvent:
-    """What :meth:`Outbox.write` committed: the event's id and type, the outbox item's key
-    (plain values) and its TTL in epoch seconds."""
+    """What :meth:`Outbox.write` committed (returned to the caller, which may log it or
+    answer with the id; nothing reads it back).
+
+    :param event_id: the event's id: ``event_id=`` as given to :meth:`Outbox.write`, else a
+        new UUID4; the published event's ``detail`` carries it (``eventId``), so its consumers
+        deduplicate by it.
+    :param event_type: the event's type as given (``"ItemShipped"``); the fan-out's rules match
+        on it.
+    :param key: the outbox item's primary key, attribute name -> plain string value
+        (``key_prefix`` + ``event_id``), to find or delete the item.
+    :param expires_at: the outbox item's TTL, epoch seconds: ``occurred_at`` plus the
+        outbox's ``ttl`` (7 days by default), after which DynamoDB deletes it; its REMOVE is
+        filtered out of the fan-out.
+    :param occurred_at: when the event was written, ISO 8601 UTC from the outbox's clock; the
+        published event's ``occurredAt``.
+    """
 
     event_id: str
     event_type: str
