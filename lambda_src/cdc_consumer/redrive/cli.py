@@ -35,6 +35,8 @@ from cdc_consumer.redrive.defaults import (
 )
 from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
+from cdc_consumer.redrive.kinesis_failures import is_kinesis_stream_arn
+from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.pipe_dlq import PipeDlqRedrive
 from cdc_consumer.redrive.pipe_events import EventShape
@@ -230,7 +232,12 @@ def _add_scope_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
     """The consumer replayed into: its stream, function or handler, name, queue and filters."""
-    parser.add_argument("--stream-arn", required=True, help="the consumer's stream")
+    parser.add_argument(
+        "--stream-arn",
+        required=True,
+        help="the consumer's stream: a DynamoDB stream, or a Kinesis data stream (the Kinesis"
+        " route: its on-failure destination only)",
+    )
     target = parser.add_mutually_exclusive_group()  # one of them unless --pipe-dlq-queue-url
     target.add_argument("--function-name", help="invoke this Lambda function synchronously")
     target.add_argument(
@@ -351,8 +358,21 @@ def _redrive(
     invoker: Invoker,
     environment: Mapping[str, str],
     scope: Scope,
-) -> Redrive:
-    """The Redrive the command line describes, scoped to one consumer."""
+) -> Redrive | KinesisRedrive:
+    """The Redrive the command line describes, scoped to one consumer (on a Kinesis stream:
+    the Kinesis route's, :class:`~cdc_consumer.redrive.kinesis_redrive.KinesisRedrive`)."""
+    if is_kinesis_stream_arn(args.stream_arn):
+        return KinesisRedrive(
+            invoker=invoker,
+            stream_arn=args.stream_arn,
+            kinesis_client=session.client("kinesis"),
+            sqs_client=sqs_client,
+            function_name=scope.function_name,
+            mapping_uuid=scope.mapping_uuid,
+            filters=args.filters,
+            marker_ttl_seconds=_marker_ttl(args, environment),
+            max_attempts=args.max_attempts,
+        )
     return Redrive(
         invoker=invoker,
         stream_arn=args.stream_arn,
@@ -389,6 +409,13 @@ def _marker_ttl(args: argparse.Namespace, environment: Mapping[str, str]) -> int
     return int(value)
 
 
+def _check_stream(args: argparse.Namespace) -> None:
+    """A DynamoDB stream ARN; or, for a consumer's redrive, a Kinesis stream's (the Kinesis
+    route's redrive, :mod:`~cdc_consumer.redrive.kinesis_redrive`)."""
+    if args.pipe_dlq_queue_url or not is_kinesis_stream_arn(args.stream_arn):
+        check_stream_arn(args.stream_arn)
+
+
 def _run(argv: Sequence[str] | None, session: Any) -> int:
     args = build_parser().parse_args(argv)
     if args.endpoint_url:  # every client of the run, and a --handler's own, call it
@@ -400,7 +427,7 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
         args.max_attempts = DEFAULT_PUT_ATTEMPTS if pipe else DEFAULT_MAX_ATTEMPTS
     if args.max_attempts < 1:
         raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
-    check_stream_arn(args.stream_arn)
+    _check_stream(args)
     if args.pipe_dlq_queue_url:
         return _run_pipe_dlq(args, session)
     if not (args.function_name or args.handler):
