@@ -43,6 +43,7 @@ from cdc_consumer.redrive.pipe_events import EventShape
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
+from cdc_consumer.redrive.sources import bucket_where
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
 
@@ -450,27 +451,18 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
     redrive = _redrive(args, session, sqs_client, invoker, environment, scope)
     if scope.bucket:
         redrive.s3_client = session.client("s3")
-    if args.bucket:
-        redrive.check_bucket(args.bucket, scope.prefix)
-        report = redrive.run_bucket(
-            args.bucket,
-            scope.prefix,
-            dry_run=args.dry_run,
-            max_objects=args.max_messages,
-            progress=_progress_printer(None),
-        )
-    else:
-        redrive.check(args.queue_url, args.source)
-        total = _queue_depth(sqs_client, args.queue_url)
-        if args.max_messages is not None and total is not None:
-            total = min(total, args.max_messages)
-        report = redrive.run(
-            args.queue_url,
-            args.source,
-            dry_run=args.dry_run,
-            max_messages=args.max_messages,
-            progress=_progress_printer(total),
-        )
+    where = bucket_where(args.bucket, scope.prefix) if args.bucket else args.queue_url
+    redrive.check(where, args.source)
+    total = None if args.bucket else _queue_depth(sqs_client, args.queue_url)
+    if args.max_messages is not None and total is not None:
+        total = min(total, args.max_messages)
+    report = redrive.run(
+        where,
+        args.source,
+        dry_run=args.dry_run,
+        max_messages=args.max_messages,
+        progress=_progress_printer(total),
+    )
     sys.stderr.write("\n" if report.messages_received else "")
     sys.stderr.write(report.summary() + "\n")
     if args.json:

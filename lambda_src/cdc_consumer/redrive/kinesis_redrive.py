@@ -56,6 +56,7 @@ from cdc_consumer.redrive.marker_age import MarkerAge
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.replayer import Replayer
 from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
+from cdc_consumer.redrive.sources import bucket_of
 
 __all__ = ["KinesisRedrive"]
 
@@ -143,8 +144,19 @@ class KinesisRedrive:
         progress: Progress | None = None,
     ) -> RedriveReport:
         """Redrive the on-failure messages of ``queue_url`` (at most ``max_messages``, default
-        :data:`DEFAULT_MAX_OBJECTS`). Raises :class:`RedriveSetupError` for the quarantine
-        queue: the Kinesis route's quarantined records are not replayed by this run."""
+        :data:`DEFAULT_MAX_OBJECTS`), or the objects of ``s3://bucket/prefix`` (as
+        :meth:`Redrive.run`: one entry for the redrive function). Raises
+        :class:`RedriveSetupError` for the quarantine queue: the Kinesis route's quarantined
+        records are not replayed by this run."""
+        in_bucket = bucket_of(queue_url)
+        if in_bucket is not None:
+            return self.run_bucket(
+                *in_bucket,
+                dry_run=dry_run,
+                max_objects=max_messages,
+                should_stop=should_stop,
+                progress=progress,
+            )
         _on_failure_only(source)
         self.sqs_client = self.sqs_client or boto3.client("sqs")
         queue = KinesisQueue(
@@ -173,7 +185,13 @@ class KinesisRedrive:
 
     def check(self, queue_url: str, source: Source | str = Source.ON_FAILURE) -> None:
         """Raise :class:`RedriveSetupError` for the quarantine queue (not redriven on this
-        route), or a queue that does not exist or cannot be read."""
+        route), or a queue that does not exist or cannot be read (a bucket, for an
+        ``s3://bucket/prefix`` location: :meth:`check_bucket`)."""
+        in_bucket = bucket_of(queue_url)
+        if in_bucket is not None:
+            _on_failure_only(source)
+            self.check_bucket(*in_bucket)
+            return
         _on_failure_only(source)
         self.sqs_client = self.sqs_client or boto3.client("sqs")
         sqs = self.sqs_client
