@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +40,7 @@ from cdc_local.arns import stream_table_name
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.functions import LocalFunction
+from cdc_local.peek import peek_messages
 from cdc_local.runner import LocalPipeline
 from cdc_local.ttl import TtlAnnotatedStreams
 
@@ -151,47 +151,14 @@ def ledger_listed(ddb: Any, ledger_table: str | None) -> set[tuple[str, int]]:
     return listed
 
 
-def peek_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
-    """Every message body of the queue, left in the queue (made visible again)."""
-    bodies: dict[str, dict[str, Any]] = {}
-    handles: dict[str, str] = {}
-    while True:
-        received = sqs.receive_message(
-            QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=60
-        ).get("Messages", [])
-        if not received:
-            break
-        for message in received:
-            bodies[message["MessageId"]] = json.loads(message["Body"])
-            handles[message["MessageId"]] = message["ReceiptHandle"]
-    ids = list(handles)
-    for start in range(0, len(ids), 10):
-        sqs.change_message_visibility_batch(
-            QueueUrl=queue_url,
-            Entries=[
-                {"Id": str(n), "ReceiptHandle": handles[i], "VisibilityTimeout": 0}
-                for n, i in enumerate(ids[start : start + 10])
-            ],
-        )
-    return list(bodies.values())
-
-
 def on_failure_batches(pipeline: LocalPipeline, wiring: ConsumerWiring) -> list[dict[str, Any]]:
-    """The invocation records of the consumer's discarded batches, left where they are: the
-    on-failure queue's messages, or the bucket's objects (each with its ``payload``)."""
-    if wiring.on_failure_bucket:
-        s3 = pipeline.client("s3")
-        pages = s3.get_paginator("list_objects_v2").paginate(
-            Bucket=wiring.on_failure_bucket, Prefix=wiring.on_failure_prefix
-        )
-        keys = sorted(item["Key"] for page in pages for item in page.get("Contents", []))
-        return [
-            json.loads(s3.get_object(Bucket=wiring.on_failure_bucket, Key=key)["Body"].read())
-            for key in keys
-        ]
-    if wiring.on_failure_queue_url:
-        return peek_messages(pipeline.client("sqs"), wiring.on_failure_queue_url)
-    return []
+    """The invocation records of the consumer's discarded batches, left where they are (its
+    destination's kind reads them: the on-failure queue's messages, or the bucket's objects,
+    each with its ``payload``)."""
+    destination = wiring.mapping.destination
+    if destination is None:
+        return []
+    return destination.peek(pipeline.client(destination.service))
 
 
 @dataclass
@@ -285,9 +252,12 @@ def account(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Accounting:
 
 def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> RedriveReport | None:
     """Replay the on-failure destination's batches with ``cdc_consumer.redrive``, through the
-    consumer's handler contract: the bucket's objects (each holds its batch), or the queue's
-    pointers (read back from the stream); return its report (None without a destination)."""
-    if wiring.on_failure_queue_url is None and wiring.on_failure_bucket is None:
+    consumer's handler contract, wherever its kind keeps them (the bucket's objects hold each
+    batch; the queue's pointers are read back from the stream); return its report (None
+    without a destination the redrive reads)."""
+    destination = wiring.mapping.destination
+    where = destination.where if destination is not None else None
+    if where is None:
         return None
     runner = Redrive(
         invoker=CallableInvoker(
@@ -305,7 +275,4 @@ def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redri
         s3_client=pipeline.client("s3"),
         function_name=wiring.function.name,
     )
-    if wiring.on_failure_bucket is not None:
-        return runner.run_bucket(wiring.on_failure_bucket, wiring.on_failure_prefix)
-    assert wiring.on_failure_queue_url is not None
-    return runner.run(wiring.on_failure_queue_url)
+    return runner.run(where)

@@ -175,9 +175,12 @@ class LocalPipeline:
             self.resources = create_resources(self.stack, self.endpoint)
             self.replica_tables = resolve_replica_reads(self.resources, self.endpoint)
             self.replication = Replication.create(self.resources, self.endpoint)
-            for spec in self.stack.stream_mappings():  # Ref of a mapping is its UUID
+            # Ref of a mapping is its UUID (a DynamoDB stream's or a Kinesis stream's mapping):
+            # the redrive lists aws/lambda/<UUID>/, where the destination writes.
+            mapping_ids = [spec.logical_id for spec in self.stack.stream_mappings()]
+            for logical_id in mapping_ids + kinesis_mapping_ids(self.stack):
                 self.resources.refs.setdefault(
-                    spec.logical_id, _uuid_of(self.stack.stack_name, spec.logical_id)
+                    logical_id, _uuid_of(self.stack.stack_name, logical_id)
                 )
             create_kinesis_resources(self.resources, self.endpoint)
             if self.enforce_iam:

@@ -35,7 +35,7 @@ from cdc_consumer.ttl import finer_unit
 from cdc_consumer.wire import to_wire
 
 from cdc_local.arns import stream_table_name
-from cdc_local.endpoint import LocalEndpoint
+from cdc_local.endpoint import LOCAL_REGION, LocalEndpoint
 
 #: DynamoDB skips TTL values more than five years in the past.
 MAX_TTL_AGE_SECONDS = 5 * 365 * 24 * 3600
@@ -45,6 +45,11 @@ def _key(value: Mapping[str, Any]) -> str:
     """A canonical text form of a DynamoDB-JSON key, image or item: the sweeper's (from boto3,
     binary values as bytes) and the stream's (as Lambda delivers it, base64 text) compare equal."""
     return json.dumps(to_wire(value), sort_keys=True)
+
+
+def _table(region: str, table_name: str) -> str:
+    """A table by region and name (a global table's replicas share their name)."""
+    return f"{region}/{table_name}"
 
 
 def is_expired(attribute: Mapping[str, Any] | None, now: float) -> bool:
@@ -88,14 +93,28 @@ class TtlLedger:
             "of everything ever written",
         )
 
-    def record(self, table_name: str, keys: Mapping[str, Any], item: Mapping[str, Any]) -> None:
+    def record(
+        self,
+        table_name: str,
+        keys: Mapping[str, Any],
+        item: Mapping[str, Any],
+        region: str = LOCAL_REGION,
+    ) -> None:
+        """The sweeper deleted ``item`` (``keys``) of ``table_name`` in ``region``: a global
+        table's replicas share the name, and only the deleting region's record is the TTL's."""
         with self._lock:
-            self._deletions[(table_name, _key(keys))].append(_key(item))
+            self._deletions[(_table(region, table_name), _key(keys))].append(_key(item))
 
-    def forget(self, table_name: str, keys: Mapping[str, Any], item: Mapping[str, Any]) -> None:
+    def forget(
+        self,
+        table_name: str,
+        keys: Mapping[str, Any],
+        item: Mapping[str, Any],
+        region: str = LOCAL_REGION,
+    ) -> None:
         """Undo :meth:`record` for a deletion that did not happen."""
         with self._lock:
-            pending = self._deletions.get((table_name, _key(keys)))
+            pending = self._deletions.get((_table(region, table_name), _key(keys)))
             if pending and _key(item) in pending:
                 pending.remove(_key(item))
 
@@ -107,7 +126,8 @@ class TtlLedger:
         with self._lock:
             bound = self._bound.get((stream_arn, sequence))
             if bound is None:
-                bound = self._claim(stream_table_name(stream_arn), record["dynamodb"])
+                table = _table(stream_arn.split(":")[3], stream_table_name(stream_arn))
+                bound = self._claim(table, record["dynamodb"])
                 self._bound[(stream_arn, sequence)] = bound
         return {**record, "userIdentity": dict(TTL_PRINCIPAL)} if bound else record
 
@@ -134,6 +154,7 @@ class TtlSweeper:
     ) -> None:
         """``ttl_attributes``: table name -> its TTL attribute name."""
         self.ddb = endpoint.client("dynamodb")
+        self.region = endpoint.region
         self.ttl_attributes = dict(ttl_attributes)
         self.ledger = ledger or TtlLedger()
         self.clock = clock
@@ -183,7 +204,7 @@ class TtlSweeper:
     ) -> int:
         keys = {name: item[name] for name in key_names}
         # Record first: the REMOVE may be read by a mapping as soon as the delete commits.
-        self.ledger.record(table, keys, item)
+        self.ledger.record(table, keys, item, self.region)
         try:
             # Only if the TTL value is unchanged: an item whose TTL was extended meanwhile stays.
             self.ddb.delete_item(
@@ -194,7 +215,7 @@ class TtlSweeper:
                 ExpressionAttributeValues={":seen": item[attribute]},
             )
         except self.ddb.exceptions.ConditionalCheckFailedException:
-            self.ledger.forget(table, keys, item)
+            self.ledger.forget(table, keys, item, self.region)
             return 0
         return 1
 

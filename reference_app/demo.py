@@ -187,12 +187,9 @@ def _run_workload(
 
 
 def destination_of(wiring: ConsumerWiring) -> str:
-    """Where the consumer's failed batches go, for the summary."""
-    if wiring.on_failure_bucket:
-        return f"S3 s3://{wiring.on_failure_bucket}/{wiring.on_failure_prefix} (whole batches)"
-    if wiring.on_failure_queue_url:
-        return f"SQS {wiring.on_failure_queue_url} (pointers into the stream)"
-    return "none"
+    """Where the consumer's failed batches go, for the summary (its kind describes it)."""
+    destination = wiring.mapping.destination
+    return destination.describe() if destination is not None else "none"
 
 
 def redrive_every_consumer(pipeline: LocalPipeline) -> tuple[int, int]:

@@ -24,7 +24,8 @@ Environment (set by the StreamRedrive construct):
 Event (all optional): ``{"source": "on-failure" | "quarantine" | "all" (default "all"),
 "maxMessages": int (default 100), "dryRun": bool (default false)}``. ``"on-failure"`` reads
 whatever destination the consumer has: the bucket when ``ON_FAILURE_BUCKET_NAME`` is set (each
-object holds its batch), else the queue (pointers, read back from the stream).
+object holds its batch), else the queue (pointers, read back from the stream): each source is
+found by its kind (:mod:`cdc_consumer.redrive.sources`), and replayed by the one driver.
 
 Each run prints one JSON log line per queue and one EMF line with RedriveLostRecords,
 RedriveRecordsReplayed and RedriveFailedMessages (dimension Consumer), so an alarm fires when
@@ -49,11 +50,6 @@ from cdc_consumer.contract import (
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
-    ON_FAILURE_BUCKET_ENV,
-    ON_FAILURE_PREFIX_ENV,
-    ON_FAILURE_QUEUE_ENV,
-    ON_FAILURE_S3_PREFIX,
-    QUARANTINE_QUEUE_ENV,
     REDRIVE_FAILED_MESSAGES,
     REDRIVE_LOST_RECORDS,
     REDRIVE_METRICS,
@@ -64,7 +60,7 @@ from cdc_consumer.contract import (
     GroupMemberSpec,
     RedriveCause,
 )
-from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source
+from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source, sources
 from cdc_consumer.redrive.kinesis_failures import is_kinesis_stream_arn
 from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
 
@@ -100,14 +96,6 @@ def _filters(text: str) -> list[dict[str, Any]]:
             f"{CONSUMER_FILTERS_ENV} is {text[:120]!r}; expected a JSON list of patterns"
         )
     return filters
-
-
-def _prefix(environ: Mapping[str, str]) -> str:
-    """The S3 prefix of this consumer's on-failure objects."""
-    if environ.get(ON_FAILURE_PREFIX_ENV):
-        return environ[ON_FAILURE_PREFIX_ENV]
-    uuid = environ.get(MAPPING_UUID_ENV, "")
-    return f"{ON_FAILURE_S3_PREFIX}{uuid}/" if uuid else ON_FAILURE_S3_PREFIX
 
 
 def emf_line(
@@ -159,11 +147,7 @@ def handler(
     if isinstance(redrive, Redrive):  # what it quarantines again holds nothing
         redrive.set_aside_since_ms = int(time.time() * 1000)
     wanted = str(event.get("source", "all"))
-    queues = {
-        Source.ON_FAILURE: environ.get(ON_FAILURE_BUCKET_ENV, "")
-        or environ.get(ON_FAILURE_QUEUE_ENV, ""),
-        Source.QUARANTINE: environ.get(QUARANTINE_QUEUE_ENV, ""),
-    }
+    queues = {source: sources.located(source, environ) or "" for source in Source}
     if wanted not in ("all", *queues):
         raise ValueError(
             f"event source is {wanted!r}; expected 'on-failure', 'quarantine' or 'all'"
@@ -184,7 +168,7 @@ def handler(
             continue
         if round_index == len(queues) and not _worth_another_round(latest):
             continue
-        report = _run(redrive, source, queue_url, environ, event, budget, should_stop)
+        report = _run(redrive, source, queue_url, event, budget, should_stop)
         budget -= report.messages_received + report.messages_deferred
         print(json.dumps(report.to_log(), default=str))
         reports.append(report)
@@ -218,16 +202,17 @@ def _redrive(environ: Mapping[str, str]) -> Redrive | KinesisRedrive:
             filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
             marker_ttl_seconds=_marker_ttl(environ),
         )
+    bucket, prefix = sources.on_failure_bucket(environ)
     return Redrive(
         invoker=LambdaInvoker(function_name),
         stream_arn=_required(environ, STREAM_ARN_ENV),
         consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
         member_names=_member_names(environ.get(CONSUMER_GROUP_ENV, "")),
         function_name=function_name,
-        quarantine_queue_url=environ.get(QUARANTINE_QUEUE_ENV) or None,
+        quarantine_queue_url=sources.located(Source.QUARANTINE, environ),
         mapping_uuid=environ.get(MAPPING_UUID_ENV) or None,
-        on_failure_bucket=environ.get(ON_FAILURE_BUCKET_ENV) or None,
-        on_failure_prefix=_prefix(environ),
+        on_failure_bucket=bucket,
+        on_failure_prefix=prefix,
         filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
         marker_ttl_seconds=_marker_ttl(environ),
     )
@@ -250,24 +235,14 @@ def _marker_ttl(environ: Mapping[str, str]) -> int | None:
 def _run(
     redrive: Redrive | KinesisRedrive,
     source: Source,
-    queue_url: str,
-    environ: Mapping[str, str],
+    where: str,
     event: Mapping[str, Any],
     budget: int,
     should_stop: Callable[[], bool],
 ) -> RedriveReport:
-    """Redrive one source: the bucket (when the on-failure destination is S3) or a queue."""
-    bucket = environ.get(ON_FAILURE_BUCKET_ENV, "")
-    if source is Source.ON_FAILURE and bucket:
-        return redrive.run_bucket(
-            bucket,
-            _prefix(environ),
-            dry_run=bool(event.get("dryRun", False)),
-            max_objects=budget,
-            should_stop=should_stop,
-        )
+    """Redrive one source, wherever its kind keeps it (:mod:`cdc_consumer.redrive.sources`)."""
     return redrive.run(
-        queue_url,
+        where,
         source,
         dry_run=bool(event.get("dryRun", False)),
         max_messages=budget,

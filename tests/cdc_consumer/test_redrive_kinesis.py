@@ -7,9 +7,11 @@ the stream's retention no longer cover them."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,13 +27,14 @@ from cdc_consumer.contract import (
     RedriveCause,
 )
 from cdc_consumer.exceptions import RedriveSetupError
-from cdc_consumer.redrive import CallableInvoker, Redrive
+from cdc_consumer.redrive import CallableInvoker, Redrive, main
 from cdc_consumer.redrive.kinesis_reader import to_lambda_kinesis_record
 from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
 
 from cdc_local.destinations import FailedInvocation, OnFailureDestination
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.kinesis import kinesis_invocation_record
+from tests.cdc_consumer.redrive_world import session_for
 
 BUCKET = "orders-failed-batches"
 MAPPING = "6f1bd3a2-8a53-4f0e-a2a1-2b4c2f3b9f7e"
@@ -309,3 +312,40 @@ def test_the_dynamodb_route_is_unchanged_by_a_kinesis_arn_check() -> None:
         ),
         Redrive,
     )
+
+
+def write_kinesis_handler(directory: Path, name: str) -> None:
+    (directory / f"{name}.py").write_text(
+        "applied = []\n\n\n"
+        "def handler(event, context):\n"
+        '    applied.extend(r["kinesis"]["sequenceNumber"] for r in event["Records"])\n'
+        '    return {"batchItemFailures": []}\n'
+    )
+
+
+def test_the_command_line_redrives_the_kinesis_route_from_the_bucket_and_the_queue(
+    stream: KinesisStream, s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cdc-redrive given a Kinesis stream ARN takes the Kinesis route: an object's batch, then
+    an SQS pointer read back from the stream; the quarantine is refused in one line (exit 2)."""
+    records = stream.put(3)
+    put_batch(stream, records[:2], time.time())
+    sqs = stream.aws.client("sqs")
+    queue_url = sqs.create_queue(QueueName="orders-pointers")["QueueUrl"]
+    sqs.send_message(
+        QueueUrl=queue_url, MessageBody=json.dumps(record_of(stream, records[2:], time.time()))
+    )
+    write_kinesis_handler(tmp_path, "cli_kinesis_consumer")
+    handler = ["--handler", "cli_kinesis_consumer:handler", "--path", str(tmp_path)]
+    session = session_for(stream.aws)
+
+    bucket = ["--bucket", BUCKET, "--mapping-uuid", MAPPING, "--stream-arn", stream.arn, "--json"]
+    assert main(bucket + handler, session=session) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["messages_deleted"] == 1
+    queue = ["--queue-url", queue_url, "--stream-arn", stream.arn, "--consumer-function", FUNCTION]
+    assert main(queue + handler, session=session) == 0, capsys.readouterr().err
+    assert sys.modules["cli_kinesis_consumer"].applied == sequences(records)
+    assert keys(s3) == []
+
+    assert main([*queue, "--quarantine", *handler], session=session) == 2
+    assert "only the on-failure destination" in capsys.readouterr().err

@@ -111,3 +111,24 @@ def test_a_mapping_that_drops_ttl_deletions_is_warned_about_once() -> None:
     (warning,) = ledger.warnings
     assert warning.startswith("mapping CountsMapping: its filters drop TTL deletions")
     assert "keeps the expired ones" in warning
+
+
+def test_a_sweeper_deletion_marks_the_record_of_its_own_region_only() -> None:
+    """A global table's replicas share the table's name: the REMOVE replicated into another
+    region's stream is not the TTL's there (it arrives without the identity, as on AWS)."""
+    from cdc_local.ttl import TtlLedger
+
+    ledger = TtlLedger()
+    keys, item = {"pk": {"S": "o1"}}, {"pk": {"S": "o1"}, "expireAt": {"N": "1"}}
+    ledger.record("Orders", keys, item, region="us-east-1")
+
+    def remove(sequence: str) -> dict:
+        return {
+            "eventName": "REMOVE",
+            "dynamodb": {"Keys": keys, "OldImage": item, "SequenceNumber": sequence},
+        }
+
+    west = "arn:aws:dynamodb:us-west-2:123456789012:table/Orders/stream/1"
+    east = "arn:aws:dynamodb:us-east-1:123456789012:table/Orders/stream/1"
+    assert "userIdentity" not in ledger.annotate(west, remove("1"))
+    assert "userIdentity" in ledger.annotate(east, remove("1"))

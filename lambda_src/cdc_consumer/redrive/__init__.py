@@ -36,8 +36,9 @@ Modules: :mod:`~cdc_consumer.redrive.messages` (parsing and validating queue mes
 :mod:`~cdc_consumer.redrive.stream_reader` (reading a range back, in Lambda's record shape),
 :mod:`~cdc_consumer.redrive.invokers` (delivering events to the consumer),
 :mod:`~cdc_consumer.redrive.replay` (the run: :class:`Redrive`, composing
-:mod:`~cdc_consumer.redrive.queue_drain`, :mod:`~cdc_consumer.redrive.queue_messages`,
-:mod:`~cdc_consumer.redrive.bucket_replay`, :mod:`~cdc_consumer.redrive.replayer`,
+:mod:`~cdc_consumer.redrive.sources` (one module per failure source: ``bucket``, ``queue``,
+``quarantine``, each a :class:`~cdc_consumer.redrive.failure_source.FailureSource`),
+:mod:`~cdc_consumer.redrive.driver` (the one driver), :mod:`~cdc_consumer.redrive.replayer`,
 :mod:`~cdc_consumer.redrive.requarantine` and :mod:`~cdc_consumer.redrive.access`),
 :mod:`~cdc_consumer.redrive.report` (its outcome), :mod:`~cdc_consumer.redrive.pipe_dlq` (a
 fan-out pipe's dead-letter queue, read back from the stream onto the pipe's bus, with

@@ -7,7 +7,7 @@ kept unread, and shards are put in lineage order (:class:`~cdc_consumer.redrive.
 ShardLineage`, parents first). The first ``max_objects`` of that order are then *surveyed*: each
 is read, checked and reduced to its place in the stream (shard, first and last sequence number),
 and dropped before the next is read, so the run's memory is one object's, whatever the count.
-The replay reads each object again (:mod:`~cdc_consumer.redrive.bucket_replay`).
+The replay reads each object again (:mod:`~cdc_consumer.redrive.sources.bucket`).
 """
 
 from __future__ import annotations

@@ -35,12 +35,15 @@ from cdc_consumer.redrive.defaults import (
 )
 from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
+from cdc_consumer.redrive.kinesis_failures import is_kinesis_stream_arn
+from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.pipe_dlq import PipeDlqRedrive
 from cdc_consumer.redrive.pipe_events import EventShape
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
+from cdc_consumer.redrive.sources import bucket_where
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
 
@@ -230,7 +233,12 @@ def _add_scope_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
     """The consumer replayed into: its stream, function or handler, name, queue and filters."""
-    parser.add_argument("--stream-arn", required=True, help="the consumer's stream")
+    parser.add_argument(
+        "--stream-arn",
+        required=True,
+        help="the consumer's stream: a DynamoDB stream, or a Kinesis data stream (the Kinesis"
+        " route: its on-failure destination only)",
+    )
     target = parser.add_mutually_exclusive_group()  # one of them unless --pipe-dlq-queue-url
     target.add_argument("--function-name", help="invoke this Lambda function synchronously")
     target.add_argument(
@@ -351,8 +359,21 @@ def _redrive(
     invoker: Invoker,
     environment: Mapping[str, str],
     scope: Scope,
-) -> Redrive:
-    """The Redrive the command line describes, scoped to one consumer."""
+) -> Redrive | KinesisRedrive:
+    """The Redrive the command line describes, scoped to one consumer (on a Kinesis stream:
+    the Kinesis route's, :class:`~cdc_consumer.redrive.kinesis_redrive.KinesisRedrive`)."""
+    if is_kinesis_stream_arn(args.stream_arn):
+        return KinesisRedrive(
+            invoker=invoker,
+            stream_arn=args.stream_arn,
+            kinesis_client=session.client("kinesis"),
+            sqs_client=sqs_client,
+            function_name=scope.function_name,
+            mapping_uuid=scope.mapping_uuid,
+            filters=args.filters,
+            marker_ttl_seconds=_marker_ttl(args, environment),
+            max_attempts=args.max_attempts,
+        )
     return Redrive(
         invoker=invoker,
         stream_arn=args.stream_arn,
@@ -389,6 +410,13 @@ def _marker_ttl(args: argparse.Namespace, environment: Mapping[str, str]) -> int
     return int(value)
 
 
+def _check_stream(args: argparse.Namespace) -> None:
+    """A DynamoDB stream ARN; or, for a consumer's redrive, a Kinesis stream's (the Kinesis
+    route's redrive, :mod:`~cdc_consumer.redrive.kinesis_redrive`)."""
+    if args.pipe_dlq_queue_url or not is_kinesis_stream_arn(args.stream_arn):
+        check_stream_arn(args.stream_arn)
+
+
 def _run(argv: Sequence[str] | None, session: Any) -> int:
     args = build_parser().parse_args(argv)
     if args.endpoint_url:  # every client of the run, and a --handler's own, call it
@@ -400,7 +428,7 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
         args.max_attempts = DEFAULT_PUT_ATTEMPTS if pipe else DEFAULT_MAX_ATTEMPTS
     if args.max_attempts < 1:
         raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
-    check_stream_arn(args.stream_arn)
+    _check_stream(args)
     if args.pipe_dlq_queue_url:
         return _run_pipe_dlq(args, session)
     if not (args.function_name or args.handler):
@@ -423,27 +451,18 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
     redrive = _redrive(args, session, sqs_client, invoker, environment, scope)
     if scope.bucket:
         redrive.s3_client = session.client("s3")
-    if args.bucket:
-        redrive.check_bucket(args.bucket, scope.prefix)
-        report = redrive.run_bucket(
-            args.bucket,
-            scope.prefix,
-            dry_run=args.dry_run,
-            max_objects=args.max_messages,
-            progress=_progress_printer(None),
-        )
-    else:
-        redrive.check(args.queue_url, args.source)
-        total = _queue_depth(sqs_client, args.queue_url)
-        if args.max_messages is not None and total is not None:
-            total = min(total, args.max_messages)
-        report = redrive.run(
-            args.queue_url,
-            args.source,
-            dry_run=args.dry_run,
-            max_messages=args.max_messages,
-            progress=_progress_printer(total),
-        )
+    where = bucket_where(args.bucket, scope.prefix) if args.bucket else args.queue_url
+    redrive.check(where, args.source)
+    total = None if args.bucket else _queue_depth(sqs_client, args.queue_url)
+    if args.max_messages is not None and total is not None:
+        total = min(total, args.max_messages)
+    report = redrive.run(
+        where,
+        args.source,
+        dry_run=args.dry_run,
+        max_messages=args.max_messages,
+        progress=_progress_printer(total),
+    )
     sys.stderr.write("\n" if report.messages_received else "")
     sys.stderr.write(report.summary() + "\n")
     if args.json:

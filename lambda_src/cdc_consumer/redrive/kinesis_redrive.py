@@ -39,6 +39,7 @@ from cdc_consumer.exceptions import (
     RedriveSetupError,
 )
 from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.redrive.access import MISSING_BUCKET_CODES, MISSING_QUEUE_CODES, check_access
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
     DEFAULT_INVOKE_MAX_RECORDS,
@@ -55,8 +56,12 @@ from cdc_consumer.redrive.marker_age import MarkerAge
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.replayer import Replayer
 from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
+from cdc_consumer.redrive.sources import bucket_of
 
 __all__ = ["KinesisRedrive"]
+
+#: ``progress(done, report)``: told after each batch, with the count deleted so far.
+Progress = Callable[[int, RedriveReport], None]
 
 
 class FailureSource(Protocol):
@@ -116,15 +121,17 @@ class KinesisRedrive:
         dry_run: bool = False,
         max_objects: int | None = None,
         should_stop: Callable[[], bool] | None = None,
+        progress: Progress | None = None,
     ) -> RedriveReport:
         """Redrive the on-failure objects under ``s3://bucket/prefix`` (at most
-        ``max_objects``, default :data:`DEFAULT_MAX_OBJECTS`)."""
+        ``max_objects``, default :data:`DEFAULT_MAX_OBJECTS`); ``progress(done, report)`` is
+        told after each one deleted."""
         self.s3_client = self.s3_client or boto3.client("s3")
         source = KinesisBucket(
             self.s3_client, bucket, prefix, self.stream_arn, self.function_name, self.mapping_uuid
         )
         limit = DEFAULT_MAX_OBJECTS if max_objects is None else max_objects
-        return self._run(source, limit, dry_run, should_stop)
+        return self._run(source, limit, dry_run, should_stop, progress)
 
     def run(
         self,
@@ -134,16 +141,23 @@ class KinesisRedrive:
         dry_run: bool = False,
         max_messages: int | None = None,
         should_stop: Callable[[], bool] | None = None,
+        progress: Progress | None = None,
     ) -> RedriveReport:
         """Redrive the on-failure messages of ``queue_url`` (at most ``max_messages``, default
-        :data:`DEFAULT_MAX_OBJECTS`). Raises :class:`RedriveSetupError` for the quarantine
-        queue: the Kinesis route's quarantined records are not replayed by this run."""
-        if Source(source) is not Source.ON_FAILURE:
-            raise RedriveSetupError(
-                f"source {Source(source).value!r} on the Kinesis route: only the on-failure"
-                " destination is redriven here; replay quarantined Kinesis records by hand"
-                " (docs/operations.md, 'Redrive')"
+        :data:`DEFAULT_MAX_OBJECTS`), or the objects of ``s3://bucket/prefix`` (as
+        :meth:`Redrive.run`: one entry for the redrive function). Raises
+        :class:`RedriveSetupError` for the quarantine queue: the Kinesis route's quarantined
+        records are not replayed by this run."""
+        in_bucket = bucket_of(queue_url)
+        if in_bucket is not None:
+            return self.run_bucket(
+                *in_bucket,
+                dry_run=dry_run,
+                max_objects=max_messages,
+                should_stop=should_stop,
+                progress=progress,
             )
+        _on_failure_only(source)
         self.sqs_client = self.sqs_client or boto3.client("sqs")
         queue = KinesisQueue(
             self.sqs_client,
@@ -154,7 +168,40 @@ class KinesisRedrive:
             self.receive_wait_seconds,
         )
         limit = DEFAULT_MAX_OBJECTS if max_messages is None else max_messages
-        return self._run(queue, limit, dry_run, should_stop)
+        return self._run(queue, limit, dry_run, should_stop, progress)
+
+    def check_bucket(self, bucket: str, prefix: str = ON_FAILURE_S3_PREFIX) -> None:
+        """Raise :class:`RedriveSetupError` for a bucket that does not exist or these
+        credentials may not list (nothing is read or deleted)."""
+        self.s3_client = self.s3_client or boto3.client("s3")
+        s3 = self.s3_client
+        check_access(
+            lambda: s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1),
+            f"list bucket {bucket}",
+            MISSING_BUCKET_CODES,
+            "check --bucket (no such bucket in this account)",
+            "check --bucket and that these credentials may list and read it",
+        )
+
+    def check(self, queue_url: str, source: Source | str = Source.ON_FAILURE) -> None:
+        """Raise :class:`RedriveSetupError` for the quarantine queue (not redriven on this
+        route), or a queue that does not exist or cannot be read (a bucket, for an
+        ``s3://bucket/prefix`` location: :meth:`check_bucket`)."""
+        in_bucket = bucket_of(queue_url)
+        if in_bucket is not None:
+            _on_failure_only(source)
+            self.check_bucket(*in_bucket)
+            return
+        _on_failure_only(source)
+        self.sqs_client = self.sqs_client or boto3.client("sqs")
+        sqs = self.sqs_client
+        check_access(
+            lambda: sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"]),
+            f"read queue {queue_url}",
+            MISSING_QUEUE_CODES,
+            "check --queue-url (the queue does not exist in this account and region)",
+            "check --queue-url and that these credentials may read it",
+        )
 
     def _run(
         self,
@@ -162,6 +209,7 @@ class KinesisRedrive:
         limit: int,
         dry_run: bool,
         should_stop: Callable[[], bool] | None,
+        progress: Progress | None,
     ) -> RedriveReport:
         report = RedriveReport(Source.ON_FAILURE.value, source.location, dry_run=dry_run)
         replay = _KinesisReplay(self, source, report, dry_run)
@@ -172,9 +220,21 @@ class KinesisRedrive:
                     report.messages_deferred += len(failures) - index
                     break
                 replay.one(failure)
+                if progress is not None:
+                    progress(report.messages_deleted, report)
         finally:
             source.release()
         return report
+
+
+def _on_failure_only(source: Source | str) -> None:
+    """The Kinesis route redrives its on-failure destination only."""
+    if Source(source) is not Source.ON_FAILURE:
+        raise RedriveSetupError(
+            f"source {Source(source).value!r} on the Kinesis route: only the on-failure"
+            " destination is redriven here; replay quarantined Kinesis records by hand"
+            " (docs/operations.md, 'Redrive')"
+        )
 
 
 @dataclass

@@ -1,55 +1,42 @@
-"""The replay: drain one queue (or bucket) into one consumer, in stream order, deleting only after
-success.
+"""The replay: drain one failure source (a queue, or a bucket) into one consumer, in stream
+order, deleting only after success.
 
-:class:`Redrive` is the facade; the work is done by
-:class:`~cdc_consumer.redrive.queue_drain.QueueDrain` (a queue),
-:class:`~cdc_consumer.redrive.bucket_replay.BucketReplay` (an S3 destination),
-:class:`~cdc_consumer.redrive.queue_messages.QueueMessageReader` (a message's records),
-:class:`~cdc_consumer.redrive.replayer.Replayer` (invoking the consumer),
-:class:`~cdc_consumer.redrive.requarantine.RequarantineWatch` (records quarantined again) and
-:mod:`~cdc_consumer.redrive.access` (the checks before a run).
+:class:`Redrive` is the facade: :meth:`Redrive.run` finds the source's kind by what it is given
+(:mod:`~cdc_consumer.redrive.sources`: a bucket, an on-failure queue, the quarantine), checks it,
+and replays it with the one driver (:class:`~cdc_consumer.redrive.driver.Driver`, invoking the
+consumer through :class:`~cdc_consumer.redrive.replayer.Replayer`); then it looks for records
+it replayed that were quarantined again (:class:`~cdc_consumer.redrive.requarantine.
+RequarantineWatch`). The checks before a run are in :mod:`~cdc_consumer.redrive.access`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
 from cdc_consumer.contract import ON_FAILURE_S3_PREFIX
-from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.filter_patterns import FilterCriteria
-from cdc_consumer.redrive.access import (
-    MISSING_BUCKET_CODES,
-    MISSING_QUEUE_CODES,
-    check_access,
-    check_stream_arn,
-)
-from cdc_consumer.redrive.bucket_plan import ObjectReader
-from cdc_consumer.redrive.bucket_replay import BucketReplay
-from cdc_consumer.redrive.cross_source import CrossSource
+from cdc_consumer.redrive import parts
+from cdc_consumer.redrive.access import check_stream_arn
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
     DEFAULT_INVOKE_MAX_RECORDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_EMPTY_PAGES,
-    DEFAULT_MAX_OBJECTS,
     DEFAULT_RECEIVE_WAIT_SECONDS,
     DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
     DEFAULT_WINDOW,
 )
+from cdc_consumer.redrive.driver import Driver
 from cdc_consumer.redrive.invokers import Invoker
-from cdc_consumer.redrive.marker_age import MarkerAge
 from cdc_consumer.redrive.messages import Source
-from cdc_consumer.redrive.queue_drain import QueueDrain
-from cdc_consumer.redrive.queue_messages import QueueMessageReader
-from cdc_consumer.redrive.replayer import Replayer
 from cdc_consumer.redrive.report import RedriveReport
-from cdc_consumer.redrive.requarantine import RequarantineWatch
+from cdc_consumer.redrive.sources import bucket_where, kind_for
 
 __all__ = ["Redrive", "check_stream_arn"]
 
@@ -132,36 +119,20 @@ class Redrive:
             )
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts is {self.max_attempts}; expected 1 or more")
-        _age(self)  # checks marker_ttl_seconds
+        parts.age(self)  # checks marker_ttl_seconds
         self._criteria = FilterCriteria(self.filters, where="filters")
 
-    def check(self, queue_url: str, source: Source | str = Source.ON_FAILURE) -> None:
+    def check(self, where: str, source: Source | str = Source.ON_FAILURE) -> None:
         """Raise :class:`RedriveSetupError` for an operator mistake: a stream ARN that is not
-        one, a quarantine run without the consumer's name, a queue that does not exist or cannot
-        be read, no credentials. (A well-formed stream that no longer exists is not a mistake:
-        its records are reported lost, message by message.)"""
-        check_stream_arn(self.stream_arn)
-        if Source(source) is Source.QUARANTINE and not self.consumer_name:
-            raise RedriveSetupError(
-                "a quarantine redrive needs the consumer's name (--consumer-name, or"
-                " CDC_CONSUMER_NAME in the consumer's environment): it replays only that"
-                " consumer's messages"
-            )
-        check_access(
-            lambda: self.sqs_client.get_queue_attributes(
-                QueueUrl=queue_url, AttributeNames=["QueueArn"]
-            ),
-            f"read queue {queue_url}",
-            MISSING_QUEUE_CODES,
-            "check --queue-url (the queue does not exist in this account and region)",
-            "check --queue-url and that these credentials may read it",
-        )
-
-    # The run loop ---------------------------------------------------------------------------
+        one, a quarantine run without the consumer's name, a queue or bucket that does not exist
+        or cannot be read, no credentials. (A well-formed stream that no longer exists is not a
+        mistake: its records are reported lost, message by message.)"""
+        source = Source(source)
+        kind_for(source, where).check(self, where)
 
     def run(
         self,
-        queue_url: str,
+        where: str,
         source: Source | str = Source.ON_FAILURE,
         *,
         dry_run: bool = False,
@@ -169,43 +140,45 @@ class Redrive:
         should_stop: Callable[[], bool] | None = None,
         progress: Callable[[int, RedriveReport], None] | None = None,
     ) -> RedriveReport:
-        """Redrive the messages of ``queue_url`` (at most ``max_messages``; all by default).
+        """Redrive the failed records at ``where``: a queue's URL (the on-failure queue's, or
+        the quarantine's with ``source``), or ``s3://bucket/prefix`` (an S3 on-failure
+        destination: :func:`~cdc_consumer.redrive.sources.bucket_where`); at most
+        ``max_messages`` messages or objects (all of a queue's by default; a bucket's first
+        :data:`DEFAULT_MAX_OBJECTS`).
 
         ``dry_run`` reads and reports what would be replayed without invoking or deleting.
-        ``should_stop`` is asked before each message (e.g. near a Lambda deadline).
-        ``progress(messages_done, report)`` is called after each message. Messages redrive keeps
-        are made visible again at the end, so the next run (or a person) sees them at once.
+        ``should_stop`` is asked before each message or object (e.g. near a Lambda deadline).
+        ``progress(done, report)`` is called after each one. What redrive keeps of a queue is
+        made visible again at the end, so the next run (or a person) sees it at once; what it
+        keeps of a bucket stays there. What each source does is its module's
+        (:mod:`~cdc_consumer.redrive.sources`).
 
-        Raises :class:`RedriveSetupError` (see :meth:`check`) before touching any message.
+        Raises :class:`RedriveSetupError` (see :meth:`check`) before touching anything.
         """
         source = Source(source)
-        self.check(queue_url, source)
-        report = RedriveReport(source=source.value, queue_url=queue_url, dry_run=dry_run)
-        started_ms = int(time.time() * 1000)
-        replayer = _replayer(self)
-        drain = _drain(self, queue_url, source, replayer, report, started_ms)
-        drain.dry_run, drain.should_stop, drain.progress = dry_run, should_stop, progress
-        if not drain.drain(max_messages):
-            return report  # out of time within a window
-        if source is Source.ON_FAILURE and self.quarantine_queue_url and replayer.replayed:
-            _watch(self, replayer).scan(self.quarantine_queue_url, started_ms, report)
+        kind = kind_for(source, where)
+        kind.check(self, where)
+        report = RedriveReport(source=source.value, queue_url=where, dry_run=dry_run)
+        run = parts.Run(self, parts.replayer(self), report, int(time.time() * 1000))
+        Driver(
+            source=kind.open(run, where),
+            replayer=run.replayer,
+            report=report,
+            age=parts.age(self),
+            dry_run=dry_run,
+            should_stop=should_stop,
+            progress=progress,
+        ).run(max_messages)
+        replayed = run.replayer.replayed
+        if source is Source.ON_FAILURE and self.quarantine_queue_url and replayed:
+            parts.watch(self, replayed).scan(self.quarantine_queue_url, run.started_ms, report)
         return report
 
-    # S3 on-failure destinations ------------------------------------------------------------
+    # S3 on-failure destinations, by bucket and prefix -------------------------------------
 
     def check_bucket(self, bucket: str, prefix: str = ON_FAILURE_S3_PREFIX) -> None:
-        """Raise :class:`RedriveSetupError` for a stream ARN that is not one, or a bucket that
-        does not exist or these credentials may not list (nothing is read or deleted)."""
-        check_stream_arn(self.stream_arn)
-        if self.s3_client is None:
-            self.s3_client = boto3.client("s3")
-        check_access(
-            lambda: self.s3_client.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1),
-            f"list bucket {bucket}",
-            MISSING_BUCKET_CODES,
-            "check --bucket (no such bucket in this account)",
-            "check --bucket and that these credentials may list and read it",
-        )
+        """:meth:`check` of ``s3://bucket/prefix``: nothing is read or deleted."""
+        self.check(bucket_where(bucket, prefix))
 
     def run_bucket(
         self,
@@ -217,153 +190,13 @@ class Redrive:
         should_stop: Callable[[], bool] | None = None,
         progress: Callable[[int, RedriveReport], None] | None = None,
     ) -> RedriveReport:
-        """Redrive the on-failure objects under ``s3://bucket/prefix`` (at most ``max_objects``,
-        default :data:`DEFAULT_MAX_OBJECTS`).
-
-        Each object holds its batch (``payload``), so nothing is read from the stream: a batch is
-        replayed whether or not the stream still holds its records. Objects are replayed in
-        stream order (shard, then first sequence number) and an object is deleted only after
-        every record of it succeeded (deleted, not moved: the versioned bucket keeps it as a
-        noncurrent version, and the redrive needs no write permission).
-
-        No change of an item is applied ahead of an earlier pending one: after an object of a
-        shard fails, cannot be read or is malformed, the shard's later objects are held, and a
-        child shard's objects wait for its parent's (the lineage from ``DescribeStream``;
-        conservative when it is unknown, and the report says so). Held objects are reported
-        with the reason and make the run not ok. Objects are read one at a time. Objects not in
-        AWS's shape, another consumer's or stream's, or too old, are kept and reported.
-        """
-        self.check_bucket(bucket, prefix)
-        report = RedriveReport(
-            source=Source.ON_FAILURE.value, queue_url=f"s3://{bucket}/{prefix}", dry_run=dry_run
-        )
-        started_ms = int(time.time() * 1000)
-        replayer = _replayer(self)
-        watched, hold = _cross_source(self, self.quarantine_queue_url).object_hold(report)
-        BucketReplay(
-            reader=replace(_object_reader(self, bucket), watched_items=watched),
-            prefix=prefix,
-            hold=hold,
-            streams_client=self.streams_client,
-            replayer=replayer,
-            report=report,
+        """:meth:`run` of ``s3://bucket/prefix`` (see :mod:`~cdc_consumer.redrive.sources.
+        bucket`: objects replayed in stream order, a child shard's after its parent's, each
+        deleted after every record of it succeeded, one read at a time)."""
+        return self.run(
+            bucket_where(bucket, prefix),
             dry_run=dry_run,
+            max_messages=max_objects,
             should_stop=should_stop,
             progress=progress,
-            age=_age(self),
-        ).replay(DEFAULT_MAX_OBJECTS if max_objects is None else max_objects)
-        if self.quarantine_queue_url and replayer.replayed:
-            _watch(self, replayer).scan(self.quarantine_queue_url, started_ms, report)
-        return report
-
-
-# The run's parts, made from a Redrive's settings for each run --------------------------------
-
-
-def _consumers(redrive: Redrive) -> tuple[str, ...]:
-    """The consumer names whose quarantine messages are this consumer's."""
-    return (str(redrive.consumer_name), *redrive.member_names)
-
-
-def _age(redrive: Redrive) -> MarkerAge | None:
-    if redrive.marker_ttl_seconds is None:
-        return None
-    return MarkerAge(redrive.marker_ttl_seconds, redrive.clock)
-
-
-def _replayer(redrive: Redrive) -> Replayer:
-    return Replayer(
-        invoker=redrive.invoker,
-        criteria=redrive._criteria,
-        max_attempts=redrive.max_attempts,
-        max_records=redrive.invoke_max_records,
-        max_bytes=redrive.invoke_max_bytes,
-    )
-
-
-def _object_reader(redrive: Redrive, bucket: str) -> ObjectReader:
-    return ObjectReader(
-        s3_client=redrive.s3_client,
-        bucket=bucket,
-        stream_arn=redrive.stream_arn,
-        function_name=redrive.function_name,
-        mapping_uuid=redrive.mapping_uuid,
-    )
-
-
-def _drain(
-    redrive: Redrive,
-    queue_url: str,
-    source: Source,
-    replayer: Replayer,
-    report: RedriveReport,
-    started_ms: int,
-) -> QueueDrain:
-    return QueueDrain(
-        sqs_client=redrive.sqs_client,
-        queue_url=queue_url,
-        reader=_reader(redrive, source, replayer),
-        replayer=replayer,
-        watch=_watch(redrive, replayer),
-        report=report,
-        started_ms=started_ms,
-        window=redrive.window,
-        receive_wait_seconds=redrive.receive_wait_seconds,
-        visibility_timeout_seconds=redrive.visibility_timeout_seconds,
-        hold=(
-            _cross_source(redrive, queue_url).record_hold(report)
-            if source is Source.QUARANTINE
-            else None
-        ),
-        age=_age(redrive),
-    )
-
-
-def _cross_source(redrive: Redrive, quarantine_queue_url: str | None) -> CrossSource:
-    if redrive.on_failure_bucket and redrive.s3_client is None:
-        redrive.s3_client = boto3.client("s3")
-    return CrossSource(
-        sqs_client=redrive.sqs_client,
-        streams_client=redrive.streams_client,
-        stream_arn=redrive.stream_arn,
-        consumers=_consumers(redrive),
-        visibility_timeout_seconds=redrive.visibility_timeout_seconds,
-        quarantine_queue_url=quarantine_queue_url,
-        bucket_reader=(
-            _object_reader(redrive, redrive.on_failure_bucket)
-            if redrive.on_failure_bucket
-            else None
-        ),
-        bucket_prefix=redrive.on_failure_prefix,
-        set_aside_since_ms=redrive.set_aside_since_ms,
-    )
-
-
-def _reader(redrive: Redrive, source: Source, replayer: Replayer) -> QueueMessageReader:
-    return QueueMessageReader(
-        source=source,
-        stream_arn=redrive.stream_arn,
-        streams_client=redrive.streams_client,
-        max_empty_pages=redrive.max_empty_pages,
-        function_name=redrive.function_name,
-        consumers=_consumers(redrive),
-        replayer=replayer,
-        s3=lambda: _s3(redrive),
-    )
-
-
-def _s3(redrive: Redrive) -> Any:
-    """The redrive's S3 client, made when first needed."""
-    if redrive.s3_client is None:
-        redrive.s3_client = boto3.client("s3")
-    return redrive.s3_client
-
-
-def _watch(redrive: Redrive, replayer: Replayer) -> RequarantineWatch:
-    return RequarantineWatch(
-        sqs_client=redrive.sqs_client,
-        stream_arn=redrive.stream_arn,
-        consumers=_consumers(redrive),
-        visibility_timeout_seconds=redrive.visibility_timeout_seconds,
-        replayed=replayer.replayed,
-    )
+        )

@@ -1,4 +1,7 @@
-"""On-failure destinations of a stream event source mapping: SQS, SNS or S3, in AWS's shape.
+"""On-failure destinations of a stream event source mapping: SQS, SNS or S3, in AWS's shape,
+each delivered by its kind's module (:mod:`~cdc_local.destinations.bucket`,
+:mod:`~cdc_local.destinations.queue`, :mod:`~cdc_local.destinations.topic`), found by the
+destination ARN's service (docs/design.md, "Adding a failure destination").
 
 Lambda's "Retain discarded records for a DynamoDB event source" (developer guide): a discarded
 batch is described by an invocation record (``requestContext``, ``responseContext``, ``version``,
@@ -9,7 +12,6 @@ must be read back from the stream), an S3 destination also gets the payload, as 
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,15 +19,30 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cdc_consumer.contract import (
-    ON_FAILURE_S3_PREFIX,
     OnFailureMessage,
     OnFailureRequestContext,
     OnFailureResponseContext,
     StreamBatchInfo,
 )
 
+from cdc_local.destinations.bucket import BUCKET
+from cdc_local.destinations.queue import QUEUE
+from cdc_local.destinations.target import DeliveryKind, DeliveryTarget, batch_info
+from cdc_local.destinations.topic import TOPIC
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.exceptions import LocalPipelineError
+
+__all__ = [
+    "DELIVERY_KINDS",
+    "DeliveryKind",
+    "DeliveryTarget",
+    "FailedInvocation",
+    "OnFailureDestination",
+    "batch_info",
+    "invocation_record",
+    "iso_timestamp",
+    "register",
+]
 
 
 def iso_timestamp(epoch_seconds: float) -> str:
@@ -85,14 +102,8 @@ def invocation_record(
     ).to_dict()
 
 
-def batch_info(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The batch description of an invocation record: ``DDBStreamBatchInfo`` (DynamoDB stream)
-    or ``KinesisBatchInfo`` (Kinesis stream)."""
-    return OnFailureMessage.batch_info(record) or record[OnFailureMessage.KINESIS_BATCH_INFO]
-
-
 class OnFailureDestination:
-    """Sends invocation records to the destination ARN (an SQS queue, SNS topic or S3 bucket)."""
+    """Sends invocation records to the destination ARN, as its kind's module delivers them."""
 
     def __init__(
         self,
@@ -104,41 +115,56 @@ class OnFailureDestination:
     ) -> None:
         self.arn = arn
         self.service = arn.split(":")[2]
-        if self.service not in ("sqs", "sns", "s3"):
+        kind = DELIVERY_KINDS.get(self.service)
+        if kind is None:
             raise LocalPipelineError(
                 f"on-failure destination {arn!r}: a stream mapping's destination must be an SQS "
-                "queue, SNS topic or S3 bucket"
+                f"queue, SNS topic or S3 bucket (a destination of {sorted(DELIVERY_KINDS)})"
             )
-        if self.service == "sqs" and queue_url is None:
-            raise LocalPipelineError(f"on-failure destination {arn!r}: no such queue in the stack")
-        self.queue_url = queue_url
-        self.bucket = self.arn.split(":::", 1)[1] if self.service == "s3" else None
-        self.mapping_uuid = mapping_uuid or str(uuid.uuid4())
+        self.kind: DeliveryKind = kind
+        self.target = DeliveryTarget(arn, queue_url, mapping_uuid or str(uuid.uuid4()))
+        kind.check(self.target)
         # Lambda sends with the function's role (``credentials``: its session's).
         self.client = endpoint.client(self.service, credentials=credentials)
         self.sent = 0
 
+    @property
+    def queue_url(self) -> str | None:
+        return self.target.queue_url
+
+    @property
+    def mapping_uuid(self) -> str:
+        return self.target.mapping_uuid
+
+    @property
+    def bucket(self) -> str | None:
+        """The bucket's name when the destination is one (its kind says)."""
+        return self.kind.bucket(self.target)
+
     def send(self, record: Mapping[str, Any], event: Mapping[str, Any], now: float) -> None:
         """Deliver ``record``; an S3 destination also stores ``event`` (the batch) as payload."""
-        if self.service == "sqs":
-            self.client.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(record))
-        elif self.service == "sns":
-            self.client.publish(TopicArn=self.arn, Message=json.dumps(record))
-        else:
-            # The calls AWS needs the role to allow for an S3 destination (Lambda developer
-            # guide: s3:ListBucket, which IAM checks for ListObjectsV2, and s3:PutObject).
-            self.client.list_objects_v2(Bucket=self.bucket, Prefix=ON_FAILURE_S3_PREFIX, MaxKeys=1)
-            self.client.put_object(
-                Bucket=self.arn.split(":::", 1)[1],
-                Key=self.s3_key(batch_info(record)[StreamBatchInfo.SHARD_ID], now),
-                Body=json.dumps({**record, "payload": json.dumps(event)}).encode(),
-                ContentType="application/json",
-            )
+        self.kind.send(self.client, self.target, record, event, now)
         self.sent += 1
 
-    def s3_key(self, shard_id: str, now: float) -> str:
-        moment = datetime.fromtimestamp(now, tz=UTC)
-        return (
-            f"{ON_FAILURE_S3_PREFIX}{self.mapping_uuid}/{shard_id}/{moment:%Y/%m/%d}/"
-            f"{moment:%Y-%m-%dT%H.%M.%S}-{uuid.uuid4()}"
-        )
+    @property
+    def where(self) -> str | None:
+        """Where a redrive reads it (``Redrive.run``'s location; None: it cannot, a topic)."""
+        return self.kind.where(self.target)
+
+    def peek(self, client: Any) -> list[dict[str, Any]]:
+        """The invocation records it holds, left where they are (``client``: the endpoint's
+        client for its service, not the function's role)."""
+        return self.kind.peek(client, self.target)
+
+    def describe(self) -> str:
+        """One line for people: what it is and what it keeps."""
+        return self.kind.describe(self.target)
+
+
+DELIVERY_KINDS: dict[str, DeliveryKind] = {kind.service: kind for kind in (QUEUE, TOPIC, BUCKET)}
+"""The kinds by their ARN's service."""
+
+
+def register(kind: DeliveryKind) -> None:
+    """Deliver to destinations of ``kind.service`` with ``kind`` (a kind defined elsewhere)."""
+    DELIVERY_KINDS[kind.service] = kind

@@ -1,0 +1,113 @@
+"""Failure sources: one module per place a redrive replays from, each a
+:class:`~cdc_consumer.redrive.failure_source.FailureSource` for the one driver, found by a
+lookup on what the run names (never an ``if`` on the kind):
+
+- :mod:`~cdc_consumer.redrive.sources.bucket`: an S3 on-failure destination
+  (``s3://bucket/prefix``; ``ON_FAILURE_BUCKET_NAME``), each object the batch itself;
+- :mod:`~cdc_consumer.redrive.sources.queue`: an SQS on-failure queue (its URL;
+  ``ON_FAILURE_QUEUE_URL``), each message a pointer read back from the stream;
+- :mod:`~cdc_consumer.redrive.sources.quarantine`: the quarantine queue (its URL;
+  ``QUARANTINE_QUEUE_URL``), each message a record.
+
+Each module's kind says which ``--source`` it serves (``role``), whether it claims a location,
+how to find its location in the redrive function's environment, how to check it before a run,
+and how to open it for one. The same names are the construct side's (``cdc_constructs.
+failure_kinds``) and the local pipeline's (``cdc_local.destinations``); docs/design.md,
+"Adding a failure destination". :func:`register` adds a kind defined elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from cdc_consumer.contract import ON_FAILURE_S3_PREFIX
+from cdc_consumer.exceptions import RedriveSetupError
+from cdc_consumer.redrive.failure_source import FailureSource
+from cdc_consumer.redrive.messages import Source
+from cdc_consumer.redrive.parts import Run
+from cdc_consumer.redrive.sources.bucket import BUCKET, bucket_where, split_bucket_where
+from cdc_consumer.redrive.sources.quarantine import QUARANTINE
+from cdc_consumer.redrive.sources.queue import QUEUE
+
+__all__ = [
+    "SOURCE_KINDS",
+    "SourceKind",
+    "bucket_of",
+    "bucket_where",
+    "kind_for",
+    "located",
+    "on_failure_bucket",
+    "register",
+    "unregister",
+]
+
+
+class SourceKind(Protocol):
+    """How one kind of failure source is found, checked and opened."""
+
+    role: Source
+
+    def claims(self, where: str) -> bool:
+        """Whether ``where`` (a URL the run names) is a location of this kind."""
+        ...
+
+    def located(self, environ: Mapping[str, str]) -> str | None:
+        """Its location in the redrive function's environment (None: the consumer has none)."""
+        ...
+
+    def check(self, redrive: Any, where: str) -> None:
+        """Raise :class:`RedriveSetupError` for an operator mistake, touching nothing."""
+        ...
+
+    def open(self, run: Run, where: str) -> FailureSource:
+        """The source for one run."""
+        ...
+
+
+SOURCE_KINDS: list[SourceKind] = [BUCKET, QUEUE, QUARANTINE]
+"""The kinds, asked in this order (the first that claims a location has it)."""
+
+
+def register(kind: SourceKind) -> None:
+    """Add ``kind`` ahead of the others (a kind defined outside this package)."""
+    if kind not in SOURCE_KINDS:
+        SOURCE_KINDS.insert(0, kind)
+
+
+def unregister(kind: SourceKind) -> None:
+    """Remove a kind :func:`register` added."""
+    if kind in SOURCE_KINDS:
+        SOURCE_KINDS.remove(kind)
+
+
+def kind_for(source: Source, where: str) -> SourceKind:
+    """The kind serving ``source`` that claims ``where``."""
+    for kind in SOURCE_KINDS:
+        if kind.role is source and kind.claims(where):
+            return kind
+    raise RedriveSetupError(f"{where!r} is not a location a {source.value} redrive reads")
+
+
+def located(source: Source, environ: Mapping[str, str]) -> str | None:
+    """Where the redrive function's environment says ``source`` is (None: nowhere)."""
+    for kind in SOURCE_KINDS:
+        if kind.role is source:
+            where = kind.located(environ)
+            if where:
+                return where
+    return None
+
+
+def on_failure_bucket(environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """The failed-batch bucket and prefix in the redrive function's environment (None: the
+    destination is not a bucket), where a quarantine run looks for an earlier change of an
+    item (:mod:`~cdc_consumer.redrive.cross_source`)."""
+    where = BUCKET.located(environ)
+    return split_bucket_where(where) if where else (None, ON_FAILURE_S3_PREFIX)
+
+
+def bucket_of(where: str) -> tuple[str, str] | None:
+    """The bucket and prefix ``where`` names, when it is an S3 destination's location (the
+    Kinesis route's redrive, which reads its own shape of objects, asks)."""
+    return split_bucket_where(where) if BUCKET.claims(where) else None

@@ -1,0 +1,151 @@
+"""A failure source is one module (issue 30): a source kind defined outside the runtime,
+registered by lookup, is replayed by the one driver (order, deletion only after success, a
+failure keeps what follows), found in the redrive function's environment; and no module outside
+``cdc_consumer/redrive/sources/`` names a source kind's module."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdc_consumer.contract import RedriveCause
+from cdc_consumer.redrive import Source, sources, to_lambda_record
+from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
+from cdc_consumer.redrive.parts import Run
+
+from tests import structure
+from tests.cdc_consumer.redrive_world import Consumer, Stream, make_redrive
+
+SCHEME = "memory://"
+
+
+@dataclass
+class MemoryFailures:
+    """Failed batches kept in a list: the 'destination' of the kind below."""
+
+    batches: list[list[dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
+class MemorySource:
+    store: MemoryFailures
+    _blocked: bool = False
+
+    def entries(self, limit: int | None) -> Iterator[Entry]:
+        for index, records in enumerate(list(self.store.batches)[:limit]):
+            yield Entry(f"batch-{index}", records)
+
+    def hold(self, entry: Entry) -> Hold | None:
+        if self._blocked:
+            return RedriveCause.EARLIER_BATCH_OF_SHARD, "an earlier batch stays"
+        return None
+
+    def read(self, entry: Entry) -> Batch | None:
+        records = entry.handle
+        first, last = (r["dynamodb"]["SequenceNumber"] for r in (records[0], records[-1]))
+        return Batch(list(records), "shard", first, last)
+
+    def hold_records(self, entry: Entry, batch: Batch) -> Hold | None:
+        return None
+
+    def delete(self, entry: Entry) -> str | None:
+        self.store.batches.remove(entry.handle)
+        return None
+
+    def keep(self, entry: Entry, batch: Batch | None, *, blocking: bool = True) -> None:
+        self._blocked = self._blocked or blocking
+
+    def interrupt(self, entry: Entry) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class MemoryKind:
+    store: MemoryFailures
+    role: Source = Source.ON_FAILURE
+
+    def claims(self, where: str) -> bool:
+        return where.startswith(SCHEME)
+
+    def located(self, environ: Mapping[str, str]) -> str | None:
+        return environ.get("MEMORY_FAILURES") or None
+
+    def check(self, redrive: Any, where: str) -> None: ...
+
+    def open(self, run: Run, where: str) -> MemorySource:
+        return MemorySource(self.store)
+
+
+@pytest.fixture
+def memory() -> Iterator[MemoryFailures]:
+    store = MemoryFailures()
+    kind = MemoryKind(store)
+    sources.register(kind)
+    yield store
+    sources.unregister(kind)
+
+
+def test_a_source_kind_defined_outside_the_runtime_is_replayed_by_the_one_driver(
+    stream: Stream, memory: MemoryFailures
+) -> None:
+    stream.write(4)
+    records = [to_lambda_record(r, stream.arn) for r in stream.records()]
+    memory.batches += [records[:2], records[2:]]
+    consumer = Consumer(fail={records[1]["dynamodb"]["SequenceNumber"]: 5})
+
+    report = make_redrive(stream, consumer, max_attempts=2).run(f"{SCHEME}failures")
+
+    # The first batch fails and stays; the second must not overtake it.
+    assert [m.cause for m in report.failed] == [RedriveCause.REPLAY_FAILED]
+    assert [m.cause for m in report.held] == [RedriveCause.EARLIER_BATCH_OF_SHARD]
+    assert len(memory.batches) == 2 and not report.ok
+
+    fixed = Consumer()
+    again = make_redrive(stream, fixed).run(f"{SCHEME}failures")
+    assert again.ok, again.summary()
+    assert fixed.applied == [r["dynamodb"]["SequenceNumber"] for r in records]
+    assert memory.batches == [] and again.messages_deleted == 2
+
+
+def test_the_redrive_function_finds_it_in_its_environment(memory: MemoryFailures) -> None:
+    environ = {"MEMORY_FAILURES": f"{SCHEME}failures", "ON_FAILURE_QUEUE_URL": "https://q"}
+    assert sources.located(Source.ON_FAILURE, environ) == f"{SCHEME}failures"
+
+
+RUNTIME = Path(__file__).resolve().parents[2] / "lambda_src" / "cdc_consumer"
+SOURCE_MODULES = {f"cdc_consumer.redrive.sources.{n}" for n in ("bucket", "queue", "quarantine")}
+
+
+def _imports_a_kind(tree: ast.Module) -> set[str]:
+    return {
+        target
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for target in [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        if target in SOURCE_MODULES
+    }
+
+
+def test_no_runtime_module_outside_the_sources_names_one() -> None:
+    """The drivers are one (``driver.py``); the rest reach a source through the lookup."""
+    modules = structure.modules(RUNTIME)
+    named = {
+        f"{module} imports {target}"
+        for module, tree in modules.items()
+        if not module.startswith("cdc_consumer.redrive.sources")
+        for target in _imports_a_kind(tree)
+    }
+    assert named == set()
+    assert not {"cdc_consumer.redrive.queue_drain", "cdc_consumer.redrive.bucket_replay"} & set(
+        modules
+    )
+
+
+def test_the_check_sees_an_import_of_a_source_module() -> None:
+    tree = ast.parse("from cdc_consumer.redrive.sources.bucket import BucketSource\n")
+    assert _imports_a_kind(tree) == {"cdc_consumer.redrive.sources.bucket"}
