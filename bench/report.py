@@ -793,6 +793,7 @@ def backfill(results: dict[str, Any]) -> list[str]:
             _fmt(other["items_per_second_per_segment"], 1),
             _fmt(row["wru_per_item"]),
             _fmt(_modelled_wru(data, row["segments"]), 2),
+            _yes(row["view_exact"] and row["rerun_view_exact"]),
         ]
         for row, other in zip(ours, naive, strict=True)
     ]
@@ -848,6 +849,7 @@ def backfill(results: dict[str, Any]) -> list[str]:
                 "… per segment",
                 "backfill WRU/item",
                 "… cost model",
+                "backfill view exact (and after a rerun)",
             ],
             scaling,
         ),

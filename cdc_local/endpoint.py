@@ -40,9 +40,10 @@ class LocalEndpoint:
         # Imported here so that importing cdc_local does not pull in moto's server (flask).
         from moto.server import ThreadedMotoServer
 
-        from cdc_local import authorization, moto_patches, shards
+        from cdc_local import authorization, moto_patches, request_lock, shards
 
         moto_patches.apply()  # transactions snapshot what they touch, not whole tables
+        request_lock.apply()  # one DynamoDB request at a time: no lost update, no torn rollback
         shards.apply()  # streams serve parent and child shards once a shard rolls over
         # IAM, when enforced, checks what AWS checks; the operator's credentials allow all.
         authorization.apply(

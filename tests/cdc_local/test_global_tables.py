@@ -281,3 +281,74 @@ def test_the_replicas_stack_counts_its_readers_against_a_global_tables_limit(
     ((read, readers),) = west.stream_readers().items()
     assert read == describe and len(readers) == 1 and west.has_replicas(describe)
     assert (west.region, east.region) == ("us-west-2", "us-east-1")
+
+
+@pytest.fixture(scope="module")
+def kinesis_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Kinesis route: the table (replica in us-west-2) streams its changes to Kinesis, where
+    the one TTL archive (a KinesisConsumer filtered to TTL deletions) reads them; us-west-2 reads
+    the replica's stream (its TTL process is that region's pipeline)."""
+    from cdc_constructs import KinesisConsumer, KinesisDestination, KinesisFilters
+
+    outdir = tmp_path_factory.mktemp("global-kinesis.out")
+    app = cdk.App(outdir=str(outdir))
+    east = cdk.Stack(app, "GlobalKinesisEast", env=EAST)
+    orders = ChangeCaptureTable(
+        east,
+        "Orders",
+        partition_key=PK,
+        kinesis=KinesisDestination(),
+        replicas=[dynamodb.ReplicaTableProps(region="us-west-2")],
+    )
+    archive = KinesisConsumer(
+        east,
+        "Archive",
+        table=orders,
+        consumer_name="ttl-archive",
+        filters=[KinesisFilters.on_data(StreamFilters.ttl_deletions_only())],
+        monitoring=False,
+        **_code(),
+    )
+    archive.grant_view_table(dynamodb.TableV2(east, "View", partition_key=PK), env_var="VIEW_TABLE")
+    west = cdk.Stack(app, "GlobalKinesisWest", env=WEST)
+    stats = StreamConsumer(
+        west,
+        "WestOrderStats",
+        table=ReplicaTable(west, "Orders", table=orders),
+        consumer_name="order-stats",
+        monitoring=False,
+        redrive=False,
+        **_code(),
+    )
+    stats.grant_view_table(dynamodb.TableV2(west, "View", partition_key=PK), env_var="VIEW_TABLE")
+    app.synth()
+    return outdir
+
+
+def test_a_kinesis_archive_archives_the_other_regions_expiries_once(
+    aws: LocalEndpoint, kinesis_assembly: Path
+) -> None:
+    """us-west-2's TTL deletion reaches the table's Kinesis stream without the identity (a
+    replicated REMOVE, its creation time in the destination's precision): the archive's widened
+    filter and its runtime take it as the expiry it is; a user's delete stays out."""
+    clock = Clock()
+    with LocalPipeline(kinesis_assembly, "GlobalKinesisEast", endpoint=aws, clock=clock) as east:
+        west = LocalPipeline(kinesis_assembly, "GlobalKinesisWest", endpoint=aws, clock=clock)
+        with west:
+            _put(east, "expires-in-west", T0 + 100)
+            _put(east, "expires-in-east", T0 + 300)
+            _put(east, "deleted-by-a-user", T0 + 86_400)
+            drain_together([east, west])
+            east.client("dynamodb").delete_item(
+                TableName=_orders(east), Key={"pk": {"S": "deleted-by-a-user"}}
+            )
+            clock.now = T0 + 200
+            assert west.sweep_ttl() == 1
+            drain_together([east, west])
+            clock.now = T0 + 400
+            assert east.sweep_ttl() == 1
+            drain_together([east, west])
+            assert _view(east) == {
+                "ttl-archive#expires-in-west#expired": 1,
+                "ttl-archive#expires-in-east#expired": 1,
+            }

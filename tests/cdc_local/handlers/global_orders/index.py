@@ -1,7 +1,7 @@
 """The consumers of a global table's example, in each region: ``order-stats`` and
-``ttl-archive`` (a consumer group, CDC_CONSUMER_GROUP) or ``order-stats`` alone. Each adds 1 to
-``<member>#<pk>#<what>`` in VIEW_TABLE, where ``what`` is ``expired`` for a TTL deletion (as the
-runtime tells it: Change.is_ttl_expiry) and the event name otherwise."""
+``ttl-archive`` (a consumer group, CDC_CONSUMER_GROUP) or the one CDC_CONSUMER_NAME names.
+Each adds 1 to ``<member>#<pk>#<what>`` in VIEW_TABLE, where ``what`` is ``expired`` for a TTL
+deletion (as the runtime tells it: Change.is_ttl_expiry) and the event name otherwise."""
 
 import os
 
@@ -37,7 +37,8 @@ group = None
 def handler(event, context):
     global group
     if not os.environ.get("CDC_CONSUMER_GROUP"):
-        return stats.handle(event, context)
+        alone = archive if os.environ["CDC_CONSUMER_NAME"] == "ttl-archive" else stats
+        return alone.handle(event, context)
     if group is None:
         group = ConsumerGroup.from_environment([stats, archive])
     return group.handle(event, context)
