@@ -210,6 +210,8 @@ def _redrive(environ: Mapping[str, str]) -> Redrive | KinesisRedrive:
             mapping_uuid=environ.get(MAPPING_UUID_ENV) or None,
             filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
             marker_ttl_seconds=_marker_ttl(environ),
+            consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
+            lease_table=environ.get(IDEMPOTENCY_TABLE_ENV) or None,
         )
     bucket, prefix = sources.on_failure_bucket(environ)
     return Redrive(

@@ -405,6 +405,10 @@ def _redrive(
             filters=args.filters,
             marker_ttl_seconds=_marker_ttl(args, environment),
             max_attempts=args.max_attempts,
+            consumer_name=args.consumer_name or environment.get(CONSUMER_NAME_ENV) or None,
+            lease_table=args.idempotency_table or environment.get(IDEMPOTENCY_TABLE_ENV) or None,
+            dynamodb_client=session.client("dynamodb"),
+            lease_wait_seconds=args.lease_wait_seconds,
         )
     return Redrive(
         invoker=invoker,

@@ -45,6 +45,7 @@ from cdc_consumer.redrive.access import MISSING_BUCKET_CODES, MISSING_QUEUE_CODE
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
     DEFAULT_INVOKE_MAX_RECORDS,
+    DEFAULT_LEASE_POLL_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_OBJECTS,
     DEFAULT_RECEIVE_WAIT_SECONDS,
@@ -56,6 +57,7 @@ from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.kinesis_failures import KinesisFailure, check_kinesis_stream_arn
 from cdc_consumer.redrive.kinesis_reader import KinesisRangeReader
 from cdc_consumer.redrive.kinesis_sources import KinesisBucket, KinesisQueue
+from cdc_consumer.redrive.lease import LeasedInvoker, RedriveLease, stop_when_lost, under_lease
 from cdc_consumer.redrive.marker_age import MarkerAge, failure_time
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.replayer import Replayer
@@ -90,7 +92,11 @@ class KinesisRedrive:
     known, keep other functions' and mappings' records; ``filters`` the mapping's filter
     patterns (records they exclude are not replayed); ``marker_ttl_seconds`` the consumer's
     marker lifetime (None: no age check against it); clients default to plain boto3 clients
-    (``AWS_ENDPOINT_URL`` works locally); the rest as :class:`Redrive`'s.
+    (``AWS_ENDPOINT_URL`` works locally); ``consumer_name`` and ``lease_table`` (the consumer's
+    idempotency table) name the consumer's redrive lease, taken before each run so two runs
+    never split a queue's batches of one shard between them
+    (:mod:`~cdc_consumer.redrive.lease`; no table: no lease, noted); the rest as
+    :class:`Redrive`'s.
     """
 
     invoker: Invoker
@@ -108,6 +114,11 @@ class KinesisRedrive:
     invoke_max_bytes: int = DEFAULT_INVOKE_MAX_BYTES
     receive_wait_seconds: int = DEFAULT_RECEIVE_WAIT_SECONDS
     visibility_timeout_seconds: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
+    consumer_name: str | None = None
+    lease_table: str | None = None
+    dynamodb_client: Any = None
+    lease_wait_seconds: float = 0.0
+    lease_poll_seconds: float = DEFAULT_LEASE_POLL_SECONDS
     _criteria: FilterCriteria = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -216,24 +227,23 @@ class KinesisRedrive:
         progress: Progress | None,
     ) -> RedriveReport:
         report = RedriveReport(Source.ON_FAILURE.value, source.location, dry_run=dry_run)
-        replayer = Replayer(
-            invoker=self.invoker,
-            criteria=self._criteria,
-            max_attempts=self.max_attempts,
-            max_records=self.invoke_max_records,
-            max_bytes=self.invoke_max_bytes,
-        )
-        ttl = self.marker_ttl_seconds
-        age = MarkerAge(ttl, self.clock) if ttl is not None else None
-        batches = KinesisBatches(
-            source,
-            report,
-            KinesisRangeReader(self.kinesis_client, self.stream_arn),
-            age,
-            self.clock,
-        )
-        Driver(batches, replayer, report, age, dry_run, should_stop, progress).run(limit)
-        return report
+
+        def drive(lease: RedriveLease | None) -> None:
+            replayer = Replayer(
+                invoker=self.invoker if lease is None else LeasedInvoker(self.invoker, lease),
+                criteria=self._criteria,
+                max_attempts=self.max_attempts,
+                max_records=self.invoke_max_records,
+                max_bytes=self.invoke_max_bytes,
+            )
+            ttl = self.marker_ttl_seconds
+            age = MarkerAge(ttl, self.clock) if ttl is not None else None
+            reader = KinesisRangeReader(self.kinesis_client, self.stream_arn)
+            batches = KinesisBatches(source, report, reader, age, self.clock)
+            stop = stop_when_lost(lease, should_stop)
+            Driver(batches, replayer, report, age, dry_run, stop, progress).run(limit)
+
+        return under_lease(self, report, drive)
 
 
 def _on_failure_only(source: Source | str) -> None:
