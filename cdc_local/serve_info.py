@@ -43,34 +43,29 @@ def serve_lines(pipeline: LocalPipeline) -> Iterator[str]:
 def _mapping_lines(
     pipeline: LocalPipeline, logical_id: str, mapping: EventSourceMapping
 ) -> Iterator[str]:
-    resources = pipeline.resources
-    assert resources is not None
     function = mapping.function
     yield f"mapping {logical_id}: function {function.name} ({function.spec.handler})"
     yield f"  stream: {mapping.stream_arn}"
-    destination = mapping.settings.on_failure_arn
-    queue_url = resources.queue_url_for_arn(destination) if destination else None
-    bucket = resources.bucket_for_arn(destination) if destination else None
-    if queue_url:
-        yield f"  on-failure queue: {queue_url}"
-    elif bucket:
-        yield f"  on-failure bucket: {bucket}"
+    destination = mapping.destination  # its kind says what it is and how it is redriven
+    label = destination.kind.label(destination.target) if destination is not None else None
+    if label is not None:
+        yield f"  {label}"
     quarantine = function.environment.get(QUARANTINE_QUEUE_ENV)
     if quarantine:
         yield f"  quarantine queue: {quarantine}"
     # Each command names the consumer's mapping or function: a redrive replays one consumer's.
-    uuid = mapping.destination.mapping_uuid if mapping.destination is not None else ""
-    in_bucket = ["--mapping-uuid", uuid]
-    if queue_url:
-        yield "  redrive the on-failure destination:"
-        scope = ["--consumer-function", function.name]
-        yield "    " + redrive_command(mapping, ["--queue-url", queue_url], scope)
-    elif bucket:
-        yield "  redrive the on-failure destination:"
-        yield "    " + redrive_command(mapping, ["--bucket", bucket], in_bucket)
+    if destination is not None:
+        options = destination.kind.redrive_options(destination.target, function.name)
+        if options is not None:
+            yield "  redrive the on-failure destination:"
+            yield "    " + redrive_command(mapping, *options)
     if quarantine:
+        beside = (
+            destination.kind.beside_quarantine(destination.target)
+            if destination is not None
+            else []
+        )
         yield "  redrive the quarantine queue:"
-        beside = ["--on-failure-bucket", bucket, *in_bucket] if bucket else []
         yield "    " + redrive_command(mapping, ["--queue-url", quarantine, "--quarantine"], beside)
 
 

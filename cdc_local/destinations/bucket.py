@@ -79,6 +79,18 @@ class BucketDelivery:
     def describe(self, target: DeliveryTarget) -> str:
         return f"S3 s3://{self.bucket(target)}/{_prefix(target)} (whole batches)"
 
+    def label(self, target: DeliveryTarget) -> str | None:
+        return f"on-failure bucket: {self.bucket(target)}"
+
+    def redrive_options(
+        self, target: DeliveryTarget, function_name: str
+    ) -> tuple[list[str], list[str]] | None:
+        return ["--bucket", str(self.bucket(target))], ["--mapping-uuid", target.mapping_uuid]
+
+    def beside_quarantine(self, target: DeliveryTarget) -> list[str]:
+        bucket = str(self.bucket(target))
+        return ["--on-failure-bucket", bucket, "--mapping-uuid", target.mapping_uuid]
+
 
 BUCKET = BucketDelivery()
 """The S3 delivery kind."""

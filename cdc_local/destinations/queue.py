@@ -51,6 +51,17 @@ class QueueDelivery:
     def describe(self, target: DeliveryTarget) -> str:
         return f"SQS {target.queue_url} (pointers into the stream)"
 
+    def label(self, target: DeliveryTarget) -> str | None:
+        return f"on-failure queue: {target.queue_url}"
+
+    def redrive_options(
+        self, target: DeliveryTarget, function_name: str
+    ) -> tuple[list[str], list[str]] | None:
+        return ["--queue-url", str(target.queue_url)], ["--consumer-function", function_name]
+
+    def beside_quarantine(self, target: DeliveryTarget) -> list[str]:
+        return []
+
 
 QUEUE = QueueDelivery()
 """The SQS delivery kind."""

@@ -64,3 +64,19 @@ class DeliveryKind(Protocol):
     def describe(self, target: DeliveryTarget) -> str:
         """One line for people: what it is and what it keeps."""
         ...
+
+    def label(self, target: DeliveryTarget) -> str | None:
+        """Serve mode's line naming it (``on-failure queue: <url>``); None: nothing to show."""
+        ...
+
+    def redrive_options(
+        self, target: DeliveryTarget, function_name: str
+    ) -> tuple[list[str], list[str]] | None:
+        """``cdc-redrive``'s options that read it, and those that scope the run to this
+        consumer's batches (its mapping or ``function_name``); None: the redrive cannot."""
+        ...
+
+    def beside_quarantine(self, target: DeliveryTarget) -> list[str]:
+        """What a quarantine redrive is also told of it (to hold a record behind an earlier
+        change it keeps); none for a pointer."""
+        ...

@@ -44,6 +44,17 @@ class TopicDelivery:
     def describe(self, target: DeliveryTarget) -> str:
         return f"SNS {target.arn} (pointers, published)"
 
+    def label(self, target: DeliveryTarget) -> str | None:
+        return None
+
+    def redrive_options(
+        self, target: DeliveryTarget, function_name: str
+    ) -> tuple[list[str], list[str]] | None:
+        return None
+
+    def beside_quarantine(self, target: DeliveryTarget) -> list[str]:
+        return []
+
 
 TOPIC = TopicDelivery()
 """The SNS delivery kind."""

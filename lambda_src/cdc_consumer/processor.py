@@ -18,7 +18,13 @@ import boto3
 
 from cdc_consumer import defaults
 from cdc_consumer.exceptions import ConfigurationError, projection_reader
-from cdc_consumer.sinks.protocol import SideEffect, batch_hook, merge_key, takes_snapshots
+from cdc_consumer.sinks.protocol import (
+    SideEffect,
+    batch_hook,
+    declared_reads,
+    merge_key,
+    takes_snapshots,
+)
 
 if TYPE_CHECKING:
     from cdc_consumer.batch import GroupTurn, LambdaContext
@@ -129,7 +135,11 @@ class StreamProcessor:
     # --- registration -------------------------------------------------------------------
 
     def projection(
-        self, function: P | None = None, *, reads: Iterable[str] = (), snapshots: bool | None = None
+        self,
+        function: P | None = None,
+        *,
+        reads: Iterable[str] | None = None,
+        snapshots: bool | None = None,
     ) -> Any:
         """Register a projection: ``change -> list of TransactWriteItems actions``.
 
@@ -144,9 +154,10 @@ class StreamProcessor:
         When one projection raises, the record's other projections' actions are not applied.
 
         ``reads``: the images the projection reads, ``"NewImage"`` and/or ``"OldImage"``
-        (default: none declared). A record whose view type lacks a declared image fails the
-        invocation with :class:`MissingImageError` before it runs (see there why), as reading
-        one from the change does, declared or not; INSERT's old image (say) is just None.
+        (default: the function's ``reads`` attribute, as a sink declares them, else none
+        declared). A record whose view type lacks a declared image fails the invocation with
+        :class:`MissingImageError` before it runs (see there why), as reading one from the
+        change does, declared or not; INSERT's old image (say) is just None.
 
         ``snapshots``: whether it takes a backfill's snapshot rows (docs/backfill.md); default:
         the function's ``takes_snapshots`` attribute (True for :class:`LatestImage` and
@@ -155,13 +166,7 @@ class StreamProcessor:
         """
 
         def add(function: Projection) -> str:
-            self.projections.append(function)
-            name = projection_reader(function)
-            takes = takes_snapshots(function) if snapshots is None else snapshots
-            if not takes:
-                self.snapshot_refusers.append(name)
-            _add_hooks(function, self.batch_hooks, self.merge_keys)
-            return name
+            return _add_projection(self, function, snapshots)
 
         return _registration(function, reads, add, self.reads)
 
@@ -170,7 +175,7 @@ class StreamProcessor:
         function: S | None = None,
         *,
         name: str | None = None,
-        reads: Iterable[str] = (),
+        reads: Iterable[str] | None = None,
         snapshots: bool = False,
     ) -> Any:
         """Register a side effect: ``change -> None``, an external call made once per record.
@@ -275,6 +280,18 @@ def _side_effect_timeout(given: int | None) -> int | None:
     return timeout
 
 
+def _add_projection(processor: StreamProcessor, function: Any, snapshots: bool | None) -> str:
+    """Register ``function`` as one of ``processor``'s projections, with what the sink
+    protocol says of it (whether it takes snapshot rows, its hooks); its reader's name."""
+    processor.projections.append(function)
+    name = projection_reader(function)
+    takes = takes_snapshots(function) if snapshots is None else snapshots
+    if not takes:
+        processor.snapshot_refusers.append(name)
+    _add_hooks(function, processor.batch_hooks, processor.merge_keys)
+    return name
+
+
 def _add_hooks(
     sink: Any,
     batch_hooks: list[Callable[[list[Any]], None]],
@@ -289,21 +306,37 @@ def _add_hooks(
 
 
 def _registration(
-    function: Any, reads: Iterable[str], add: Callable[[Any], str], declared: list[Reads]
+    function: Any, reads: Iterable[str] | None, add: Callable[[Any], str], declared: list[Reads]
 ) -> Any:
-    """Register ``function`` with ``add`` (now, or as a decorator when it is None) and its
-    declared images in ``declared``; :class:`ConfigurationError` for an unknown image name."""
-    images = frozenset([reads] if isinstance(reads, str) else reads)
-    unknown = sorted(images - {defaults.NEW_IMAGE, defaults.OLD_IMAGE})
-    if unknown:
-        raise ConfigurationError(
-            f"reads= takes {defaults.NEW_IMAGE!r} and/or {defaults.OLD_IMAGE!r}, got {unknown}"
-        )
+    """Register ``function`` with ``add`` (now, or as a decorator when it is None) and the
+    images it reads in ``declared``: ``reads``, else the function's own ``reads`` attribute
+    (sink protocol: :func:`~cdc_consumer.sinks.protocol.declared_reads`);
+    :class:`ConfigurationError` for an unknown image name."""
+    if reads is not None:
+        _images(reads, "reads=")  # refused at once, before the decorator is applied
 
     def register(function: Any) -> Any:
+        images = (
+            _images(reads, "reads=")
+            if reads is not None
+            else _images(declared_reads(function), f"{function!r}.reads")
+        )
         reader = add(function)
         if images:
             declared.append((reader, images))
         return function
 
     return register if function is None else register(function)
+
+
+def _images(reads: Iterable[str], given_as: str) -> frozenset[str]:
+    """``reads`` as a set of image names; :class:`ConfigurationError` naming ``given_as`` for
+    an unknown one."""
+    images = frozenset([reads] if isinstance(reads, str) else reads)
+    unknown = sorted(images - {defaults.NEW_IMAGE, defaults.OLD_IMAGE})
+    if unknown:
+        raise ConfigurationError(
+            f"{given_as} takes {defaults.NEW_IMAGE!r} and/or {defaults.OLD_IMAGE!r}, "
+            f"got {unknown}"
+        )
+    return images

@@ -31,7 +31,7 @@ from cdc_consumer.exceptions import (
     RejectedByDynamoDBError,
     TransientError,
 )
-from cdc_consumer.sinks.protocol import OnConditionFailed, kind_of
+from cdc_consumer.sinks.protocol import OnConditionFailed, item_key, kind_of
 
 #: TransactWriteItems action types and the attribute each needs to name its item.
 ACTION_TYPES: dict[str, str] = {
@@ -271,9 +271,9 @@ def _identity(action: Any, index: int, idempotency_table: str) -> ItemIdentity |
         raise InvalidActionError(f"action {index} ({kind}) needs {required} (str)")
     table = body["TableName"]
     if kind == "Put":
-        item_key = getattr(action, "item_key", None)  # a version-guarded Put knows its key
-        if isinstance(item_key, Mapping):
-            key = dict(item_key)
+        known = item_key(action)  # a Put that says its key (sink protocol)
+        if known is not None:
+            key = dict(known)
         elif table != idempotency_table or ID_ATTRIBUTE not in body["Item"]:
             return None
         else:

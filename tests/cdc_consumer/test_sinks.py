@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cdc_consumer import Change
+import pytest
+from cdc_consumer import Change, MissingImageError
 from cdc_consumer.sinks import ActionKind, OnConditionFailed
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
 from tests.cdc_consumer.fixtures import RequestCounter, Resources
+from tests.cdc_consumer.test_view_types import as_view
 
 #: A write that carries its own order (the amount only grows): idempotent by itself.
 HIGH_WATER = ActionKind(
@@ -139,3 +141,31 @@ def test_a_mergeable_kind_travels_as_one_action_per_item_beside_each_records_mar
     (request,) = sent  # one transaction: five markers and one merged update
     assert sum("Update" in item for item in request) == 1
     assert len(resources.markers()) == len(batch)
+
+
+class OldImageAudit:
+    """A sink that declares the image it reads on itself, as the protocol says a sink may."""
+
+    reads = ("OldImage",)
+    __name__ = "old_image_audit"
+
+    def __call__(self, change: Change) -> list[dict[str, Any]]:
+        return []  # writes nothing for an INSERT: only the declaration can catch the stream
+
+
+def test_the_images_a_sink_declares_on_itself_are_checked_before_it_runs(
+    resources: Resources,
+) -> None:
+    """``reads`` on the sink counts as ``reads=`` at registration (it was ignored: a stream
+    without old images ran the sink silently until a change it read came)."""
+    processor = resources.processor()
+    processor.projection(OldImageAudit())
+    assert processor.reads == [("projection 'old_image_audit'", frozenset({"OldImage"}))]
+    record = as_view(TableStream(keys=("pk",)).put({"pk": "A", "amount": 1}), "NEW_IMAGE")
+
+    with pytest.raises(MissingImageError, match="OldImage"):
+        processor.handle(stream_event([record]), FakeContext())
+    # reads= at registration wins over the attribute.
+    other = resources.processor()
+    other.projection(OldImageAudit(), reads=["NewImage"])
+    assert other.reads == [("projection 'old_image_audit'", frozenset({"NewImage"}))]

@@ -58,6 +58,17 @@ class StreamDelivery:
     def describe(self, target: DeliveryTarget) -> str:
         return f"a delivery stream {target.arn}"
 
+    def label(self, target: DeliveryTarget) -> str | None:
+        return f"on-failure stream: {target.arn}"
+
+    def redrive_options(
+        self, target: DeliveryTarget, function_name: str
+    ) -> tuple[list[str], list[str]] | None:
+        return None
+
+    def beside_quarantine(self, target: DeliveryTarget) -> list[str]:
+        return []
+
 
 @pytest.fixture
 def kind() -> Iterator[StreamDelivery]:
@@ -79,6 +90,7 @@ def test_a_kind_defined_outside_cdc_local_delivers_by_its_arns_service(
     assert destination.where == "memory://m-1"
     assert destination.peek(None) == [{"batch": 1}]
     assert destination.describe() == f"a delivery stream {ARN}"
+    assert destination.kind.label(destination.target) == f"on-failure stream: {ARN}"
     assert destination.bucket is None and destination.queue_url is None
 
 

@@ -16,7 +16,9 @@ queue's messages point at it), orders them by shard and first sequence number, a
 
 Nothing refused, lost, failed or held is deleted, and the run is not ok. After a batch of a
 shard stays, the shard's later batches are held (cause ``earlier-batch-of-shard``), so the
-consumer never sees a shard's records out of order. The run has the same entry points as
+consumer never sees a shard's records out of order. The steps are the one driver's
+(:class:`~cdc_consumer.redrive.driver.Driver`, as on the stream route) over
+:class:`KinesisBatches`. The run has the same entry points as
 :class:`~cdc_consumer.redrive.replay.Redrive` (``run_bucket``, ``run``), so the redrive function
 and the command line drive either route.
 """
@@ -24,7 +26,7 @@ and the command line drive either route.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,14 +50,16 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_RECEIVE_WAIT_SECONDS,
     DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
 )
+from cdc_consumer.redrive.driver import Driver
+from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.kinesis_failures import KinesisFailure, check_kinesis_stream_arn
 from cdc_consumer.redrive.kinesis_reader import KinesisRangeReader
 from cdc_consumer.redrive.kinesis_sources import KinesisBucket, KinesisQueue
-from cdc_consumer.redrive.marker_age import MarkerAge
+from cdc_consumer.redrive.marker_age import MarkerAge, failure_time
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.replayer import Replayer
-from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
+from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.sources import bucket_of
 
 __all__ = ["KinesisRedrive"]
@@ -64,7 +68,7 @@ __all__ = ["KinesisRedrive"]
 Progress = Callable[[int, RedriveReport], None]
 
 
-class FailureSource(Protocol):
+class KinesisStore(Protocol):
     """What a run needs of where the failure records wait (:mod:`kinesis_sources`)."""
 
     stalled: dict[str, str]
@@ -205,25 +209,30 @@ class KinesisRedrive:
 
     def _run(
         self,
-        source: FailureSource,
+        source: KinesisStore,
         limit: int,
         dry_run: bool,
         should_stop: Callable[[], bool] | None,
         progress: Progress | None,
     ) -> RedriveReport:
         report = RedriveReport(Source.ON_FAILURE.value, source.location, dry_run=dry_run)
-        replay = _KinesisReplay(self, source, report, dry_run)
-        try:
-            failures = sorted(source.collect(limit, report), key=lambda f: f.position)
-            for index, failure in enumerate(failures):
-                if should_stop is not None and should_stop():
-                    report.messages_deferred += len(failures) - index
-                    break
-                replay.one(failure)
-                if progress is not None:
-                    progress(report.messages_deleted, report)
-        finally:
-            source.release()
+        replayer = Replayer(
+            invoker=self.invoker,
+            criteria=self._criteria,
+            max_attempts=self.max_attempts,
+            max_records=self.invoke_max_records,
+            max_bytes=self.invoke_max_bytes,
+        )
+        ttl = self.marker_ttl_seconds
+        age = MarkerAge(ttl, self.clock) if ttl is not None else None
+        batches = KinesisBatches(
+            source,
+            report,
+            KinesisRangeReader(self.kinesis_client, self.stream_arn),
+            age,
+            self.clock,
+        )
+        Driver(batches, replayer, report, age, dry_run, should_stop, progress).run(limit)
         return report
 
 
@@ -238,91 +247,54 @@ def _on_failure_only(source: Source | str) -> None:
 
 
 @dataclass
-class _KinesisReplay:
-    """One run's replay of failure records, in order (see the module docstring)."""
+class KinesisBatches:
+    """The failure records of a :class:`KinesisStore` as a failure source for the one driver
+    (:class:`~cdc_consumer.redrive.driver.Driver`): in stream order, a shard's later batches
+    held behind one that stays, each refused before it is read when older than the markers
+    cover, its records taken from the object or read back from the stream while its retention
+    holds them."""
 
-    redrive: KinesisRedrive
-    source: FailureSource
+    store: KinesisStore
     report: RedriveReport
-    dry_run: bool
-    _replayer: Replayer = field(init=False)
-    _reader: KinesisRangeReader = field(init=False)
-    _age: MarkerAge | None = field(init=False)
+    reader: KinesisRangeReader
+    age: MarkerAge | None
+    clock: Callable[[], float]
+    _failures: list[KinesisFailure] = field(default_factory=list, init=False)
+    _index: int = field(default=0, init=False)
     _retention: int | None = field(default=None, init=False)
 
-    def __post_init__(self) -> None:
-        redrive = self.redrive
-        self._replayer = Replayer(
-            invoker=redrive.invoker,
-            criteria=redrive._criteria,
-            max_attempts=redrive.max_attempts,
-            max_records=redrive.invoke_max_records,
-            max_bytes=redrive.invoke_max_bytes,
+    def entries(self, limit: int | None) -> Iterator[Entry]:
+        collected = self.store.collect(DEFAULT_MAX_OBJECTS if limit is None else limit, self.report)
+        self._failures = sorted(collected, key=lambda f: f.position)
+        for index, failure in enumerate(self._failures):
+            self._index = index
+            yield Entry(failure.where, failure)
+
+    def hold(self, entry: Entry) -> Hold | None:
+        shard, stalled = entry.handle.shard_id, self.store.stalled
+        if shard not in stalled:
+            return None
+        return RedriveCause.EARLIER_BATCH_OF_SHARD, (
+            f"an earlier batch of shard {shard} ({stalled[shard]}) was not replayed, and this"
+            " one must not overtake it"
         )
-        self._reader = KinesisRangeReader(redrive.kinesis_client, redrive.stream_arn)
-        ttl = redrive.marker_ttl_seconds
-        self._age = MarkerAge(ttl, redrive.clock) if ttl is not None else None
 
-    def one(self, failure: KinesisFailure) -> None:
-        """Replay ``failure``, or report why it stays; a batch that stays holds its shard."""
-        stalled = self.source.stalled
-        if failure.shard_id in stalled:
-            self.report.held.append(
-                FailedMessage(
-                    failure.where,
-                    f"an earlier batch of shard {failure.shard_id} ({stalled[failure.shard_id]})"
-                    " was not replayed, and this one must not overtake it",
-                    RedriveCause.EARLIER_BATCH_OF_SHARD,
-                )
-            )
-        elif not self._replayed(failure):
-            stalled.setdefault(failure.shard_id, failure.where)
-
-    def _replayed(self, failure: KinesisFailure) -> bool:
-        """Whether the batch was replayed and deleted (or, dry, planned)."""
-        records = self._records(failure)
-        if records is None:
-            return False
-        delivered = self._replayer.delivered(records, self.report)
-        if self.dry_run:
-            self.report.planned.append(
-                PlannedMessage(
-                    failure.where, failure.shard_id, failure.start, failure.end, len(delivered)
-                )
-            )
-            return True
-        why = self._replayer.replay(delivered, self.report)
-        if why is None:
-            why = self._delete(failure)
-        if why is not None:
-            self._stays(failure, RedriveCause.REPLAY_FAILED, why)
-            return False
-        self.report.messages_deleted += 1
-        return True
-
-    def _records(self, failure: KinesisFailure) -> list[dict[str, Any]] | None:
+    def read(self, entry: Entry) -> Batch | None:
         """The batch's records, or None when it stays (reported)."""
-        too_old = self._age.refusal((), failure.earliest()) if self._age else None
+        failure: KinesisFailure = entry.handle
+        too_old = self.age.refusal((), failure.earliest()) if self.age else None
         if too_old is not None:
             self._stays(failure, RedriveCause.OLDER_THAN_MARKERS, too_old)
             return None
         try:
-            loaded = self.source.load(failure)
+            loaded = self.store.load(failure)
         except (ForeignMessageError, MalformedMessageError) as error:
             self._stays(failure, RedriveCause.UNREADABLE, f"{error} (read again to replay it)")
             return None
-        if loaded.records is not None:
-            records = list(loaded.records)
-        else:
-            read = self._read_back(loaded)
-            if read is None:
-                return None
-            records = read
-        too_old = self._age.refusal(records, loaded.earliest()) if self._age else None
-        if too_old is not None:
-            self._stays(failure, RedriveCause.OLDER_THAN_MARKERS, too_old)
+        records = list(loaded.records) if loaded.records is not None else self._read_back(loaded)
+        if records is None:
             return None
-        return records
+        return Batch(records, failure.shard_id, failure.start, failure.end, _earliest(loaded))
 
     def _read_back(self, failure: KinesisFailure) -> list[dict[str, Any]] | None:
         """A pointer's records, read from the stream while its retention holds them."""
@@ -330,7 +302,7 @@ class _KinesisReplay:
         try:
             if expired is not None:
                 raise RecordsLostError(failure.shard_id, failure.start, failure.end, expired)
-            return self._reader.read(failure.shard_id, failure.start, failure.end)
+            return self.reader.read(failure.shard_id, failure.start, failure.end)
         except RecordsLostError as error:
             self.report.lost.append(
                 LostRange(
@@ -353,8 +325,8 @@ class _KinesisReplay:
         if earliest is None:
             return None
         if self._retention is None:
-            self._retention = self._reader.retention_seconds()
-        age = self.redrive.clock() - earliest
+            self._retention = self.reader.retention_seconds()
+        age = self.clock() - earliest
         if age < self._retention:
             return None
         return (
@@ -363,9 +335,12 @@ class _KinesisReplay:
             " (reconcile them by hand)"
         )
 
-    def _delete(self, failure: KinesisFailure) -> str | None:
+    def hold_records(self, entry: Entry, batch: Batch) -> Hold | None:
+        return None
+
+    def delete(self, entry: Entry) -> str | None:
         try:
-            self.source.delete(failure)
+            self.store.delete(entry.handle)
         except (ClientError, BotoCoreError) as error:
             return (
                 f"all its records were replayed, but deleting it failed ({error}); a second run"
@@ -373,7 +348,24 @@ class _KinesisReplay:
             )
         return None
 
+    def keep(self, entry: Entry, batch: Batch | None, *, blocking: bool = True) -> None:
+        if blocking:
+            self.store.stalled.setdefault(entry.handle.shard_id, entry.id)
+
+    def interrupt(self, entry: Entry) -> None:
+        self.report.messages_deferred += len(self._failures) - self._index
+
+    def close(self) -> None:
+        self.store.release()
+
     def _stays(self, failure: KinesisFailure, cause: RedriveCause, reason: str) -> None:
         refusals = (RedriveCause.OLDER_THAN_MARKERS, RedriveCause.OLDER_THAN_STREAM_RETENTION)
         into = self.report.refused if cause in refusals else self.report.failed
         into.append(FailedMessage(failure.where, reason, cause))
+
+
+def _earliest(failure: KinesisFailure) -> str | None:
+    """The failure record's earliest stated time, as written (the driver's age check reads it
+    with the records')."""
+    stated = [t for t in (failure.first_arrival, failure.timestamp) if failure_time(t) is not None]
+    return min(stated, key=lambda t: failure_time(t) or 0.0, default=None)

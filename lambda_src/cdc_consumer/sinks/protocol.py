@@ -8,8 +8,9 @@ module:
 - **per sink** (:class:`Sink`): its actions for a change (``sink(change)``: a list of
   TransactWriteItems actions in boto3's client shape); whether it takes a backfill's snapshot
   rows (``takes_snapshots``, default False); the images it reads (``reads``, default none
-  declared); ``start_batch(records)``, called before a batch is decided (a sink reading
-  state for the whole batch in one request); ``merge_key(change)``, the view items a snapshot
+  declared; ``reads=`` at registration wins: :func:`declared_reads`);
+  ``start_batch(records)``, called before a batch is decided (a sink reading state for the
+  whole batch in one request); ``merge_key(change)``, the view items a snapshot
   row's actions merge on (a backfill's page is grouped by it before it is cut into
   transactions, so one view item's deltas travel as one action);
 - **a side effect** (:data:`SideEffect`) is the other kind of sink: a callable
@@ -20,7 +21,10 @@ module:
   itself (idempotent by a version it carries, so its record needs no processed-marker), whether
   it makes its whole record idempotent (a swap), whether it may be written alone with a
   conditional ``PutItem`` / ``DeleteItem`` instead of in a transaction, what its failed
-  condition means (:class:`OnConditionFailed`), and how two actions of one item merge.
+  condition means (:class:`OnConditionFailed`), and how two actions of one item merge; and,
+  for a ``Put``, its item's key (``item_key``, DynamoDB JSON: :func:`item_key`), without
+  which the engine cannot tell two Puts of one item apart (an ``Update``, ``Delete`` or
+  ``ConditionCheck`` names its ``Key``).
 
 An action says its kind with a ``sink_kind`` attribute (a ``dict`` subclass, as
 :class:`~cdc_consumer.sinks.aggregates.Aggregate` and
@@ -46,6 +50,8 @@ __all__ = [
     "SideEffect",
     "Sink",
     "batch_hook",
+    "declared_reads",
+    "item_key",
     "kind_of",
     "merge_key",
     "takes_snapshots",
@@ -56,7 +62,7 @@ class Sink(Protocol):
     """A projection: ``change -> list of TransactWriteItems actions`` (``[]``: nothing to
     write; :class:`AlreadyApplied`: nothing to write, the change's effect is already there).
     Optional attributes, read with defaults by the processor: ``takes_snapshots`` (bool),
-    ``start_batch(records)``."""
+    ``reads`` (image names), ``start_batch(records)``, ``merge_key(change)``."""
 
     def __call__(self, change: Change) -> list[Mapping[str, Any]]: ...
 
@@ -151,6 +157,29 @@ class AlreadyApplied(list):  # type: ignore[type-arg]
 
     def __init__(self) -> None:
         super().__init__()
+
+
+def declared_reads(sink: Any) -> tuple[str, ...]:
+    """The images a sink reads (its ``reads``: ``"NewImage"`` and/or ``"OldImage"``; default
+    none declared), as registering it without ``reads=`` takes them.
+
+    :param sink: the function or object registered as a projection or side effect.
+    """
+    reads = getattr(sink, "reads", ())
+    if isinstance(reads, str):
+        return (reads,)
+    return tuple(reads) if isinstance(reads, (list, tuple, set, frozenset)) else ()
+
+
+def item_key(action: Any) -> Mapping[str, Any] | None:
+    """A ``Put`` action's item key in DynamoDB JSON (its ``item_key``), when it says it: the
+    engine cannot read a key from a Put's item without the table's key schema, and needs it to
+    keep two writes of one item out of one transaction and in one lane when written alone.
+
+    :param action: an action a sink returned (a ``dict`` subclass may carry ``item_key``).
+    """
+    key = getattr(action, "item_key", None)
+    return key if isinstance(key, Mapping) else None
 
 
 def takes_snapshots(sink: Any) -> bool:
