@@ -76,6 +76,11 @@ one request, ``GetItem`` reads a head again after a conflict and when the ledger
 ``PutItem`` and ``UpdateItem`` write the entry and the head (in TransactWriteItems) and the
 start."""
 
+REDRIVE_LEASE_ACTIONS = ("dynamodb:DeleteItem", "dynamodb:PutItem")
+"""The redrive's lease of its consumer (``cdc_consumer.redrive.lease``), in the idempotency
+table: taken and renewed with a conditional ``PutItem``, given back with a conditional
+``DeleteItem``; on the lease's own item only (:func:`allow_lease`)."""
+
 VIEW_TABLE_WRITE_ACTIONS = (
     "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
@@ -132,6 +137,17 @@ def allow(
 ) -> iam.PolicyStatement:
     """One Allow statement of ``actions`` on ``resources``."""
     return iam.PolicyStatement(sid=sid, actions=list(actions), resources=list(resources))
+
+
+def allow_lease(table_arn: str, lease_key: str) -> iam.PolicyStatement:
+    """:data:`REDRIVE_LEASE_ACTIONS` on ``table_arn``, on the item ``lease_key`` only
+    (``dynamodb:LeadingKeys``): the redrive cannot touch the consumer's markers and claims in
+    the same table."""
+    return iam.PolicyStatement(
+        actions=list(REDRIVE_LEASE_ACTIONS),
+        resources=[table_arn],
+        conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [lease_key]}},
+    )
 
 
 def grant_key(grantee: iam.IGrantable, key: kms.IKey | None, actions: Sequence[str]) -> None:

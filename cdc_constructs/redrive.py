@@ -22,6 +22,7 @@ from typing import Any
 
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -34,6 +35,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
+    IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
@@ -41,6 +43,7 @@ from cdc_consumer.contract import (
     REDRIVE_RESERVE_SECONDS_ENV,
     STREAM_ARN_ENV,
     GroupMemberSpec,
+    redrive_lease_key,
 )
 from constructs import Construct
 
@@ -55,7 +58,13 @@ from cdc_constructs.failure_kinds import (
     queue_target,
 )
 from cdc_constructs.function import FunctionParts, make_function
-from cdc_constructs.permissions import INVOKE_ACTIONS, allow
+from cdc_constructs.permissions import (
+    INVOKE_ACTIONS,
+    TABLE_KEY_ACTIONS,
+    allow,
+    allow_lease,
+    grant_key,
+)
 from cdc_constructs.validation import check_function_timeout, raise_if_any
 
 __all__ = [
@@ -101,6 +110,13 @@ class StreamRedrive(Construct):
     :param members: the consumer group behind ``consumer_function``
         (``StreamConsumer(members=...)``), as ``CDC_CONSUMER_GROUP``: quarantine messages of
         any member are replayed through the group. Default none.
+    :param idempotency_table: the consumer's idempotency table (``IDEMPOTENCY_TABLE_NAME``):
+        each run takes the consumer's redrive lease there (one item,
+        ``{consumer_name}#redrive-lease#{stream ARN}``; PutItem and DeleteItem on that key
+        only), so the function and a command-line redrive never overlap (a redrive reading the
+        quarantine hides its messages from any other). Default none: no lease, and the
+        reserved concurrency of 1 only keeps the function's own runs apart (StreamConsumer
+        passes its table).
     :param marker_lifetime: the consumer's marker lifetime (``CDC_MARKER_TTL_SECONDS``; a
         StreamConsumer passes its own). The redrive refuses, and keeps, an object or message
         whose failure is older than this: its markers may have expired, and a replay would
@@ -142,6 +158,7 @@ class StreamRedrive(Construct):
         filters: Sequence[Mapping[str, Any]] = (),
         members: Sequence[GroupMemberSpec] = (),
         marker_lifetime: Duration | None = None,
+        idempotency_table: dynamodb.ITable | None = None,
         timeout: Duration | None = None,
         log_retention: logs.RetentionDays = defaults.LOG_RETENTION,
         log_encryption_key: kms.IKey | None = None,
@@ -180,6 +197,7 @@ class StreamRedrive(Construct):
             target.grant_redrive(access)
         quarantine.grant_redrive(access)
         access.apply(self.function, allow(INVOKE_ACTIONS, [consumer_function.function_arn]))
+        _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
         self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
 
     def _access(self, stream_arn: str) -> RedriveAccess:
@@ -277,6 +295,21 @@ def _quarantine(
 
 def _environment(target: OnFailureTarget) -> dict[str, str]:
     return target.failure_kind.redrive_environment(target)
+
+
+def _use_lease(
+    redrive: lambda_.Function, table: dynamodb.ITable | None, consumer_name: str, stream_arn: str
+) -> None:
+    """The consumer's redrive lease: its table in the environment, and the grant to take and
+    give back its one item (and the table's key, when it has a customer key). Nothing without
+    the table."""
+    if table is None:
+        return
+    redrive.add_environment(IDEMPOTENCY_TABLE_ENV, table.table_name)
+    redrive.add_to_role_policy(
+        allow_lease(table.table_arn, redrive_lease_key(consumer_name, stream_arn))
+    )
+    grant_key(redrive, table.encryption_key, TABLE_KEY_ACTIONS)
 
 
 def _whole_seconds(duration: Duration | None) -> str | None:

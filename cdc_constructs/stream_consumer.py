@@ -417,6 +417,7 @@ def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamR
         filters=options.mapping.filter_patterns,
         members=consumer.group.specs(),
         marker_lifetime=consumer.marker_lifetime,
+        idempotency_table=consumer.idempotency_table,
         log_retention=options.function.log_retention,
         log_encryption_key=options.function.log_encryption_key,
         metrics_namespace=consumer.metrics_namespace,

@@ -6,7 +6,10 @@ DynamoDB-stream event source mapping with its synthesized settings, invoking the
 in-process with their environments resolved to the local resources. ``drain()`` runs until
 every stream is read to its end and every batch is settled; ``sweep_ttl()`` plays DynamoDB's
 TTL sweeper; ``roll_shards()`` plays DynamoDB's shard rollover (a parent shard closes and a
-child opens; :mod:`cdc_local.shards`); ``trim_streams()`` its 24-hour retention.
+child opens; :mod:`cdc_local.shards`); ``trim_streams()`` its 24-hour retention. A stack runs
+in the region of its ``env``; one that makes a global table keeps its replicas in their regions
+in step, and one that reads a replica (ReplicaTable) reads the local replica
+(:mod:`cdc_local.replication`; :func:`drain_together` drains both stacks' pipelines).
 """
 
 from __future__ import annotations

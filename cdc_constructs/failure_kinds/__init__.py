@@ -52,6 +52,8 @@ __all__ = [
     "default_target",
     "failed_batch_retention_of",
     "kind_of",
+    "kind_of_arn",
+    "kind_of_template",
     "queue_retention_of",
     "queue_target",
     "register",
@@ -69,6 +71,18 @@ def kind_of(destination: Any) -> FailureKind | None:
         if isinstance(destination, kind.destination_type):
             return kind
     return None
+
+
+def kind_of_template(resource_type: Any) -> FailureKind | None:
+    """The kind whose resource is of CloudFormation type ``resource_type`` (None: none)."""
+    return next((kind for kind in FAILURE_KINDS if kind.cfn_type == resource_type), None)
+
+
+def kind_of_arn(arn: Any) -> FailureKind | None:
+    """The kind of the destination ``arn`` names by its service (None: none, or not an ARN)."""
+    parts = arn.split(":") if isinstance(arn, str) else []
+    service = parts[2] if len(parts) > 2 else None
+    return next((kind for kind in FAILURE_KINDS if kind.name == service), None)
 
 
 def supported() -> str:

@@ -128,6 +128,7 @@ class BucketKind:
     name = "s3"
     destination_type: type = sources.S3OnFailureDestination
     keeps_records = True
+    cfn_type = "AWS::S3::Bucket"
 
     def provision(
         self,
@@ -216,6 +217,10 @@ class BucketKind:
                 "windows: markers must outlive every copy of their records (docs/design.md)",
             )
         ]
+
+    def template_retention(self, properties: Mapping[str, Any]) -> int | None:
+        """The lifecycle's expiration that applies to every on-failure object."""
+        return failed_batch_retention_of(properties.get("LifecycleConfiguration"))
 
     def alarm_metrics(
         self, target: OnFailureTarget, period: Duration, consumer_name: str

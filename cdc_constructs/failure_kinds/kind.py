@@ -13,9 +13,9 @@ the kind. The runtime's redrive (``cdc_consumer.redrive.sources``) and the local
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -42,12 +42,14 @@ class FailureKind(Protocol):
     ``name`` is the service in the destination's ARN (``s3``, ``sqs``, ``sns``: what
     :attr:`OnFailureTarget.kind` says); ``destination_type`` the aws-cdk-lib destination class
     ``StreamConsumer(on_failure=...)`` takes for it; ``keeps_records`` whether it holds the
-    batch itself (else a pointer into the stream).
+    batch itself (else a pointer into the stream); ``cfn_type`` its CloudFormation resource
+    type (CdcChecks reads any app's template by it).
     """
 
     name: str
     destination_type: type
     keeps_records: bool
+    cfn_type: str
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         """The target of a destination given as ``arn`` (under the keys ``key_arns``)."""
@@ -72,6 +74,11 @@ class FailureKind(Protocol):
         """How long it keeps a failed batch's records, seconds (0: a pointer only, the stream
         bounds the replay): a window the marker lifetime must outlive. None, with the problem,
         when it cannot be known."""
+        ...
+
+    def template_retention(self, properties: Mapping[str, Any]) -> int | None:
+        """:meth:`retention` read from its resource's ``Properties`` in a template (CdcChecks);
+        None: kept forever, or not known at synthesis."""
         ...
 
     def alarm_metrics(

@@ -10,6 +10,9 @@ it with ``cdc_consumer.redrive.sources.queue``; the local pipeline writes it wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -34,6 +37,7 @@ class QueueKind:
     name = "sqs"
     destination_type: type = sources.SqsDlq
     keeps_records = False
+    cfn_type = "AWS::SQS::Queue"
 
     def target(self, queue: sqs.IQueue) -> OnFailureTarget:
         """``queue`` as the destination."""
@@ -68,6 +72,10 @@ class QueueKind:
     ) -> tuple[int | None, list[Problem]]:
         """0: a pointer into the stream, whose retention bounds the replay."""
         return 0, []
+
+    def template_retention(self, properties: Mapping[str, Any]) -> int | None:
+        """0: a pointer into the stream."""
+        return 0
 
     def alarm_metrics(
         self, target: OnFailureTarget, period: Duration, consumer_name: str

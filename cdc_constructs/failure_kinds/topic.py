@@ -6,6 +6,9 @@ it with ``cdc_local.destinations.topic``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -28,6 +31,7 @@ class TopicKind:
     name = "sns"
     destination_type: type = sources.SnsDlq
     keeps_records = False
+    cfn_type = "AWS::SNS::Topic"
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         return OnFailureTarget(self, arn, key_arns)
@@ -50,6 +54,10 @@ class TopicKind:
     ) -> tuple[int | None, list[Problem]]:
         """0: a pointer into the stream, whose retention bounds the replay."""
         return 0, []
+
+    def template_retention(self, properties: Mapping[str, Any]) -> int | None:
+        """0: a pointer into the stream."""
+        return 0
 
     def alarm_metrics(
         self, target: OnFailureTarget, period: Duration, consumer_name: str

@@ -29,12 +29,11 @@ from cdc_consumer.contract import (
 from cdk_nag import NagRuleCompliance, NagRules
 
 from cdc_constructs import defaults
-from cdc_constructs.failure_kinds import failed_batch_retention_of, queue_retention_of
+from cdc_constructs.failure_kinds import kind_of_arn, kind_of_template, queue_retention_of
 from cdc_constructs.nag.stream_source import StreamSource, UnresolvableValueError, dig
 
 __all__ = ["MarkerLifetime", "markers_outlive_replay_windows"]
 
-_BUCKET = "AWS::S3::Bucket"
 _QUEUE = "AWS::SQS::Queue"
 
 
@@ -104,21 +103,25 @@ def _record_age(node: CfnResource, source: StreamSource) -> int:
 
 
 def _failed_batch_retention(node: CfnResource, source: StreamSource) -> int | None:
-    """Seconds the on-failure destination keeps a batch: 0 for none, SQS or SNS (a pointer);
-    the bucket's lifecycle; None when the bucket keeps it forever. Raises when the bucket is
-    not in the template (its lifecycle is unknown)."""
+    """Seconds the on-failure destination keeps a batch, as its failure kind reads it from the
+    template: 0 for none, SQS or SNS (a pointer); the bucket's lifecycle; None when the bucket
+    keeps it forever. Raises when a destination that keeps records (a bucket) is not in the
+    template (how long it keeps them is unknown)."""
     destination = dig(source.settings, "DestinationConfig", "OnFailure", "Destination")
     if destination in (None, ""):
         return 0
     target = NagRules.resolve_resource_from_intrinsic(node, destination)
     resource = source.resources.get(target) if isinstance(target, str) else None
-    if resource is not None and resource.get("Type") == _BUCKET:
-        return failed_batch_retention_of(dig(resource, "Properties", "LifecycleConfiguration"))
     if resource is not None:
-        return 0  # a queue or a topic: a pointer into the stream
+        kind = kind_of_template(resource.get("Type"))
+        properties = dig(resource, "Properties")
+        if kind is None:
+            return 0
+        return kind.template_retention(properties if isinstance(properties, Mapping) else {})
     text = destination if isinstance(destination, str) else ""
-    if text and ":s3:" not in text:
-        return 0
+    kind = kind_of_arn(text)
+    if text and (kind is None or not kind.keeps_records):
+        return 0  # a pointer into the stream
     raise UnresolvableValueError(
         f"the on-failure bucket {destination!r} is not in this template: its lifecycle (how long "
         "it keeps failed batches) is unknown"

@@ -25,7 +25,12 @@ from aws_cdk import CfnResource, Stack, Validations
 from cdc_consumer.contract import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
 from constructs import IConstruct
 
-from cdc_constructs.nag.stream_source import EVENT_SOURCE_MAPPING, PIPE, TABLE_TYPES
+from cdc_constructs.nag.stream_source import (
+    EVENT_SOURCE_MAPPING,
+    PIPE,
+    TABLE_TYPES,
+    replica_stream_read,
+)
 from cdc_constructs.nag.template import logical_id, template_path
 
 RULE_ID = "CDC-ESM11"
@@ -186,7 +191,11 @@ def _export_name(output: Any) -> Any:
 
 
 def _get_att_table(value: Any, template: _Template) -> StreamKey | None:
-    """The table a ``Fn::GetAtt [table, StreamArn]`` in ``template`` names."""
+    """The table a ``Fn::GetAtt [table, StreamArn]`` in ``template`` names, or the replica a
+    ``DescribeTable`` custom resource reads (its ``Table.LatestStreamArn``: ReplicaTable's)."""
+    replica = replica_stream_read(value, template.resources)
+    if replica is not None:
+        return (str(template.path), replica)
     get_att = value.get("Fn::GetAtt") if isinstance(value, Mapping) else None
     if isinstance(get_att, list) and len(get_att) == 2 and get_att[1] == "StreamArn":
         resource = template.resources.get(get_att[0]) or {}
@@ -229,8 +238,12 @@ def _table(key: StreamKey, templates: list[_Template]) -> tuple[_Template, Any] 
 
 
 def _has_replicas(table: tuple[_Template, Any] | None) -> bool:
+    """A global table with more than one replica, or a replica's stream read by a custom
+    resource (one of a global table's replicas)."""
     if table is None or not isinstance(table[1], Mapping):
         return False
+    if str(table[1].get("Type", "")).startswith("Custom::"):
+        return True  # only a replica's DescribeTable custom resource is a stream key
     replicas = (table[1].get("Properties") or {}).get("Replicas")
     return isinstance(replicas, list) and len(replicas) > 1
 

@@ -28,6 +28,7 @@ from cdc_constructs.nag.stream_source import (
     UnresolvableValueError,
     dig,
     is_intrinsic,
+    replica_stream_read,
 )
 from cdc_constructs.record_shape import (
     DYNAMODB_STREAM_RECORD,
@@ -332,21 +333,10 @@ def _reads_a_replicated_table(node: CfnResource, source: StreamSource) -> bool:
     return _replicated(node, source.table) or _reads_a_replica(node, source)
 
 
-_REPLICA_STREAM_ATTRIBUTE = "Table.LatestStreamArn"
-
-
 def _reads_a_replica(node: CfnResource, source: StreamSource) -> bool:
     """Whether the source ARN is a custom resource's ``DescribeTable`` answer: a global table's
     replica's stream, read in its region at deployment (cdc_constructs.ReplicaTable)."""
-    arn = source.source_arn
-    get_att = arn.get("Fn::GetAtt") if isinstance(arn, Mapping) else None
-    if not (isinstance(get_att, list) and get_att[1:] == [_REPLICA_STREAM_ATTRIBUTE]):
-        return False
-    resource = source.resources.get(get_att[0]) or {}
-    if not str(resource.get("Type", "")).startswith("Custom::"):
-        return False
-    create = dig(resource, "Properties", "Create")
-    return "describeTable" in json.dumps(create)
+    return replica_stream_read(source.source_arn, source.resources) is not None
 
 
 def _names_identity(pattern: Any) -> bool:

@@ -16,6 +16,7 @@ validation ... intrinsic function"), so a value the pack cannot check is reporte
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -271,6 +272,24 @@ def _kinesis_specifications(table: Mapping[str, Any]) -> list[Any]:
         dig(r, "KinesisStreamSpecification") for r in replicas or () if isinstance(r, Mapping)
     ]
     return [spec for spec in found if spec is not None]
+
+
+REPLICA_STREAM_ATTRIBUTE = "Table.LatestStreamArn"
+"""The attribute of a ``DescribeTable`` custom resource that is a replica's stream ARN."""
+
+
+def replica_stream_read(value: Any, resources: Resources) -> str | None:
+    """The logical id of the custom resource whose ``DescribeTable`` answer ``value`` (a
+    ``Fn::GetAtt`` of ``Table.LatestStreamArn``) is: a global table's replica's stream, read in
+    its region at deployment (what cdc_constructs.ReplicaTable makes); None for anything else."""
+    get_att = value.get("Fn::GetAtt") if isinstance(value, Mapping) else None
+    if not (isinstance(get_att, list) and get_att[1:] == [REPLICA_STREAM_ATTRIBUTE]):
+        return None
+    resource = resources.get(get_att[0]) or {}
+    if not str(resource.get("Type", "")).startswith("Custom::"):
+        return None
+    create = dig(resource, "Properties", "Create")
+    return str(get_att[0]) if "describeTable" in json.dumps(create) else None
 
 
 def referenced_logical_ids(value: Any) -> set[str]:

@@ -87,6 +87,13 @@ REASONS: list[tuple[str, str, str, str]] = [
         "find a batch's ledger entries (one Query); write one entry per transaction",
     ),
     (
+        "Redrive/Role",
+        "IdempotencyTable",
+        "dynamodb",
+        "take and give back the consumer's redrive lease, that one item only"
+        " (`dynamodb:LeadingKeys`): one redrive of the consumer at a time",
+    ),
+    (
         "",
         "IdempotencyTable",
         "dynamodb",

@@ -125,6 +125,7 @@ __all__ = [
     "StreamBatchInfo",
     "backfill_id",
     "minimum_marker_lifetime",
+    "redrive_lease_key",
 ]
 
 
@@ -141,7 +142,8 @@ CONSUMER_NAME_ENV: Final = "CDC_CONSUMER_NAME"
 ``Consumer`` metric dimension. Consumer and redrive functions."""
 
 IDEMPOTENCY_TABLE_ENV: Final = "IDEMPOTENCY_TABLE_NAME"
-"""The idempotency table (partition key ``id`` S, TTL attribute ``expiration`` N)."""
+"""The idempotency table (partition key ``id`` S, TTL attribute ``expiration`` N). Consumer
+functions; redrive functions, for the consumer's redrive lease (:func:`redrive_lease_key`)."""
 
 QUARANTINE_QUEUE_ENV: Final = "QUARANTINE_QUEUE_URL"
 """The queue poison records go to (:class:`QuarantineMessage`). Consumer and redrive functions."""
@@ -451,6 +453,14 @@ def minimum_marker_lifetime(windows: ReplayWindows) -> int:
     deliberate second replay.
     """
     return windows.replayable_until + MARKER_LIFETIME_MARGIN_SECONDS
+
+
+def redrive_lease_key(consumer_name: str, stream_arn: str) -> str:
+    """The ``id`` of a consumer's redrive lease in its idempotency table
+    (``cdc_consumer.redrive.lease``; the redrive function's role may write this item only): in
+    the consumer's namespace, and no marker or claim id has ``#redrive-lease#`` (theirs end in
+    an event id)."""
+    return f"{consumer_name}#redrive-lease#{stream_arn}"
 
 
 # --- Typed reasons: what a caller decides on ---------------------------------------------------

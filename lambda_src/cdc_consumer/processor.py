@@ -336,7 +336,6 @@ def _images(reads: Iterable[str], given_as: str) -> frozenset[str]:
     unknown = sorted(images - {defaults.NEW_IMAGE, defaults.OLD_IMAGE})
     if unknown:
         raise ConfigurationError(
-            f"{given_as} takes {defaults.NEW_IMAGE!r} and/or {defaults.OLD_IMAGE!r}, "
-            f"got {unknown}"
+            f"{given_as} takes {defaults.NEW_IMAGE!r} and/or {defaults.OLD_IMAGE!r}, got {unknown}"
         )
     return images

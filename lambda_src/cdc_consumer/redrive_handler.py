@@ -20,6 +20,8 @@ Environment (set by the StreamRedrive construct):
     REDRIVE_RESERVE_SECONDS  no message is started later than this before the deadline
     CDC_MARKER_TTL_SECONDS   the consumer's marker lifetime: an object or message whose failure
                              is older is refused, neither replayed nor deleted
+    IDEMPOTENCY_TABLE_NAME   the consumer's idempotency table: each run takes the consumer's
+                             redrive lease there first (cdc_consumer.redrive.lease)
 
 Event (all optional): ``{"source": "on-failure" | "quarantine" | "all" (default "all"),
 "maxMessages": int (default 100), "dryRun": bool (default false)}``. ``"on-failure"`` reads
@@ -30,6 +32,10 @@ found by its kind (:mod:`cdc_consumer.redrive.sources`), and replayed by the one
 Each run prints one JSON log line per queue and one EMF line with RedriveLostRecords,
 RedriveRecordsReplayed and RedriveFailedMessages (dimension Consumer), so an alarm fires when
 records were lost.
+
+When another redrive of the consumer (a command line, say) holds its lease, the run touches
+nothing and stops: the response says ``"busy"`` (who holds the lease until when) with
+``"retryLater": true``; invoke it again once that one ended.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
+    IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
@@ -173,6 +180,8 @@ def handler(
         print(json.dumps(report.to_log(), default=str))
         reports.append(report)
         latest[source] = report
+        if report.busy is not None:
+            break  # another redrive holds the lease: every further round would find it so
     namespace = environ.get(METRICS_NAMESPACE_ENV) or DEFAULT_METRICS_NAMESPACE
     print(json.dumps(emf_line(reports, consumer, namespace, latest=list(latest.values()))))
     return _result(reports, list(latest.values()))
@@ -215,6 +224,7 @@ def _redrive(environ: Mapping[str, str]) -> Redrive | KinesisRedrive:
         on_failure_prefix=prefix,
         filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
         marker_ttl_seconds=_marker_ttl(environ),
+        lease_table=environ.get(IDEMPOTENCY_TABLE_ENV) or None,
     )
 
 
@@ -260,6 +270,8 @@ def _result(reports: list[RedriveReport], latest: list[RedriveReport]) -> dict[s
         "heldMessages": sum(len(r.held) for r in latest),
         "refusedMessages": sum(len(r.refused) for r in latest),
         "requarantinedRecords": sum(len(r.requarantined) for r in reports),
+        "busy": next((r.busy.reason for r in latest if r.busy is not None), None),
+        "retryLater": any(r.busy is not None for r in latest),
         "reports": [r.to_log() for r in reports],
     }
 

@@ -6,8 +6,9 @@ names a kind (its module, aws-cdk-lib's destination class, or the variable it se
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import jsii
@@ -46,6 +47,7 @@ class ArchiveKind:
     name = "archive"
     destination_type: type = ArchiveDestination
     keeps_records = True
+    cfn_type = "Custom::Archive"
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         return OnFailureTarget(self, arn, key_arns)
@@ -69,6 +71,9 @@ class ArchiveKind:
         self, consumer: Construct, target: OnFailureTarget
     ) -> tuple[int | None, list[Problem]]:
         return ARCHIVE_DAYS * 86400, []
+
+    def template_retention(self, properties: Mapping[str, Any]) -> int | None:
+        return ARCHIVE_DAYS * 86400
 
     def alarm_metrics(
         self, target: OnFailureTarget, period: Duration, consumer_name: str
@@ -179,3 +184,18 @@ def test_the_check_sees_a_module_that_names_a_kind() -> None:
         "def f(x: Any) -> bool:\n    return isinstance(x, SqsDlq)\n"
     )
     assert set(_named(tree)) == {"cdc_constructs.failure_kinds.queue", "QUEUE", "SqsDlq"}
+
+
+def test_checks_read_a_kinds_window_from_any_template_by_its_type(
+    archive_kind: ArchiveKind,
+) -> None:
+    """CdcChecks (cdc_constructs.nag.marker_windows) finds the kind by the destination's
+    resource type or ARN, and the kind reads its own window."""
+    bucket = failure_kinds.kind_of_template("AWS::S3::Bucket")
+    lifecycle = {"Rules": [{"Status": "Enabled", "ExpirationInDays": 20}]}
+    assert bucket is not None
+    assert bucket.template_retention({"LifecycleConfiguration": lifecycle}) == 20 * 86400
+    queue = failure_kinds.kind_of_arn("arn:aws:sqs:eu-west-1:111111111111:dlq")
+    assert queue is not None and queue.template_retention({}) == 0
+    assert failure_kinds.kind_of_template("Custom::Archive") is archive_kind
+    assert failure_kinds.kind_of_template("AWS::DynamoDB::Table") is None

@@ -129,9 +129,14 @@ def test_the_redrive_may_only_list_read_and_delete_in_that_bucket(stack: cdk.Sta
     # With S3 the records are in the objects: the redrive never reads the stream's records. It
     # only describes the stream, for the shards' lineage (a child's objects wait for the
     # parent's, docs/design.md §5).
+    # Of the idempotency table, only its redrive lease (one item: the statement's
+    # dynamodb:LeadingKeys condition; tests/cdc_constructs/test_redrive.py).
     stream = {"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]}
+    idempotency = json.dumps(_get_att(template, "ConsumerIdempotencyTable"))
     assert _service_grants(template, redrive_role, "dynamodb") == {
-        ("dynamodb:DescribeStream", json.dumps(stream))
+        ("dynamodb:DescribeStream", json.dumps(stream)),
+        ("dynamodb:PutItem", idempotency),
+        ("dynamodb:DeleteItem", idempotency),
     }
 
 

@@ -25,7 +25,12 @@ class World:
     """The stack around a StreamRedrive."""
 
     def __init__(
-        self, layer_dir: Path, *, quarantine: bool = True, filters: tuple[Any, ...] = ()
+        self,
+        layer_dir: Path,
+        *,
+        quarantine: bool = True,
+        filters: tuple[Any, ...] = (),
+        idempotency: bool = False,
     ) -> None:
         self.app = cdk.App()
         self.stack = cdk.Stack(self.app, "RedriveTest")
@@ -58,6 +63,15 @@ class World:
         self.layer = lambda_.LayerVersion(
             self.stack, "Runtime", code=lambda_.Code.from_asset(str(layer_dir))
         )
+        self.idempotency = (
+            dynamodb.TableV2(
+                self.stack,
+                "Idempotency",
+                partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            )
+            if idempotency
+            else None
+        )
         self.redrive = StreamRedrive(
             self.stack,
             "Redrive",
@@ -68,6 +82,7 @@ class World:
             quarantine_queue=self.quarantine,
             layer=self.layer,
             filters=filters,
+            idempotency_table=self.idempotency,
         )
 
     def ref(self, construct: Any) -> dict[str, Any]:
@@ -218,6 +233,28 @@ def test_without_a_quarantine_queue_only_the_on_failure_queue_is_read_and_filter
         s for s in redrive_statements(template, world) if "sqs:ReceiveMessage" in s["Action"]
     ]
     assert [s["Resource"] for s in sqs_statements] == [world.arn(world.on_failure)]
+
+
+def test_with_the_idempotency_table_it_may_write_its_lease_and_no_other_item(
+    layer_dir: Path,
+) -> None:
+    """A redrive reading the quarantine hides its messages from any other reader, so each run
+    takes the consumer's lease first (cdc_consumer.redrive.lease): PutItem and DeleteItem on
+    that one item of the idempotency table, never on the consumer's markers."""
+    world = World(layer_dir, idempotency=True)
+    template = Template.from_stack(world.stack)
+
+    environment = redrive_function(template)["Environment"]["Variables"]
+    assert environment["IDEMPOTENCY_TABLE_NAME"] == world.ref(world.idempotency)
+    (lease,) = [s for s in redrive_statements(template, world) if "dynamodb:PutItem" in s["Action"]]
+    assert sorted(lease["Action"]) == ["dynamodb:DeleteItem", "dynamodb:PutItem"]
+    assert lease["Resource"] == world.arn(world.idempotency)
+    stream_arn = world.arn(world.table, "StreamArn")
+    assert lease["Condition"] == {
+        "ForAllValues:StringEquals": {
+            "dynamodb:LeadingKeys": [{"Fn::Join": ["", ["orders#redrive-lease#", stream_arn]]}]
+        }
+    }
 
 
 def test_props_are_checked_and_every_problem_named(layer_dir: Path) -> None:

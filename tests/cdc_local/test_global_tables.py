@@ -352,3 +352,28 @@ def test_a_kinesis_archive_archives_the_other_regions_expiries_once(
                 "ttl-archive#expires-in-west#expired": 1,
                 "ttl-archive#expires-in-east#expired": 1,
             }
+
+
+def test_the_global_orders_example_stacks_run_under_the_local_pipeline(
+    aws: LocalEndpoint, tmp_path: Path
+) -> None:
+    """docs/global-tables.md's example (GlobalOrdersEast, GlobalOrdersWest: the snapshots'
+    stacks) runs as synthesized: each region's consumer is delivered the write and the expiry."""
+    from tests.cdc_constructs.test_global_example import build
+
+    app = cdk.App(outdir=str(tmp_path / "cdk.out"))
+    build(app)
+    app.synth()
+    clock = Clock()
+    with (
+        LocalPipeline(app.outdir, "GlobalOrdersEast", endpoint=aws, clock=clock) as east,
+        LocalPipeline(app.outdir, "GlobalOrdersWest", endpoint=aws, clock=clock) as west,
+    ):
+        _put(east, "o1", T0 + 10)
+        drain_together([east, west])
+        clock.now = T0 + 20
+        assert east.sweep_ttl() == 1
+        drain_together([east, west])
+        for pipeline in (east, west):
+            counters = pipeline.counters
+            assert (counters.records_delivered, counters.records_discarded) == (2, 0)

@@ -4,7 +4,8 @@ on-failure bucket and the quarantine on any day of the pipeline's clock, with ex
 swept as DynamoDB's TTL would; consumer group members added, removed and reordered between
 deployments, and a poison fix deployed (issue 23 §8); and the cases of the per-transaction
 ledger (issue 29): a run that starts on per-record markers and upgrades to the ledger midway,
-two redrives of the on-failure bucket at once that cut the same records into different
+two redrives of the on-failure bucket started at once (they take turns through the consumer's
+redrive lease) that cut the same records into different
 transactions, records the mapping discards by age (redriven later), and a parallelization
 factor of 2 to 10.
 
@@ -45,10 +46,11 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
+    IDEMPOTENCY_TABLE_ENV,
     LEDGER_TABLE_ENV,
     GroupMemberSpec,
 )
-from cdc_consumer.redrive import CallableInvoker, Redrive, Source
+from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, Source
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -280,18 +282,25 @@ class PipelineModel(RuleBasedStateMachine):
 
     @rule()
     def concurrent_redrives(self) -> None:
-        """Two redrives of the on-failure bucket at once, one invoking the consumer with each
-        batch whole, the other with each batch in two halves: the same records cut into
-        different transactions by two writers at the same time. Nothing applies twice."""
+        """Two redrives of the on-failure bucket started at once, one invoking the consumer
+        with each batch whole, the other with each batch in two halves: the same records cut
+        into different transactions. They do not overlap: one takes the consumer's lease, the
+        other waits for it (a redrive reading the quarantine hides its messages from any other
+        reader, docs/design.md §5). Nothing applies twice, no item's change goes ahead of an
+        earlier pending one, and the waiting one runs once the holder finished (neither ends
+        busy)."""
         self.steps += 1
         before, waiting = self._read(), self._pending_by_source()
         assert self.wiring.on_failure_bucket is not None
         errors: list[BaseException] = []
+        reports: list[RedriveReport] = []
 
         def run(split: bool) -> None:
             try:
-                redriver(self.pipeline, self.wiring, split=split).run_bucket(
-                    self.wiring.on_failure_bucket, self.wiring.on_failure_prefix
+                reports.append(
+                    redriver(self.pipeline, self.wiring, split=split, wait=600).run_bucket(
+                        self.wiring.on_failure_bucket, self.wiring.on_failure_prefix
+                    )
                 )
             except BaseException as error:  # re-raised below, in the test's thread
                 errors.append(error)
@@ -303,6 +312,7 @@ class PipelineModel(RuleBasedStateMachine):
             thread.join()
         if errors:
             raise errors[0]
+        assert [report.busy for report in reports] == [None, None], "a redrive ended busy"
         self._check(before, self._read(), self._redrive_order(waiting))
 
     @rule(changes=CHANGES)
@@ -572,11 +582,15 @@ class PipelineModel(RuleBasedStateMachine):
         return check
 
 
-def redriver(pipeline: LocalPipeline, wiring: ConsumerWiring, *, split: bool = False) -> Redrive:
+def redriver(
+    pipeline: LocalPipeline, wiring: ConsumerWiring, *, split: bool = False, wait: float = 0.0
+) -> Redrive:
     """A redrive of the consumer through its handler contract that knows both of its sources,
-    the quarantine queue and the on-failure bucket, as the redrive function does (so neither
-    replays a change of an item while the other holds an earlier one). ``split``: each batch
-    is handed to the consumer in two invocations (its first half, then the rest)."""
+    the quarantine queue and the on-failure bucket, and takes the consumer's lease in its
+    idempotency table, as the redrive function does (so neither source replays a change of an
+    item while the other holds an earlier one, and no other redrive hides one). ``split``: each
+    batch is handed to the consumer in two invocations (its first half, then the rest);
+    ``wait``: seconds to wait for the lease when another redrive holds it."""
     handler = wiring.function.as_handler()
     return Redrive(
         invoker=CallableInvoker(
@@ -595,6 +609,10 @@ def redriver(pipeline: LocalPipeline, wiring: ConsumerWiring, *, split: bool = F
         quarantine_queue_url=wiring.quarantine_queue_url,
         on_failure_bucket=wiring.on_failure_bucket,
         on_failure_prefix=wiring.on_failure_prefix,
+        lease_table=wiring.function.environment[IDEMPOTENCY_TABLE_ENV],
+        dynamodb_client=pipeline.client("dynamodb"),
+        lease_wait_seconds=wait,
+        lease_poll_seconds=0.05,
     )
 
 
@@ -665,6 +683,30 @@ def test_a_change_quarantined_by_a_redrive_holds_nothing(
         machine.redrive_bucket("none", 0)
         assert machine.observed.logs[("stats", "b")] == ["3", "4", "6"]
         assert ("b", "5") in machine._quarantine_pending()
+    finally:
+        machine.teardown()
+
+
+def test_two_redrives_at_once_keep_an_items_order(aws: LocalEndpoint, model_assembly: Path) -> None:
+    """The long model run's failure, reduced: ``b``'s poison change 3 is in the quarantine and
+    its change 4 in the bucket. One redrive of the bucket holds 4; two at once must too (the
+    first one's look into the quarantine hid 3 from the second, which applied 4 ahead of 3),
+    and nothing applies twice. Once the lease holder finished, the second runs; with the fix
+    deployed, the quarantine and then the bucket apply 3 and then 4."""
+    machine = _machine(aws, model_assembly)()
+    try:
+        changes = [("a", "put"), ("b", "put"), ("a", "delete"), ("b", "poison"), ("b", "put")]
+        machine.start(
+            [*changes, ("a", "expiring"), ("a", "expiring"), ("b", "put")], "crash", 2, False
+        )
+        assert ("b", "3") in machine._quarantine_pending()
+        assert ("b", "4") in machine._bucket_pending()
+        machine.concurrent_redrives()
+        assert "4" not in machine.observed.logs.get(("stats", "b"), [])
+        machine.deploy(add_audit=True, reverse=False, fix=True)
+        machine.redrive_quarantine()
+        machine.redrive_bucket("none", 0)
+        assert machine.observed.logs[("stats", "b")][-2:] == ["3", "4"]
     finally:
         machine.teardown()
 

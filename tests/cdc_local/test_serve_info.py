@@ -67,3 +67,36 @@ def test_the_printed_redrive_commands_run_as_printed(
                 timeout=300,
             )
             assert done.returncode == 0, f"{command}\n{done.stdout}{done.stderr}"
+
+
+def test_the_kinesis_stacks_redrive_commands_run_as_printed(
+    aws: LocalEndpoint, tmp_path: Path
+) -> None:
+    """The Kinesis route (issue 30): each consumer's on-failure command names its Kinesis stream
+    and runs (a dry run, exit 0); its quarantine is not offered to cdc-redrive, which does not
+    replay the route's quarantine."""
+    import aws_cdk as cdk
+
+    from reference_app.kinesis_stack import CdcKinesisReferenceStack
+
+    app = cdk.App(outdir=str(tmp_path / "cdk.out"))
+    CdcKinesisReferenceStack(app, "CdcKinesisReferenceStack")
+    app.synth()
+    with LocalPipeline(tmp_path / "cdk.out", "CdcKinesisReferenceStack", endpoint=aws) as pipeline:
+        lines = list(serve_lines(pipeline))
+        commands = _commands(lines)
+        assert len(commands) == len(pipeline.mappings), commands  # on-failure only
+        assert all("--quarantine" not in command for command in commands)
+        assert any("quarantine's Kinesis records are not redriven" in line for line in lines)
+        environ = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        environ.pop("PYTHONPATH", None)
+        for command in commands:
+            assert ":kinesis:" in command
+            done = subprocess.run(
+                ["bash", "-c", f"{command} --dry-run"],
+                env=environ,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, f"{command}\n{done.stdout}{done.stderr}"

@@ -403,6 +403,7 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
     )
     consumer_arn = json.dumps({"Fn::GetAtt": [logical_id(template, f"{consumer}Function"), "Arn"]})
     stream = {"Fn::GetAtt": [logical_id(template, "OrdersTable"), "StreamArn"]}
+    idempotency = json.dumps({"Fn::GetAtt": [logical_id(template, "IdempotencyTable"), "Arn"]})
     assert grants(template, role=logical_id(template, f"{consumer}RedriveRole")) == {
         ("lambda:InvokeFunction", consumer_arn),
         *[
@@ -424,7 +425,12 @@ def test_each_consumer_has_its_redrive_function(reference: Synthesized, consumer
         ("s3:DeleteObject", objects),
         ("logs:CreateLogStream", log_group),
         ("logs:PutLogEvents", log_group),
+        # The redrive lease (one redrive of the consumer at a time): its item only, by the
+        # statement's dynamodb:LeadingKeys condition.
+        ("dynamodb:PutItem", idempotency),
+        ("dynamodb:DeleteItem", idempotency),
     }
+    assert env["IDEMPOTENCY_TABLE_NAME"] == consumer_env["IDEMPOTENCY_TABLE_NAME"]
 
 
 # ---- TTL archive ----------------------------------------------------------------------------

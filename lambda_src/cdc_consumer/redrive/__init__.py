@@ -39,7 +39,8 @@ Modules: :mod:`~cdc_consumer.redrive.messages` (parsing and validating queue mes
 :mod:`~cdc_consumer.redrive.sources` (one module per failure source: ``bucket``, ``queue``,
 ``quarantine``, each a :class:`~cdc_consumer.redrive.failure_source.FailureSource`),
 :mod:`~cdc_consumer.redrive.driver` (the one driver), :mod:`~cdc_consumer.redrive.replayer`,
-:mod:`~cdc_consumer.redrive.requarantine` and :mod:`~cdc_consumer.redrive.access`),
+:mod:`~cdc_consumer.redrive.requarantine`, :mod:`~cdc_consumer.redrive.access` and
+:mod:`~cdc_consumer.redrive.lease`: one redrive of a consumer at a time),
 :mod:`~cdc_consumer.redrive.report` (its outcome), :mod:`~cdc_consumer.redrive.pipe_dlq` (a
 fan-out pipe's dead-letter queue, read back from the stream onto the pipe's bus, with
 :mod:`~cdc_consumer.redrive.pipe_events`), :mod:`~cdc_consumer.redrive.cli` (the command
@@ -80,6 +81,7 @@ from cdc_consumer.redrive.pipe_events import EventShape
 from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import (
     FailedMessage,
+    LeaseHeld,
     LostRange,
     PlannedMessage,
     RedriveReport,
@@ -103,6 +105,7 @@ __all__ = [
     "InvocationError",
     "Invoker",
     "LambdaInvoker",
+    "LeaseHeld",
     "LocalContext",
     "LostRange",
     "MalformedMessageError",

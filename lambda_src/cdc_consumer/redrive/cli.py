@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
+    IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     ON_FAILURE_BUCKET_ENV,
@@ -29,6 +30,7 @@ from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.filter_patterns import check_filter_pattern
 from cdc_consumer.redrive.access import check_stream_arn
 from cdc_consumer.redrive.defaults import (
+    DEFAULT_LEASE_WAIT_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PUT_ATTEMPTS,
     LAMBDA_READ_TIMEOUT_SECONDS,
@@ -45,7 +47,15 @@ from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
 from cdc_consumer.redrive.sources import bucket_where
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_NOT_OK", "EXIT_OK", "EXIT_SETUP", "build_parser", "main"]
+__all__ = [
+    "EXIT_BUSY",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_OK",
+    "EXIT_OK",
+    "EXIT_SETUP",
+    "build_parser",
+    "main",
+]
 
 #: Exit status: everything replayed (or nothing to do).
 EXIT_OK = 0
@@ -54,6 +64,10 @@ EXIT_OK = 0
 EXIT_NOT_OK = 1
 #: Exit status: an operator mistake stopped the run before it touched anything.
 EXIT_SETUP = 2
+#: Exit status: another redrive of the consumer held its lease past --lease-wait-seconds; this
+#: run touched nothing (or stopped when it lost the lease midway): run it again later. BSD's
+#: EX_TEMPFAIL, "try again later".
+EXIT_BUSY = 75
 #: The console script's name (pyproject.toml [project.scripts]): what usage and errors call it
 #: (``python -m cdc_consumer.redrive`` is the same program).
 PROG = "cdc-redrive"
@@ -141,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
             " another consumer's or stream's message (kept, reported); reports records the"
             " stream no longer holds as lost. Exit status 0: all replayed; 1: something was"
             " lost, failed, kept or quarantined again (see the report); 2: an operator mistake"
-            " (one line says what to fix), nothing touched; 130: stopped by Ctrl-C or SIGTERM"
+            " (one line says what to fix), nothing touched; 75: another redrive of the consumer"
+            " holds its lease (nothing touched: run again later); 130: stopped by Ctrl-C or SIGTERM"
             " (what was not replayed yet stays where it was: run it again)."
         ),
         epilog=(
@@ -305,6 +320,22 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         " refused, neither replayed nor deleted, since its markers may have expired (default:"
         f" ${MARKER_TTL_ENV}, else --function-name's environment; unknown: no age check)",
     )
+    parser.add_argument(
+        "--idempotency-table",
+        metavar="NAME",
+        help="the consumer's idempotency table, where the run takes the consumer's redrive"
+        " lease so two redrives of one consumer never overlap (default:"
+        f" ${IDEMPOTENCY_TABLE_ENV}, else --function-name's environment; unknown: no lease,"
+        " the report notes it)",
+    )
+    parser.add_argument(
+        "--lease-wait-seconds",
+        type=float,
+        default=DEFAULT_LEASE_WAIT_SECONDS,
+        metavar="SECONDS",
+        help="how long to wait while another redrive of the consumer holds its lease (default"
+        f" {DEFAULT_LEASE_WAIT_SECONDS:g}); then exit {EXIT_BUSY}, nothing touched",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
@@ -327,6 +358,7 @@ def _consumer_environment(args: argparse.Namespace, session: Any) -> dict[str, s
         ON_FAILURE_BUCKET_ENV,
         QUARANTINE_QUEUE_ENV,
         MARKER_TTL_ENV,
+        IDEMPOTENCY_TABLE_ENV,
     )
     return variables | {name: os.environ[name] for name in names if os.environ.get(name)}
 
@@ -391,6 +423,9 @@ def _redrive(
         max_attempts=args.max_attempts,
         filters=args.filters,
         marker_ttl_seconds=_marker_ttl(args, environment),
+        lease_table=args.idempotency_table or environment.get(IDEMPOTENCY_TABLE_ENV) or None,
+        dynamodb_client=session.client("dynamodb"),
+        lease_wait_seconds=args.lease_wait_seconds,
     )
 
 
@@ -417,10 +452,8 @@ def _check_stream(args: argparse.Namespace) -> None:
         check_stream_arn(args.stream_arn)
 
 
-def _run(argv: Sequence[str] | None, session: Any) -> int:
-    args = build_parser().parse_args(argv)
-    if args.endpoint_url:  # every client of the run, and a --handler's own, call it
-        os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The counts and times of the command line in range (``--max-attempts`` defaulted)."""
     if args.max_messages is not None and args.max_messages < 1:
         raise RedriveSetupError(f"--max-messages is {args.max_messages}; expected 1 or more")
     if args.max_attempts is None:
@@ -428,6 +461,17 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
         args.max_attempts = DEFAULT_PUT_ATTEMPTS if pipe else DEFAULT_MAX_ATTEMPTS
     if args.max_attempts < 1:
         raise RedriveSetupError(f"--max-attempts is {args.max_attempts}; expected 1 or more")
+    if args.lease_wait_seconds < 0:
+        raise RedriveSetupError(
+            f"--lease-wait-seconds is {args.lease_wait_seconds:g}; expected 0 or more"
+        )
+
+
+def _run(argv: Sequence[str] | None, session: Any) -> int:
+    args = build_parser().parse_args(argv)
+    if args.endpoint_url:  # every client of the run, and a --handler's own, call it
+        os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
+    _check_numbers(args)
     _check_stream(args)
     if args.pipe_dlq_queue_url:
         return _run_pipe_dlq(args, session)
@@ -467,15 +511,17 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
     sys.stderr.write(report.summary() + "\n")
     if args.json:
         sys.stdout.write(json.dumps(report.to_log(), default=str) + "\n")
+    if report.busy is not None:
+        return EXIT_BUSY
     return EXIT_OK if report.ok else EXIT_NOT_OK
 
 
 def main(argv: Sequence[str] | None = None, *, session: Any = None) -> int:
     """The command line. ``session`` (a boto3 Session) is for tests and embedding.
 
-    Returns :data:`EXIT_OK`, :data:`EXIT_NOT_OK` or :data:`EXIT_SETUP`; an operator mistake is
-    printed as one line on stderr, never as a traceback. Ctrl-C and SIGTERM end it alike:
-    one line on stderr and :data:`EXIT_INTERRUPTED`.
+    Returns :data:`EXIT_OK`, :data:`EXIT_NOT_OK`, :data:`EXIT_SETUP` or :data:`EXIT_BUSY`; an
+    operator mistake is printed as one line on stderr, never as a traceback. Ctrl-C and SIGTERM
+    end it alike: one line on stderr and :data:`EXIT_INTERRUPTED`.
     """
     sigterm_as_keyboard_interrupt()
     try:

@@ -43,3 +43,14 @@ DEFAULT_MAX_OBJECTS = 1000
 #: internal) before the message is kept: enough to ride out a throttle, few enough that a bus
 #: that refuses the events does not hold the run.
 DEFAULT_PUT_ATTEMPTS = 3
+#: How long a redrive's lease of its consumer lasts after each take or renewal (it is renewed
+#: before each invocation of the consumer): longer than Lambda's 15 minute maximum, so a live
+#: redrive renews it before it runs out, short enough that a crashed redrive's lease frees
+#: itself soon (redrive.lease).
+DEFAULT_LEASE_SECONDS = 960
+#: How often a redrive waiting for its consumer's lease tries again.
+DEFAULT_LEASE_POLL_SECONDS = 5.0
+#: How long the command line waits for a lease another redrive of the consumer holds: long
+#: enough to ride out the end of a run started a moment before, short enough that a person is
+#: told soon that another redrive is running (the provisioned function does not wait).
+DEFAULT_LEASE_WAIT_SECONDS = 60.0

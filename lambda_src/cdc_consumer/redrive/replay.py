@@ -26,6 +26,7 @@ from cdc_consumer.redrive.access import check_stream_arn
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
     DEFAULT_INVOKE_MAX_RECORDS,
+    DEFAULT_LEASE_POLL_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_EMPTY_PAGES,
     DEFAULT_RECEIVE_WAIT_SECONDS,
@@ -34,6 +35,7 @@ from cdc_consumer.redrive.defaults import (
 )
 from cdc_consumer.redrive.driver import Driver
 from cdc_consumer.redrive.invokers import Invoker
+from cdc_consumer.redrive.lease import LeasedInvoker, RedriveLease, stop_when_lost, under_lease
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.sources import bucket_where, kind_for
@@ -83,6 +85,13 @@ class Redrive:
         marker_ttl_seconds, clock: the consumer's marker lifetime (``CDC_MARKER_TTL_SECONDS``)
             and the time: older failures are refused (:mod:`~cdc_consumer.redrive.marker_age`).
             Default None: no age check.
+        lease_table, dynamodb_client: the consumer's idempotency table
+            (``IDEMPOTENCY_TABLE_NAME``; client default ``boto3.client("dynamodb")``), where
+            each run takes the consumer's lease first, so redrives of one consumer never overlap
+            (:mod:`~cdc_consumer.redrive.lease`). Default None: no lease (the report notes it).
+        lease_wait_seconds, lease_poll_seconds: how long a run waits for a lease another
+            redrive holds, trying every ``lease_poll_seconds`` (default 0: it does not wait;
+            its report says who holds it, ``busy``, and it touches nothing).
     """
 
     invoker: Invoker
@@ -108,6 +117,10 @@ class Redrive:
     filters: Sequence[Mapping[str, Any]] = ()
     marker_ttl_seconds: int | None = None
     clock: Callable[[], float] = time.time
+    lease_table: str | None = None
+    dynamodb_client: Any = None
+    lease_wait_seconds: float = 0.0
+    lease_poll_seconds: float = DEFAULT_LEASE_POLL_SECONDS
     _criteria: FilterCriteria = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -159,20 +172,26 @@ class Redrive:
         kind = kind_for(source, where)
         kind.check(self, where)
         report = RedriveReport(source=source.value, queue_url=where, dry_run=dry_run)
-        run = parts.Run(self, parts.replayer(self), report, int(time.time() * 1000))
-        Driver(
-            source=kind.open(run, where),
-            replayer=run.replayer,
-            report=report,
-            age=parts.age(self),
-            dry_run=dry_run,
-            should_stop=should_stop,
-            progress=progress,
-        ).run(max_messages)
-        replayed = run.replayer.replayed
-        if source is Source.ON_FAILURE and self.quarantine_queue_url and replayed:
-            parts.watch(self, replayed).scan(self.quarantine_queue_url, run.started_ms, report)
-        return report
+
+        def drive(lease: RedriveLease | None) -> None:
+            replayer = parts.replayer(self)
+            if lease is not None:  # renewed before each invocation: nothing after it is lost
+                replayer.invoker = LeasedInvoker(self.invoker, lease)
+            run = parts.Run(self, replayer, report, int(time.time() * 1000))
+            Driver(
+                source=kind.open(run, where),
+                replayer=replayer,
+                report=report,
+                age=parts.age(self),
+                dry_run=dry_run,
+                should_stop=stop_when_lost(lease, should_stop),
+                progress=progress,
+            ).run(max_messages)
+            replayed = replayer.replayed
+            if source is Source.ON_FAILURE and self.quarantine_queue_url and replayed:
+                parts.watch(self, replayed).scan(self.quarantine_queue_url, run.started_ms, report)
+
+        return under_lease(self, report, drive)
 
     # S3 on-failure destinations, by bucket and prefix -------------------------------------
 

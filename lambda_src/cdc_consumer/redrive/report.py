@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from cdc_consumer.contract import RedriveCause
 
 __all__ = [
     "FailedMessage",
+    "LeaseHeld",
     "LostRange",
     "PlannedMessage",
     "RedriveReport",
@@ -48,6 +50,24 @@ class RequarantinedRecord:
     message_id: str
     sequence_number: str
     reason: str
+
+
+@dataclass(frozen=True)
+class LeaseHeld:
+    """Another redrive of the consumer holds its lease: who, and until when (epoch seconds;
+    0 when the holder could not be read). The run touched nothing; run it again later."""
+
+    consumer_name: str
+    owner: str
+    expires_at: int
+
+    @property
+    def reason(self) -> str:
+        until = datetime.fromtimestamp(self.expires_at, UTC).isoformat() if self.expires_at else "?"
+        return (
+            f"another redrive of consumer {self.consumer_name} holds the lease until {until}"
+            f" (owner {self.owner}); nothing was replayed or deleted: run again once it ended"
+        )
 
 
 @dataclass(frozen=True)
@@ -95,6 +115,9 @@ class RedriveReport:
     #: What the run could not know and how it was conservative about it (e.g. a shard lineage
     #: DescribeStream no longer lists); for a person, does not make the run fail.
     notes: list[str] = field(default_factory=list)
+    #: Another redrive of the consumer held its lease (redrive.lease): this run touched nothing
+    #: (or, when it lost the lease midway, stopped). Not ok: run it again once the other ended.
+    busy: LeaseHeld | None = None
 
     @property
     def lost_record_count(self) -> int:
@@ -104,9 +127,15 @@ class RedriveReport:
     @property
     def ok(self) -> bool:
         """True when nothing was lost, failed, held back, kept as another's, or quarantined
-        again."""
+        again, and no other redrive of the consumer held its lease."""
         return not (
-            self.lost or self.failed or self.held or self.kept or self.requarantined or self.refused
+            self.lost
+            or self.failed
+            or self.held
+            or self.kept
+            or self.requarantined
+            or self.refused
+            or self.busy
         )
 
     def to_log(self) -> dict[str, Any]:
@@ -149,5 +178,6 @@ class RedriveReport:
             f"  REQUARANTINED record {r.sequence_number} (message {r.message_id}): {r.reason}"
             for r in self.requarantined
         ]
+        lines += [f"  BUSY {self.busy.reason}"] if self.busy is not None else []
         lines += [f"  NOTE {note}" for note in self.notes]
         return "\n".join(lines)

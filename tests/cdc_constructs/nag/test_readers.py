@@ -95,3 +95,26 @@ def test_acknowledging_one_reader_accepts_the_streams_readers(tmp_path: Path) ->
     (extra,) = [c for c in app.node.find_all() if c.node.path == "Tables/Reader2/Pipe"]
     Validations.of(extra).acknowledge(Acknowledgment(id=RULE, reason="a migration reader"))
     assert readers_findings(synthesize_with_checks(app)) == []
+
+
+def test_a_replicas_stream_read_in_its_region_allows_one_reader(tmp_path: Path) -> None:
+    """A ReplicaTable's stream (its DescribeTable custom resource's answer) is a global table's:
+    a StreamConsumer and a pipe made by hand on it are one reader too many."""
+    from cdc_constructs import ChangeCaptureTable, ReplicaTable, StreamConsumer
+    from tests.cdc_constructs.support import consumer_code
+
+    app = App(outdir=str(tmp_path))
+    east = Stack(app, "East", env=ENV)
+    orders = ChangeCaptureTable(
+        east,
+        "Orders",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        replicas=[dynamodb.ReplicaTableProps(region="us-west-2")],
+    )
+    west = Stack(app, "West", env=Environment(account="123456789012", region="us-west-2"))
+    replica = ReplicaTable(west, "Orders", table=orders)
+    StreamConsumer(west, "Stats", table=replica, **consumer_code())
+    pipe(Construct(west, "ByHand"), Shared(west, "Shared"), source=replica.table_stream_arn)
+    findings = readers_findings(synthesize_with_checks(app))
+    assert findings, "two readers of a replica's stream"
+    assert "(at most 1 for a table with replicas)" in findings[0].description
