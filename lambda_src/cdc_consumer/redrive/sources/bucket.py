@@ -126,11 +126,13 @@ class BucketSource:
         try:
             found = self.reader.read(item.where.key)
         except (ForeignMessageError, MalformedMessageError) as error:
-            return self._unreadable(entry, f"{error} (read again to replay it; kept)")
+            self._unreadable(entry, f"{error} (read again to replay it; kept)")
+            return None
         batch = found.batch
         where = (int(batch.start_sequence_number), int(batch.end_sequence_number))
         if where != (item.start, item.end):
-            return self._unreadable(entry, "the object changed since this run first read it (kept)")
+            self._unreadable(entry, "the object changed since this run first read it (kept)")
+            return None
         return Batch(
             found.records, item.where.shard_id, str(item.start), str(item.end), batch.timestamp
         )
