@@ -1,5 +1,5 @@
 """The Kinesis route's quarantine: a KinesisConsumer's quarantine queue, redriven as the stream
-route's (:class:`~cdc_consumer.redrive.sources.quarantine.QuarantineSource` on the one driver).
+route's (the quarantine kind of :mod:`~cdc_consumer.redrive.sources`, on the one driver).
 
 A message carries the Kinesis record as Lambda delivered it (``eventSource`` ``aws:kinesis``,
 ``eventSourceARN`` the Kinesis stream's, the DynamoDB change base64 under ``kinesis.data``):
@@ -23,7 +23,9 @@ from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, 
 from cdc_consumer.redrive import parts
 from cdc_consumer.redrive.access import MISSING_QUEUE_CODES, check_access
 from cdc_consumer.redrive.defaults import DEFAULT_MAX_OBJECTS
+from cdc_consumer.redrive.failure_source import FailureSource
 from cdc_consumer.redrive.kinesis_sources import KinesisBucket
+from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.pending_changes import (
     PendingChanges,
     change_of,
@@ -31,8 +33,7 @@ from cdc_consumer.redrive.pending_changes import (
     peek_quarantine,
 )
 from cdc_consumer.redrive.report import RedriveReport
-from cdc_consumer.redrive.sources.quarantine import QuarantineSource
-from cdc_consumer.redrive.sources.queue import receiving
+from cdc_consumer.redrive.sources import kind_for
 
 __all__ = ["check_quarantine", "open_quarantine", "quarantine_changes"]
 
@@ -56,18 +57,11 @@ def check_quarantine(redrive: Any, queue_url: str) -> None:
     )
 
 
-def open_quarantine(run: parts.Run, queue_url: str) -> QuarantineSource:
-    """The quarantine queue of ``run.redrive`` (a KinesisRedrive) as a failure source."""
-    redrive = run.redrive
-    bucket = _bucket_changes(redrive, run.report)
-    return QuarantineSource(
-        **receiving(run, queue_url),
-        stream_arn=redrive.stream_arn,
-        consumers=parts.consumers(redrive),
-        s3=lambda: parts.s3(redrive),
-        watch=parts.watch(redrive, run.replayer.replayed),
-        bucket_hold=_record_hold(bucket),
-    )
+def open_quarantine(run: parts.Run, queue_url: str) -> FailureSource:
+    """The quarantine queue of ``run.redrive`` (a KinesisRedrive) as a failure source: the
+    quarantine kind's, holding a record for this route's bucket."""
+    run.bucket_hold = _record_hold(_bucket_changes(run.redrive, run.report))
+    return kind_for(Source.QUARANTINE, queue_url).open(run, queue_url)
 
 
 def quarantine_changes(redrive: Any, report: RedriveReport) -> PendingChanges | None:
