@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench import backfill_model
+from bench.consumers import LATEST_IMAGE
 
 REF = "cdc-constructs"
 PT = "powertools"
@@ -213,6 +214,7 @@ def _cost_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 TARGET_WRU_REFERENCE = 1.0
 TARGET_WRU_DISTINCT = 2.1
 TARGET_WRU_HOT = 0.1
+TARGET_WRU_LATEST_IMAGE = 1.05
 
 
 def _ledger_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -234,6 +236,17 @@ def _ledger_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "WRU/record (the ledger: one entry and one head per transaction)",
                 )
             )
+    distinct = _distinct_row(results, 100) or {}
+    if LATEST_IMAGE in distinct and "cost" in distinct[LATEST_IMAGE]:
+        checks.append(
+            _at_most(
+                f"LatestImage, distinct keys, batch size 100: ≤ {TARGET_WRU_LATEST_IMAGE} WRU "
+                "per record",
+                distinct[LATEST_IMAGE]["cost"]["wru_per_record"],
+                TARGET_WRU_LATEST_IMAGE,
+                "WRU/record (a version-guarded write: a conditional PutItem, no ledger entry)",
+            )
+        )
     dearer = [line.strip(" -") for line in _costs_more(results) if "per million" in line]
     rows = [label for label, row in _cost_workloads(results) if REF in row and PT in row]
     if rows:

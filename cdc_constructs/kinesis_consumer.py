@@ -296,6 +296,7 @@ def _make_redrive(
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,
         marker_lifetime=consumer.marker_lifetime,
+        idempotency_table=consumer.idempotency_table,
         log_retention=options.function.log_retention,
         log_encryption_key=options.function.log_encryption_key,
         metrics_namespace=consumer.metrics_namespace,

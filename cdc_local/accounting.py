@@ -274,5 +274,8 @@ def redrive_on_failure(pipeline: LocalPipeline, wiring: ConsumerWiring) -> Redri
         filters=[p.pattern for p in wiring.mapping.settings.filters.patterns],
         s3_client=pipeline.client("s3"),
         function_name=wiring.function.name,
+        # The consumer's redrive lease, as the redrive function takes it (one redrive at a time).
+        lease_table=wiring.function.environment.get(IDEMPOTENCY_TABLE_ENV),
+        dynamodb_client=pipeline.client("dynamodb"),
     )
     return runner.run(where)

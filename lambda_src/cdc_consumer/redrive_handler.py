@@ -216,6 +216,7 @@ def _redrive(environ: Mapping[str, str]) -> Redrive | KinesisRedrive:
             quarantine_queue_url=sources.located(Source.QUARANTINE, environ),
             on_failure_bucket=bucket,
             on_failure_prefix=prefix,
+            lease_table=environ.get(IDEMPOTENCY_TABLE_ENV) or None,
         )
     return Redrive(
         invoker=LambdaInvoker(function_name),

@@ -30,10 +30,12 @@ from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.redrive import CallableInvoker, Redrive, main
 from cdc_consumer.redrive.kinesis_reader import to_lambda_kinesis_record
 from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
+from cdc_consumer.redrive.lease import RedriveLease
 
 from cdc_local.destinations import FailedInvocation, OnFailureDestination
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.kinesis import kinesis_invocation_record
+from tests.cdc_consumer.fixtures import create_table
 from tests.cdc_consumer.redrive_world import session_for
 
 BUCKET = "orders-failed-batches"
@@ -349,3 +351,34 @@ def test_the_command_line_redrives_the_kinesis_route_from_the_bucket_and_the_que
     assert main(queue + handler, session=session) == 0, capsys.readouterr().err
     assert sys.modules["cli_kinesis_consumer"].applied == sequences(records)
     assert keys(s3) == []
+
+
+def test_a_second_run_while_the_first_holds_the_queue_touches_nothing(
+    stream: KinesisStream,
+) -> None:
+    """Two runs on one on-failure queue: receiving hides the first run's messages (a shard's
+    earlier batch) from the second, which would replay the later batch first. The redrive
+    lease (cdc_consumer.redrive.lease) keeps them apart: a run that finds it held reads
+    nothing and says who holds it; once given back, a run takes it."""
+    ddb = stream.aws.client("dynamodb")
+    create_table(ddb, "orders-idempotency", key="id")
+    sqs = stream.aws.client("sqs")
+    queue_url = sqs.create_queue(QueueName="orders-on-failure")["QueueUrl"]
+    records = stream.put(4)
+    for batch in (records[:2], records[2:]):
+        sqs.send_message(
+            QueueUrl=queue_url, MessageBody=json.dumps(record_of(stream, batch, time.time()))
+        )
+    lease = {"consumer_name": "orders", "lease_table": "orders-idempotency", "dynamodb_client": ddb}
+    first = RedriveLease(ddb, "orders-idempotency", "orders", stream.arn, owner="first")
+    assert first.take() is None
+    consumer = Consumer()
+
+    busy = kinesis_redrive(stream, consumer, **lease).run(queue_url)
+
+    assert busy.busy is not None and busy.busy.owner == "first" and not busy.ok
+    assert (busy.messages_received, consumer.calls) == (0, 0)
+    first.release()
+    done = kinesis_redrive(stream, consumer, **lease).run(queue_url)
+    assert done.busy is None
+    assert consumer.applied == sequences(records)

@@ -406,6 +406,9 @@ def _redrive(
             marker_ttl_seconds=_marker_ttl(args, environment),
             max_attempts=args.max_attempts,
             **_quarantine_settings(args, environment, scope),
+            lease_table=args.idempotency_table or environment.get(IDEMPOTENCY_TABLE_ENV) or None,
+            dynamodb_client=session.client("dynamodb"),
+            lease_wait_seconds=args.lease_wait_seconds,
         )
     return Redrive(
         invoker=invoker,

@@ -33,14 +33,16 @@ from cdc_consumer.redrive.pending_changes import (
     peek_quarantine,
 )
 from cdc_consumer.redrive.report import RedriveReport
-from cdc_consumer.redrive.sources import kind_for
+from cdc_consumer.redrive.sources import bucket_of, kind_for
 
 __all__ = ["check_quarantine", "open_quarantine", "quarantine_changes"]
 
 
 def check_quarantine(redrive: Any, queue_url: str) -> None:
-    """The consumer's name is known (only its messages are replayed), and the queue can be
-    read. Raises :class:`RedriveSetupError`."""
+    """The consumer's name is known (only its messages are replayed), and the queue is one
+    that can be read. Raises :class:`RedriveSetupError`."""
+    if bucket_of(queue_url) is not None:
+        raise RedriveSetupError(f"{queue_url!r} is a bucket; the quarantine is a queue (its URL)")
     if not redrive.consumer_name:
         raise RedriveSetupError(
             "a quarantine redrive needs the consumer's name (--consumer-name, or"

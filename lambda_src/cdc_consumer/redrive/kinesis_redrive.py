@@ -45,7 +45,6 @@ from cdc_consumer.exceptions import (
     ForeignMessageError,
     MalformedMessageError,
     RecordsLostError,
-    RedriveSetupError,
 )
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive import parts
@@ -53,6 +52,7 @@ from cdc_consumer.redrive.access import MISSING_BUCKET_CODES, MISSING_QUEUE_CODE
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
     DEFAULT_INVOKE_MAX_RECORDS,
+    DEFAULT_LEASE_POLL_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_OBJECTS,
     DEFAULT_RECEIVE_WAIT_SECONDS,
@@ -70,10 +70,10 @@ from cdc_consumer.redrive.kinesis_quarantine import (
 )
 from cdc_consumer.redrive.kinesis_reader import KinesisRangeReader
 from cdc_consumer.redrive.kinesis_sources import KinesisBucket, KinesisQueue
+from cdc_consumer.redrive.lease import LeasedInvoker, RedriveLease, stop_when_lost, under_lease
 from cdc_consumer.redrive.marker_age import MarkerAge, failure_time
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.pending_changes import PendingChanges, change_of, item_key
-from cdc_consumer.redrive.replayer import Replayer
 from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.sources import bucket_of
 
@@ -109,7 +109,11 @@ class KinesisRedrive:
     ``quarantine_queue_url`` and ``on_failure_bucket``/``on_failure_prefix``, when known, the
     other source each run looks at for an earlier change of an item
     (:mod:`~cdc_consumer.redrive.kinesis_quarantine`); clients default to plain boto3 clients
-    (``AWS_ENDPOINT_URL`` works locally); the rest as :class:`Redrive`'s.
+    (``AWS_ENDPOINT_URL`` works locally); ``consumer_name`` and ``lease_table`` (the consumer's
+    idempotency table) name the consumer's redrive lease, taken before each run so two runs
+    never split a queue's batches of one shard between them
+    (:mod:`~cdc_consumer.redrive.lease`; no table: no lease, noted); the rest as
+    :class:`Redrive`'s.
     """
 
     invoker: Invoker
@@ -134,6 +138,10 @@ class KinesisRedrive:
     receive_wait_seconds: int = DEFAULT_RECEIVE_WAIT_SECONDS
     visibility_timeout_seconds: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
     window: int = DEFAULT_WINDOW
+    lease_table: str | None = None
+    dynamodb_client: Any = None
+    lease_wait_seconds: float = 0.0
+    lease_poll_seconds: float = DEFAULT_LEASE_POLL_SECONDS
     _criteria: FilterCriteria = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -221,10 +229,6 @@ class KinesisRedrive:
         self.sqs_client = self.sqs_client or boto3.client("sqs")
         in_bucket = bucket_of(queue_url)
         if Source(source) is Source.QUARANTINE:
-            if in_bucket is not None:
-                raise RedriveSetupError(
-                    f"{queue_url!r} is a bucket; the quarantine is a queue (its URL)"
-                )
             check_quarantine(self, queue_url)
             return
         if in_bucket is not None:
@@ -248,27 +252,23 @@ class KinesisRedrive:
         progress: Progress | None,
     ) -> RedriveReport:
         report = RedriveReport(Source.ON_FAILURE.value, source.location, dry_run=dry_run)
-        replayer = Replayer(
-            invoker=self.invoker,
-            criteria=self._criteria,
-            max_attempts=self.max_attempts,
-            max_records=self.invoke_max_records,
-            max_bytes=self.invoke_max_bytes,
-        )
-        started_ms = int(time.time() * 1000)
-        age = parts.age(self)
-        batches = KinesisBatches(
-            source,
-            report,
-            KinesisRangeReader(self.kinesis_client, self.stream_arn),
-            age,
-            self.clock,
-            quarantine_changes(self, report),
-        )
-        Driver(batches, replayer, report, age, dry_run, should_stop, progress).run(limit)
-        if self.quarantine_queue_url and replayer.replayed:
-            parts.watch(self, replayer.replayed).scan(self.quarantine_queue_url, started_ms, report)
-        return report
+
+        def drive(lease: RedriveLease | None) -> None:
+            replayer = parts.replayer(self)
+            if lease is not None:  # renewed before each invocation: nothing after it is lost
+                replayer.invoker = LeasedInvoker(self.invoker, lease)
+            started_ms = int(time.time() * 1000)
+            age = parts.age(self)
+            reader = KinesisRangeReader(self.kinesis_client, self.stream_arn)
+            pending = quarantine_changes(self, report)
+            batches = KinesisBatches(source, report, reader, age, self.clock, pending)
+            stop = stop_when_lost(lease, should_stop)
+            Driver(batches, replayer, report, age, dry_run, stop, progress).run(limit)
+            if self.quarantine_queue_url and replayer.replayed:
+                watch = parts.watch(self, replayer.replayed)
+                watch.scan(self.quarantine_queue_url, started_ms, report)
+
+        return under_lease(self, report, drive)
 
     def _run_quarantine(
         self,
@@ -278,15 +278,22 @@ class KinesisRedrive:
         should_stop: Callable[[], bool] | None,
         progress: Progress | None,
     ) -> RedriveReport:
-        """The quarantine queue's records, as the stream route replays them."""
+        """The quarantine queue's records, as the stream route replays them (under the lease)."""
         self.check(queue_url, Source.QUARANTINE)
         report = RedriveReport(Source.QUARANTINE.value, queue_url, dry_run=dry_run)
-        replayer = parts.replayer(self)
-        run = parts.Run(self, replayer, report, int(time.time() * 1000))
-        source = open_quarantine(run, queue_url)
-        age = parts.age(self)
-        Driver(source, replayer, report, age, dry_run, should_stop, progress).run(max_messages)
-        return report
+
+        def drive(lease: RedriveLease | None) -> None:
+            replayer = parts.replayer(self)
+            if lease is not None:
+                replayer.invoker = LeasedInvoker(self.invoker, lease)
+            run = parts.Run(self, replayer, report, int(time.time() * 1000))
+            source = open_quarantine(run, queue_url)
+            stop = stop_when_lost(lease, should_stop)
+            Driver(source, replayer, report, parts.age(self), dry_run, stop, progress).run(
+                max_messages
+            )
+
+        return under_lease(self, report, drive)
 
 
 @dataclass
