@@ -22,6 +22,7 @@ from cdc_consumer.contract import (
     CONSUMER_NAME_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
+    MAX_QUEUE_MESSAGE_BYTES,
     ON_FAILURE_BUCKET_ENV,
     QUARANTINE_QUEUE_ENV,
     STREAM_ARN_ENV,
@@ -53,9 +54,13 @@ CONSUMER = "orders"
 MARKERS = 30 * 24 * HOUR
 
 
-def put_changes(stream: KinesisStream, items: list[str]) -> list[dict[str, Any]]:  # noqa: F811
+def put_changes(
+    stream: KinesisStream,  # noqa: F811
+    items: list[str],
+    padding: int = 0,
+) -> list[dict[str, Any]]:
     """One change per entry of ``items`` (an item's key), created a millisecond apart, as
-    Lambda delivers them."""
+    Lambda delivers them (``padding`` characters in each new image)."""
     start = len(stream.records())
     created = int(time.time() * 1000)
     for offset, item in enumerate(items):
@@ -65,7 +70,11 @@ def put_changes(stream: KinesisStream, items: list[str]) -> list[dict[str, Any]]
             "eventSource": "aws:dynamodb",
             "dynamodb": {
                 "Keys": {"pk": {"S": item}},
-                "NewImage": {"pk": {"S": item}, "version": {"N": str(start + offset)}},
+                "NewImage": {
+                    "pk": {"S": item},
+                    "version": {"N": str(start + offset)},
+                    "padding": {"S": "x" * padding},
+                },
                 "ApproximateCreationDateTime": created + offset,
             },
         }
@@ -347,3 +356,41 @@ def test_the_command_line_drains_the_kinesis_quarantine(
     assert json.loads(capsys.readouterr().out)["messages_deleted"] == 1
     assert sys.modules["cli_kinesis_quarantined"].applied == sequences([record])
     assert messages(sqs, queue_url) == []
+
+
+def test_a_kinesis_record_too_big_for_a_message_is_kept_in_the_bucket_and_redriven_whole(
+    stream: KinesisStream,  # noqa: F811
+    s3: Any,  # noqa: F811
+) -> None:
+    """The pointer keeps the Kinesis sequence number and the change's keys and times (not the
+    data): it is read, ordered and held like any message, and replayed from the object."""
+    sqs = stream.aws.client("sqs")
+    queue_url = sqs.create_queue(
+        QueueName="orders-quarantine-aws-sized",
+        Attributes={"MaximumMessageSize": str(MAX_QUEUE_MESSAGE_BYTES)},
+    )["QueueUrl"]
+    big = put_changes(stream, ["order-1"], padding=300_000)[0]
+    later = put_changes(stream, ["order-1"])[0]
+    send_to_quarantine(
+        sqs, queue_url, CONSUMER, big, ValueError("bad"), s3_client=s3, bucket=BUCKET
+    )
+    (pointer,) = [json.loads(m["Body"]) for m in messages(sqs, queue_url)]
+    assert "data" not in pointer["record"]["kinesis"]
+    assert pointer["record"]["dynamodb"]["Keys"] == {"pk": {"S": "order-1"}}
+    put_batch(stream, [later], time.time())
+    (key,) = [k for k in keys(s3) if k.startswith("aws/lambda/")]  # the other: the big record
+    consumer = Consumer(sqs, queue_url, fixed=True)
+    redrive = redrive_of(stream, consumer, on_failure_bucket=BUCKET)
+
+    held = redrive.run_bucket(BUCKET)  # the later change waits for the quarantined one
+    assert [(h.message_id, h.cause) for h in held.held] == [
+        (key, RedriveCause.EARLIER_CHANGE_IN_QUARANTINE)
+    ]
+    report = redrive.run(queue_url, "quarantine")
+
+    assert report.ok, report.summary()
+    assert consumer.applied == sequences([big])
+    assert messages(sqs, queue_url) == []
+    assert keys(s3) == [key]  # the record's object deleted; the later batch still waits
+    assert redrive.run_bucket(BUCKET).ok
+    assert consumer.applied == sequences([big, later])

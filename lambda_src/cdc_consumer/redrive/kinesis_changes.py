@@ -28,7 +28,12 @@ _US = 1_000_000
 
 
 def _change(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The DynamoDB change's ``dynamodb`` section, or None when the data cannot be decoded."""
+    """The DynamoDB change's ``dynamodb`` section, or None when the data cannot be decoded (a
+    pointer to a record too big for a message has no data: its own ``dynamodb`` keeps the
+    change's keys and times, :mod:`cdc_consumer.quarantine`)."""
+    pointer = record.get("dynamodb")
+    if "data" not in record.get("kinesis", {}) and isinstance(pointer, Mapping) and pointer:
+        return pointer
     try:
         stream = decode_data(record).get("dynamodb")
     except UndecodableRecordError:
