@@ -394,3 +394,32 @@ def test_a_kinesis_record_too_big_for_a_message_is_kept_in_the_bucket_and_redriv
     assert keys(s3) == [key]  # the record's object deleted; the later batch still waits
     assert redrive.run_bucket(BUCKET).ok
     assert consumer.applied == sequences([big, later])
+
+
+def test_one_invocation_of_the_redrive_function_replays_both_sources_in_item_order(
+    stream: KinesisStream,  # noqa: F811
+    s3: Any,  # noqa: F811
+    quarantine: tuple[Any, str],
+) -> None:
+    """``{"source": "all"}``: the bucket batch waits for the quarantine's earlier change of its
+    item, the quarantine is replayed, and the second round replays the batch."""
+    sqs, queue_url = quarantine
+    earlier, later = put_changes(stream, ["order-1", "order-1"])
+    send_to_quarantine(sqs, queue_url, CONSUMER, earlier, ValueError("bad total"))
+    put_batch(stream, [later], time.time())
+    consumer = Consumer(sqs, queue_url, fixed=True)
+    environ = {
+        CONSUMER_FUNCTION_NAME_ENV: FUNCTION,
+        CONSUMER_NAME_ENV: CONSUMER,
+        STREAM_ARN_ENV: stream.arn,
+        ON_FAILURE_BUCKET_ENV: BUCKET,
+        QUARANTINE_QUEUE_ENV: queue_url,
+    }
+    redrive = redrive_of(stream, consumer, on_failure_bucket=BUCKET)
+
+    result = redrive_handler.handler({}, None, redrive=redrive, environ=environ)
+
+    assert result["ok"], result
+    assert [r["source"] for r in result["reports"]] == ["on-failure", "quarantine", "on-failure"]
+    assert consumer.applied == sequences([earlier, later])
+    assert keys(s3) == [] and messages(sqs, queue_url) == []
