@@ -150,8 +150,8 @@ class KinesisConsumer(StreamConsumer):
     change under ``data`` (:class:`KinesisFilters`); ``redrive`` (default True) provisions
     :class:`~cdc_constructs.kinesis_redrive.KinesisStreamRedrive`, which replays the on-failure
     destination's batches (an object's own records, or a message's read back from the Kinesis
-    stream while it holds them) but not the quarantine queue (replay quarantined Kinesis records
-    by hand: docs/operations.md); markers are kept for the replay windows with the stream's
+    stream while it holds them) and the quarantine queue's records, as StreamConsumer's redrive
+    does; markers are kept for the replay windows with the stream's
     retention in place of 24 h (``marker_lifetime``, :mod:`~cdc_constructs.marker_lifetime`),
     as a duplicate can arrive as long as the stream holds a record.
 
@@ -279,7 +279,7 @@ def _make_redrive(
     consumer: KinesisConsumer, options: ConsumerOptions
 ) -> KinesisStreamRedrive | None:
     """The consumer's redrive function (None with ``redrive=False``): StreamConsumer's props,
-    the Kinesis stream (not its fan-out consumer) in place of a DynamoDB stream, no quarantine."""
+    the Kinesis stream (not its fan-out consumer) in place of a DynamoDB stream."""
     if not options.failure.redrive:
         return None
     return KinesisStreamRedrive(
@@ -290,6 +290,8 @@ def _make_redrive(
         consumer_name=consumer.consumer_name,
         on_failure=consumer.on_failure,
         event_source_mapping_id=consumer.event_source_mapping.event_source_mapping_id,
+        quarantine_queue=consumer.quarantine_queue,
+        quarantine_bucket=consumer.quarantine_bucket,
         layer=ConsumerRuntimeLayer.of(consumer),
         consumer_timeout=options.function.consumer_timeout,
         filters=options.mapping.filter_patterns,

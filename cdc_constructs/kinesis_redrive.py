@@ -8,7 +8,11 @@ stream's ARN: the handler then takes the Kinesis route
 holds (an S3 object carries its batch; an SQS message points at it, and the records are read
 back from the Kinesis stream while its retention holds them), in order per shard, refuses a
 batch older than the consumer's markers or, for a pointer, than the stream's retention (nothing
-deleted), and deletes each only after its records succeeded.
+deleted), and deletes each only after its records succeeded. Given the consumer's quarantine
+queue (as KinesisConsumer gives it), it drains it too, as the stream route's redrive does: each
+message a Kinesis record, held behind an earlier change of its item in the queue or the bucket,
+refused when older than the markers, deleted after success (``QUARANTINE_QUEUE_URL``; receive,
+delete and change-visibility on the queue, and its key's decrypt when it is encrypted).
 
 Its grants on the stream: ``kinesis:GetShardIterator``, ``kinesis:GetRecords`` (read a range
 back) and ``kinesis:DescribeStreamSummary`` (the stream's retention, read at run time) on this
@@ -48,9 +52,9 @@ class KinesisStreamRedrive(StreamRedrive):
     :param stream: the Kinesis stream the consumer reads (not its enhanced fan-out consumer):
         failure records of another stream are kept, and pointers are read back from it.
 
-    Every other prop is :class:`~cdc_constructs.redrive.StreamRedrive`'s, with its default,
-    except ``stream_arn`` (the stream's) and the quarantine (``quarantine_queue``,
-    ``quarantine_bucket``): the Kinesis route's redrive replays the on-failure destination only.
+    Every other prop is :class:`~cdc_constructs.redrive.StreamRedrive`'s, with its default
+    (``quarantine_queue`` and ``quarantine_bucket`` included: the consumer's quarantine,
+    drained as on the stream route), except ``stream_arn`` (the stream's).
 
     Escape hatches: StreamRedrive's (:attr:`function`, :attr:`role`, :attr:`log_group`,
     :attr:`errors_alarm`, :attr:`lost_records_alarm`, :attr:`alarms`).
@@ -59,12 +63,10 @@ class KinesisStreamRedrive(StreamRedrive):
     def __init__(
         self, scope: Construct, construct_id: str, *, stream: kinesis.IStream, **props: Any
     ) -> None:
-        unexpected = sorted({"stream_arn", "quarantine_queue", "quarantine_bucket"} & set(props))
-        if unexpected:
+        if "stream_arn" in props:
             raise TypeError(
-                f"KinesisStreamRedrive got unexpected props {unexpected}: the stream's ARN is"
-                " read from stream, and the Kinesis route's redrive replays the on-failure"
-                " destination only"
+                "KinesisStreamRedrive got unexpected prop 'stream_arn': the stream's ARN is read"
+                " from stream"
             )
         super().__init__(scope, construct_id, stream_arn=stream.stream_arn, **props)
         grant_key(self.function, stream.encryption_key, KINESIS_REDRIVE_KEY_ACTIONS)

@@ -18,6 +18,7 @@ the object with the message. Counted as any quarantined record (``RecordsQuarant
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Mapping
@@ -33,7 +34,8 @@ from cdc_consumer.contract import (
     ErrorDescription,
     QuarantineMessage,
 )
-from cdc_consumer.exceptions import TransientError
+from cdc_consumer.exceptions import TransientError, UndecodableRecordError
+from cdc_consumer.kinesis import decode_data, is_kinesis_record
 from cdc_consumer.wire import dumps, to_wire
 
 #: What a pointer message keeps of a record's ``dynamodb`` section: never an image.
@@ -63,6 +65,21 @@ def quarantine_message(
         record=to_wire(record),
         quarantined_at=(now or datetime.now(UTC)).isoformat(timespec="milliseconds"),
     ).to_dict()
+
+
+def _pointer_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What a pointer message keeps of a record: no image, enough to order it and find its
+    item. A Kinesis record keeps its ``kinesis`` fields but ``data``, and the ``dynamodb`` keys
+    and times of the change ``data`` holds (none when it cannot be decoded)."""
+    stream = record.get("dynamodb") if isinstance(record.get("dynamodb"), Mapping) else None
+    pointer = {k: v for k, v in record.items() if k not in ("dynamodb", "kinesis")}
+    if is_kinesis_record(record):
+        pointer["kinesis"] = {k: v for k, v in record["kinesis"].items() if k != "data"}
+        with contextlib.suppress(UndecodableRecordError):
+            stream = decode_data(record).get("dynamodb")
+    stream = stream if isinstance(stream, Mapping) else {}
+    pointer["dynamodb"] = {k: stream[k] for k in _POINTER_FIELDS if k in stream}
+    return pointer
 
 
 def message_bytes(body: str) -> int:
@@ -126,11 +143,8 @@ def _store_whole(
             f"the quarantine message is {size} bytes (a queue takes {MAX_QUEUE_MESSAGE_BYTES});"
             f" storing it as s3://{bucket}/{key} failed: {store_error}"
         ) from store_error
-    stream = record.get("dynamodb", {}) if isinstance(record.get("dynamodb"), Mapping) else {}
-    pointer_record = {k: v for k, v in record.items() if k not in ("dynamodb", "kinesis")}
-    pointer_record["dynamodb"] = {k: stream[k] for k in _POINTER_FIELDS if k in stream}
     return {
         **message,
-        "record": pointer_record,
+        "record": _pointer_record(record),
         QuarantineMessage.RECORD_LOCATION: {"bucket": bucket, "key": key},
     }

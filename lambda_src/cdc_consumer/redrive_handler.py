@@ -13,7 +13,7 @@ Environment (set by the StreamRedrive construct):
     ON_FAILURE_BUCKET_NAME   the event source mapping's S3 on-failure destination (instead)
     ON_FAILURE_PREFIX        where its objects are (default aws/lambda/<mapping UUID>/)
     EVENT_SOURCE_MAPPING_UUID  the consumer's mapping: objects of other mappings are kept
-    QUARANTINE_QUEUE_URL     the runtime's quarantine queue (optional)
+    QUARANTINE_QUEUE_URL     the runtime's quarantine queue (optional; on either route)
     CDC_CONSUMER_NAME        the consumer name: metric dimension, quarantine message check
     CDC_METRICS_NAMESPACE    EMF namespace, default "CdcConstructs" (interfaces §3)
     CONSUMER_FILTERS         the event source mapping's filter patterns, a JSON list (optional)
@@ -151,7 +151,7 @@ def handler(
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, CONSUMER_FUNCTION_NAME_ENV)
     if redrive is None:
         redrive = _redrive(environ)
-    if isinstance(redrive, Redrive):  # what it quarantines again holds nothing
+    if isinstance(redrive, (Redrive, KinesisRedrive)):  # what it quarantines again holds nothing
         redrive.set_aside_since_ms = int(time.time() * 1000)
     wanted = str(event.get("source", "all"))
     queues = {source: sources.located(source, environ) or "" for source in Source}
@@ -202,6 +202,7 @@ def _worth_another_round(latest: Mapping[Source, RedriveReport]) -> bool:
 def _redrive(environ: Mapping[str, str]) -> Redrive | KinesisRedrive:
     """The redrive the StreamRedrive construct's environment describes."""
     function_name = _required(environ, CONSUMER_FUNCTION_NAME_ENV)
+    bucket, prefix = sources.on_failure_bucket(environ)
     if is_kinesis_stream_arn(environ.get(STREAM_ARN_ENV, "")):
         return KinesisRedrive(
             invoker=LambdaInvoker(function_name),
@@ -211,9 +212,12 @@ def _redrive(environ: Mapping[str, str]) -> Redrive | KinesisRedrive:
             filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
             marker_ttl_seconds=_marker_ttl(environ),
             consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
+            member_names=_member_names(environ.get(CONSUMER_GROUP_ENV, "")),
+            quarantine_queue_url=sources.located(Source.QUARANTINE, environ),
+            on_failure_bucket=bucket,
+            on_failure_prefix=prefix,
             lease_table=environ.get(IDEMPOTENCY_TABLE_ENV) or None,
         )
-    bucket, prefix = sources.on_failure_bucket(environ)
     return Redrive(
         invoker=LambdaInvoker(function_name),
         stream_arn=_required(environ, STREAM_ARN_ENV),

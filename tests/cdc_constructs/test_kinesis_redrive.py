@@ -60,8 +60,11 @@ def test_the_kinesis_consumer_provisions_the_redrive_function(stack: Any) -> Non
     }
     assert variables["EVENT_SOURCE_MAPPING_UUID"] == {"Ref": mapping_id}
     assert variables["CDC_MARKER_TTL_SECONDS"] == str(int(consumer.marker_lifetime.to_seconds()))
-    # The Kinesis route's redrive replays the on-failure destination only.
-    assert "QUARANTINE_QUEUE_URL" not in variables
+    # And the quarantine queue, as on the stream route.
+    assert consumer.quarantine_queue is not None
+    assert variables["QUARANTINE_QUEUE_URL"] == {
+        "Ref": stack.get_logical_id(consumer.quarantine_queue.node.default_child)
+    }
     assert function["ReservedConcurrentExecutions"] == 1
     assert function["Timeout"] == 900
 
@@ -166,6 +169,41 @@ def test_a_queue_destination_is_drained_and_read_back(stack: Any) -> None:
     assert ("sqs:DeleteMessage", arn_of(queue_id)) in allowed
     stream_id = stack.get_logical_id(stream.node.default_child)
     assert ("kinesis:GetRecords", arn_of(stream_id)) in allowed
+
+
+def test_the_redrive_drains_the_quarantine_queue(stack: Any) -> None:
+    consumer = KinesisConsumer(stack, "Replica", **consumer_code(), table=kinesis_table(stack))
+    template = Template.from_stack(stack).to_json()
+    _, function = redrive_function(template)
+    allowed = grants(template, role_of(function))
+    assert consumer.quarantine_queue is not None
+    queue = arn_of(stack.get_logical_id(consumer.quarantine_queue.node.default_child))
+    on_queue = {action for action, resource in allowed if resource == queue}
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= on_queue
+    assert "sqs:SendMessage" not in on_queue
+
+
+def test_an_encrypted_quarantine_queue_is_decrypted_by_the_redrive(stack: Any) -> None:
+    key = kms.Key(stack, "QuarantineKey", enable_key_rotation=True)
+    queue = sqs.Queue(
+        stack,
+        "Quarantine",
+        encryption=sqs.QueueEncryption.KMS,
+        encryption_master_key=key,
+        enforce_ssl=True,
+        retention_period=Duration.days(14),
+    )
+    KinesisConsumer(
+        stack, "Replica", **consumer_code(), table=kinesis_table(stack), quarantine_queue=queue
+    )
+    template = Template.from_stack(stack).to_json()
+    _, function = redrive_function(template)
+    variables = function["Environment"]["Variables"]
+    queue_id = stack.get_logical_id(queue.node.default_child)
+    assert variables["QUARANTINE_QUEUE_URL"] == {"Ref": queue_id}
+    allowed = grants(template, role_of(function))
+    assert ("sqs:ReceiveMessage", arn_of(queue_id)) in allowed
+    assert ("kms:Decrypt", arn_of(stack.get_logical_id(key.node.default_child))) in allowed
 
 
 def test_the_kinesis_redrive_template_passes_cfn_lint(stack: Any) -> None:

@@ -16,6 +16,7 @@ from cdc_consumer.contract import OnFailureMessage
 
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
+from cdc_local.peek import peek_messages
 from cdc_local.runner import LocalPipeline
 from reference_app.kinesis_demo import replica_equals_table, view_reconciled, write_in_batches
 from reference_app.workload import OrderWorkload
@@ -95,3 +96,35 @@ def test_the_redrive_function_recovers_kinesis_batches_sent_to_the_bucket(
 
         again = [f.invoke({"source": "on-failure"}).response for f in functions]
         assert all(r["ok"] and r["reports"][0]["records_replayed"] == 0 for r in again)
+
+
+def test_the_redrive_function_drains_the_kinesis_quarantine_under_its_own_role(
+    aws: LocalEndpoint, kinesis_assembly: Path
+) -> None:
+    """Poison writes are quarantined by the Kinesis route's consumer (each message a Kinesis
+    record); each consumer's redrive function, invoked with ``{"source": "quarantine"}`` under
+    its role, reads, replays and deletes every message (a record still poison is quarantined
+    again and reported), and no call is denied."""
+    with LocalPipeline(kinesis_assembly, STACK, endpoint=aws) as pipeline:
+        assert pipeline.iam_enforced
+        orders_table = pipeline.kinesis_deliveries[0].table_name
+        write_in_batches(pipeline, orders_table, OrderWorkload(changes=40, orders=8, poison=2), 20)
+        pipeline.run()
+        sqs = pipeline.client("sqs")
+        functions = redrive_functions(pipeline)
+        queues = [f.environment["QUARANTINE_QUEUE_URL"] for f in functions]
+        before = {queue: peek_messages(sqs, queue) for queue in queues}
+        assert sum(len(messages) for messages in before.values()) == 2, before
+        assert all(
+            m["record"]["eventSource"] == "aws:kinesis" for ms in before.values() for m in ms
+        )
+
+        for function, queue in zip(functions, queues, strict=True):
+            result = function.invoke({"source": "quarantine"})
+            assert not result.failed, result.output
+            (report,) = result.response["reports"]
+            assert report["messages_received"] == len(before[queue]), report
+            assert report["failed"] == [] and report["kept"] == [], report
+            assert report["messages_deleted"] == len(before[queue]), report
+            assert len(report["requarantined"]) == len(before[queue]), report  # still poison
+        pipeline.check_access()

@@ -252,7 +252,7 @@ def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
         "--stream-arn",
         required=True,
         help="the consumer's stream: a DynamoDB stream, or a Kinesis data stream (the Kinesis"
-        " route: its on-failure destination only)",
+        " route: its on-failure destination and, with --quarantine, its quarantine queue)",
     )
     target = parser.add_mutually_exclusive_group()  # one of them unless --pipe-dlq-queue-url
     target.add_argument("--function-name", help="invoke this Lambda function synchronously")
@@ -405,7 +405,7 @@ def _redrive(
             filters=args.filters,
             marker_ttl_seconds=_marker_ttl(args, environment),
             max_attempts=args.max_attempts,
-            consumer_name=args.consumer_name or environment.get(CONSUMER_NAME_ENV) or None,
+            **_quarantine_settings(args, environment, scope),
             lease_table=args.idempotency_table or environment.get(IDEMPOTENCY_TABLE_ENV) or None,
             dynamodb_client=session.client("dynamodb"),
             lease_wait_seconds=args.lease_wait_seconds,
@@ -431,6 +431,22 @@ def _redrive(
         dynamodb_client=session.client("dynamodb"),
         lease_wait_seconds=args.lease_wait_seconds,
     )
+
+
+def _quarantine_settings(
+    args: argparse.Namespace, environment: Mapping[str, str], scope: Scope
+) -> dict[str, Any]:
+    """What a Kinesis redrive needs of the consumer's quarantine and its other source (as the
+    stream route's Redrive gets them)."""
+    return {
+        "consumer_name": args.consumer_name or environment.get(CONSUMER_NAME_ENV) or None,
+        "member_names": _members(args, environment),
+        "quarantine_queue_url": (
+            args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV) or None
+        ),
+        "on_failure_bucket": None if args.bucket else scope.bucket,
+        "on_failure_prefix": scope.prefix,
+    }
 
 
 def _marker_ttl(args: argparse.Namespace, environment: Mapping[str, str]) -> int | None:

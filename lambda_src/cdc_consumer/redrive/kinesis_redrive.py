@@ -16,7 +16,14 @@ queue's messages point at it), orders them by shard and first sequence number, a
 
 Nothing refused, lost, failed or held is deleted, and the run is not ok. After a batch of a
 shard stays, the shard's later batches are held (cause ``earlier-batch-of-shard``), so the
-consumer never sees a shard's records out of order. The steps are the one driver's
+consumer never sees a shard's records out of order; a batch is held while the quarantine queue
+holds an earlier change of one of its items (``earlier-change-in-quarantine``).
+
+With ``source`` quarantine, a run drains the consumer's quarantine queue as the stream route
+does (:mod:`~cdc_consumer.redrive.kinesis_quarantine`): each message a Kinesis record, replayed
+unfiltered, refused when older than the markers, held behind an earlier change of its item in
+the queue or in the failed-batch bucket, deleted after success; what the consumer quarantines
+again is reported. The steps are the one driver's
 (:class:`~cdc_consumer.redrive.driver.Driver`, as on the stream route) over
 :class:`KinesisBatches`. The run has the same entry points as
 :class:`~cdc_consumer.redrive.replay.Redrive` (``run_bucket``, ``run``), so the redrive function
@@ -38,9 +45,9 @@ from cdc_consumer.exceptions import (
     ForeignMessageError,
     MalformedMessageError,
     RecordsLostError,
-    RedriveSetupError,
 )
 from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.redrive import parts
 from cdc_consumer.redrive.access import MISSING_BUCKET_CODES, MISSING_QUEUE_CODES, check_access
 from cdc_consumer.redrive.defaults import (
     DEFAULT_INVOKE_MAX_BYTES,
@@ -50,17 +57,23 @@ from cdc_consumer.redrive.defaults import (
     DEFAULT_MAX_OBJECTS,
     DEFAULT_RECEIVE_WAIT_SECONDS,
     DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
+    DEFAULT_WINDOW,
 )
 from cdc_consumer.redrive.driver import Driver
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.kinesis_failures import KinesisFailure, check_kinesis_stream_arn
+from cdc_consumer.redrive.kinesis_quarantine import (
+    check_quarantine,
+    open_quarantine,
+    quarantine_changes,
+)
 from cdc_consumer.redrive.kinesis_reader import KinesisRangeReader
 from cdc_consumer.redrive.kinesis_sources import KinesisBucket, KinesisQueue
 from cdc_consumer.redrive.lease import LeasedInvoker, RedriveLease, stop_when_lost, under_lease
 from cdc_consumer.redrive.marker_age import MarkerAge, failure_time
 from cdc_consumer.redrive.messages import Source
-from cdc_consumer.redrive.replayer import Replayer
+from cdc_consumer.redrive.pending_changes import PendingChanges, change_of, item_key
 from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.sources import bucket_of
 
@@ -91,7 +104,11 @@ class KinesisRedrive:
     it reads (records of another stream are kept); ``function_name`` and ``mapping_uuid``, when
     known, keep other functions' and mappings' records; ``filters`` the mapping's filter
     patterns (records they exclude are not replayed); ``marker_ttl_seconds`` the consumer's
-    marker lifetime (None: no age check against it); clients default to plain boto3 clients
+    marker lifetime (None: no age check against it); ``consumer_name`` and ``member_names``
+    whose quarantine messages are this consumer's (a quarantine run needs the name);
+    ``quarantine_queue_url`` and ``on_failure_bucket``/``on_failure_prefix``, when known, the
+    other source each run looks at for an earlier change of an item
+    (:mod:`~cdc_consumer.redrive.kinesis_quarantine`); clients default to plain boto3 clients
     (``AWS_ENDPOINT_URL`` works locally); ``consumer_name`` and ``lease_table`` (the consumer's
     idempotency table) name the consumer's redrive lease, taken before each run so two runs
     never split a queue's batches of one shard between them
@@ -108,13 +125,19 @@ class KinesisRedrive:
     mapping_uuid: str | None = None
     filters: Sequence[Mapping[str, Any]] = ()
     marker_ttl_seconds: int | None = None
+    consumer_name: str | None = None
+    member_names: Sequence[str] = ()
+    quarantine_queue_url: str | None = None
+    on_failure_bucket: str | None = None
+    on_failure_prefix: str = ON_FAILURE_S3_PREFIX
+    set_aside_since_ms: int | None = None
     clock: Callable[[], float] = time.time
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     invoke_max_records: int = DEFAULT_INVOKE_MAX_RECORDS
     invoke_max_bytes: int = DEFAULT_INVOKE_MAX_BYTES
     receive_wait_seconds: int = DEFAULT_RECEIVE_WAIT_SECONDS
     visibility_timeout_seconds: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
-    consumer_name: str | None = None
+    window: int = DEFAULT_WINDOW
     lease_table: str | None = None
     dynamodb_client: Any = None
     lease_wait_seconds: float = 0.0
@@ -159,10 +182,13 @@ class KinesisRedrive:
         progress: Progress | None = None,
     ) -> RedriveReport:
         """Redrive the on-failure messages of ``queue_url`` (at most ``max_messages``, default
-        :data:`DEFAULT_MAX_OBJECTS`), or the objects of ``s3://bucket/prefix`` (as
-        :meth:`Redrive.run`: one entry for the redrive function). Raises
-        :class:`RedriveSetupError` for the quarantine queue: the Kinesis route's quarantined
-        records are not replayed by this run."""
+        :data:`DEFAULT_MAX_OBJECTS`), the objects of ``s3://bucket/prefix`` (as
+        :meth:`Redrive.run`: one entry for the redrive function), or with ``source``
+        quarantine the quarantine queue's records
+        (:mod:`~cdc_consumer.redrive.kinesis_quarantine`)."""
+        self.sqs_client = self.sqs_client or boto3.client("sqs")
+        if Source(source) is Source.QUARANTINE:
+            return self._run_quarantine(queue_url, dry_run, max_messages, should_stop, progress)
         in_bucket = bucket_of(queue_url)
         if in_bucket is not None:
             return self.run_bucket(
@@ -172,8 +198,6 @@ class KinesisRedrive:
                 should_stop=should_stop,
                 progress=progress,
             )
-        _on_failure_only(source)
-        self.sqs_client = self.sqs_client or boto3.client("sqs")
         queue = KinesisQueue(
             self.sqs_client,
             queue_url,
@@ -199,16 +223,17 @@ class KinesisRedrive:
         )
 
     def check(self, queue_url: str, source: Source | str = Source.ON_FAILURE) -> None:
-        """Raise :class:`RedriveSetupError` for the quarantine queue (not redriven on this
-        route), or a queue that does not exist or cannot be read (a bucket, for an
-        ``s3://bucket/prefix`` location: :meth:`check_bucket`)."""
+        """Raise :class:`RedriveSetupError` for a queue that does not exist or cannot be read
+        (a bucket, for an ``s3://bucket/prefix`` location: :meth:`check_bucket`), a bucket as
+        the quarantine, or a quarantine run without the consumer's name."""
+        self.sqs_client = self.sqs_client or boto3.client("sqs")
         in_bucket = bucket_of(queue_url)
+        if Source(source) is Source.QUARANTINE:
+            check_quarantine(self, queue_url)
+            return
         if in_bucket is not None:
-            _on_failure_only(source)
             self.check_bucket(*in_bucket)
             return
-        _on_failure_only(source)
-        self.sqs_client = self.sqs_client or boto3.client("sqs")
         sqs = self.sqs_client
         check_access(
             lambda: sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"]),
@@ -229,31 +254,46 @@ class KinesisRedrive:
         report = RedriveReport(Source.ON_FAILURE.value, source.location, dry_run=dry_run)
 
         def drive(lease: RedriveLease | None) -> None:
-            replayer = Replayer(
-                invoker=self.invoker if lease is None else LeasedInvoker(self.invoker, lease),
-                criteria=self._criteria,
-                max_attempts=self.max_attempts,
-                max_records=self.invoke_max_records,
-                max_bytes=self.invoke_max_bytes,
-            )
-            ttl = self.marker_ttl_seconds
-            age = MarkerAge(ttl, self.clock) if ttl is not None else None
+            replayer = parts.replayer(self)
+            if lease is not None:  # renewed before each invocation: nothing after it is lost
+                replayer.invoker = LeasedInvoker(self.invoker, lease)
+            started_ms = int(time.time() * 1000)
+            age = parts.age(self)
             reader = KinesisRangeReader(self.kinesis_client, self.stream_arn)
-            batches = KinesisBatches(source, report, reader, age, self.clock)
+            pending = quarantine_changes(self, report)
+            batches = KinesisBatches(source, report, reader, age, self.clock, pending)
             stop = stop_when_lost(lease, should_stop)
             Driver(batches, replayer, report, age, dry_run, stop, progress).run(limit)
+            if self.quarantine_queue_url and replayer.replayed:
+                watch = parts.watch(self, replayer.replayed)
+                watch.scan(self.quarantine_queue_url, started_ms, report)
 
         return under_lease(self, report, drive)
 
+    def _run_quarantine(
+        self,
+        queue_url: str,
+        dry_run: bool,
+        max_messages: int | None,
+        should_stop: Callable[[], bool] | None,
+        progress: Progress | None,
+    ) -> RedriveReport:
+        """The quarantine queue's records, as the stream route replays them (under the lease)."""
+        self.check(queue_url, Source.QUARANTINE)
+        report = RedriveReport(Source.QUARANTINE.value, queue_url, dry_run=dry_run)
 
-def _on_failure_only(source: Source | str) -> None:
-    """The Kinesis route redrives its on-failure destination only."""
-    if Source(source) is not Source.ON_FAILURE:
-        raise RedriveSetupError(
-            f"source {Source(source).value!r} on the Kinesis route: only the on-failure"
-            " destination is redriven here; replay quarantined Kinesis records by hand"
-            " (docs/operations.md, 'Redrive')"
-        )
+        def drive(lease: RedriveLease | None) -> None:
+            replayer = parts.replayer(self)
+            if lease is not None:
+                replayer.invoker = LeasedInvoker(self.invoker, lease)
+            run = parts.Run(self, replayer, report, int(time.time() * 1000))
+            source = open_quarantine(run, queue_url)
+            stop = stop_when_lost(lease, should_stop)
+            Driver(source, replayer, report, parts.age(self), dry_run, stop, progress).run(
+                max_messages
+            )
+
+        return under_lease(self, report, drive)
 
 
 @dataclass
@@ -269,6 +309,8 @@ class KinesisBatches:
     reader: KinesisRangeReader
     age: MarkerAge | None
     clock: Callable[[], float]
+    #: The quarantine's pending changes (None: not known, nothing is held for it).
+    quarantine: PendingChanges | None = None
     _failures: list[KinesisFailure] = field(default_factory=list, init=False)
     _index: int = field(default=0, init=False)
     _retention: int | None = field(default=None, init=False)
@@ -346,6 +388,19 @@ class KinesisBatches:
         )
 
     def hold_records(self, entry: Entry, batch: Batch) -> Hold | None:
+        """The quarantine holds an earlier change of one of its items (or could not be read)."""
+        pending = self.quarantine
+        if pending is None:
+            return None
+        for record in batch.records:
+            reason = pending.before(item_key(record), change_of(record), unknown_holds=False)
+            if reason is not None:
+                return RedriveCause.EARLIER_CHANGE_IN_QUARANTINE, reason
+        if pending.unknown:
+            return RedriveCause.EARLIER_CHANGE_IN_QUARANTINE, (
+                f"the quarantine queue could not be looked at ({pending.unknown[0]}), so it may"
+                " hold an earlier change of one of this batch's items"
+            )
         return None
 
     def delete(self, entry: Entry) -> str | None:

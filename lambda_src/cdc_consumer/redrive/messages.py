@@ -23,6 +23,7 @@ from cdc_consumer.contract import (
     StreamBatchInfo,
 )
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
+from cdc_consumer.kinesis import is_kinesis_record, item_identifier, kinesis_sequence_number
 
 __all__ = [
     "OnFailureBatch",
@@ -81,7 +82,9 @@ class QuarantinedRecord:
 
     @property
     def sequence_number(self) -> str:
-        return str(self.record["dynamodb"]["SequenceNumber"])
+        """What the consumer names the record by: ``dynamodb.SequenceNumber``, or a Kinesis
+        record's ``kinesis.sequenceNumber`` (the Kinesis route)."""
+        return str(item_identifier(self.record))
 
 
 def function_name_of(name_or_arn: str) -> str:
@@ -203,7 +206,8 @@ def parse_quarantine_message(
     """Validate a quarantine message body (interfaces §4) and return its record.
 
     Raises :class:`MalformedMessageError` when the body is not JSON or has no ``record`` object
-    with ``eventID`` and ``dynamodb.SequenceNumber``; :class:`ForeignMessageError` when it names
+    with ``eventID`` and ``dynamodb.SequenceNumber`` (a Kinesis record, on the Kinesis route:
+    ``eventID`` and ``kinesis.sequenceNumber``); :class:`ForeignMessageError` when it names
     another consumer or stream than the configured ones, or does not name both (the runtime
     always writes ``consumer`` and ``sourceArn``: a message without them cannot be shown to be
     this consumer's, so it is kept, never replayed on a guess). ``expected_consumer`` may name
@@ -262,13 +266,17 @@ def fetch_stored_record(
 
 
 def _quarantined_record(document: dict[str, Any]) -> dict[str, Any]:
-    """The quarantine message's ``record``, checked to be a DynamoDB stream record."""
+    """The quarantine message's ``record``, checked to be a DynamoDB stream record, or a
+    Kinesis record (the Kinesis route: the DynamoDB change is in its ``data``, which may be
+    what made it poison, so it is not required to decode)."""
     record = document.get("record")  # the one field read before the contract's reading
     if not isinstance(record, dict):
         raise MalformedMessageError(
             f"quarantine message has no 'record' object (keys: {sorted(document)}); expected"
             " the stream record as the consumer received it"
         )
+    if is_kinesis_record(record):
+        return _kinesis_record(record)
     dynamodb = record.get("dynamodb")
     if not record.get("eventID") or not isinstance(dynamodb, dict):
         raise MalformedMessageError(
@@ -279,6 +287,18 @@ def _quarantined_record(document: dict[str, Any]) -> dict[str, Any]:
         raise MalformedMessageError(
             "quarantine message's record has dynamodb.SequenceNumber"
             f" {dynamodb.get('SequenceNumber')!r}; expected a string of digits"
+        )
+    return record
+
+
+def _kinesis_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A quarantined Kinesis record, checked: an ``eventID`` and a ``kinesis.sequenceNumber``."""
+    number = kinesis_sequence_number(record)
+    if not record.get("eventID") or not (number or "").isdigit():
+        raise MalformedMessageError(
+            "quarantine message's Kinesis record has eventID"
+            f" {clip(record.get('eventID'))!r} and kinesis.sequenceNumber {clip(number)!r};"
+            " expected both, the sequence number a string of digits"
         )
     return record
 

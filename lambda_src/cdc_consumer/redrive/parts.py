@@ -3,6 +3,7 @@ settings (``redrive``: any object with its attributes) for each run, shared by t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,10 @@ class Run:
     replayer: Replayer
     report: RedriveReport
     started_ms: int
+    #: Why a quarantined record must wait for the failed-batch bucket (None: the stream route's
+    #: :class:`CrossSource` decides; the Kinesis route's redrive, whose bucket holds Kinesis
+    #: batches, gives its own).
+    bucket_hold: Callable[[Mapping[str, Any]], str | None] | None = None
 
 
 def consumers(redrive: Any) -> tuple[str, ...]:

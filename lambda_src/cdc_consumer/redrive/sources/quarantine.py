@@ -159,13 +159,14 @@ class QuarantineKind:
 
     def open(self, run: parts.Run, where: str) -> QuarantineSource:
         redrive = run.redrive
+        hold = run.bucket_hold or parts.cross_source(redrive, where).record_hold(run.report)
         return QuarantineSource(
             **receiving(run, where),
             stream_arn=redrive.stream_arn,
             consumers=parts.consumers(redrive),
             s3=lambda: parts.s3(redrive),
             watch=parts.watch(redrive, run.replayer.replayed),
-            bucket_hold=parts.cross_source(redrive, where).record_hold(run.report),
+            bucket_hold=hold,
         )
 
 

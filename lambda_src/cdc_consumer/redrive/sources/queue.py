@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer.contract import ON_FAILURE_QUEUE_ENV, OnFailureMessage, RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
+from cdc_consumer.kinesis import item_identifier
 from cdc_consumer.redrive import parts
 from cdc_consumer.redrive.access import MISSING_QUEUE_CODES, check_access, check_stream_arn
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
@@ -42,7 +43,7 @@ def stream_position(message: Mapping[str, Any]) -> tuple[str, int]:
         if OnFailureMessage.batch_info(document) is not None:
             batch = OnFailureMessage.from_dict(document).batch
             return batch.shard_id, int(batch.start_sequence_number)
-        return "", int(document["record"]["dynamodb"]["SequenceNumber"])
+        return "", int(item_identifier(document["record"]) or -1)
     except (TypeError, ValueError, KeyError, AttributeError):
         return "", -1
 
