@@ -236,6 +236,31 @@ def test_a_bucket_object_waits_while_the_quarantine_holds_an_earlier_change_of_i
     assert consumer.applied == sequence_numbers([first, second])
 
 
+def test_an_object_holding_the_quarantined_change_itself_is_not_held_by_it(
+    stream: Stream, s3: Any
+) -> None:
+    """The long model run's deadlock, reduced: order-0's s1 was quarantined (poison) in a
+    delivery of the batch s0, s1, s2 that then failed whole into the bucket. The quarantine's s1
+    is one of the object's own records (a batch holds every change of an item between its first
+    and last), so it holds nothing: the object replays s0, s1, s2 in order, and the quarantine's
+    s1 is then a duplicate. Before, the object waited for the quarantine's s1 and the
+    quarantine's s1 for the object's s0: neither was ever replayed."""
+    url = quarantine_of(stream)
+    for status in ("s0", "s1", "s2"):
+        change_status(stream, status)
+    records = shard_records(stream, stream.shard_id)
+    quarantine(stream, url, records[1])
+    put_batch(stream, records)
+    consumer = Consumer()
+
+    report = both_sources(stream, s3, consumer, url).run_bucket(BUCKET)
+
+    assert report.ok and not report.held, report.summary()
+    assert consumer.applied == sequence_numbers(records)
+    assert both_sources(stream, s3, consumer, url).run(url, Source.QUARANTINE).ok
+    assert consumer.applied == sequence_numbers(records) and consumer.duplicates == 1
+
+
 def test_a_quarantined_record_waits_while_the_bucket_holds_an_earlier_change_of_its_item(
     stream: Stream, s3: Any
 ) -> None:

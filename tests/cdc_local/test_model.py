@@ -559,12 +559,18 @@ class PipelineModel(RuleBasedStateMachine):
     def _redrive_order(self, waiting: tuple[set[tuple[str, str]], set[tuple[str, str]]]) -> Any:
         """The order check of a redrive that started with ``waiting`` pending (in the bucket, in
         the quarantine): it applies an item's changes in order, and none while an earlier change
-        of that item that the member has not applied stays where it was pending before the run.
+        of that item that the member has not applied stays where it was pending before the run
+        (a quarantined change that a replayed object also held was delivered by the run).
         A change the consumer quarantines during the run (poison by its own judgement: from the
         bucket into the quarantine) is set aside as the running consumer sets it aside and holds
         nothing (docs/design.md §5); the redrive reports it as re-quarantined."""
         bucket, quarantine = waiting
-        stayed = (bucket & self._bucket_pending()) | (quarantine & self._quarantine_pending())
+        bucket_after = self._bucket_pending()
+        # A quarantined change that is also a record of an object the run replayed (the object
+        # left the bucket) was delivered by the run itself: applied, or quarantined again
+        # (set aside, as above). It no longer waits where it was (docs/design.md §5).
+        replayed = bucket - bucket_after
+        stayed = (bucket & bucket_after) | ((quarantine - replayed) & self._quarantine_pending())
 
         def check(before: Observed, after: Observed) -> None:
             for member, pk, new in self._appended(before, after):
@@ -685,6 +691,44 @@ def test_a_change_quarantined_by_a_redrive_holds_nothing(
         assert ("b", "5") in machine._quarantine_pending()
     finally:
         machine.teardown()
+
+
+def test_an_object_holding_a_quarantined_change_itself_is_replayed_once_the_fix_is_in(
+    aws: LocalEndpoint, model_assembly: Path
+) -> None:
+    """The long model run's second find (200 examples of 25 steps), its settle step: ``c``'s
+    poison change was quarantined by a delivery of a batch that then failed whole into the
+    bucket. The object waited for the quarantine's copy of its own record, and that copy for
+    the object's earlier change: nothing was ever replayed. Now the object goes (applying
+    the change itself), and everything settles."""
+    state = _machine(aws, model_assembly)()
+    try:
+        changes = [("c", "poison"), ("c", "poison"), ("b", "expiring"), ("c", "put")]
+        state.start([*changes, ("a", "poison"), ("a", "poison")], "transient", 4906, False)
+        state.days_pass(days=3)
+        state.redrive_bucket(fault="transient", seed=882)
+        first = [("a", "expiring"), ("c", "poison"), ("c", "put"), ("a", "poison")]
+        state.age_out([*first, ("c", "put"), ("b", "put"), ("c", "delete"), ("a", "delete")])
+        state.roll_shards()
+        state.upgrade()
+        state.drain(fault="lost_response", seed=1266)
+        state.redrive_bucket(fault="none", seed=10385)
+        second = [("a", "put"), ("b", "expiring"), ("c", "put"), ("c", "poison")]
+        state.age_out([*second, ("a", "expiring"), ("c", "delete"), ("c", "put"), ("a", "poison")])
+        state.parallelize(factor=1)
+        state.drain(fault="none", seed=882)
+        state.concurrent_redrives()
+        state.deploy(add_audit=True, fix=True, reverse=True)
+        state.write([("b", "put"), ("a", "poison")])
+        state.redrive_bucket(fault="transient", seed=783)
+        state.concurrent_redrives()
+        state.roll_shards()
+        state.redrive_quarantine()
+        third = [("c", "delete"), ("b", "expiring"), ("c", "put"), ("c", "poison")]
+        state.age_out([*third, ("a", "expiring"), ("c", "delete"), ("c", "put"), ("a", "poison")])
+        state.settle()
+    finally:
+        state.teardown()
 
 
 def test_two_redrives_at_once_keep_an_items_order(aws: LocalEndpoint, model_assembly: Path) -> None:

@@ -61,8 +61,12 @@ class CrossSource:
         quarantine = self._quarantine()
 
         def hold(item: Surveyed) -> str | None:
-            for key, (_, last) in item.items.items():
-                reason = quarantine.before(key, last, unknown_holds=False)
+            # Earlier than the object's *first* change of the item: a quarantined change between
+            # its first and last is one of its own records (a batch holds every change of an
+            # item in its range), which it replays in order; waiting for it would deadlock
+            # (the quarantine's record waits for the object's earlier change).
+            for key, (first, _) in item.items.items():
+                reason = quarantine.before(key, first, unknown_holds=False)
                 if reason is not None:
                     return reason
             if quarantine.unknown:

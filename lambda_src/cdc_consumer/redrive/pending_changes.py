@@ -8,7 +8,9 @@ bucket, or the other way round; replaying one source whole and then the other wo
 older change land last. So, before a run:
 
 - a bucket object is held while the quarantine holds a change of one of its items earlier than
-  one of the object's changes of that item;
+  the object's first change of that item (a quarantined change between its first and last is
+  one of the object's own records: a batch holds every change of an item in its range, so it
+  replays that change in order itself, and the quarantine's copy is then a duplicate);
 - a quarantined record is held while the bucket holds an earlier change of its item, or an
   object of this consumer whose items cannot be known (unreadable, malformed, not surveyed);
 - within the quarantine, a record of an item held or failed in this run holds that item's later
