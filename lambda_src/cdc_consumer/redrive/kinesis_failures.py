@@ -32,7 +32,7 @@ from cdc_consumer.contract import ContractError, OnFailureMessage, StreamBatchIn
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RedriveSetupError
 from cdc_consumer.kinesis import kinesis_sequence_number
 from cdc_consumer.redrive.marker_age import failure_time
-from cdc_consumer.redrive.messages import clip, function_name_of
+from cdc_consumer.redrive.messages import batch_records, clip, function_name_of
 
 __all__ = [
     "KINESIS_STREAM_ARN_PATTERN",
@@ -203,18 +203,7 @@ def _check_function(message: OnFailureMessage, expected: str | None, what: str) 
 
 
 def _payload_records(payload: str, what: str) -> list[dict[str, Any]]:
-    try:
-        event = json.loads(payload)
-    except ValueError as error:
-        raise MalformedMessageError(
-            f"{what}'s payload is not JSON ({error}; truncated?): {clip(payload)!r}"
-        ) from None
-    records = event.get("Records") if isinstance(event, dict) else None
-    if not isinstance(records, list) or not records:
-        raise MalformedMessageError(
-            f"{what}'s payload has no Records list: {clip(payload)!r}; expected the batch's"
-            ' event, {"Records": [...]}'
-        )
+    records = batch_records(payload, what)
     for index, record in enumerate(records):
         if not str(kinesis_sequence_number(record) or "").isdigit():
             raise MalformedMessageError(

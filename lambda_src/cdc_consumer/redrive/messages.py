@@ -31,6 +31,7 @@ __all__ = [
     "OnFailureObject",
     "QuarantinedRecord",
     "Source",
+    "batch_records",
     "clip",
     "function_name_of",
     "parse_on_failure_key",
@@ -352,13 +353,10 @@ class OnFailureObject:
     records: list[dict[str, Any]]
 
 
-def _payload_records(document: dict[str, Any], what: str) -> list[dict[str, Any]]:
-    if "payload" not in document:
-        raise MalformedMessageError(
-            f"{what} has no payload (keys: {sorted(document)}); expected the invocation record"
-            " Lambda writes to an S3 destination, with the batch as payload"
-        )
-    payload = document["payload"]
+def batch_records(payload: Any, what: str) -> list[Any]:
+    """The ``Records`` of a failed batch's payload (the batch's event, as JSON text or parsed)
+    that Lambda writes to an S3 on-failure destination, on either route; each record is the
+    caller's to check."""
     if isinstance(payload, str):
         try:
             payload = json.loads(payload)
@@ -372,6 +370,16 @@ def _payload_records(document: dict[str, Any], what: str) -> list[dict[str, Any]
             f"{what}'s payload has no Records list: {clip(json.dumps(payload))!r}; expected the"
             ' batch\'s event, {"Records": [...]}'
         )
+    return records
+
+
+def _payload_records(document: dict[str, Any], what: str) -> list[dict[str, Any]]:
+    if "payload" not in document:
+        raise MalformedMessageError(
+            f"{what} has no payload (keys: {sorted(document)}); expected the invocation record"
+            " Lambda writes to an S3 destination, with the batch as payload"
+        )
+    records = batch_records(document["payload"], what)
     for index, record in enumerate(records):
         dynamodb = record.get("dynamodb") if isinstance(record, dict) else None
         if (
