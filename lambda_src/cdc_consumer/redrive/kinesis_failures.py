@@ -21,7 +21,6 @@ while its retention holds them (:mod:`~cdc_consumer.redrive.kinesis_reader`).
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Sequence
@@ -32,7 +31,13 @@ from cdc_consumer.contract import ContractError, OnFailureMessage, StreamBatchIn
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RedriveSetupError
 from cdc_consumer.kinesis import kinesis_sequence_number
 from cdc_consumer.redrive.marker_age import failure_time
-from cdc_consumer.redrive.messages import batch_records, clip, function_name_of
+from cdc_consumer.redrive.messages import (
+    BatchInfo,
+    batch_records,
+    check_batch_records,
+    clip,
+    function_name_of,
+)
 
 __all__ = [
     "KINESIS_STREAM_ARN_PATTERN",
@@ -215,27 +220,10 @@ def _payload_records(payload: str, what: str) -> list[dict[str, Any]]:
 
 def _check_payload(records: Sequence[dict[str, Any]], failure: KinesisFailure, what: str) -> None:
     """Refuse a payload with another stream's record, or one that is not the batch its
-    ``KinesisBatchInfo`` describes (first and last sequence numbers, order, size)."""
-    for record in records:
-        source = record.get("eventSourceARN")
-        if source not in (None, failure.stream_arn):
-            raise ForeignMessageError(
-                f"{what}'s payload holds a record of stream {source!r}, not the configured"
-                f" stream {failure.stream_arn!r}; redrive it with the consumer of that stream"
-                " (kept)"
-            )
+    ``KinesisBatchInfo`` describes (:func:`~cdc_consumer.redrive.messages.check_batch_records`)."""
     numbers = [int(str(kinesis_sequence_number(record))) for record in records]
-    problems = []
-    if (numbers[0], numbers[-1]) != (int(failure.start), int(failure.end)):
-        problems.append(
-            f"its records run {numbers[0]}..{numbers[-1]}, the batch info says"
-            f" {failure.start}..{failure.end}"
-        )
-    if any(later <= earlier for earlier, later in itertools.pairwise(numbers)):
-        problems.append("its records are not in stream order")
-    if failure.batch_size is not None and failure.batch_size != len(records):
-        problems.append(f"it holds {len(records)} record(s), batchSize says {failure.batch_size}")
-    if problems:
-        raise MalformedMessageError(
-            f"{what}'s payload does not match its batch info: {'; '.join(problems)}"
-        )
+    start, end = int(failure.start), int(failure.end)
+    info = BatchInfo(
+        OnFailureMessage.KINESIS_BATCH_INFO, failure.stream_arn, start, end, failure.batch_size
+    )
+    check_batch_records(records, numbers, info, what)

@@ -26,12 +26,14 @@ from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.kinesis import is_kinesis_record, item_identifier, kinesis_sequence_number
 
 __all__ = [
+    "BatchInfo",
     "OnFailureBatch",
     "OnFailureKey",
     "OnFailureObject",
     "QuarantinedRecord",
     "Source",
     "batch_records",
+    "check_batch_records",
     "clip",
     "function_name_of",
     "parse_on_failure_key",
@@ -476,28 +478,48 @@ def _check_payload_matches(
     records: list[dict[str, Any]], batch: OnFailureBatch, expected_stream_arn: str, what: str
 ) -> None:
     """Refuse a payload with another stream's record, or one that is not the batch its
-    ``DDBStreamBatchInfo`` describes (first and last sequence numbers, order, size)."""
+    ``DDBStreamBatchInfo`` describes (:func:`check_batch_records`)."""
+    numbers = [int(r["dynamodb"]["SequenceNumber"]) for r in records]
+    start, end = int(batch.start_sequence_number), int(batch.end_sequence_number)
+    info = BatchInfo(OnFailureMessage.BATCH_INFO, expected_stream_arn, start, end, batch.batch_size)
+    check_batch_records(records, numbers, info, what)
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """What a failed batch's info (``name``: DDBStreamBatchInfo, KinesisBatchInfo) says of it."""
+
+    name: str
+    stream_arn: str
+    start: int
+    end: int
+    batch_size: int | None
+
+
+def check_batch_records(
+    records: Sequence[dict[str, Any]], numbers: Sequence[int], info: BatchInfo, what: str
+) -> None:
+    """Refuse a payload with another stream's record, or one that is not the batch ``info``
+    describes: first and last sequence numbers (``numbers``, the records'), order, size."""
     for record in records:
         source = record.get("eventSourceARN")
-        if source not in (None, expected_stream_arn):
+        if source not in (None, info.stream_arn):
             raise ForeignMessageError(
                 f"{what}'s payload holds a record of stream {source!r}, not the configured"
-                f" stream {expected_stream_arn!r}; redrive it with the consumer of that stream"
+                f" stream {info.stream_arn!r}; redrive it with the consumer of that stream"
                 " (kept)"
             )
-    numbers = [int(r["dynamodb"]["SequenceNumber"]) for r in records]
-    expected = (int(batch.start_sequence_number), int(batch.end_sequence_number))
     problems = []
-    if (numbers[0], numbers[-1]) != expected:
+    if (numbers[0], numbers[-1]) != (info.start, info.end):
         problems.append(
-            f"its records run {numbers[0]}..{numbers[-1]}, DDBStreamBatchInfo says"
-            f" {expected[0]}..{expected[1]}"
+            f"its records run {numbers[0]}..{numbers[-1]}, {info.name} says"
+            f" {info.start}..{info.end}"
         )
     if any(later <= earlier for earlier, later in itertools.pairwise(numbers)):
         problems.append("its records are not in stream order")
-    if batch.batch_size is not None and batch.batch_size != len(records):
-        problems.append(f"it holds {len(records)} record(s), batchSize says {batch.batch_size}")
+    if info.batch_size is not None and info.batch_size != len(records):
+        problems.append(f"it holds {len(records)} record(s), batchSize says {info.batch_size}")
     if problems:
         raise MalformedMessageError(
-            f"{what}'s payload does not match its DDBStreamBatchInfo: {'; '.join(problems)}"
+            f"{what}'s payload does not match its {info.name}: {'; '.join(problems)}"
         )
