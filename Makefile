@@ -90,7 +90,7 @@ local: $(DEV_DEPS) $(CLI_DEPS)
 deploy-local: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m deploy_local
 
-## bench: the benchmarks in bench/ (about 13 minutes on a quiet 2-core machine); writes bench/RESULTS.md and
+## bench: the benchmarks in bench/ (about 5 minutes on a quiet 2-core machine); writes bench/RESULTS.md and
 ## bench/results.json
 bench: $(DEV_DEPS)
 	$(BIN)/python -m bench
