@@ -254,7 +254,7 @@ def _ledger_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "target": "dollars per million changes below Powertools' on every cost-table row",
                 "measured": len(rows) - len(dearer),
-                "unit": f"of {len(rows)} rows"
+                "unit": f"of {len(rows)} rows run with Powertools beside it"
                 + (f" (dearer: {'; '.join(dearer)})" if dearer else ""),
                 "met": not dearer,
                 "by": len(dearer),

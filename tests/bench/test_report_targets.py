@@ -58,4 +58,4 @@ def test_a_batch_size_powertools_was_not_run_at_is_listed_where_it_costs_more() 
     assert "$3.750 vs $1.875" in line
     assert report._costs_more(results) == []
     (check,) = [t for t in report.targets(results) if t["target"].startswith("dollars")]
-    assert check["met"] and check["unit"] == "of 1 rows"
+    assert check["met"] and check["unit"] == "of 1 rows run with Powertools beside it"
