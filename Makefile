@@ -63,7 +63,8 @@ test: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 
 ## model-test: the model-based test across features (tests/cdc_local/test_model.py) with many
 ## more examples than `make test` runs (MODEL_EXAMPLES=60 of MODEL_STEPS=25 steps; about 12
-## minutes on a quiet 2-core machine); MODEL_SHRINK=1 shrinks a failure to its shortest steps (slow)
+## minutes on a quiet 2-core machine); MODEL_SHRINK=1 shrinks a failure to its shortest steps
+## (slow)
 MODEL_EXAMPLES ?= 60
 MODEL_STEPS ?= 25
 model-test: $(DEV_DEPS) $(CLI_DEPS)
@@ -90,8 +91,8 @@ local: $(DEV_DEPS) $(CLI_DEPS)
 deploy-local: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m deploy_local
 
-## bench: the benchmarks in bench/ (about 5 minutes on a quiet 2-core machine); writes bench/RESULTS.md and
-## bench/results.json
+## bench: the benchmarks in bench/ (about 5 minutes on a quiet 2-core machine); writes
+## bench/RESULTS.md and bench/results.json
 bench: $(DEV_DEPS)
 	$(BIN)/python -m bench
 
