@@ -59,7 +59,7 @@ class ProjectionMode:
         error: CdcConsumerError | None = None
         settled: list[tuple[RecordWrites, bool]] = []
         if single:
-            alone = write_alone(self.client(), single)
+            alone = write_alone(self.client(), single, contention=self.contention)
             failed, error = alone.failed, alone.error
             settled += [(w, True) for w in alone.applied] + [(w, False) for w in alone.duplicates]
         pending = [w for w in grouped if failed is None or w.position < failed.position]
