@@ -244,6 +244,7 @@ def test_escape_hatches(default_consumer):
         "QuarantineQueueDepth",
         "RecordsQuarantined",
         "ForeignMarkers",
+        "ContentionFailures",
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",
