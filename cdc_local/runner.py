@@ -69,6 +69,7 @@ class PipelineCounters:
     records_expired: int
     records_discarded: int
     invocations: int
+    final_invocations: int
     failed_invocations: int
     partial_failures: int
     bisections: int
