@@ -56,7 +56,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from cdc_consumer.batch_response import first_failed_index
-from cdc_consumer.contract import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED
+from cdc_consumer.contract import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED, WINDOW_STATE_KEY
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.stream_reader import to_lambda_record
 
@@ -64,7 +64,13 @@ from cdc_local.destinations import FailedInvocation, OnFailureDestination, invoc
 from cdc_local.exceptions import LocalPipelineError, PipelineStuck
 from cdc_local.functions import InvocationResult, LocalFunction
 from cdc_local.ttl import TtlLedger
-from cdc_local.tumbling_windows import OpenWindow, check_tumbling_window, has_state, window_of
+from cdc_local.tumbling_windows import (
+    OpenWindow,
+    check_tumbling_window,
+    has_state,
+    iso,
+    window_of,
+)
 
 #: Lambda's invocation payload limit for synchronous invokes: a batch is cut before it exceeds it.
 MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
@@ -452,7 +458,7 @@ class EventSourceMapping:
         if lane.window.final_attempts >= self.stuck_after_attempts:
             raise PipelineStuck(
                 f"mapping {self.name}: the final invocation of the window from "
-                f"{lane.window.event([], lane.shard_id, self.stream_arn)['window']['start']} "
+                f"{iso(lane.window.start)} "
                 f"of shard {lane.shard_id} failed {lane.window.final_attempts} times in a row; "
                 "Lambda suspends the shard until it succeeds. Last result: "
                 f"{_failure_of(result)}"
@@ -480,7 +486,7 @@ class EventSourceMapping:
                 error_type="MissingWindowState",
                 error_message="a tumbling window's response must carry state; this one has none",
             )
-        lane.window.state = dict(result.response["state"])
+        lane.window.state = dict(result.response[WINDOW_STATE_KEY])
         return result
 
     # -- invoking ------------------------------------------------------------------------------

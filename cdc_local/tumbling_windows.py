@@ -38,7 +38,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import StreamBatchInfo
+from cdc_consumer.contract import (
+    FINAL_INVOKE_KEY,
+    SHARD_ID_KEY,
+    WINDOW_KEY,
+    WINDOW_STATE_KEY,
+    WINDOW_TERMINATED_EARLY_KEY,
+)
 
 from cdc_local.exceptions import LocalPipelineError
 
@@ -48,6 +54,7 @@ __all__ = [
     "OpenWindow",
     "check_tumbling_window",
     "has_state",
+    "iso",
     "window_of",
 ]
 
@@ -90,7 +97,7 @@ def iso(epoch: float) -> str:
 
 def has_state(response: Any) -> bool:
     """Whether a windowed invocation's response carries ``state`` (a JSON object)."""
-    return isinstance(response, Mapping) and isinstance(response.get("state"), Mapping)
+    return isinstance(response, Mapping) and isinstance(response.get(WINDOW_STATE_KEY), Mapping)
 
 
 @dataclass
@@ -114,10 +121,10 @@ class OpenWindow:
         """The invocation's event: ``records`` and the window's fields."""
         return {
             "Records": list(records),
-            "window": {"start": iso(self.start), "end": iso(self.end)},
-            "state": dict(self.state),
-            StreamBatchInfo.SHARD_ID: shard_id,
+            WINDOW_KEY: {"start": iso(self.start), "end": iso(self.end)},
+            WINDOW_STATE_KEY: dict(self.state),
+            SHARD_ID_KEY: shard_id,
             "eventSourceARN": event_source_arn,
-            "isFinalInvokeForWindow": final,
-            "isWindowTerminatedEarly": False,
+            FINAL_INVOKE_KEY: final,
+            WINDOW_TERMINATED_EARLY_KEY: False,
         }
