@@ -386,6 +386,14 @@ FINAL_INVOKE_KEY: Final = "isFinalInvokeForWindow"
 WINDOW_TERMINATED_EARLY_KEY: Final = "isWindowTerminatedEarly"
 """True when Lambda ended the window early (its state grew past 1 MB)."""
 
+WINDOW_HANDLER: Final = "cdc_consumer.window_handler.handler"
+"""The handler StreamConsumer gives a function it makes whose mapping has a tumbling window: it
+runs the function's own handler (:data:`USER_HANDLER_ENV`) and adds the ``state`` an answer to a
+windowed event must carry when that handler's answer lacks it."""
+
+USER_HANDLER_ENV: Final = "CDC_HANDLER"
+"""The function's own handler (``module.function``) behind :data:`WINDOW_HANDLER`."""
+
 
 # --- Replay windows: how long a marker must live ------------------------------------------------
 # The one rule (docs/design.md, "Markers outlive every replay window"): a processed-marker or a

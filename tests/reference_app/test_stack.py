@@ -450,8 +450,9 @@ def test_order_stats_and_the_ttl_archive_share_one_mapping(reference: Synthesize
     assert "FilterCriteria" not in mapping
     assert mapping["MaximumRetryAttempts"] == 5 and mapping["BisectBatchOnFunctionError"]
     function = _resource(template, "OrdersConsumersFunction")
-    assert function["Handler"] == "orders_consumers.handler"
+    assert function["Handler"] == "cdc_consumer.window_handler.handler"  # windowed
     env = function["Environment"]["Variables"]
+    assert env["CDC_HANDLER"] == "orders_consumers.handler"
     assert env["ARCHIVE_BUCKET_NAME"] == {"Ref": logical_id(template, "ExpiredOrdersArchive")}
     assert json.loads(env["CDC_CONSUMER_GROUP"]) == [
         {"name": "order-stats", "filters": []},
