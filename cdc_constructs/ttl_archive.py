@@ -149,7 +149,12 @@ class TtlArchive(Construct):
     def group_member(consumer_name: str) -> ConsumerGroupMember:
         """The archive as a member of a consumer group (``StreamConsumer(members=[...])``):
         TTL deletions only, reading the old image. Then ``TtlArchive(..., consumer=...,
-        member=consumer_name)`` gives it its bucket and grants."""
+        member=consumer_name)`` gives it its bucket and grants.
+
+        :param consumer_name: the member's name (its markers' namespace and metrics
+            dimension); the group's handler gives ``archive_processor(consumer_name)`` to its
+            ``ConsumerGroup``.
+        """
         return ConsumerGroupMember(
             consumer_name, [StreamFilters.ttl_deletions_only()], reads_images=[_OLD_IMAGE]
         )

@@ -292,10 +292,29 @@ def _find(pkg: griffe.Module, name: str, near: griffe.Object) -> griffe.Object |
     return None
 
 
+#: "Default 256 MB (...)", "Default: 60 s: ...": the default a description states, up to the
+#: end of its clause.
+_STATED_DEFAULT = re.compile(r"\bDefault:?\s+(?P<value>[^.;:(]+?)\s*(?:[.;:(]|$)")
+
+
+def stated_default(description: str | None) -> str | None:
+    """The default a parameter's description states ("Default 256 MB (enough for ...)" gives
+    ``256 MB``), None when it states none or "none"."""
+    found = _STATED_DEFAULT.search(description or "")
+    value = " ".join(found["value"].split()) if found else ""
+    return value if value and value.lower() != "none" else None
+
+
 def _show_default_values(obj: griffe.Object, pkg: griffe.Module) -> None:
     """A default naming a constant shows the constant's value; a constant of the defaults
-    module also links, in the description, to its entry (the reason)."""
+    module also links, in the description, to its entry (the reason). A ``None`` default whose
+    description states the real one (``memory_size=None``: "Default 256 MB") shows that."""
     for parameter in _parameters(obj):
+        if str(parameter.default) == "None":
+            stated = stated_default(param_description(obj.docstring.value, parameter.name))
+            if stated is not None:
+                parameter.default = stated
+            continue
         default = parameter.default
         if not isinstance(default, griffe.ExprName | griffe.ExprAttribute):
             continue

@@ -188,3 +188,31 @@ def test_parameter_tables_fit_the_page(built_site: Path, api: str) -> None:
     assert 'href="assets/stylesheets/api.css"' in api
     css = (built_site / "assets" / "stylesheets" / "api.css").read_text()
     assert "table-layout: fixed" in css and "overflow-wrap: anywhere" in css
+
+
+def test_a_default_the_description_states_is_the_default_shown(api: str) -> None:
+    """A prop whose signature default is None because the construct decides it (256 MB, 60 s,
+    derived from the replay windows) shows that default, not ``None``, in its row and its
+    signature."""
+    entries = _entries(api)
+    rows = {row[0]: row[2] for row in _rows(entries["cdc_constructs.StreamConsumer"])}
+    assert rows["memory_size"] == "256 MB" and rows["timeout"] == "60 s", rows
+    backfill = {row[0]: row[2] for row in _rows(entries["cdc_constructs.ViewBackfill"])}
+    for name in ("clock_skew_margin", "timeout", "segment_timeout"):
+        assert backfill[name] != "None", (name, backfill[name])
+    assert "memory_size: int | None = 256 MB" in _signature(
+        entries["cdc_constructs.StreamConsumer"]
+    )
+    stated = [
+        f"{name}({row})"
+        for name in CONSTRUCTS
+        for row, description, default in _rows(entries[name])
+        if default == "None" and re.search(r"\bDefault:?\s+(?!none\b)\w", _text(description))
+    ]
+    assert not stated, f"rows whose description states a default the column does not: {stated}"
+
+
+def test_no_reference_is_left_unresolved(api: str) -> None:
+    """A constant named in a docstring links to its entry (the strict build fails otherwise:
+    docs/_ext/rest_roles.py); none is left as a bare name the reader cannot look up."""
+    assert "HANDLER_DOCS" not in _text(api)
