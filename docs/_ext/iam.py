@@ -1,9 +1,9 @@
 """The IAM tables of docs/permissions.md, generated from the policies the constructs synthesize
 (`make permissions`): each role of a sample app (a StreamConsumer with a view table, its
-redrive, its ViewBackfill, a StreamFanOut, a TtlArchive, a KinesisConsumer), each statement's actions, the
-resource it is scoped to, and why. tests/docs/test_permissions.py regenerates the tables and
-fails when the page differs, or when a statement has no reason here (a new permission must say
-why)."""
+redrive, its ViewBackfill, a StreamFanOut, a TtlArchive, a KinesisConsumer), each statement's
+actions, the resource it is scoped to, and why. tests/docs/test_permissions.py regenerates the
+tables and fails when the page differs, or when a statement has no reason here (a new
+permission must say why)."""
 
 from __future__ import annotations
 
