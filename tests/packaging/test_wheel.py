@@ -768,11 +768,16 @@ def shop_with_archive(installed: Installed) -> SynthesizedApp:
     stack += textwrap.indent(step_6 + ARCHIVE_LINES, " " * 8)
     (app_dir / "shop_stack.py").write_text(stack)
     (app_dir / "orders.jsonl").write_text(
-        next(b.code for b in blocks(GETTING_STARTED) if b.kind == "json" and '"ORDER#1"' in b.code)
+        next(
+            b.code
+            for b in blocks(GETTING_STARTED)
+            if b.language == "json" and '"ORDER#1"' in b.code
+        )
     )
     synth = (
         "import aws_cdk as cdk, shop_stack\n"
-        "app = cdk.App(outdir='cdk.out')\n"
+        # Asset metadata as the CDK CLI asks for it (the tests find the layer's directory).
+        "app = cdk.App(outdir='cdk.out', context={'aws:cdk:enable-asset-metadata': True})\n"
         f"shop_stack.ShopStack(app, {STACK_NAME!r})\n"
         "app.synth()\n"
     )
@@ -883,7 +888,9 @@ def test_a_local_backfill_keeps_serving_its_view(
     try:
         lines = _stderr_until(process, "serving until Ctrl-C", timeout=300)
         served = re.search(r"AWS_ENDPOINT_URL=(\S+) AWS_DEFAULT_REGION=(\S+)", lines[-1])
-        (stats,) = [line.split(": ", 1)[1] for line in lines if line.startswith("table Customer")]
+        (stats,) = [
+            line.split(": ", 1)[1] for line in lines if line.startswith("table CustomerStats")
+        ]
         assert served, lines
         import boto3
 
