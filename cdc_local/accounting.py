@@ -77,7 +77,7 @@ class ConsumerWiring:
     @classmethod
     def of(cls, pipeline: LocalPipeline, handler: str) -> ConsumerWiring:
         """The wiring of the (one) mapping whose function runs ``handler``."""
-        found = [m for m in pipeline.mappings.values() if m.function.spec.handler == handler]
+        found = [m for m in pipeline.mappings.values() if m.function.spec.own_handler == handler]
         if len(found) != 1:
             raise LocalPipelineError(
                 f"expected one stream mapping whose function's handler is {handler!r} in stack "

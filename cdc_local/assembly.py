@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdc_consumer.contract import USER_HANDLER_ENV, WINDOW_HANDLER
+
 from cdc_local.exceptions import AssemblyError
 
 TABLE_TYPES = ("AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable")
@@ -61,6 +63,15 @@ class FunctionSpec:
     environment: Mapping[str, Any]
     layers: tuple[Any, ...]
     function_name: Any = None
+
+    @property
+    def own_handler(self) -> str:
+        """The handler of the function's own code: behind the runtime's window handler (a
+        StreamConsumer whose mapping has a tumbling window) it is named in the function's
+        environment (``CDC_HANDLER``); else it is ``handler``. What to tell functions apart by;
+        ``handler`` is what runs."""
+        own = self.environment.get(USER_HANDLER_ENV)
+        return own if self.handler == WINDOW_HANDLER and isinstance(own, str) else self.handler
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def _mapping_lines(
     pipeline: LocalPipeline, logical_id: str, mapping: EventSourceMapping
 ) -> Iterator[str]:
     function = mapping.function
-    yield f"mapping {logical_id}: function {function.name} ({function.spec.handler})"
+    yield f"mapping {logical_id}: function {function.name} ({function.spec.own_handler})"
     yield f"  stream: {mapping.stream_arn}"
     destination = mapping.destination  # its kind says what it is and how it is redriven
     label = destination.kind.label(destination.target) if destination is not None else None
@@ -91,7 +91,7 @@ def redrive_command(
     """One shell line: ``env VAR=value ... cdc-redrive <source> --stream-arn ... --handler ...
     <scope>`` (``scope``: the options that name the consumer's mapping or function)."""
     function = mapping.function
-    module, _, attribute = function.spec.handler.rpartition(".")
+    module, _, attribute = function.spec.own_handler.rpartition(".")
     arguments = [
         *source,
         "--stream-arn",

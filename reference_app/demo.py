@@ -197,7 +197,7 @@ def redrive_every_consumer(pipeline: LocalPipeline) -> tuple[int, int]:
     TTL archive's batches land there too); (records replayed, messages left in the queues)."""
     replayed = left = 0
     for mapping in pipeline.mappings.values():
-        wiring = ConsumerWiring.of(pipeline, mapping.function.spec.handler)
+        wiring = ConsumerWiring.of(pipeline, mapping.function.spec.own_handler)
         if on_failure_batches(pipeline, wiring):  # the bucket's objects or the queue's messages
             report = redrive_on_failure(pipeline, wiring)
             replayed += report.records_replayed if report is not None else 0

@@ -122,7 +122,7 @@ def consumer_mapping(pipeline: LocalPipeline, handler: str) -> KinesisEventSourc
     found = [
         m
         for m in pipeline.mappings.values()
-        if isinstance(m, KinesisEventSourceMapping) and m.function.spec.handler == handler
+        if isinstance(m, KinesisEventSourceMapping) and m.function.spec.own_handler == handler
     ]
     if len(found) != 1:
         raise LocalPipelineError(f"expected one Kinesis mapping running {handler}, got {found}")

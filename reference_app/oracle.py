@@ -34,7 +34,7 @@ from reference_app.handlers.orders_schema import (
 def require_order_stats_consumer(pipeline: LocalPipeline) -> None:
     """Refuse a stack without the reference consumer before the demo writes anything (its
     wiring, :func:`order_stats_wiring`, can only be read once the pipeline runs)."""
-    handlers = [spec.handler for spec in pipeline.stack.functions().values()]
+    handlers = [spec.own_handler for spec in pipeline.stack.functions().values()]
     if ORDERS_CONSUMERS_HANDLER not in handlers:
         raise LocalPipelineError(
             f"the demo needs the reference consumer: no function in stack "

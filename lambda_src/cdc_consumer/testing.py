@@ -140,7 +140,7 @@ def stream_event(
     final: bool = False,
 ) -> dict[str, Any]:
     """The Lambda event for a batch of records: ``{"Records": [...]}``, as a mapping without a
-    tumbling window sends it. With ``shard_id`` (:data:`DEFAULT_SHARD_ID` will do), as a mapping
+    tumbling window sends it. With ``shard_id`` (``DEFAULT_SHARD_ID`` will do), as a mapping
     with a window (the ``StreamConsumer`` default) sends it: ``shardId``, ``window`` (the current
     one), ``state``, ``isFinalInvokeForWindow`` (``final``); the answer then carries ``state``."""
     event: dict[str, Any] = {"Records": list(records)}

@@ -420,7 +420,10 @@ def test_a_tumbling_window_at_a_parallelization_factor_of_1_only(stack, props, w
     function = _consumer_function(template)
     own = function["Environment"]["Variables"].get("CDC_HANDLER")
     if window:
-        assert (function["Handler"], own) == ("cdc_consumer.window_handler.handler", "index.handler")
+        assert (function["Handler"], own) == (
+            "cdc_consumer.window_handler.handler",
+            "index.handler",
+        )
     else:
         assert (function["Handler"], own) == ("index.handler", None)
 

@@ -18,7 +18,7 @@ from tests.cdc_local.helpers import put
 def test_assembly_lists_the_stacks_functions_layers_and_stream_mappings(assembly_dir: Path) -> None:
     stack = CloudAssembly(assembly_dir).stack("Basic")
     [function] = stack.functions().values()
-    assert function.handler == "index.handler"
+    assert function.own_handler == "index.handler"
     assert function.timeout_seconds == 30
     assert (function.asset_dir / "index.py").is_file()
     [layer] = stack.layers().values()
