@@ -343,6 +343,9 @@ def _reading_problems(
     view_type = None if table_problems else stream_view_type_of(table)
     found = mapping.problems(view_type, lambda_settings=False)
     found += table_problems + pipe_events.problems(view_type)
+    replication = None if table_problems else Replication.of(table)
+    if replication is not None:  # docs/global-tables.md
+        found += replication.pipe_problems(mapping.filter_patterns)
     if not table_problems:
         path, reason = f"{scope.node.path}/{construct_id}", mapping.extra_reader_reason
         found += StreamReaders.of(scope).problems(as_table(table), path, reason)

@@ -35,6 +35,7 @@ from cdc_constructs import defaults
 from cdc_constructs.consumer_group import ConsumerGroupMember, GroupOfConsumers
 from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
+from cdc_constructs.exceptions import Problem
 from cdc_constructs.failure_kinds import OnFailureTarget, Quarantine, default_target, queue_target
 from cdc_constructs.failure_options import FailureHandlingOptions
 from cdc_constructs.function import make_function
@@ -468,13 +469,15 @@ def _options(
         group.reads_images(props["reads_images"]),
     )
     replication = Replication.of(props["table"])
+    refused: list[Problem] = []
     if replication is not None:  # a table with replicas: docs/global-tables.md
+        refused = replication.problems(filters)
         replication.warn(scope, construct_id, filters)
         variables = replication.environment(props["filters"], group=bool(group.members))
         filters = replication.mapping_filters(filters)
         props = {**props, "environment": {**variables, **(props["environment"] or {})}}
     options = ConsumerOptions.from_props({**props, "filters": filters, "reads_images": images})
-    _validate(scope, construct_id, props, options)
+    _validate(scope, construct_id, props, options, refused)
     return options, group
 
 
@@ -488,19 +491,26 @@ def _register_names(consumer: StreamConsumer, name: str | None, options: Consume
 
 
 def _validate(
-    scope: Construct, construct_id: str, props: Mapping[str, Any], options: ConsumerOptions
+    scope: Construct,
+    construct_id: str,
+    props: Mapping[str, Any],
+    options: ConsumerOptions,
+    refused: Sequence[Problem] = (),
 ) -> None:
     """Raise one error naming every invalid prop, before anything is made. ``props``: the
-    StreamConsumer's as given; ``options``: grouped, with the members' filters and images."""
+    StreamConsumer's as given; ``options``: grouped, with the members' filters and images;
+    ``refused``: the filters a table with replicas refuses."""
     table = props["table"]
     table_problems = check_source_table(table)
     view_type = view_type_name(props["stream_view_type"]) or (
         None if table_problems else stream_view_type_of(table)
     )
     group = GroupOfConsumers.of(props["members"])
-    found = table_problems + group.problems(
-        props["members"], props["filters"], props["reads_images"], view_type
-    )
+    found = [
+        *refused,
+        *table_problems,
+        *group.problems(props["members"], props["filters"], props["reads_images"], view_type),
+    ]
     idempotency_table = options.failure.idempotency_table
     found += check_consumer_name(scope, construct_id, props["consumer_name"], idempotency_table)
     for name in group.names:  # group.problems checked their form
