@@ -108,7 +108,7 @@ class ReplicaTable(TableConstruct):
             encryption_key=encryption_key,
         )
         """The replica (an ``ITableV2``; escape hatch)."""
-        StreamReaders.of(self).mark_replicated(self.table)
+        StreamReaders.of(self).mark_replicated(self.table, replica_stream_key(region, table_name))
 
     def _describe(self, table_name: str) -> cr.AwsCustomResource:
         call = cr.AwsSdkCall(
@@ -142,6 +142,12 @@ class ReplicaTable(TableConstruct):
         arn = self.table.table_stream_arn
         assert arn is not None
         return arn
+
+
+def replica_stream_key(region: str, table_name: str) -> str:
+    """How the app's stream readers know the replica of ``table_name`` in ``region``: every
+    ReplicaTable of it, in any stack, reads that one stream."""
+    return f"replica {region} {table_name}"
 
 
 _PROVIDER_ID = "AWS679f53fac002430cb0da5b7982bd2287"
