@@ -343,3 +343,69 @@ def test_a_fan_out_counts_as_the_one_reader_of_a_replicated_tables_stream(
         StreamFanOut(stack, "First", table=table, source="orders")
         with pytest.raises(CdcConfigurationError, match="at most 1 for a table with replicas"):
             StreamConsumer(stack, "Second", table=table, **with_code({}))
+
+
+def _key(stack: cdk.Stack) -> Any:
+    from aws_cdk import aws_kms as kms
+
+    return kms.Key(stack, "Key")
+
+
+WEST_KEY = "arn:aws:kms:us-west-2:123456789012:key/0f0e0d0c-0b0a-0908-0706-050403020100"
+
+
+def test_a_customer_key_with_replicas_without_their_keys_is_refused_naming_the_fix(
+    stack,
+) -> None:
+    """aws-cdk-lib failed at synthesis ("KMS key for us-west-2 was not found in
+    'replicaKeyArns'"): the table now says what to give before anything is made."""
+    with pytest.raises(CdcConfigurationError) as refused:
+        _global(stack, encryption_key=_key(stack))
+    message = str(refused.value)
+    assert "replica_key_arns" in message and "us-west-2" in message
+    assert "arn:aws:kms:us-west-2:<account>:key/<id>" in message
+
+
+@pytest.mark.parametrize(
+    ("given", "wrong"),
+    [
+        ({"us-west-2": "arn:aws:kms:eu-west-1:123456789012:key/x"}, "a KMS key ARN in us-west-2"),
+        ({"us-west-2": WEST_KEY, "eu-west-1": WEST_KEY}, "regions of the replicas only"),
+    ],
+)
+def test_replica_keys_of_other_regions_are_refused(stack, given: Any, wrong: str) -> None:
+    with pytest.raises(CdcConfigurationError, match=wrong):
+        _global(stack, encryption_key=_key(stack), replica_key_arns=given)
+
+
+def test_replica_keys_without_a_table_key_are_refused(stack) -> None:
+    with pytest.raises(CdcConfigurationError, match="omitted without encryption_key"):
+        _global(stack, replica_key_arns={"us-west-2": WEST_KEY})
+
+
+def test_replica_keys_encrypt_each_replica_and_its_replica_tables_consumers_decrypt() -> None:
+    from cdc_constructs import ReplicaTable
+
+    app = cdk.App()
+    east = cdk.Stack(app, "East", env=US_EAST_1)
+    orders = _global(east, encryption_key=_key(east), replica_key_arns={"us-west-2": WEST_KEY})
+    west = cdk.Stack(app, "West", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    replica = ReplicaTable(west, "Orders", table=orders)  # its docstring's default: the key
+    assert replica.encryption_key is not None and replica.encryption_key.key_arn == WEST_KEY
+    StreamConsumer(west, "Stats", table=replica, **with_code({}))
+    (props,) = [
+        r["Properties"]
+        for r in resources(
+            Template.from_stack(east).to_json(), "AWS::DynamoDB::GlobalTable"
+        ).values()
+    ]
+    (west_replica,) = [r for r in props["Replicas"] if r["Region"] == "us-west-2"]
+    assert west_replica["SSESpecification"] == {"KMSMasterKeyId": WEST_KEY}
+    statements = [
+        s
+        for policy in resources(Template.from_stack(west).to_json(), "AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert any("kms:Decrypt" in s["Action"] and s["Resource"] == WEST_KEY for s in statements), (
+        "the consumer decrypts the replica's stream with the replica's key"
+    )
