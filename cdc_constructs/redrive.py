@@ -23,6 +23,8 @@ from typing import Any
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -35,6 +37,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
+    FAILURE_AGE_CHECK,
     IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
@@ -48,6 +51,7 @@ from cdc_consumer.contract import (
 from constructs import Construct
 
 from cdc_constructs import defaults
+from cdc_constructs.acknowledge import acknowledge
 from cdc_constructs.alarms import alarm_on_any, consumer_metric, function_errors_alarm
 from cdc_constructs.exceptions import Problem, RedriveConfigurationError
 from cdc_constructs.failure_kinds import (
@@ -130,6 +134,12 @@ class StreamRedrive(Construct):
     :param alarm_topic: notify this topic when records were lost. Default none (StreamConsumer
         wires its monitoring topic).
 
+    When the on-failure destination is one whose failures' age AWS does not publish (an S3
+    bucket), an EventBridge schedule invokes the function every hour with ``{"check":
+    "failure-age"}``: it lists the mapping's prefix and puts the oldest object's age as
+    ``OldestFailedBatchAge`` (the consumer's ``FailedBatchAge`` alarm), replaying nothing
+    (:attr:`age_check`; ``defaults.FAILURE_AGE_CHECK_MINUTES``).
+
     Runtime (Python 3.14) and architecture (arm64) are the consumer's (defaults.py); the
     runtime layer is built for them. Memory 256 MB; reserved concurrency 1 (two redrives would
     replay one shard's batches side by side).
@@ -192,13 +202,24 @@ class StreamRedrive(Construct):
         self.role, self.log_group, self.function = _make_function(
             self, consumer_name, variables, layer, timeout, log_retention, log_encryption_key
         )
+        self._grant(targets, quarantine, stream_arn, consumer_function)
+        _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
+        self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
+        self.age_check = _schedule_age_check(self, targets)  # None: no destination needs it
+
+    def _grant(
+        self,
+        targets: Sequence[OnFailureTarget],
+        quarantine: Quarantine,
+        stream_arn: str,
+        consumer_function: lambda_.IFunction,
+    ) -> None:
+        """What each failure kind it reads asks, and invoking the consumer."""
         access = self._access(stream_arn)
         for target in targets:
             target.grant_redrive(access)
         quarantine.grant_redrive(access)
         access.apply(self.function, allow(INVOKE_ACTIONS, [consumer_function.function_arn]))
-        _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
-        self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
 
     def _access(self, stream_arn: str) -> RedriveAccess:
         """Where the failure kinds gather the redrive's grants, on the consumer's stream (a
@@ -266,6 +287,37 @@ def _make_function(
         invoked_by="Invoked by hand (console or aws lambda invoke) once a fault is fixed",
         reserved_concurrent_executions=defaults.REDRIVE_RESERVED_CONCURRENCY,
     )
+
+
+def _schedule_age_check(
+    redrive: StreamRedrive, targets: Sequence[OnFailureTarget]
+) -> events.Rule | None:
+    """An EventBridge schedule invoking the function with ``{"check": "failure-age"}`` when a
+    destination's age is measured by it (an S3 bucket: AWS publishes none), so the consumer's
+    ``FailedBatchAge`` alarm has a value every hour (cdc_consumer.redrive.age_check)."""
+    if not any(getattr(t.failure_kind, "age_checked_by_redrive", False) for t in targets):
+        return None
+    schedule = events.Rule(
+        redrive,
+        "FailureAgeCheck",
+        description="cdc-constructs: measure the age of the oldest failed batch, hourly",
+        schedule=events.Schedule.rate(Duration.minutes(defaults.FAILURE_AGE_CHECK_MINUTES)),
+        targets=[
+            events_targets.LambdaFunction(
+                redrive.function,
+                event=events.RuleTargetInput.from_object({"check": FAILURE_AGE_CHECK}),
+                retry_attempts=defaults.FAILURE_AGE_CHECK_RETRY_ATTEMPTS,
+            )
+        ],
+    )
+    acknowledge(
+        schedule.node.default_child,  # type: ignore[arg-type]
+        "Serverless-EventBusDLQ",
+        "A timer, not data: an hourly check EventBridge could not invoke carries nothing to "
+        "keep, and the next hour's check measures again; the check's own failures raise the "
+        "redrive's RedriveErrors alarm.",
+    )
+    return schedule
 
 
 def _targets(

@@ -43,13 +43,16 @@ class FailureKind(Protocol):
     :attr:`OnFailureTarget.kind` says); ``destination_type`` the aws-cdk-lib destination class
     ``StreamConsumer(on_failure=...)`` takes for it; ``keeps_records`` whether it holds the
     batch itself (else a pointer into the stream); ``cfn_type`` its CloudFormation resource
-    type (CdcChecks reads any app's template by it).
+    type (CdcChecks reads any app's template by it); ``age_checked_by_redrive`` whether the
+    redrive function's scheduled check measures the age of its oldest batch (AWS publishes none:
+    an S3 bucket), so the redrive construct schedules that check.
     """
 
     name: str
     destination_type: type
     keeps_records: bool
     cfn_type: str
+    age_checked_by_redrive: bool
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         """The target of a destination given as ``arn`` (under the keys ``key_arns``)."""
@@ -87,6 +90,14 @@ class FailureKind(Protocol):
         """Its own alarms' metrics by name, each with what the alarm says (the consumer's
         alarms on every destination, ``DroppedRecords`` and ``DestinationDeliveryFailures``,
         are the monitoring's)."""
+        ...
+
+    def age_metric(
+        self, target: OnFailureTarget, consumer_name: str, namespace: str
+    ) -> tuple[str, cloudwatch.IMetric, str] | None:
+        """Its age alarm (:mod:`cdc_constructs.failure_age`): the alarm's name, the age in
+        seconds of the oldest failed batch it keeps, and what ends one (say "the bucket's
+        lifecycle deletes it"). None: nothing waits in it (a topic keeps nothing)."""
         ...
 
 

@@ -32,6 +32,7 @@ class TopicKind:
     destination_type: type = sources.SnsDlq
     keeps_records = False
     cfn_type = "AWS::SNS::Topic"
+    age_checked_by_redrive = False
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         return OnFailureTarget(self, arn, key_arns)
@@ -63,6 +64,14 @@ class TopicKind:
         self, target: OnFailureTarget, period: Duration, consumer_name: str
     ) -> dict[str, tuple[cloudwatch.IMetric, str]]:
         return {}
+
+    def age_metric(
+        self, target: OnFailureTarget, consumer_name: str, namespace: str
+    ) -> tuple[str, cloudwatch.IMetric, str] | None:
+        """None: SNS keeps nothing (it delivers each pointer to the topic's subscribers and
+        forgets it); a failure waits in the queue subscribed to it, whose age alarm is that
+        queue's owner's (docs/operations.md, 'Failure kinds')."""
+        return None
 
 
 TOPIC = TopicKind()

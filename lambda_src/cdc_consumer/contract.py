@@ -51,6 +51,7 @@ __all__ = [
     "COUNT_METRICS",
     "DEFAULT_METRICS_NAMESPACE",
     "DUPLICATES_SKIPPED",
+    "FAILURE_AGE_CHECK",
     "FOREIGN_MARKERS",
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
@@ -71,6 +72,7 @@ __all__ = [
     "MAX_TRANSACTION_BYTES",
     "METRICS_NAMESPACE_ENV",
     "MIN_TOTAL_SEGMENTS",
+    "OLDEST_FAILURE_AGE",
     "ON_FAILURE_BUCKET_ENV",
     "ON_FAILURE_CONDITIONS",
     "ON_FAILURE_MESSAGE_VERSION",
@@ -312,6 +314,15 @@ REDRIVE_FAILED_MESSAGES: Final = Metric("RedriveFailedMessages")
 
 REDRIVE_METRICS: Final = (REDRIVE_LOST_RECORDS, REDRIVE_RECORDS_REPLAYED, REDRIVE_FAILED_MESSAGES)
 """Every metric the redrive function emits, one EMF line per run."""
+
+OLDEST_FAILURE_AGE: Final = Metric("OldestFailedBatchAge", "Seconds")
+"""The age of the oldest failed batch an on-failure destination keeps where AWS publishes no
+such metric (an S3 bucket's objects): what the redrive function's scheduled check measures
+(dimension Consumer; 0 when none waits), and what the construct's age alarm watches."""
+
+FAILURE_AGE_CHECK: Final = "failure-age"
+"""The redrive function's event ``{"check": "failure-age"}``: measure
+:data:`OLDEST_FAILURE_AGE` and replay nothing (the construct's schedule sends it)."""
 
 
 # --- Service limits --------------------------------------------------------------------------

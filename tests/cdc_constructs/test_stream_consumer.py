@@ -248,6 +248,8 @@ def test_escape_hatches(default_consumer):
         "FunctionThrottles",
         "RedriveLostRecords",
         "RedriveErrors",
+        "FailedBatchAge",
+        "QuarantineAge",
     }
 
 
