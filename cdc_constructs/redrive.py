@@ -44,6 +44,7 @@ from cdc_consumer.contract import (
     METRICS_NAMESPACE_ENV,
     REDRIVE_LOST_RECORDS,
     REDRIVE_RESERVE_SECONDS_ENV,
+    REDRIVE_SOURCE_MODULES_ENV,
     STREAM_ARN_ENV,
     GroupMemberSpec,
     redrive_lease_key,
@@ -58,8 +59,10 @@ from cdc_constructs.failure_kinds import (
     OnFailureTarget,
     Quarantine,
     RedriveAccess,
+    RedriveSource,
     bucket_target,
     queue_target,
+    redrive_source_problems,
 )
 from cdc_constructs.function import FunctionParts, make_function
 from cdc_constructs.permissions import (
@@ -177,11 +180,12 @@ class StreamRedrive(Construct):
     ) -> None:
         timeout = timeout or Duration.seconds(defaults.REDRIVE_TIMEOUT_SECONDS)
         consumer_timeout = consumer_timeout or consumer_timeout_of(consumer_function)
+        targets = _targets(on_failure, on_failure_queue, on_failure_bucket)
         problems = _check(consumer_name, consumer_timeout, timeout, metrics_namespace)
+        problems += [p for target in targets for p in redrive_source_problems(target)]
         raise_if_any(f"StreamRedrive {construct_id!r}", problems, RedriveConfigurationError)
         assert consumer_timeout is not None  # _check reports a missing one
         super().__init__(scope, construct_id)
-        targets = _targets(on_failure, on_failure_queue, on_failure_bucket)
         quarantine = _quarantine(targets, quarantine_queue, quarantine_bucket)
         optional = {  # set only when the consumer has them
             **{k: v for target in targets for k, v in _environment(target).items()},
@@ -190,6 +194,7 @@ class StreamRedrive(Construct):
             CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
             CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
             MARKER_TTL_ENV: _whole_seconds(marker_lifetime),
+            REDRIVE_SOURCE_MODULES_ENV: ",".join(s.module for s in _sources(targets)) or None,
         }
         variables = {
             CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,
@@ -199,8 +204,9 @@ class StreamRedrive(Construct):
             REDRIVE_RESERVE_SECONDS_ENV: str(reserve_seconds(consumer_timeout)),
             **{name: value for name, value in optional.items() if value is not None},
         }
+        layers = [layer, *(s.layer for s in _sources(targets))]
         self.role, self.log_group, self.function = _make_function(
-            self, consumer_name, variables, layer, timeout, log_retention, log_encryption_key
+            self, consumer_name, variables, layers, timeout, log_retention, log_encryption_key
         )
         self._grant(targets, quarantine, stream_arn, consumer_function)
         _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
@@ -260,16 +266,23 @@ class StreamRedrive(Construct):
         """Its alarms by name: ``RedriveLostRecords``, ``RedriveErrors``."""
 
 
+def _sources(targets: Sequence[OnFailureTarget]) -> list[RedriveSource]:
+    """The redrive sides of kinds defined outside this library (``redrive_source``)."""
+    found = (getattr(t.failure_kind, "redrive_source", None) for t in targets)
+    return [source for source in found if source is not None]
+
+
 def _make_function(
     redrive: StreamRedrive,
     consumer_name: str,
     variables: Mapping[str, str],
-    layer: lambda_.ILayerVersion,
+    layers: Sequence[lambda_.ILayerVersion],
     timeout: Duration,
     log_retention: logs.RetentionDays,
     log_encryption_key: kms.IKey | None,
 ) -> FunctionParts:
-    """The redrive function: the runtime layer's handler, reserved concurrency 1."""
+    """The redrive function: the runtime layer's handler (and the layers of kinds from outside
+    this library), reserved concurrency 1."""
     return make_function(
         redrive,
         description=f"cdc-constructs redrive of stream consumer {consumer_name}",
@@ -278,7 +291,7 @@ def _make_function(
             f"# The redrive handler is {REDRIVE_HANDLER}, in the runtime layer.\n"
         ),
         handler=REDRIVE_HANDLER,
-        layers=[layer],
+        layers=list(layers),
         environment=dict(variables),
         memory_size=defaults.REDRIVE_MEMORY_SIZE_MB,
         timeout=timeout,

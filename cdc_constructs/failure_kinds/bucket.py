@@ -131,6 +131,7 @@ class BucketKind:
     keeps_records = True
     cfn_type = "AWS::S3::Bucket"
     age_checked_by_redrive = True
+    redrive_source = None  # in the runtime layer
 
     def provision(
         self,
@@ -219,6 +220,10 @@ class BucketKind:
                 "windows: markers must outlive every copy of their records (docs/design.md)",
             )
         ]
+
+    def arn_retention(self, arn: str) -> int | None:
+        """None: its lifecycle is in its own configuration, not in its ARN."""
+        return None
 
     def template_retention(self, properties: Mapping[str, Any]) -> int | None:
         """The lifecycle's expiration that applies to every on-failure object."""

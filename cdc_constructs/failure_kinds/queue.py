@@ -40,6 +40,7 @@ class QueueKind:
     keeps_records = False
     cfn_type = "AWS::SQS::Queue"
     age_checked_by_redrive = False
+    redrive_source = None  # in the runtime layer
 
     def target(self, queue: sqs.IQueue) -> OnFailureTarget:
         """``queue`` as the destination."""
@@ -74,6 +75,10 @@ class QueueKind:
     ) -> tuple[int | None, list[Problem]]:
         """0: a pointer into the stream, whose retention bounds the replay."""
         return 0, []
+
+    def arn_retention(self, arn: str) -> int | None:
+        """0: a pointer into the stream."""
+        return 0
 
     def template_retention(self, properties: Mapping[str, Any]) -> int | None:
         """0: a pointer into the stream."""

@@ -33,6 +33,7 @@ class TopicKind:
     keeps_records = False
     cfn_type = "AWS::SNS::Topic"
     age_checked_by_redrive = False
+    redrive_source = None  # in the runtime layer
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         return OnFailureTarget(self, arn, key_arns)
@@ -55,6 +56,10 @@ class TopicKind:
     ) -> tuple[int | None, list[Problem]]:
         """0: a pointer into the stream, whose retention bounds the replay."""
         return 0, []
+
+    def arn_retention(self, arn: str) -> int | None:
+        """0: a pointer into the stream."""
+        return 0
 
     def template_retention(self, properties: Mapping[str, Any]) -> int | None:
         """0: a pointer into the stream."""

@@ -94,6 +94,7 @@ __all__ = [
     "REDRIVE_METRICS",
     "REDRIVE_RECORDS_REPLAYED",
     "REDRIVE_RESERVE_SECONDS_ENV",
+    "REDRIVE_SOURCE_MODULES_ENV",
     "REPLICATED_TABLE_ENV",
     "REPLICA_ENVIRONMENT",
     "RETRY_ATTEMPTS_EXHAUSTED",
@@ -233,6 +234,12 @@ CONSUMER_ENVIRONMENT: Final = (
 )
 """Every variable a consumer function gets from StreamConsumer."""
 
+REDRIVE_SOURCE_MODULES_ENV: Final = "CDC_REDRIVE_SOURCE_MODULES"
+"""The modules (comma-separated) the redrive function imports before a run: each registers a
+failure source kind defined outside the runtime (``cdc_consumer.redrive.sources.register``).
+StreamRedrive sets it, and adds the layer holding them, from a failure kind's
+``redrive_source``; ``cdc-redrive --source-module`` is the command line's."""
+
 REDRIVE_ENVIRONMENT: Final = (
     CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_NAME_ENV,
@@ -247,6 +254,7 @@ REDRIVE_ENVIRONMENT: Final = (
     CONSUMER_FILTERS_ENV,
     CONSUMER_GROUP_ENV,
     MARKER_TTL_ENV,
+    REDRIVE_SOURCE_MODULES_ENV,
 )
 """Every variable a redrive function may get from StreamRedrive (the on-failure queue or the
 bucket, the quarantine queue, the filters and the group only when the consumer has them)."""

@@ -22,6 +22,8 @@ Environment (set by the StreamRedrive construct):
                              is older is refused, neither replayed nor deleted
     IDEMPOTENCY_TABLE_NAME   the consumer's idempotency table: each run takes the consumer's
                              redrive lease there first (cdc_consumer.redrive.lease)
+    CDC_REDRIVE_SOURCE_MODULES  modules to import first, each registering a failure source kind
+                             defined outside the runtime (a failure kind's redrive_source)
 
 Event (all optional): ``{"source": "on-failure" | "quarantine" | "all" (default "all"),
 "maxMessages": int (default 100), "dryRun": bool (default false)}``. ``{"check":
@@ -152,6 +154,7 @@ def handler(
     redriven by :class:`~cdc_consumer.redrive.kinesis_redrive.KinesisRedrive`."""
     environ = os.environ if environ is None else environ
     event = event or {}
+    sources.import_modules(sources.modules_of(environ))  # kinds defined outside the runtime
     if event.get("check") is not None:
         return _check(event, environ)
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, CONSUMER_FUNCTION_NAME_ENV)
