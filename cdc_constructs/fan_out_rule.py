@@ -46,7 +46,19 @@ class FanOutRule(Construct):
     """A rule on ``event_bus``, its target given a dead-letter queue, finite retries and event
     age, and four alarms: ``FailedInvocations``, ``InvocationsFailedToBeSentToDlq`` (Sum >= 1),
     ``DeadLetterQueue`` (visible messages >= 1) and ``DeadLetterQueueAge`` (the oldest at half
-    the queue's 14 days). Made by :meth:`StreamFanOut.add_rule`; the props are documented there.
+    the queue's 14 days). Made by :meth:`StreamFanOut.add_rule`, which passes the fan-out's bus
+    and alarm topic.
+
+    :param event_bus: the bus the rule is on (the fan-out's).
+    :param event_pattern: the events it takes.
+    :param target: makes the target from the keyword arguments every aws-cdk-lib target takes
+        (:data:`RuleTarget`): the dead-letter queue, 5 retries and a 1 hour event age.
+    :param alarm_topic: where its alarms notify (the fan-out's).
+    :param dead_letter_queue: Default: a new queue (SQS-managed encryption, TLS-only, 14 days,
+        retained), as the pipe's.
+    :param description: the rule's description. Default none.
+    :param removal_policy: for the dead-letter queue made here. Default RETAIN: it may hold the
+        only copy of an event.
 
     Escape hatches: :attr:`rule`, :attr:`dead_letter_queue`, :attr:`alarms` (by name).
     """
