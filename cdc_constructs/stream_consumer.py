@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Annotations, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -400,8 +400,22 @@ def _make_mapping(
     return made
 
 
+UNMEASURED_AGE_WARNING = "cdc:FailureAgeUnmeasured"
+"""The synthesis warning on a consumer without a redrive function whose failed batches' age only
+that function's scheduled check measures (an S3 bucket)."""
+
+
 def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamRedrive | None:
     if not options.failure.redrive:
+        if getattr(consumer.on_failure.failure_kind, "age_checked_by_redrive", False):
+            Annotations.of(consumer).add_warning_v2(
+                UNMEASURED_AGE_WARNING,
+                f"{consumer.node.id}: redrive=False, so nothing measures how long failed "
+                "batches wait in the bucket (S3 publishes no age; the redrive function's hourly "
+                "check does) and its FailedBatchAge alarm never fires: a batch is deleted by "
+                "the bucket's lifecycle with no second alarm. Invoke a check of your own that "
+                "puts CdcConstructs/OldestFailedBatchAge, or keep the redrive function",
+            )
         return None
     return StreamRedrive(
         consumer,

@@ -330,3 +330,14 @@ def test_an_sqs_destination_alarms_before_the_stream_trims_what_it_points_at(sta
     assert age["Threshold"] == 23 * 3600 // 2
     assert "the stream trims its records 23 hours after" in age["AlarmDescription"]
     assert not resources(template, "AWS::Events::Rule"), "SQS measures it: no check scheduled"
+
+
+def test_without_a_redrive_the_unmeasured_bucket_age_is_said_at_synthesis(stack) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    StreamConsumer(stack, "Consumer", **with_code({"redrive": False}), table=table)
+    (warning,) = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp(".*FailureAgeUnmeasured.*")
+    )
+    assert "FailedBatchAge alarm never fires" in str(warning.entry.data)
