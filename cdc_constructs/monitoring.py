@@ -120,12 +120,9 @@ class StreamConsumerMonitoring(Construct):
       policy, a key, a quota) and dropped it; only the stream still holds its records.
     - ``OnFailureQueueDepth`` (SQS destinations): visible on-failure messages ≥ 1.
     - ``QuarantineQueueDepth``: visible messages in the quarantine queue ≥ 1.
-    - ``RecordsQuarantined``: the runtime's RecordsQuarantined metric (Sum) ≥ 1.
-    - ``ForeignMarkers``: the runtime's ForeignMarkers metric (Sum) ≥ 1: a marker of another
-      stream's consumer under the same name; the record is failed, never skipped.
-    - ``ContentionFailures``: the runtime's ContentionFailures metric (Sum) ≥ 1: a batch met
-      other writers on its items (another delivery of its shard, a TransactionConflict) for
-      longer than its contention budget and was reported failed; in ordinary load it stays 0.
+    - the runtime's metrics (Sum) ≥ 1: ``RecordsQuarantined``; ``ForeignMarkers`` (a marker of
+      another stream's consumer under the same name: the record is failed, never skipped);
+      ``ContentionFailures`` (a batch met other writers past its contention budget).
     - ``FunctionErrors``: function errors (Sum) ≥ 1: crashes and timeouts, which the
       runtime's own failure reporting never causes.
     - ``FunctionThrottles``: throttles (Sum) ≥ 1: the shard waits.
