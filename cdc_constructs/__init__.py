@@ -20,6 +20,7 @@ from cdc_constructs.exceptions import (
     RedriveConfigurationError,
 )
 from cdc_constructs.fan_out import StreamFanOut
+from cdc_constructs.fan_out_rule import FanOutRule
 from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
 from cdc_constructs.kinesis_consumer import KinesisConsumer, KinesisFilters
@@ -51,6 +52,7 @@ __all__ = [
     "ConsumerGroupMember",
     "ConsumerRuntimeLayer",
     "FanOutConfigurationError",
+    "FanOutRule",
     "IdempotencyTable",
     "KinesisConsumer",
     "KinesisDestination",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kinesis as kinesis_
 from aws_cdk import aws_kms as kms
@@ -31,6 +32,11 @@ class ChangeCaptureTable(TableConstruct):
         consumer's replay cannot be throttled by a provisioned limit.
     :param encryption_key: a customer managed KMS key. Default: the AWS-managed key
         (encrypted, no key to manage).
+    :param replica_key_arns: with ``encryption_key`` and ``replicas``: the ARN of the customer
+        managed key of each replica's region, by region (aws-cdk-lib's
+        ``TableEncryptionV2.customerManagedKey(tableKey, replicaKeyArns)``). A KMS key is
+        regional, so each replica needs one of its own region; a table with a customer key and
+        replicas is refused without one for every replica, naming the regions. Default: none.
     :param point_in_time_recovery: Default True: the way back from a bad write.
     :param deletion_protection: Default True: deleting the table deletes its stream.
     :param removal_policy: Default RETAIN (aws-cdk-lib's default for tables): removing the
@@ -65,6 +71,7 @@ class ChangeCaptureTable(TableConstruct):
         stream: dynamodb.StreamViewType = defaults.STREAM_VIEW_TYPE,
         billing: dynamodb.Billing | None = None,
         encryption_key: kms.IKey | None = None,
+        replica_key_arns: Mapping[str, str] | None = None,
         point_in_time_recovery: bool = defaults.POINT_IN_TIME_RECOVERY,
         deletion_protection: bool = defaults.DELETION_PROTECTION,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
@@ -76,6 +83,7 @@ class ChangeCaptureTable(TableConstruct):
         witness_region: str | None = None,
     ) -> None:
         problems = _ttl_problems(time_to_live_attribute, multi_region_consistency)
+        problems += _replica_key_problems(encryption_key, replica_key_arns, replicas)
         problems += _problems(partition_key, stream, kinesis)
         raise_if_any(f"ChangeCaptureTable {construct_id!r}", problems)
         super().__init__(scope, construct_id)
@@ -87,6 +95,7 @@ class ChangeCaptureTable(TableConstruct):
         self.replica_regions: list[str] = [r.region for r in replicas or []]
         """The regions of the table's replicas (not its own); empty for a single-region table."""
         self.encryption_key = encryption_key
+        self.replica_key_arns: dict[str, str] = dict(replica_key_arns or {})  # by region
 
         self.table = dynamodb.TableV2(
             self,
@@ -106,6 +115,7 @@ class ChangeCaptureTable(TableConstruct):
                 removal_policy=removal_policy,
                 table_name=table_name,
                 billing=billing,
+                replica_key_arns=replica_key_arns,
             ),
         )
         """The TableV2 (escape hatch)."""
@@ -173,4 +183,63 @@ def _problems(
         )
     if partition_key is None:
         problems.append(Problem("partition_key", None, "a dynamodb.Attribute"))
+    return problems
+
+
+def _replica_key_problems(
+    key: kms.IKey | None,
+    replica_key_arns: Any,
+    replicas: Sequence[dynamodb.ReplicaTableProps] | None,
+) -> list[Problem]:
+    """With a customer key and replicas, a key ARN of each replica's region, and nothing more
+    (aws-cdk-lib otherwise fails at synthesis: "KMS key for <region> was not found")."""
+    regions = [r.region for r in replicas or []]
+    given = replica_key_arns or {}
+    if not isinstance(given, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in given.items()
+    ):
+        return [Problem("replica_key_arns", replica_key_arns, "a dict of region -> key ARN")]
+    if key is None:
+        if not given:
+            return []
+        return [
+            Problem(
+                "replica_key_arns",
+                given,
+                "omitted without encryption_key: the AWS-managed key encrypts every replica; "
+                "give encryption_key for the table's own region to use customer managed keys",
+            )
+        ]
+    missing = [region for region in regions if region not in given]
+    extra = sorted(set(given) - set(regions))
+    problems = []
+    if missing:
+        example = ", ".join(f"'{r}': 'arn:aws:kms:{r}:<account>:key/<id>'" for r in missing)
+        problems.append(
+            Problem(
+                "replica_key_arns",
+                given or None,
+                f"a key ARN for each replica's region, missing {', '.join(missing)}: a KMS key "
+                "is regional, so encryption_key cannot encrypt a replica in another region; "
+                f"give replica_key_arns={{{example}}} (a key made in that region)",
+            )
+        )
+    if extra:
+        problems.append(
+            Problem("replica_key_arns", extra, f"regions of the replicas only ({regions})")
+        )
+    return problems + _key_regions(given)
+
+
+def _key_regions(given: Mapping[str, str]) -> list[Problem]:
+    """A literal key ARN is of the region it is given for."""
+    problems = []
+    for region, arn in given.items():
+        if Token.is_unresolved(arn):
+            continue
+        parts = arn.split(":")
+        if len(parts) < 6 or parts[2] != "kms" or parts[3] != region:
+            problems.append(
+                Problem(f"replica_key_arns[{region!r}]", arn, f"a KMS key ARN in {region}")
+            )
     return problems

@@ -218,6 +218,34 @@ CloudWatch's recommended alarm uses) means the stream lacks capacity.
 ``FailedToReplicateRecordCount`` alarms at the first record: those changes were skipped, not
 delayed."""
 
+FAILURE_AGE_ALARM_FRACTION: Final = 0.5
+"""Every place a failure waits (the failed-batch bucket, the quarantine queue, an on-failure
+queue, a pipe's or a fan-out rule's dead-letter queue) has a second alarm: on the age of the
+oldest failure it keeps, firing once it has waited half the time it stays replayable. The first
+alarm (a dropped record, a message in the queue) fires at the failure; acknowledged and
+forgotten, it stays in ALARM and says nothing more, while the retention runs out and deletes
+the records. Half leaves as long to act as has already passed: 7 of the 14 days the bucket,
+the quarantine queue and a dead-letter queue of whole events keep a failure; 11.5 of the 23
+hours a pointer (an SQS or SNS on-failure message, a pipe's dead-letter message) stays useful,
+the stream's 24 h less the 1 h after which the mapping gives up on a record (on the Kinesis
+route, the stream's retention less the record age: 12 of 24 hours with the defaults). Each
+alarm's description says its threshold and when the failure is deleted."""
+
+FAILURE_AGE_PERIOD_SECONDS: Final = 3600
+"""The age alarms' period (Maximum over an hour): their thresholds are hours or days, and the
+failed-batch bucket's age is measured once an hour (``FAILURE_AGE_CHECK_MINUTES``), so each
+period has a value and the alarm neither flaps nor waits for a minute with data."""
+
+FAILURE_AGE_CHECK_MINUTES: Final = 60
+"""How often an EventBridge schedule invokes the redrive function's check of the failed-batch
+bucket (``{"check": "failure-age"}``): S3 publishes no age of its objects, so the check lists
+the mapping's prefix and puts the oldest object's age as a metric (cdc_consumer.redrive.
+age_check). An hour is far inside the alarm's days, and 730 list calls a month cost nothing."""
+
+FAILURE_AGE_CHECK_RETRY_ATTEMPTS: Final = 2
+"""EventBridge retries a check it could not invoke (the redrive function's one reserved
+execution busy with a redrive) twice; the next hour's check measures again anyway."""
+
 ALARM_PERIOD_SECONDS: Final = 60
 """One-minute periods: lag and loss should page within minutes."""
 

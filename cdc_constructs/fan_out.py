@@ -43,6 +43,7 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import FanOutConfigurationError, Problem
+from cdc_constructs.fan_out_rule import FanOutRule, RuleTarget
 from cdc_constructs.outbox_publisher import (
     PATH_SEGMENT,
     OutboxEvents,
@@ -195,7 +196,10 @@ class StreamFanOut(StreamPipe):
 
     Attributes: ``pipe``, ``role``, ``policy``, ``event_bus``, ``dead_letter_queue``, ``log_group``,
     ``alarm_topic``, ``alarms`` (a dict by name, as StreamConsumer's), ``input_template``,
-    ``filter_patterns``.
+    ``filter_patterns``, ``rules`` (by id: each :meth:`add_rule`'s).
+
+    Subscribe to the bus with :meth:`add_rule`: the rule's target gets a dead-letter queue and
+    finite retries, and the rule alarms when an event was not delivered.
     """
 
     def __init__(
@@ -256,6 +260,53 @@ class StreamFanOut(StreamPipe):
             removal_policy=removal_policy,
             problems=_outbox_conflicts(change) if outbox else (),
         )
+        self.rules: dict[str, FanOutRule] = {}
+        """The rules :meth:`add_rule` made, by id."""
+
+    def add_rule(
+        self,
+        construct_id: str,
+        *,
+        event_pattern: events.EventPattern,
+        target: RuleTarget,
+        dead_letter_queue: sqs.IQueue | None = None,
+        description: str | None = None,
+        removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,
+    ) -> FanOutRule:
+        """A rule on the bus for one subscriber, with what a rule needs to lose nothing unseen.
+
+        :param construct_id: the rule's id (made under this fan-out).
+        :param event_pattern: the events it takes, e.g.
+            ``events.EventPattern(source=["com.example.shop"], detail_type=["InvoiceDue"])``.
+        :param target: makes the target from the keyword arguments every aws-cdk-lib target
+            takes: ``lambda safety: targets.SqsQueue(queue, **safety)``. They are the
+            dead-letter queue, retries (5, as the pipe's) and the maximum event age (1 hour):
+            an event EventBridge cannot deliver goes to the queue instead of being dropped
+            after its 24 hours of retries.
+        :param dead_letter_queue: Default: a new queue (SQS-managed encryption, TLS-only, 14
+            days, retained), as the pipe's.
+        :param description: the rule's description. Default none.
+        :param removal_policy: for the dead-letter queue made here. Default RETAIN.
+
+        Alarms (to the fan-out's ``alarm_topic``): ``FailedInvocations`` and
+        ``InvocationsFailedToBeSentToDlq`` (the rule's AWS/Events metrics, Sum >= 1: the second
+        means an event is lost), ``DeadLetterQueue`` (>= 1 message) and ``DeadLetterQueueAge``
+        (the oldest at 7 of the queue's 14 days). Returns the :class:`FanOutRule` (``rule``,
+        ``dead_letter_queue``, ``alarms``), also in :attr:`rules`.
+        """
+        made = FanOutRule(
+            self,
+            construct_id,
+            event_bus=self.event_bus,
+            event_pattern=event_pattern,
+            target=target,
+            alarm_topic=self.alarm_topic,
+            dead_letter_queue=dead_letter_queue,
+            description=description,
+            removal_policy=removal_policy,
+        )
+        self.rules[construct_id] = made
+        return made
 
 
 def _outbox_conflicts(change: ChangeEvents) -> list[Problem]:

@@ -186,6 +186,7 @@ class KinesisConsumer(StreamConsumer):
         **props: Any,
     ) -> None:
         source, retention, problems = _source(table, stream, stream_retention)
+        problems += _replicated_problems(table, props)
         options = _options(_replicated(scope, construct_id, table, props), retention)
         problems += check_consumer_name(
             scope, construct_id, consumer_name, options.failure.idempotency_table
@@ -243,6 +244,15 @@ class KinesisConsumer(StreamConsumer):
         if self.fan_out_consumer is not None:
             self.function.add_to_role_policy(allow(KINESIS_FAN_OUT_ACTIONS, [self.stream_arn]))
         grant_key(self.function, self.stream.encryption_key, KINESIS_KEY_ACTIONS)
+
+
+def _replicated_problems(
+    table: ChangeCaptureTable | None, props: Mapping[str, Any]
+) -> list[Problem]:
+    """The filters a table with replicas refuses (:meth:`Replication.problems`)."""
+    replication = Replication.of(table) if isinstance(table, ChangeCaptureTable) else None
+    filters = props.get("filters") or ()
+    return [] if replication is None else replication.problems(list(filters))
 
 
 def _replicated(

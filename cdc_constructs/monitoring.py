@@ -25,6 +25,7 @@ from cdc_constructs import defaults
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.alarms import AlarmActionStrategy, SnsAlarmAction, alarm_on_any, consumer_metric
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.failure_age_alarms import age_alarms, age_widget, failure_ages
 from cdc_constructs.failure_kinds import OnFailureTarget, Quarantine
 from cdc_constructs.validation import raise_if_any, seconds
 
@@ -119,15 +120,13 @@ class StreamConsumerMonitoring(Construct):
       policy, a key, a quota) and dropped it; only the stream still holds its records.
     - ``OnFailureQueueDepth`` (SQS destinations): visible on-failure messages ≥ 1.
     - ``QuarantineQueueDepth``: visible messages in the quarantine queue ≥ 1.
-    - ``RecordsQuarantined``: the runtime's RecordsQuarantined metric (Sum) ≥ 1.
-    - ``ForeignMarkers``: the runtime's ForeignMarkers metric (Sum) ≥ 1: a marker of another
-      stream's consumer under the same name; the record is failed, never skipped.
-    - ``ContentionFailures``: the runtime's ContentionFailures metric (Sum) ≥ 1: a batch met
-      other writers on its items (another delivery of its shard, a TransactionConflict) for
-      longer than its contention budget and was reported failed; in ordinary load it stays 0.
+    - the runtime's metrics (Sum) ≥ 1: ``RecordsQuarantined``; ``ForeignMarkers`` (a marker of
+      another stream's consumer under the same name: the record is failed, never skipped);
+      ``ContentionFailures`` (a batch met other writers past its contention budget).
     - ``FunctionErrors``: function errors (Sum) ≥ 1: crashes and timeouts, which the
       runtime's own failure reporting never causes.
     - ``FunctionThrottles``: throttles (Sum) ≥ 1: the shard waits.
+    - ``FailedBatchAge``, ``OnFailureQueueAge`` (SQS), ``QuarantineAge``: see failure_age.
     - the consumer's ``related_alarms`` (StreamConsumer: ``RedriveLostRecords``, the
       redrive's alarm on records the stream no longer holds, and ``RedriveErrors``, its
       function's errors; KinesisConsumer adds the table's replication to its stream:
@@ -136,10 +135,9 @@ class StreamConsumerMonitoring(Construct):
 
     Missing data is "not breaching": an idle consumer is healthy.
 
-    The dashboard shows lag, the function, failures, then side by side the runtime's records
-    (processed, duplicates, quarantined...), its bookkeeping (processed-markers, ledger entries
-    and the records they list: what it wrote to know what it applied, all kept for the marker
-    lifetime) and the mapping's records; then the related alarms' metrics.
+    The dashboard shows lag, the function, failures and their age, the runtime's records and
+    bookkeeping (markers, ledger entries and the records they list, kept for the marker
+    lifetime), the mapping's records; then the related alarms' metrics.
 
     :param consumer: the consumer to watch (a StreamConsumer, or anything with the
         attributes of :class:`MonitoredConsumer`).
@@ -192,6 +190,8 @@ class StreamConsumerMonitoring(Construct):
         self._metrics = self._alarm_metrics()
         self.alarms: dict[str, cloudwatch.Alarm] = self._make_alarms()
         """The alarms by name."""
+        self._ages = failure_ages(consumer)  # each place a failure waits: its age alarm
+        self.alarms.update(age_alarms(self, self._ages, self.alarm_action))
         self.alarms.update(consumer.related_alarms)
         self.dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard")
         """The dashboard the widgets were added to."""
@@ -290,6 +290,7 @@ class StreamConsumerMonitoring(Construct):
                 width=8,
             ),
             _failures_widget(metrics),
+            age_widget(self._ages),
             _runtime_widget(consumer, "Runtime (records)", COUNT_METRICS),
             _runtime_widget(consumer, "Bookkeeping (items written)", BOOKKEEPING_METRICS),
             cloudwatch.GraphWidget(

@@ -29,13 +29,15 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from cdc_consumer.contract import STREAM_RETENTION_SECONDS
 from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.acknowledge import acknowledge
 from cdc_constructs.alarm_topic import AlarmTopic
-from cdc_constructs.alarms import alarm_on_any
+from cdc_constructs.alarms import SnsAlarmAction, alarm_on_any
 from cdc_constructs.exceptions import FanOutConfigurationError, Problem
+from cdc_constructs.failure_age import age_alarm, oldest_message_age, pointer_window
 from cdc_constructs.function import make_log_group
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.permissions import (
@@ -164,9 +166,8 @@ class StreamPipe(Construct):
         self.pipe.node.add_dependency(self.policy)
         _count_reader(self, table, mapping, name)
         self.alarm_topic: sns.ITopic = alarm_topic or AlarmTopic(self, "AlarmTopic").topic
-        self.alarms: dict[str, cloudwatch.Alarm] = self._make_alarms()
-        """The alarms by name: each of :data:`PIPE_FAILURE_METRICS`, and
-        ``DeadLetterQueue``."""
+        self.alarms: dict[str, cloudwatch.Alarm] = self._make_alarms(mapping)
+        """The alarms by name: :data:`PIPE_FAILURE_METRICS`, ``DeadLetterQueue(Age)``."""
 
     def _make_pipe(
         self,
@@ -263,7 +264,7 @@ class StreamPipe(Construct):
         acknowledge(policy, "AwsSolutions-IAM5[Resource::*]", LIST_STREAMS_REASON)
         return role, policy
 
-    def _make_alarms(self) -> dict[str, cloudwatch.Alarm]:
+    def _make_alarms(self, mapping: StreamMappingOptions) -> dict[str, cloudwatch.Alarm]:
         period = Duration.seconds(defaults.ALARM_PERIOD_SECONDS)
         alarms = {
             metric_name: alarm_on_any(
@@ -291,6 +292,7 @@ class StreamPipe(Construct):
             description=_DEAD_LETTER_ALARM_DESCRIPTION,
             topic=self.alarm_topic,
         )
+        alarms["DeadLetterQueueAge"] = _dead_letter_age_alarm(self, mapping)
         return alarms
 
 
@@ -303,6 +305,20 @@ _DEAD_LETTER_ALARM_DESCRIPTION = (
     "StreamConsumer: its failed-batch bucket keeps each batch 14 days."
 )
 """What the pipe's DeadLetterQueue alarm says (it fires at the first message)."""
+
+
+def _dead_letter_age_alarm(pipe: StreamPipe, mapping: StreamMappingOptions) -> cloudwatch.Alarm:
+    """The age of the oldest dead-letter message, at half the time the stream still holds the
+    records it points at (:mod:`cdc_constructs.failure_age`)."""
+    return age_alarm(
+        pipe,
+        "DeadLetterQueueAgeAlarm",
+        oldest_message_age(pipe.dead_letter_queue),
+        window_seconds=pointer_window(STREAM_RETENTION_SECONDS, mapping.record_age_seconds),
+        what="A batch the fan-out pipe could not deliver (a pointer into the stream)",
+        ends="the stream trims its records",
+        action=SnsAlarmAction(pipe.alarm_topic),
+    )
 
 
 def _count_reader(
@@ -343,6 +359,9 @@ def _reading_problems(
     view_type = None if table_problems else stream_view_type_of(table)
     found = mapping.problems(view_type, lambda_settings=False)
     found += table_problems + pipe_events.problems(view_type)
+    replication = None if table_problems else Replication.of(table)
+    if replication is not None:  # docs/global-tables.md
+        found += replication.pipe_problems(mapping.filter_patterns)
     if not table_problems:
         path, reason = f"{scope.node.path}/{construct_id}", mapping.extra_reader_reason
         found += StreamReaders.of(scope).problems(as_table(table), path, reason)

@@ -23,6 +23,8 @@ from typing import Any
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -35,12 +37,14 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
+    FAILURE_AGE_CHECK,
     IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
     REDRIVE_LOST_RECORDS,
     REDRIVE_RESERVE_SECONDS_ENV,
+    REDRIVE_SOURCE_MODULES_ENV,
     STREAM_ARN_ENV,
     GroupMemberSpec,
     redrive_lease_key,
@@ -48,14 +52,17 @@ from cdc_consumer.contract import (
 from constructs import Construct
 
 from cdc_constructs import defaults
+from cdc_constructs.acknowledge import acknowledge
 from cdc_constructs.alarms import alarm_on_any, consumer_metric, function_errors_alarm
 from cdc_constructs.exceptions import Problem, RedriveConfigurationError
 from cdc_constructs.failure_kinds import (
     OnFailureTarget,
     Quarantine,
     RedriveAccess,
+    RedriveSource,
     bucket_target,
     queue_target,
+    redrive_source_problems,
 )
 from cdc_constructs.function import FunctionParts, make_function
 from cdc_constructs.permissions import (
@@ -130,6 +137,12 @@ class StreamRedrive(Construct):
     :param alarm_topic: notify this topic when records were lost. Default none (StreamConsumer
         wires its monitoring topic).
 
+    When the on-failure destination is one whose failures' age AWS does not publish (an S3
+    bucket), an EventBridge schedule invokes the function every hour with ``{"check":
+    "failure-age"}``: it lists the mapping's prefix and puts the oldest object's age as
+    ``OldestFailedBatchAge`` (the consumer's ``FailedBatchAge`` alarm), replaying nothing
+    (:attr:`age_check`; ``defaults.FAILURE_AGE_CHECK_MINUTES``).
+
     Runtime (Python 3.14) and architecture (arm64) are the consumer's (defaults.py); the
     runtime layer is built for them. Memory 256 MB; reserved concurrency 1 (two redrives would
     replay one shard's batches side by side).
@@ -167,11 +180,12 @@ class StreamRedrive(Construct):
     ) -> None:
         timeout = timeout or Duration.seconds(defaults.REDRIVE_TIMEOUT_SECONDS)
         consumer_timeout = consumer_timeout or consumer_timeout_of(consumer_function)
+        targets = _targets(on_failure, on_failure_queue, on_failure_bucket)
         problems = _check(consumer_name, consumer_timeout, timeout, metrics_namespace)
+        problems += [p for target in targets for p in redrive_source_problems(target)]
         raise_if_any(f"StreamRedrive {construct_id!r}", problems, RedriveConfigurationError)
         assert consumer_timeout is not None  # _check reports a missing one
         super().__init__(scope, construct_id)
-        targets = _targets(on_failure, on_failure_queue, on_failure_bucket)
         quarantine = _quarantine(targets, quarantine_queue, quarantine_bucket)
         optional = {  # set only when the consumer has them
             **{k: v for target in targets for k, v in _environment(target).items()},
@@ -180,6 +194,7 @@ class StreamRedrive(Construct):
             CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
             CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
             MARKER_TTL_ENV: _whole_seconds(marker_lifetime),
+            REDRIVE_SOURCE_MODULES_ENV: ",".join(s.module for s in _sources(targets)) or None,
         }
         variables = {
             CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,
@@ -189,16 +204,28 @@ class StreamRedrive(Construct):
             REDRIVE_RESERVE_SECONDS_ENV: str(reserve_seconds(consumer_timeout)),
             **{name: value for name, value in optional.items() if value is not None},
         }
+        layers = [layer, *(s.layer for s in _sources(targets))]
         self.role, self.log_group, self.function = _make_function(
-            self, consumer_name, variables, layer, timeout, log_retention, log_encryption_key
+            self, consumer_name, variables, layers, timeout, log_retention, log_encryption_key
         )
+        self._grant(targets, quarantine, stream_arn, consumer_function)
+        _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
+        self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
+        self.age_check = _schedule_age_check(self, targets)  # None: no destination needs it
+
+    def _grant(
+        self,
+        targets: Sequence[OnFailureTarget],
+        quarantine: Quarantine,
+        stream_arn: str,
+        consumer_function: lambda_.IFunction,
+    ) -> None:
+        """What each failure kind it reads asks, and invoking the consumer."""
         access = self._access(stream_arn)
         for target in targets:
             target.grant_redrive(access)
         quarantine.grant_redrive(access)
         access.apply(self.function, allow(INVOKE_ACTIONS, [consumer_function.function_arn]))
-        _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
-        self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
 
     def _access(self, stream_arn: str) -> RedriveAccess:
         """Where the failure kinds gather the redrive's grants, on the consumer's stream (a
@@ -239,16 +266,23 @@ class StreamRedrive(Construct):
         """Its alarms by name: ``RedriveLostRecords``, ``RedriveErrors``."""
 
 
+def _sources(targets: Sequence[OnFailureTarget]) -> list[RedriveSource]:
+    """The redrive sides of kinds defined outside this library (``redrive_source``)."""
+    found = (getattr(t.failure_kind, "redrive_source", None) for t in targets)
+    return [source for source in found if source is not None]
+
+
 def _make_function(
     redrive: StreamRedrive,
     consumer_name: str,
     variables: Mapping[str, str],
-    layer: lambda_.ILayerVersion,
+    layers: Sequence[lambda_.ILayerVersion],
     timeout: Duration,
     log_retention: logs.RetentionDays,
     log_encryption_key: kms.IKey | None,
 ) -> FunctionParts:
-    """The redrive function: the runtime layer's handler, reserved concurrency 1."""
+    """The redrive function: the runtime layer's handler (and the layers of kinds from outside
+    this library), reserved concurrency 1."""
     return make_function(
         redrive,
         description=f"cdc-constructs redrive of stream consumer {consumer_name}",
@@ -257,7 +291,7 @@ def _make_function(
             f"# The redrive handler is {REDRIVE_HANDLER}, in the runtime layer.\n"
         ),
         handler=REDRIVE_HANDLER,
-        layers=[layer],
+        layers=list(layers),
         environment=dict(variables),
         memory_size=defaults.REDRIVE_MEMORY_SIZE_MB,
         timeout=timeout,
@@ -266,6 +300,37 @@ def _make_function(
         invoked_by="Invoked by hand (console or aws lambda invoke) once a fault is fixed",
         reserved_concurrent_executions=defaults.REDRIVE_RESERVED_CONCURRENCY,
     )
+
+
+def _schedule_age_check(
+    redrive: StreamRedrive, targets: Sequence[OnFailureTarget]
+) -> events.Rule | None:
+    """An EventBridge schedule invoking the function with ``{"check": "failure-age"}`` when a
+    destination's age is measured by it (an S3 bucket: AWS publishes none), so the consumer's
+    ``FailedBatchAge`` alarm has a value every hour (cdc_consumer.redrive.age_check)."""
+    if not any(getattr(t.failure_kind, "age_checked_by_redrive", False) for t in targets):
+        return None
+    schedule = events.Rule(
+        redrive,
+        "FailureAgeCheck",
+        description="cdc-constructs: measure the age of the oldest failed batch, hourly",
+        schedule=events.Schedule.rate(Duration.minutes(defaults.FAILURE_AGE_CHECK_MINUTES)),
+        targets=[
+            events_targets.LambdaFunction(
+                redrive.function,
+                event=events.RuleTargetInput.from_object({"check": FAILURE_AGE_CHECK}),
+                retry_attempts=defaults.FAILURE_AGE_CHECK_RETRY_ATTEMPTS,
+            )
+        ],
+    )
+    acknowledge(
+        schedule.node.default_child,  # type: ignore[arg-type]
+        "Serverless-EventBusDLQ",
+        "A timer, not data: an hourly check EventBridge could not invoke carries nothing to "
+        "keep, and the next hour's check measures again; the check's own failures raise the "
+        "redrive's RedriveErrors alarm.",
+    )
+    return schedule
 
 
 def _targets(

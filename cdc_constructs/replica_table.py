@@ -56,8 +56,10 @@ class ReplicaTable(TableConstruct):
         TTL). Default ``"expireAt"``. With ``table``: the table's.
     :param stream_view_type: with ``table_name``: the stream's view type. Default
         NEW_AND_OLD_IMAGES.
-    :param encryption_key: the replica's customer managed key. Default: with ``table``, its
-        replica key for this region; else none (the AWS-managed key).
+    :param encryption_key: the replica's customer managed key (its consumers are granted
+        ``kms:Decrypt`` on it to read the stream). Default: with ``table``, the key its
+        ``replica_key_arns`` gives for this region (none when the table has the AWS-managed
+        key); with ``table_name``, none (the AWS-managed key).
 
     Consumers take it as ``table=`` (StreamConsumer, StreamFanOut, OutboxPublisher), and count as
     readers of this replica's stream: at most one (AWS's DynamoDB quotas recommend one reader
@@ -90,6 +92,7 @@ class ReplicaTable(TableConstruct):
             table_name = table.table_name  # a literal here: a name generated for other regions
             time_to_live_attribute = table.time_to_live_attribute
             view_type = table.stream_view_type
+            encryption_key = encryption_key or _replica_key(self, table, region)
         else:
             view_type = view_type_name(stream_view_type) or ""
         assert table_name is not None
@@ -108,7 +111,7 @@ class ReplicaTable(TableConstruct):
             encryption_key=encryption_key,
         )
         """The replica (an ``ITableV2``; escape hatch)."""
-        StreamReaders.of(self).mark_replicated(self.table)
+        StreamReaders.of(self).mark_replicated(self.table, replica_stream_key(region, table_name))
 
     def _describe(self, table_name: str) -> cr.AwsCustomResource:
         call = cr.AwsSdkCall(
@@ -142,6 +145,18 @@ class ReplicaTable(TableConstruct):
         arn = self.table.table_stream_arn
         assert arn is not None
         return arn
+
+
+def _replica_key(scope: Construct, table: ChangeCaptureTable, region: str) -> kms.IKey | None:
+    """The table's customer managed key of ``region``'s replica (None: the AWS-managed key)."""
+    arn = table.replica_key_arns.get(region)
+    return kms.Key.from_key_arn(scope, "ReplicaKey", arn) if arn is not None else None
+
+
+def replica_stream_key(region: str, table_name: str) -> str:
+    """How the app's stream readers know the replica of ``table_name`` in ``region``: every
+    ReplicaTable of it, in any stack, reads that one stream."""
+    return f"replica {region} {table_name}"
 
 
 _PROVIDER_ID = "AWS679f53fac002430cb0da5b7982bd2287"

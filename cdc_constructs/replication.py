@@ -6,15 +6,19 @@ DynamoDB's TTL process deleted the item; every other replica's stream gets it as
 REMOVE. A filter pattern cannot compare the item's TTL attribute with the record's creation
 time, so the check moves into the runtime (``cdc_consumer.expiry``):
 
-- a pattern that *requires* the TTL identity (``StreamFilters.ttl_deletions_only()``) is
-  widened on the mapping to REMOVEs whose old image has the TTL attribute, and the runtime
-  applies the pattern as written once it has recognised replicated expiries;
+- a pattern that *requires* the TTL identity (``StreamFilters.ttl_deletions_only()``, or any
+  condition on ``userIdentity`` only the identity meets, however written:
+  :mod:`cdc_constructs.ttl_identity`) is widened on the mapping to REMOVEs whose old image has
+  the TTL attribute, and the runtime applies the pattern as written once it has recognised
+  replicated expiries; one that requires it inside ``$or`` cannot be widened as one pattern and
+  is refused, saying how to write it (:meth:`Replication.problems`);
 - a pattern that *excludes* it (``StreamFilters.exclude_ttl_deletions()``) stays: replicated
   expiries pass it, and the runtime drops them.
 
 Either way synthesis says so (a warning on the consumer). A pipe (StreamFanOut) runs no code, so
-its filters cannot be widened: synthesis warns that such a filter misses, or mislabels, the other
-regions' expiries (:meth:`Replication.warn_pipe`). See docs/global-tables.md.
+its filters cannot be widened: one requiring the identity would never forward another region's
+expiry and is refused (:meth:`Replication.pipe_problems`); one excluding it forwards them as
+deletes, which synthesis warns of (:meth:`Replication.warn_pipe`). See docs/global-tables.md.
 """
 
 from __future__ import annotations
@@ -30,15 +34,15 @@ from aws_cdk import aws_dynamodb as dynamodb
 from cdc_consumer.contract import RECORD_FILTERS_ENV, REPLICATED_TABLE_ENV, TTL_ATTRIBUTE_ENV
 from constructs import IConstruct
 
+from cdc_constructs.exceptions import Problem
 from cdc_constructs.filter_checks import as_pattern
+from cdc_constructs.ttl_identity import IdentityUse, alternatives, identity_uses, names_identity
 
 __all__ = ["REPLICATED_FILTER_WARNING", "Replication"]
 
 REPLICATED_FILTER_WARNING = "cdc:ReplicatedTtlFilter"
 """The id of the synthesis warning on a consumer whose filter names the TTL identity on a table
 with replicas."""
-
-_TTL_IDENTITY = {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]}
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,48 @@ class Replication:
         REMOVEs whose old image has the TTL attribute; every other one as given."""
         return [self._widened(as_pattern(p)) for p in patterns]
 
+    def problems(self, patterns: Sequence[Any], prop: str = "filters") -> list[Problem]:
+        """A pattern that requires the identity in one ``$or`` alternative only cannot be
+        widened without admitting more than that alternative: refused, saying how to write it."""
+        return [
+            Problem(
+                f"{prop}[{index}]",
+                pattern,
+                "a pattern that admits TTL deletions replicated from another region, which "
+                "carry no userIdentity: this one requires the identity inside $or, so the "
+                "mapping would drop them. Give the $or alternatives as separate patterns (a "
+                "record matching any of a consumer's patterns is delivered), and the one "
+                "requiring the identity is widened (docs/global-tables.md)",
+            )
+            for index, pattern in enumerate(as_pattern(p) for p in patterns)
+            if IdentityUse.REQUIRES in identity_uses(pattern) and _has_alternatives(pattern)
+        ]
+
+    def pipe_problems(self, patterns: Sequence[Any], prop: str = "filters") -> list[Problem]:
+        """A pipe runs no code to tell a replicated expiry: a pattern requiring the identity would
+        forward this region's expiries only, so it is refused with the way out."""
+        return [
+            Problem(
+                f"{prop}[{index}]",
+                pattern,
+                "a pattern that does not require the TTL identity (userIdentity): on a table "
+                "with replicas a TTL deletion replicated from another region arrives without it, "
+                "and a pipe runs no code that could tell it by the TTL attribute, so this pipe "
+                "would forward this region's expiries only. Read expiries with a StreamConsumer "
+                "(its mapping's filter is widened and its runtime tells them), or filter the "
+                "pipe on something else (docs/global-tables.md)",
+            )
+            for index, pattern in enumerate(as_pattern(p) for p in patterns)
+            if IdentityUse.REQUIRES in identity_uses(pattern)
+        ]
+
     def _widened(self, pattern: Any) -> Any:
         if isinstance(pattern, Mapping) and isinstance(pattern.get("data"), Mapping):
             # A Kinesis record's pattern: the change is under ``data`` (KinesisFilters.on_data).
             return {**pattern, "data": self._widened(pattern["data"])}
-        if not isinstance(pattern, Mapping) or pattern.get("userIdentity") != _TTL_IDENTITY:
+        if not isinstance(pattern, Mapping) or _has_alternatives(pattern):
+            return pattern  # a $or requiring the identity is refused (problems)
+        if identity_uses(pattern) != [IdentityUse.REQUIRES]:
             return pattern
         widened = copy.deepcopy(dict(pattern))
         del widened["userIdentity"]
@@ -92,7 +133,7 @@ class Replication:
         if self.ttl_attribute is not None:
             variables[TTL_ATTRIBUTE_ENV] = self.ttl_attribute
         declared = [as_pattern(p) for p in filters]
-        if not group and any(_names_identity(p) for p in declared):
+        if not group and any(names_identity(p) for p in declared):
             variables[RECORD_FILTERS_ENV] = json.dumps(declared)
         return variables
 
@@ -117,16 +158,15 @@ class Replication:
             reader,
             patterns,
             "A pipe applies its filters as written and runs no code that could tell a "
-            "replicated expiry by the TTL attribute: a filter requiring the identity forwards "
-            "this region's expiries only, one excluding it forwards the other regions' "
-            "expiries as deletes. Read expiries with a StreamConsumer, whose runtime tells "
-            "them, or filter the pipe on something else (docs/global-tables.md; CdcChecks "
-            "rule CDC-ESM13)",
+            "replicated expiry by the TTL attribute: a filter excluding the identity forwards "
+            "the other regions' expiries as deletes (one requiring it is refused). Read "
+            "expiries with a StreamConsumer, whose runtime tells them, or filter the pipe on "
+            "something else (docs/global-tables.md; CdcChecks rule CDC-ESM13)",
         )
 
 
 def _warn(scope: IConstruct, reader: str, patterns: Sequence[Any], consequence: str) -> None:
-    named = [i for i, p in enumerate(patterns) if _names_identity(as_pattern(p))]
+    named = [i for i, p in enumerate(patterns) if names_identity(as_pattern(p))]
     if not named:
         return
     Annotations.of(scope).add_warning_v2(
@@ -137,9 +177,8 @@ def _warn(scope: IConstruct, reader: str, patterns: Sequence[Any], consequence: 
     )
 
 
-def _names_identity(pattern: Any) -> bool:
-    """Whether ``pattern`` names the TTL identity: at its top (a DynamoDB stream record's
-    pattern) or under ``data`` (a Kinesis record's)."""
-    if not isinstance(pattern, Mapping):
-        return False
-    return "userIdentity" in pattern or _names_identity(pattern.get("data"))
+def _has_alternatives(pattern: Mapping[str, Any]) -> bool:
+    """Whether ``pattern`` (or a Kinesis record's change under ``data``) has a ``$or``."""
+    data = pattern.get("data")
+    change = data if isinstance(data, Mapping) else pattern
+    return len(list(alternatives(change))) > 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Annotations, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -37,6 +37,7 @@ from cdc_constructs import defaults
 from cdc_constructs.consumer_group import ConsumerGroupMember, GroupOfConsumers
 from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
+from cdc_constructs.exceptions import Problem
 from cdc_constructs.failure_kinds import OnFailureTarget, Quarantine, default_target, queue_target
 from cdc_constructs.failure_options import FailureHandlingOptions
 from cdc_constructs.function import make_function
@@ -405,8 +406,22 @@ def _make_mapping(
     return made
 
 
+UNMEASURED_AGE_WARNING = "cdc:FailureAgeUnmeasured"
+"""The synthesis warning on a consumer without a redrive function whose failed batches' age only
+that function's scheduled check measures (an S3 bucket)."""
+
+
 def _make_redrive(consumer: StreamConsumer, options: ConsumerOptions) -> StreamRedrive | None:
     if not options.failure.redrive:
+        if getattr(consumer.on_failure.failure_kind, "age_checked_by_redrive", False):
+            Annotations.of(consumer).add_warning_v2(
+                UNMEASURED_AGE_WARNING,
+                f"{consumer.node.id}: redrive=False, so nothing measures how long failed "
+                "batches wait in the bucket (S3 publishes no age; the redrive function's hourly "
+                "check does) and its FailedBatchAge alarm never fires: a batch is deleted by "
+                "the bucket's lifecycle with no second alarm. Invoke a check of your own that "
+                "puts CdcConstructs/OldestFailedBatchAge, or keep the redrive function",
+            )
         return None
     return StreamRedrive(
         consumer,
@@ -487,13 +502,15 @@ def _options(
         group.reads_images(props["reads_images"]),
     )
     replication = Replication.of(props["table"])
+    refused: list[Problem] = []
     if replication is not None:  # a table with replicas: docs/global-tables.md
+        refused = replication.problems(filters)
         replication.warn(scope, construct_id, filters)
         variables = replication.environment(props["filters"], group=bool(group.members))
         filters = replication.mapping_filters(filters)
         props = {**props, "environment": {**variables, **(props["environment"] or {})}}
     options = ConsumerOptions.from_props({**props, "filters": filters, "reads_images": images})
-    _validate(scope, construct_id, props, options)
+    _validate(scope, construct_id, props, options, refused)
     return options, group
 
 
@@ -507,19 +524,26 @@ def _register_names(consumer: StreamConsumer, name: str | None, options: Consume
 
 
 def _validate(
-    scope: Construct, construct_id: str, props: Mapping[str, Any], options: ConsumerOptions
+    scope: Construct,
+    construct_id: str,
+    props: Mapping[str, Any],
+    options: ConsumerOptions,
+    refused: Sequence[Problem] = (),
 ) -> None:
     """Raise one error naming every invalid prop, before anything is made. ``props``: the
-    StreamConsumer's as given; ``options``: grouped, with the members' filters and images."""
+    StreamConsumer's as given; ``options``: grouped, with the members' filters and images;
+    ``refused``: the filters a table with replicas refuses."""
     table = props["table"]
     table_problems = check_source_table(table)
     view_type = view_type_name(props["stream_view_type"]) or (
         None if table_problems else stream_view_type_of(table)
     )
     group = GroupOfConsumers.of(props["members"])
-    found = table_problems + group.problems(
-        props["members"], props["filters"], props["reads_images"], view_type
-    )
+    found = [
+        *refused,
+        *table_problems,
+        *group.problems(props["members"], props["filters"], props["reads_images"], view_type),
+    ]
     idempotency_table = options.failure.idempotency_table
     found += check_consumer_name(scope, construct_id, props["consumer_name"], idempotency_table)
     for name in group.names:  # group.problems checked their form

@@ -4,7 +4,9 @@ replicas) is refused when it is made, not found throttled in production.
 DynamoDB Streams serves two concurrent readers per shard; AWS's Lambda guide asks for one on a
 global table's stream. Every StreamConsumer, StreamFanOut and OutboxPublisher counts as a
 reader of its table's stream. The count is kept per app (a hidden construct at the app's root),
-so readers in different stacks count together. A reader given ``extra_reader_reason`` is
+so readers in different stacks count together. A global table's replica is one stream however
+many ``ReplicaTable`` constructs read it: they are counted by the replica (its table's name and
+region), not by the construct. A reader given ``extra_reader_reason`` is
 accepted over the limit, and CdcChecks' CDC-ESM11 is acknowledged on it with that reason.
 
 Readers this library does not make (a plain ``add_event_source_mapping``, a ``CfnPipe``) are not
@@ -39,10 +41,19 @@ class StreamReaders(Construct):
         self.readers: dict[str, list[str]] = {}
         self.replicated: set[str] = set()
         """The keys of streams known to be a global table's replica's (ReplicaTable)."""
+        self.aliases: dict[str, str] = {}
+        """Construct path of a table -> the key of the stream it reads (a replica's)."""
 
-    def mark_replicated(self, table: dynamodb.ITable) -> None:
-        """Count ``table``'s stream as a global table's (one reader)."""
-        self.replicated.add(_table_key(table))
+    def mark_replicated(self, table: dynamodb.ITable, stream: str | None = None) -> None:
+        """Count ``table``'s stream as a global table's (one reader); ``stream`` names the
+        replica it reads (say ``replica us-west-2 orders``), so every table reading that
+        replica counts its readers together."""
+        if stream is not None:
+            self.aliases[table.node.path] = stream
+        self.replicated.add(self._key(table))
+
+    def _key(self, table: dynamodb.ITable) -> str:
+        return self.aliases.get(table.node.path) or _table_key(table)
 
     @classmethod
     def of(cls, scope: IConstruct) -> StreamReaders:
@@ -68,8 +79,8 @@ class StreamReaders(Construct):
                     "a sentence saying why this stream may have another reader, or omitted",
                 )
             ]
-        others = self.readers.get(_table_key(table), [])
-        replicated = _table_key(table) in self.replicated or _has_replicas(table)
+        others = self.readers.get(self._key(table), [])
+        replicated = self._key(table) in self.replicated or _has_replicas(table)
         limit = MAX_STREAM_READERS_WITH_REPLICAS if replicated else MAX_STREAM_READERS
         if len(others) < limit or extra_reader_reason is not None:
             return []
@@ -94,7 +105,7 @@ class StreamReaders(Construct):
         extra_reader_reason: str | None,
     ) -> None:
         """Count ``reader``; with a reason, acknowledge CDC-ESM11 on its mapping or pipe."""
-        self.readers.setdefault(_table_key(table), []).append(reader)
+        self.readers.setdefault(self._key(table), []).append(reader)
         if extra_reader_reason:
             acknowledge(reader_resource, READERS_RULE, extra_reader_reason)
 

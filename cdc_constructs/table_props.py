@@ -3,6 +3,7 @@ billing) and the accessors of their table."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import RemovalPolicy
@@ -39,14 +40,18 @@ def table_props(
     removal_policy: RemovalPolicy,
     table_name: str | None,
     billing: dynamodb.Billing | None = None,
+    replica_key_arns: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments for ``dynamodb.TableV2``: encrypted with ``encryption_key`` or the
-    AWS-managed key, PITR and deletion protection as given, on-demand unless ``billing``."""
+    """Keyword arguments for ``dynamodb.TableV2``: encrypted with ``encryption_key`` (and each
+    replica with its region's key of ``replica_key_arns``) or the AWS-managed key, PITR and
+    deletion protection as given, on-demand unless ``billing``."""
     return {
         "table_name": table_name,
         "billing": billing or dynamodb.Billing.on_demand(),
         "encryption": (
-            dynamodb.TableEncryptionV2.customer_managed_key(encryption_key)
+            dynamodb.TableEncryptionV2.customer_managed_key(
+                encryption_key, dict(replica_key_arns) if replica_key_arns else None
+            )
             if encryption_key is not None
             else dynamodb.TableEncryptionV2.aws_managed_key()
         ),

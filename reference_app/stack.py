@@ -20,7 +20,6 @@ from constructs import Construct
 from cdc_constructs import defaults
 from cdc_constructs.acknowledge import acknowledge, skip_check
 from cdc_constructs.alarm_topic import AlarmTopic
-from cdc_constructs.alarms import alarm_on_any
 from cdc_constructs.assets import ASSET_EXCLUDES
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.consumer_group import ConsumerGroupMember
@@ -253,14 +252,14 @@ class CdcReferenceStack(Stack):
             log_encryption_key=self.logs_key,
         )
         self.order_paid_queues: dict[str, sqs.Queue] = {}
-        route_alarms = []
+        route_alarms: list[cloudwatch.Alarm] = []
         for name in ORDER_PAID_ROUTES:
-            queue, alarm = _order_paid_route(self, name, self.order_paid, self.alarm_topic)
-            route_alarms.append(alarm)
+            queue, alarms = _order_paid_route(self, name, self.order_paid)
+            route_alarms += alarms.values()
             self.order_paid_queues[name] = queue
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown=f"## Fan-out `{ORDER_PAID}` (pipe, bus, {len(route_alarms)} routes)",
+                markdown=f"## Fan-out `{ORDER_PAID}` (pipe, bus, {len(ORDER_PAID_ROUTES)} routes)",
                 width=24,
                 height=1,
             ),
@@ -274,10 +273,11 @@ class CdcReferenceStack(Stack):
 
 
 def _order_paid_route(
-    stack: Stack, name: str, fan_out: StreamFanOut, alarm_topic: AlarmTopic
-) -> tuple[sqs.Queue, cloudwatch.Alarm]:
-    """One subscriber of OrderPaid: its queue, the bus rule to it, a dead-letter queue for
-    what EventBridge or the subscriber cannot handle, and the alarm on it."""
+    stack: Stack, name: str, fan_out: StreamFanOut
+) -> tuple[sqs.Queue, dict[str, cloudwatch.Alarm]]:
+    """One subscriber of OrderPaid: its queue and the bus rule to it (``fan_out.add_rule``: the
+    rule's dead-letter queue and its alarms), the dead-letter queue also taking the messages
+    the subscriber fails on."""
     # Events EventBridge could not deliver to the queue, and messages the subscriber
     # failed on 5 times, land here.
     undelivered = dead_letter_queue(
@@ -297,30 +297,11 @@ def _order_paid_route(
         removal_policy=defaults.RECORD_REMOVAL_POLICY,
     )
     acknowledge_sqs_managed_encryption(queue)
-    events.Rule(
-        stack,
+    route = fan_out.add_rule(
         f"{name}Rule",
         description=f"OrderPaid events to the {name} queue",
-        event_bus=fan_out.event_bus,
         event_pattern=events.EventPattern(source=[ORDER_EVENTS_SOURCE], detail_type=[ORDER_PAID]),
-        targets=[
-            targets.SqsQueue(
-                queue,
-                dead_letter_queue=undelivered,
-                retry_attempts=defaults.RETRY_ATTEMPTS,
-                max_event_age=Duration.seconds(defaults.MAX_RECORD_AGE_SECONDS),
-            )
-        ],
+        target=lambda safety: targets.SqsQueue(queue, **safety),
+        dead_letter_queue=undelivered,
     )
-    alarm = alarm_on_any(
-        stack,
-        f"{name}DeadLettersAlarm",
-        undelivered.metric_approximate_number_of_messages_visible(
-            statistic=cloudwatch.Stats.MAXIMUM,
-            period=Duration.seconds(defaults.ALARM_PERIOD_SECONDS),
-        ),
-        description=f"OrderPaid events for {name} could not be delivered or processed;"
-        " they wait in its dead-letter queue (14 days).",
-        topic=alarm_topic.topic,
-    )
-    return queue, alarm
+    return queue, route.alarms

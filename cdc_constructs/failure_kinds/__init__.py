@@ -25,6 +25,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from cdc_constructs.exceptions import Problem
 from cdc_constructs.failure_kinds.bucket import (
     BUCKET,
     BUCKET_REDRIVE_ACTIONS,
@@ -33,7 +34,12 @@ from cdc_constructs.failure_kinds.bucket import (
     check_failed_batch_retention,
     failed_batch_retention_of,
 )
-from cdc_constructs.failure_kinds.kind import FailureKind, OnFailureTarget, RedriveAccess
+from cdc_constructs.failure_kinds.kind import (
+    FailureKind,
+    OnFailureTarget,
+    RedriveAccess,
+    RedriveSource,
+)
 from cdc_constructs.failure_kinds.quarantine import Quarantine, queue_retention_of
 from cdc_constructs.failure_kinds.queue import QUEUE
 from cdc_constructs.failure_kinds.topic import TOPIC
@@ -47,6 +53,7 @@ __all__ = [
     "OnFailureTarget",
     "Quarantine",
     "RedriveAccess",
+    "RedriveSource",
     "bucket_target",
     "check_failed_batch_retention",
     "default_target",
@@ -56,6 +63,7 @@ __all__ = [
     "kind_of_template",
     "queue_retention_of",
     "queue_target",
+    "redrive_source_problems",
     "register",
     "supported",
     "unregister",
@@ -63,6 +71,9 @@ __all__ = [
 
 FAILURE_KINDS: list[FailureKind] = [QUEUE, TOPIC, BUCKET]
 """The on-failure kinds, looked up by their ``destination_type``."""
+
+_IN_THE_RUNTIME_LAYER = (QUEUE, TOPIC, BUCKET)
+"""The kinds whose redrive side the runtime layer holds."""
 
 
 def kind_of(destination: Any) -> FailureKind | None:
@@ -95,6 +106,29 @@ def register(kind: FailureKind) -> None:
     """Add ``kind`` to the lookup (a kind defined outside this package)."""
     if kind not in FAILURE_KINDS:
         FAILURE_KINDS.append(kind)
+
+
+def redrive_source_problems(target: OnFailureTarget) -> list[Problem]:
+    """A kind from outside this library that the redrive reads (its ``redrive_environment``
+    names the destination) and that does not say where the deployed redrive finds its redrive
+    side (``redrive_source``): the function would run without it and fail on every run."""
+    kind = target.failure_kind
+    if kind in _IN_THE_RUNTIME_LAYER or getattr(kind, "redrive_source", None) is not None:
+        return []
+    if not kind.redrive_environment(target):
+        return []  # the redrive does not read it
+    return [
+        Problem(
+            "on_failure",
+            f"a destination of the kind {kind.name!r} ({type(kind).__name__}), defined outside "
+            "this library, without redrive_source",
+            "a kind whose redrive side the deployed redrive function can find: give the kind "
+            "redrive_source=RedriveSource(module=..., layer=...) (the module registering its "
+            "cdc_consumer.redrive.sources kind, in a layer the function gets), or "
+            "redrive=False and redrive it with cdc-redrive --source-module MODULE --location "
+            "WHERE (docs/design.md, 'Adding a failure destination')",
+        )
+    ]
 
 
 def unregister(kind: FailureKind) -> None:

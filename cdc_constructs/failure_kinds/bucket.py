@@ -21,11 +21,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
-from cdc_consumer.contract import ON_FAILURE_BUCKET_ENV, ON_FAILURE_S3_PREFIX
+from cdc_consumer.contract import OLDEST_FAILURE_AGE, ON_FAILURE_BUCKET_ENV, ON_FAILURE_S3_PREFIX
 from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.acknowledge import acknowledge, acknowledge_objects, skip_check
+from cdc_constructs.alarms import consumer_metric
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.failure_kinds.kind import OnFailureTarget, RedriveAccess, key_arns_of
 from cdc_constructs.permissions import STREAM_LINEAGE_ACTIONS, allow
@@ -129,6 +130,8 @@ class BucketKind:
     destination_type: type = sources.S3OnFailureDestination
     keeps_records = True
     cfn_type = "AWS::S3::Bucket"
+    age_checked_by_redrive = True
+    redrive_source = None  # in the runtime layer
 
     def provision(
         self,
@@ -218,6 +221,10 @@ class BucketKind:
             )
         ]
 
+    def arn_retention(self, arn: str) -> int | None:
+        """None: its lifecycle is in its own configuration, not in its ARN."""
+        return None
+
     def template_retention(self, properties: Mapping[str, Any]) -> int | None:
         """The lifecycle's expiration that applies to every on-failure object."""
         return failed_batch_retention_of(properties.get("LifecycleConfiguration"))
@@ -227,6 +234,17 @@ class BucketKind:
     ) -> dict[str, tuple[cloudwatch.IMetric, str]]:
         """None of its own: ``DroppedRecords`` counts what went to it."""
         return {}
+
+    def age_metric(
+        self, target: OnFailureTarget, consumer_name: str, namespace: str
+    ) -> tuple[str, cloudwatch.IMetric, str]:
+        """``FailedBatchAge``: S3 publishes no age of its objects; the redrive function's
+        scheduled check lists the mapping's prefix and puts the oldest one's age
+        (``OldestFailedBatchAge``, dimension Consumer)."""
+        metric = consumer_metric(
+            namespace, consumer_name, OLDEST_FAILURE_AGE.name, cloudwatch.Stats.MAXIMUM
+        ).with_(period=Duration.seconds(defaults.FAILURE_AGE_PERIOD_SECONDS))
+        return "FailedBatchAge", metric, "the bucket's lifecycle deletes it"
 
 
 BUCKET = BucketKind()

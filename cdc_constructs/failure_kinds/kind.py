@@ -21,6 +21,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -33,7 +34,20 @@ from cdc_constructs.permissions import (
     grant_key,
 )
 
-__all__ = ["FailureKind", "OnFailureTarget", "RedriveAccess", "key_arns_of"]
+__all__ = ["FailureKind", "OnFailureTarget", "RedriveAccess", "RedriveSource", "key_arns_of"]
+
+
+@dataclass(frozen=True)
+class RedriveSource:
+    """Where the deployed redrive function finds the redrive side of a failure kind defined
+    outside this library: ``module``, importable from ``layer`` (its ``python/`` directory, as
+    any Lambda layer), registers the kind's ``cdc_consumer.redrive.sources`` side when imported.
+    StreamRedrive adds the layer and names the module in ``CDC_REDRIVE_SOURCE_MODULES``; the
+    command line takes the module as ``cdc-redrive --source-module`` (docs/design.md, "Adding a
+    failure destination")."""
+
+    module: str
+    layer: lambda_.ILayerVersion
 
 
 class FailureKind(Protocol):
@@ -43,13 +57,20 @@ class FailureKind(Protocol):
     :attr:`OnFailureTarget.kind` says); ``destination_type`` the aws-cdk-lib destination class
     ``StreamConsumer(on_failure=...)`` takes for it; ``keeps_records`` whether it holds the
     batch itself (else a pointer into the stream); ``cfn_type`` its CloudFormation resource
-    type (CdcChecks reads any app's template by it).
+    type (CdcChecks reads any app's template by it); ``age_checked_by_redrive`` whether the
+    redrive function's scheduled check measures the age of its oldest batch (AWS publishes none:
+    an S3 bucket), so the redrive construct schedules that check; ``redrive_source`` where the
+    deployed redrive finds the kind's redrive side (None: in the runtime layer, this library's
+    kinds; a kind from outside that the redrive reads, its ``redrive_environment`` naming it, and
+    gives none is refused).
     """
 
     name: str
     destination_type: type
     keeps_records: bool
     cfn_type: str
+    age_checked_by_redrive: bool
+    redrive_source: RedriveSource | None
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         """The target of a destination given as ``arn`` (under the keys ``key_arns``)."""
@@ -81,12 +102,25 @@ class FailureKind(Protocol):
         None: kept forever, or not known at synthesis."""
         ...
 
+    def arn_retention(self, arn: str) -> int | None:
+        """:meth:`retention` of a destination a template names only by ``arn`` (not in it:
+        CdcChecks' CDC-ESM9); None: not known from the ARN alone."""
+        ...
+
     def alarm_metrics(
         self, target: OnFailureTarget, period: Duration, consumer_name: str
     ) -> dict[str, tuple[cloudwatch.IMetric, str]]:
         """Its own alarms' metrics by name, each with what the alarm says (the consumer's
         alarms on every destination, ``DroppedRecords`` and ``DestinationDeliveryFailures``,
         are the monitoring's)."""
+        ...
+
+    def age_metric(
+        self, target: OnFailureTarget, consumer_name: str, namespace: str
+    ) -> tuple[str, cloudwatch.IMetric, str] | None:
+        """Its age alarm (:mod:`cdc_constructs.failure_age`): the alarm's name, the age in
+        seconds of the oldest failed batch it keeps, and what ends one (say "the bucket's
+        lifecycle deletes it"). None: nothing waits in it (a topic keeps nothing)."""
         ...
 
 

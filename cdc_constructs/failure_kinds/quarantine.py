@@ -30,6 +30,7 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.acknowledge import acknowledge_objects
+from cdc_constructs.failure_age import oldest_message_age
 from cdc_constructs.failure_kinds.bucket import FailedBatchBucket
 from cdc_constructs.failure_kinds.kind import OnFailureTarget, RedriveAccess
 from cdc_constructs.permissions import allow, grant_key, grant_send
@@ -135,6 +136,11 @@ class Quarantine:
                 f"{consumer_name}: poison records are waiting in the quarantine queue",
             )
         }
+
+    def age_metric(self) -> tuple[str, cloudwatch.IMetric, str]:
+        """``QuarantineAge``: the queue's ``ApproximateAgeOfOldestMessage``."""
+        assert self.queue is not None  # a consumer has one
+        return "QuarantineAge", oldest_message_age(self.queue), "the queue deletes it"
 
 
 def queue_retention_of(retention: object) -> int | None:

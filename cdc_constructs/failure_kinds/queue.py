@@ -22,6 +22,7 @@ from cdc_consumer.contract import ON_FAILURE_QUEUE_ENV
 from constructs import Construct
 
 from cdc_constructs.exceptions import Problem
+from cdc_constructs.failure_age import oldest_message_age
 from cdc_constructs.failure_kinds.kind import OnFailureTarget, RedriveAccess, key_arns_of
 from cdc_constructs.permissions import STREAM_REPLAY_ACTIONS, allow
 
@@ -38,6 +39,8 @@ class QueueKind:
     destination_type: type = sources.SqsDlq
     keeps_records = False
     cfn_type = "AWS::SQS::Queue"
+    age_checked_by_redrive = False
+    redrive_source = None  # in the runtime layer
 
     def target(self, queue: sqs.IQueue) -> OnFailureTarget:
         """``queue`` as the destination."""
@@ -73,6 +76,10 @@ class QueueKind:
         """0: a pointer into the stream, whose retention bounds the replay."""
         return 0, []
 
+    def arn_retention(self, arn: str) -> int | None:
+        """0: a pointer into the stream."""
+        return 0
+
     def template_retention(self, properties: Mapping[str, Any]) -> int | None:
         """0: a pointer into the stream."""
         return 0
@@ -92,6 +99,13 @@ class QueueKind:
                 "the stream trims its records (24 h)",
             )
         }
+
+    def age_metric(
+        self, target: OnFailureTarget, consumer_name: str, namespace: str
+    ) -> tuple[str, cloudwatch.IMetric, str]:
+        """``OnFailureQueueAge``: the queue's ``ApproximateAgeOfOldestMessage``."""
+        assert target.queue is not None
+        return "OnFailureQueueAge", oldest_message_age(target.queue), "the stream trims its records"
 
 
 QUEUE = QueueKind()

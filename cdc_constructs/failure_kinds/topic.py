@@ -32,6 +32,8 @@ class TopicKind:
     destination_type: type = sources.SnsDlq
     keeps_records = False
     cfn_type = "AWS::SNS::Topic"
+    age_checked_by_redrive = False
+    redrive_source = None  # in the runtime layer
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         return OnFailureTarget(self, arn, key_arns)
@@ -55,6 +57,10 @@ class TopicKind:
         """0: a pointer into the stream, whose retention bounds the replay."""
         return 0, []
 
+    def arn_retention(self, arn: str) -> int | None:
+        """0: a pointer into the stream."""
+        return 0
+
     def template_retention(self, properties: Mapping[str, Any]) -> int | None:
         """0: a pointer into the stream."""
         return 0
@@ -63,6 +69,14 @@ class TopicKind:
         self, target: OnFailureTarget, period: Duration, consumer_name: str
     ) -> dict[str, tuple[cloudwatch.IMetric, str]]:
         return {}
+
+    def age_metric(
+        self, target: OnFailureTarget, consumer_name: str, namespace: str
+    ) -> tuple[str, cloudwatch.IMetric, str] | None:
+        """None: SNS keeps nothing (it delivers each pointer to the topic's subscribers and
+        forgets it); a failure waits in the queue subscribed to it, whose age alarm is that
+        queue's owner's (docs/operations.md, 'Failure kinds')."""
+        return None
 
 
 TOPIC = TopicKind()

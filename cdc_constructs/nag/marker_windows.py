@@ -122,9 +122,14 @@ def _failed_batch_retention(node: CfnResource, source: StreamSource) -> int | No
     kind = kind_of_arn(text)
     if text and (kind is None or not kind.keeps_records):
         return 0  # a pointer into the stream
+    read = getattr(kind, "arn_retention", None)  # the kind reads its own window, if it can
+    found = read(text) if read is not None else None
+    if found is not None:
+        return int(found)
     raise UnresolvableValueError(
-        f"the on-failure bucket {destination!r} is not in this template: its lifecycle (how long "
-        "it keeps failed batches) is unknown"
+        f"the on-failure destination {destination!r} is not in this template and its kind "
+        f"({kind.name if kind else 'unknown'}) cannot tell from its ARN how long it keeps failed "
+        "batches (an S3 bucket's lifecycle is its own configuration)"
     )
 
 

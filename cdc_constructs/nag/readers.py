@@ -9,7 +9,10 @@ the same shards.
 A reader's stream is resolved from its synthesized template: ``Fn::GetAtt [table, StreamArn]`` in
 the same template; across stacks, CDK's ``Fn::GetStackOutput`` (weak references) or
 ``Fn::ImportValue`` of an export whose value is such a ``Fn::GetAtt``; or a literal stream ARN.
-A reader whose stream is only known at deployment (a parameter) is counted for no stream.
+A replica's stream read at deployment by a ``DescribeTable`` custom resource (what ReplicaTable
+makes) is keyed by the replica, its table's name and its stack's region, so two such resources
+of one replica, in one stack or two, count their readers together. A reader whose stream is only
+known at deployment (a parameter) is counted for no stream.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from aws_cdk import CfnResource, Stack, Validations
+from aws_cdk import CfnResource, Stack, Token, Validations
 from cdc_consumer.contract import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
 from constructs import IConstruct
 
@@ -29,6 +32,7 @@ from cdc_constructs.nag.stream_source import (
     EVENT_SOURCE_MAPPING,
     PIPE,
     TABLE_TYPES,
+    dig,
     replica_stream_read,
 )
 from cdc_constructs.nag.template import logical_id, template_path
@@ -36,7 +40,10 @@ from cdc_constructs.nag.template import logical_id, template_path
 RULE_ID = "CDC-ESM11"
 
 StreamKey = tuple[str, str]
-"""(template file, table logical id) of a table in the app, or ("arn", literal stream ARN)."""
+"""(template file, table logical id) of a table in the app, ("arn", literal stream ARN), or
+(:data:`REPLICA`, "<region> <table name>") of a global table's replica read at deployment."""
+
+REPLICA = "replica"
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,7 @@ class AppStreamReaders:
             index.streams[key] = StreamInfo(
                 key=key,
                 name=_stream_name(key, table),
-                replicated=_has_replicas(table),
+                replicated=key[0] == REPLICA or _has_replicas(table),
                 readers=tuple(sorted(found, key=lambda r: r.path)),
             )
         return index
@@ -195,13 +202,29 @@ def _get_att_table(value: Any, template: _Template) -> StreamKey | None:
     ``DescribeTable`` custom resource reads (its ``Table.LatestStreamArn``: ReplicaTable's)."""
     replica = replica_stream_read(value, template.resources)
     if replica is not None:
-        return (str(template.path), replica)
+        named = _replica_read(template, replica)
+        return (REPLICA, named) if named is not None else (str(template.path), replica)
     get_att = value.get("Fn::GetAtt") if isinstance(value, Mapping) else None
     if isinstance(get_att, list) and len(get_att) == 2 and get_att[1] == "StreamArn":
         resource = template.resources.get(get_att[0]) or {}
         if resource.get("Type") in TABLE_TYPES:
             return (str(template.path), str(get_att[0]))
     return None
+
+
+def _replica_read(template: _Template, logical: str) -> str | None:
+    """``"<region> <table name>"`` of the replica the custom resource ``logical`` describes, when
+    both are literals (the region is its stack's: the call is made there); else None."""
+    region = template.stack.region
+    create = dig(template.resources.get(logical) or {}, "Properties", "Create")
+    try:
+        call = json.loads(create) if isinstance(create, str) else None
+    except ValueError:
+        return None
+    name = dig(call, "parameters", "TableName") if isinstance(call, Mapping) else None
+    if not isinstance(name, str) or Token.is_unresolved(region):
+        return None
+    return f"{region} {name}"
 
 
 def _stream_key(
@@ -231,6 +254,8 @@ def _stream_key(
 
 
 def _table(key: StreamKey, templates: list[_Template]) -> tuple[_Template, Any] | None:
+    if key[0] == REPLICA:
+        return None
     for template in templates:
         if str(template.path) == key[0]:
             return template, template.resources.get(key[1])
@@ -250,6 +275,9 @@ def _has_replicas(table: tuple[_Template, Any] | None) -> bool:
 
 def _stream_name(key: StreamKey, table: tuple[_Template, Any] | None) -> str:
     """The table's construct path (``Stack/Orders``), else its logical id or the ARN."""
+    if key[0] == REPLICA:
+        region, _, name = key[1].partition(" ")
+        return f"the replica of table {name} in {region}"
     if table is None:
         return key[1]
     template = table[0]

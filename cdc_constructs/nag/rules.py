@@ -43,6 +43,7 @@ from cdc_constructs.record_shape import (
     ShapeProblem,
     shape_problems,
 )
+from cdc_constructs.ttl_identity import names_identity, requires_identity
 from cdc_constructs.validation import IMAGES_BY_VIEW_TYPE
 
 PACK_NAME = "CDC"
@@ -314,10 +315,12 @@ def _replicated(node: CfnResource, table: Mapping[str, Any] | None) -> bool:
 
 
 def ttl_identity_filter_on_replicas(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
-    """No filter names the TTL identity (``userIdentity``; under ``data`` on a Kinesis record)
-    on the stream of a table with replicas, unless the consumer runs this library's runtime
-    told the table is replicated (``CDC_REPLICATED_TABLE``), which recognises replicated
-    expiries (docs/global-tables.md).
+    """No filter on the stream of a table with replicas drops replicated TTL deletions: none
+    *requires* the TTL identity (``userIdentity``, however written: ``$or`` alternatives and a
+    Kinesis record's ``data`` included; :mod:`cdc_constructs.ttl_identity`), since the mapping
+    or pipe then drops them before any code sees them; and one that names it otherwise only
+    on a consumer running this library's runtime told the table is replicated
+    (``CDC_REPLICATED_TABLE``), which recognises replicated expiries (docs/global-tables.md).
 
     A table with replicas: a global table of the same template with more than one replica, the
     Kinesis stream such a table streams into, or a replica's stream read at deployment by a
@@ -325,7 +328,9 @@ def ttl_identity_filter_on_replicas(node: CfnResource, source: StreamSource) -> 
     if not _reads_a_replicated_table(node, source):
         return NOT_APPLICABLE
     patterns = [json.loads(_primitive(node, p)) for p in source.filter_patterns()]
-    if not any(_names_identity(p) for p in patterns):
+    if any(requires_identity(p) for p in patterns):
+        return NON_COMPLIANT
+    if not any(names_identity(p) for p in patterns):
         return COMPLIANT
     variables = runtime_variables(source, node) or {}
     told = str(variables.get(REPLICATED_TABLE_ENV, "")).lower() == "true"
@@ -342,12 +347,6 @@ def _reads_a_replica(node: CfnResource, source: StreamSource) -> bool:
     """Whether the source ARN is a custom resource's ``DescribeTable`` answer: a global table's
     replica's stream, read in its region at deployment (cdc_constructs.ReplicaTable)."""
     return replica_stream_read(source.source_arn, source.resources) is not None
-
-
-def _names_identity(pattern: Any) -> bool:
-    if not isinstance(pattern, Mapping):
-        return False
-    return "userIdentity" in pattern or _names_identity(pattern.get("data"))
 
 
 RULES: tuple[CdcRule, ...] = (
@@ -512,12 +511,15 @@ RULES: tuple[CdcRule, ...] = (
         "ESM13",
         NagMessageLevel.ERROR,
         "The stream consumer filters on the TTL identity (userIdentity) on the stream of a "
-        "table with replicas.",
+        "table with replicas: it requires the identity, or names it without a runtime that "
+        "tells replicated expiries.",
         "A TTL deletion carries the service identity only in the region where DynamoDB's TTL "
         "process deleted the item; every other replica's stream receives it as a plain REMOVE. "
         "A filter on userIdentity therefore misses the expiries of other regions (an archive "
         "sees its own region's only) or lets them through as user deletes, and a filter cannot "
-        "compare the TTL attribute with the record's time. Use StreamConsumer on the "
+        "compare the TTL attribute with the record's time. A filter requiring the identity "
+        "(any condition on userIdentity only the identity meets, e.g. principalId alone) drops "
+        "them in the mapping, before any code runs. Use StreamConsumer on the "
         "ChangeCaptureTable (or a ReplicaTable): it widens the filter and sets "
         "CDC_REPLICATED_TABLE and CDC_TTL_ATTRIBUTE, so the runtime tells replicated expiries "
         "by the item's TTL attribute; for a function of your own, set those variables and "

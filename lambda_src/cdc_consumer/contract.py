@@ -56,6 +56,7 @@ __all__ = [
     "COUNT_METRICS",
     "DEFAULT_METRICS_NAMESPACE",
     "DUPLICATES_SKIPPED",
+    "FAILURE_AGE_CHECK",
     "FOREIGN_MARKERS",
     "IDEMPOTENCY_TABLE_ENV",
     "ITERATOR_LAG_MS",
@@ -76,6 +77,7 @@ __all__ = [
     "MAX_TRANSACTION_BYTES",
     "METRICS_NAMESPACE_ENV",
     "MIN_TOTAL_SEGMENTS",
+    "OLDEST_FAILURE_AGE",
     "ON_FAILURE_BUCKET_ENV",
     "ON_FAILURE_CONDITIONS",
     "ON_FAILURE_MESSAGE_VERSION",
@@ -97,6 +99,7 @@ __all__ = [
     "REDRIVE_METRICS",
     "REDRIVE_RECORDS_REPLAYED",
     "REDRIVE_RESERVE_SECONDS_ENV",
+    "REDRIVE_SOURCE_MODULES_ENV",
     "REPLICATED_TABLE_ENV",
     "REPLICA_ENVIRONMENT",
     "RETRY_ATTEMPTS_EXHAUSTED",
@@ -263,6 +266,12 @@ CONSUMER_ENVIRONMENT: Final = (
 )
 """Every variable a consumer function gets from StreamConsumer."""
 
+REDRIVE_SOURCE_MODULES_ENV: Final = "CDC_REDRIVE_SOURCE_MODULES"
+"""The modules (comma-separated) the redrive function imports before a run: each registers a
+failure source kind defined outside the runtime (``cdc_consumer.redrive.sources.register``).
+StreamRedrive sets it, and adds the layer holding them, from a failure kind's
+``redrive_source``; ``cdc-redrive --source-module`` is the command line's."""
+
 REDRIVE_ENVIRONMENT: Final = (
     CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_NAME_ENV,
@@ -277,6 +286,7 @@ REDRIVE_ENVIRONMENT: Final = (
     CONSUMER_FILTERS_ENV,
     CONSUMER_GROUP_ENV,
     MARKER_TTL_ENV,
+    REDRIVE_SOURCE_MODULES_ENV,
 )
 """Every variable a redrive function may get from StreamRedrive (the on-failure queue or the
 bucket, the quarantine queue, the filters and the group only when the consumer has them)."""
@@ -363,6 +373,15 @@ REDRIVE_FAILED_MESSAGES: Final = Metric("RedriveFailedMessages")
 
 REDRIVE_METRICS: Final = (REDRIVE_LOST_RECORDS, REDRIVE_RECORDS_REPLAYED, REDRIVE_FAILED_MESSAGES)
 """Every metric the redrive function emits, one EMF line per run."""
+
+OLDEST_FAILURE_AGE: Final = Metric("OldestFailedBatchAge", "Seconds")
+"""The age of the oldest failed batch an on-failure destination keeps where AWS publishes no
+such metric (an S3 bucket's objects): what the redrive function's scheduled check measures
+(dimension Consumer; 0 when none waits), and what the construct's age alarm watches."""
+
+FAILURE_AGE_CHECK: Final = "failure-age"
+"""The redrive function's event ``{"check": "failure-age"}``: measure
+:data:`OLDEST_FAILURE_AGE` and replay nothing (the construct's schedule sends it)."""
 
 
 # --- Service limits --------------------------------------------------------------------------

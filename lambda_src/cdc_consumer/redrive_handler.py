@@ -22,9 +22,14 @@ Environment (set by the StreamRedrive construct):
                              is older is refused, neither replayed nor deleted
     IDEMPOTENCY_TABLE_NAME   the consumer's idempotency table: each run takes the consumer's
                              redrive lease there first (cdc_consumer.redrive.lease)
+    CDC_REDRIVE_SOURCE_MODULES  modules to import first, each registering a failure source kind
+                             defined outside the runtime (a failure kind's redrive_source)
 
 Event (all optional): ``{"source": "on-failure" | "quarantine" | "all" (default "all"),
-"maxMessages": int (default 100), "dryRun": bool (default false)}``. ``"on-failure"`` reads
+"maxMessages": int (default 100), "dryRun": bool (default false)}``. ``{"check":
+"failure-age"}`` (the construct's schedule) replays nothing: it measures how long the oldest
+failed batch of an S3 destination has waited and prints it as a metric
+(:mod:`cdc_consumer.redrive.age_check`). ``"on-failure"`` reads
 whatever destination the consumer has: the bucket when ``ON_FAILURE_BUCKET_NAME`` is set (each
 object holds its batch), else the queue (pointers, read back from the stream): each source is
 found by its kind (:mod:`cdc_consumer.redrive.sources`), and replayed by the one driver.
@@ -53,6 +58,7 @@ from cdc_consumer.contract import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
+    FAILURE_AGE_CHECK,
     IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
@@ -148,6 +154,9 @@ def handler(
     redriven by :class:`~cdc_consumer.redrive.kinesis_redrive.KinesisRedrive`."""
     environ = os.environ if environ is None else environ
     event = event or {}
+    sources.import_modules(sources.modules_of(environ))  # kinds defined outside the runtime
+    if event.get("check") is not None:
+        return _check(event, environ)
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, CONSUMER_FUNCTION_NAME_ENV)
     if redrive is None:
         redrive = _redrive(environ)
@@ -185,6 +194,15 @@ def handler(
     namespace = environ.get(METRICS_NAMESPACE_ENV) or DEFAULT_METRICS_NAMESPACE
     print(json.dumps(emf_line(reports, consumer, namespace, latest=list(latest.values()))))
     return _result(reports, list(latest.values()))
+
+
+def _check(event: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """A scheduled check, not a redrive: nothing is replayed or deleted."""
+    if event["check"] != FAILURE_AGE_CHECK:
+        raise ValueError(f"event check is {event['check']!r}; expected {FAILURE_AGE_CHECK!r}")
+    from cdc_consumer.redrive.age_check import check_failure_age  # the check's only caller
+
+    return check_failure_age(environ)
 
 
 def _worth_another_round(latest: Mapping[Source, RedriveReport]) -> bool:

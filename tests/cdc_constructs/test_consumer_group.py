@@ -93,6 +93,8 @@ def test_each_member_has_its_own_runtime_alarms_and_the_function_its_shared_ones
         "FunctionThrottles",
         "RedriveLostRecords",
         "RedriveErrors",
+        "FailedBatchAge",
+        "QuarantineAge",
     }
     alarms = {
         a["Properties"]["AlarmDescription"].split(":")[0]: a["Properties"]

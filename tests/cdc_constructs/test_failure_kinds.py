@@ -22,7 +22,7 @@ from constructs import Construct
 
 from cdc_constructs import ChangeCaptureTable, StreamConsumer, failure_kinds
 from cdc_constructs.exceptions import Problem
-from cdc_constructs.failure_kinds import OnFailureTarget, RedriveAccess
+from cdc_constructs.failure_kinds import OnFailureTarget, RedriveAccess, RedriveSource
 from cdc_constructs.permissions import allow
 from cdc_constructs.redrive import REDRIVE_HANDLER
 from tests import structure
@@ -48,6 +48,17 @@ class ArchiveKind:
     destination_type: type = ArchiveDestination
     keeps_records = True
     cfn_type = "Custom::Archive"
+    age_checked_by_redrive = False
+    redrive_source: RedriveSource | None = None
+
+    def arn_retention(self, arn: str) -> int | None:
+        return ARCHIVE_DAYS * 86400
+
+    def age_metric(
+        self, target: OnFailureTarget, consumer_name: str, namespace: str
+    ) -> tuple[str, cloudwatch.IMetric, str] | None:
+        metric = cloudwatch.Metric(namespace="Archive", metric_name="OldestAge")
+        return "ArchiveAge", metric, "the archive deletes it"
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         return OnFailureTarget(self, arn, key_arns)
@@ -90,9 +101,14 @@ def archive_kind() -> Iterator[ArchiveKind]:
     failure_kinds.unregister(kind)
 
 
+ARCHIVE_LAYER = "arn:aws:lambda:us-east-1:123456789012:layer:archive-failures:1"
+
+
 def test_a_kind_defined_outside_the_package_is_one_module(
     stack: cdk.Stack, archive_kind: ArchiveKind
 ) -> None:
+    layer = lambda_.LayerVersion.from_layer_version_arn(stack, "ArchiveLayer", ARCHIVE_LAYER)
+    archive_kind.redrive_source = RedriveSource("archive_failures", layer)
     table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
     consumer = StreamConsumer(
         stack, "Consumer", table=table, **with_code({"on_failure": ArchiveDestination()})
@@ -110,6 +126,9 @@ def test_a_kind_defined_outside_the_package_is_one_module(
         if r["Properties"]["Handler"] == REDRIVE_HANDLER
     ]
     assert redrive["Environment"]["Variables"]["ARCHIVE_ARN"] == ARCHIVE_ARN
+    # Deployed, the redrive finds the kind's redrive side: its layer, and the module to import.
+    assert redrive["Environment"]["Variables"]["CDC_REDRIVE_SOURCE_MODULES"] == "archive_failures"
+    assert ARCHIVE_LAYER in redrive["Layers"]
     # Its window counts: the markers outlive what it keeps.
     windows = consumer.replay_windows
     assert windows is not None and windows.failed_batch_retention == ARCHIVE_DAYS * 86400
@@ -127,6 +146,63 @@ def test_a_kind_defined_outside_the_package_is_one_module(
         "AWS::CloudWatch::Alarm",
     )
     assert alarm["AlarmDescription"] == "Consumer: batches wait in the archive"
+
+
+def test_a_kind_from_outside_without_its_redrive_side_is_refused_naming_what_is_missing(
+    stack: cdk.Stack, archive_kind: ArchiveKind
+) -> None:
+    """The deployed redrive function runs the runtime layer's handler: without the kind's
+    redrive side it would fail on every run, so synthesis refuses it and says what to give."""
+    from cdc_constructs.exceptions import RedriveConfigurationError
+
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    with pytest.raises(RedriveConfigurationError) as refused:
+        StreamConsumer(
+            stack, "Consumer", table=table, **with_code({"on_failure": ArchiveDestination()})
+        )
+    message = str(refused.value)
+    assert "'archive'" in message and "redrive_source=RedriveSource(module=" in message
+    assert "cdc-redrive --source-module" in message
+
+
+def test_a_kind_from_outside_the_redrive_does_not_read_needs_no_redrive_side(
+    stack: cdk.Stack, archive_kind: ArchiveKind
+) -> None:
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    StreamConsumer(
+        stack,
+        "Consumer",
+        table=table,
+        **with_code({"on_failure": ArchiveDestination(), "redrive": False}),
+    )
+
+
+def test_checks_read_a_kinds_window_of_a_destination_given_by_arn(
+    tmp_path: Path, archive_kind: ArchiveKind
+) -> None:
+    """CDC-ESM9 asks the kind for the window of a destination the template names only by ARN
+    (it failed: "the on-failure bucket ... is not in this template")."""
+    from tests.cdc_constructs.nag.test_rules import (
+        REPLAY_WINDOWS_SECONDS,
+        Shared,
+        destination,
+        function,
+        iterator_age_alarm,
+        mapping,
+    )
+    from tests.cdc_constructs.nag.validation_report import synthesize_with_checks
+
+    app = cdk.App(outdir=str(tmp_path))
+    scope = cdk.Stack(app, "Archived")
+    shared = Shared(scope, "Shared")
+    fn = function(scope, "Function")
+    fn.add_environment("CDC_CONSUMER_NAME", "stats")
+    fn.add_environment("CDC_MARKER_TTL_SECONDS", str(REPLAY_WINDOWS_SECONDS))
+    iterator_age_alarm(scope, "Alarm", fn)
+    archive = "arn:aws:archive:us-east-1:123456789012:store/failures"
+    mapping(scope, shared, fn=fn, destination_config=destination(archive))
+    findings = synthesize_with_checks(app)
+    assert [f for f in findings if f.rule_id == "CDC-ESM9"] == []
 
 
 def test_an_unregistered_kind_is_refused_naming_the_known_ones(stack: cdk.Stack) -> None:

@@ -475,7 +475,13 @@ def test_alarms_on_pipe_failures_and_dlq_depth_notify_the_topic(
         "ExecutionPartiallyFailed",
         "ExecutionTimeout",
         "ApproximateNumberOfMessagesVisible",
+        "ApproximateAgeOfOldestMessage",
     }
+    # Its dead-letter message points into the stream, which keeps the records 24 h after
+    # their write; the pipe gave up on them at most 1 h after it: half of the 23 h left.
+    age = by_metric.pop("ApproximateAgeOfOldestMessage")
+    assert age["Threshold"] == 23 * 3600 // 2 and age["AlarmActions"] == [{"Ref": topic_id}]
+    assert "the stream trims its records 23 hours after it failed" in age["AlarmDescription"]
     for props in by_metric.values():
         assert props["Threshold"] == 1
         assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
@@ -742,3 +748,49 @@ def test_other_bad_props_are_named(props: dict[str, Any], expected: str) -> None
     arguments = {"source": SOURCE} | props
     with pytest.raises(FanOutConfigurationError, match=re.escape(expected)):
         StreamFanOut(stack, "F", table=_table(stack), **arguments)
+
+
+def test_add_rule_gives_the_target_a_dead_letter_queue_and_alarms_when_an_event_is_lost() -> None:
+    """A rule behind the fan-out loses an event it can put neither on its target nor on its
+    dead-letter queue: add_rule makes both alarms, and the queue's depth and age alarms."""
+    from aws_cdk import aws_events as events
+    from aws_cdk import aws_events_targets as targets
+    from aws_cdk import aws_sqs as sqs
+
+    stack = Stack(App(), "S")
+    fan = StreamFanOut(stack, "F", table=_table(stack), source=SOURCE)
+    queue = sqs.Queue(stack, "Invoicing")
+    route = fan.add_rule(
+        "Invoicing",
+        event_pattern=events.EventPattern(source=[SOURCE]),
+        target=lambda safety: targets.SqsQueue(queue, **safety),
+    )
+    assert fan.rules == {"Invoicing": route}
+    template = Template.from_stack(stack).to_json()
+    rule = template["Resources"][stack.get_logical_id(route.rule.node.default_child)]
+    (target,) = rule["Properties"]["Targets"]
+    dlq = stack.get_logical_id(route.dead_letter_queue.node.default_child)
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq, "Arn"]}}
+    assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 3600, "MaximumRetryAttempts": 5}
+    assert list(route.alarms) == [
+        "FailedInvocations",
+        "InvocationsFailedToBeSentToDlq",
+        "DeadLetterQueue",
+        "DeadLetterQueueAge",
+    ]
+    rule_id = stack.get_logical_id(route.rule.node.default_child)
+    bus_id = stack.get_logical_id(fan.event_bus.node.default_child)
+    for name in ("FailedInvocations", "InvocationsFailedToBeSentToDlq"):
+        alarm = template["Resources"][stack.get_logical_id(route.alarms[name].node.default_child)]
+        props = alarm["Properties"]
+        assert (props["Namespace"], props["MetricName"], props["Threshold"]) == (
+            "AWS/Events",
+            name,
+            1,
+        )
+        assert sorted(props["Dimensions"], key=lambda d: d["Name"]) == [
+            {"Name": "EventBusName", "Value": {"Ref": bus_id}},
+            {"Name": "RuleName", "Value": {"Ref": rule_id}},
+        ]
+    age = route.alarms["DeadLetterQueueAge"].node.default_child
+    assert template["Resources"][stack.get_logical_id(age)]["Properties"]["Threshold"] == 7 * 86400

@@ -56,6 +56,8 @@ def test_default_alarms(stack):
         "FunctionThrottles",
         "RedriveLostRecords",
         "RedriveErrors",
+        "FailedBatchAge",
+        "QuarantineAge",
     }
     lag = alarms["IteratorAge"]
     assert lag["Threshold"] == 30 * 60 * 1000  # a quarter of the 2 h max record age
@@ -280,3 +282,63 @@ def test_ledger_entries_are_on_the_dashboard_beside_the_records(stack):
     assert all(m[4]["stat"] == "Sum" for m in metrics)
     records = widgets["Runtime (records)"]
     assert records["y"] == bookkeeping["y"] and records["x"] < bookkeeping["x"]
+
+
+DAY = 86_400
+
+
+def test_every_place_a_failure_waits_alarms_on_its_oldest_failures_age(stack) -> None:
+    """A failure alarms once when it happens; acknowledged and forgotten, its retention would
+    delete it with no second signal. The failed-batch bucket (whose age the redrive measures)
+    and the quarantine queue alarm at half their 14 days."""
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    consumer = StreamConsumer(stack, "Consumer", **consumer_code(), table=table)
+    template = Template.from_stack(stack).to_json()
+    alarms = _alarms(template)
+    bucket, quarantine = alarms["FailedBatchAge"], alarms["QuarantineAge"]
+    assert (bucket["Namespace"], bucket["MetricName"]) == ("CdcConstructs", "OldestFailedBatchAge")
+    assert bucket["Dimensions"] == [{"Name": "Consumer", "Value": "Consumer"}]
+    assert quarantine["MetricName"] == "ApproximateAgeOfOldestMessage"
+    for alarm in (bucket, quarantine):
+        assert alarm["Threshold"] == 7 * DAY and alarm["Statistic"] == "Maximum"
+        assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert (alarm["Period"], alarm["EvaluationPeriods"]) == (3600, 1)
+        assert "7 days" in alarm["AlarmDescription"] and "14 days" in alarm["AlarmDescription"]
+    assert {"FailedBatchAge", "QuarantineAge"} <= set(consumer.alarms)
+    # The bucket's age is measured: an hourly schedule invokes the redrive's check.
+    (rule,) = resources(template, "AWS::Events::Rule").values()
+    assert rule["Properties"]["ScheduleExpression"] == "rate(1 hour)"
+    (target,) = rule["Properties"]["Targets"]
+    assert json.loads(target["Input"]) == {"check": "failure-age"}
+    # And shown on the dashboard.
+    body = json.dumps(only(template, "AWS::CloudWatch::Dashboard")["DashboardBody"])
+    assert "Age of the oldest kept failure" in body and "OldestFailedBatchAge" in body
+
+
+def test_an_sqs_destination_alarms_before_the_stream_trims_what_it_points_at(stack) -> None:
+    from aws_cdk import aws_lambda_event_sources as sources
+    from aws_cdk import aws_sqs as sqs
+
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    queue = sqs.Queue(stack, "OnFailure")
+    StreamConsumer(
+        stack, "Consumer", **with_code({"on_failure": sources.SqsDlq(queue)}), table=table
+    )
+    template = Template.from_stack(stack).to_json()
+    age = _alarms(template)["OnFailureQueueAge"]
+    assert age["MetricName"] == "ApproximateAgeOfOldestMessage"
+    # The stream keeps a record 24 h; the mapping gave up on it at most 1 h after its write.
+    assert age["Threshold"] == 23 * 3600 // 2
+    assert "the stream trims its records 23 hours after" in age["AlarmDescription"]
+    assert not resources(template, "AWS::Events::Rule"), "SQS measures it: no check scheduled"
+
+
+def test_without_a_redrive_the_unmeasured_bucket_age_is_said_at_synthesis(stack) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    StreamConsumer(stack, "Consumer", **with_code({"redrive": False}), table=table)
+    (warning,) = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp(".*FailureAgeUnmeasured.*")
+    )
+    assert "FailedBatchAge alarm never fires" in str(warning.entry.data)

@@ -51,6 +51,7 @@ def test_pipe_alarms_are_a_dict_by_stable_name_as_the_consumers():
         "ExecutionPartiallyFailed",
         "ExecutionTimeout",
         "DeadLetterQueue",
+        "DeadLetterQueueAge",
     ]
 
 

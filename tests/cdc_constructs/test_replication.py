@@ -121,6 +121,48 @@ def test_a_ttl_archive_on_a_replicated_table_is_widened_and_told(stack) -> None:
     assert warnings, "the widening is said at synthesis"
 
 
+HAND_WRITTEN_TTL_FILTERS = [
+    {"eventName": ["REMOVE"], "userIdentity": {"principalId": ["dynamodb.amazonaws.com"]}},
+    {"userIdentity": {"type": ["Service"]}},
+    {"eventName": ["REMOVE"], "userIdentity": {"principalId": [{"prefix": "dynamodb."}]}},
+]
+
+
+@pytest.mark.parametrize("pattern", HAND_WRITTEN_TTL_FILTERS)
+def test_a_hand_written_ttl_filter_on_a_replicated_table_is_widened_too(
+    stack, pattern: dict[str, Any]
+) -> None:
+    """Any condition on userIdentity only the TTL identity meets drops replicated expiries in
+    the mapping: each is widened as StreamFilters' is, and the runtime applies it as written."""
+    synthesized = _consumer(stack, _global(stack), filters=[pattern])
+    (widened,) = synthesized["patterns"]
+    assert "userIdentity" not in widened and widened["eventName"] == ["REMOVE"]
+    assert widened["dynamodb"] == {"OldImage": {"expireAt": {"N": [{"exists": True}]}}}
+    assert json.loads(synthesized["env"]["CDC_RECORD_FILTERS"]) == [pattern]
+
+
+def test_a_ttl_filter_inside_or_on_a_replicated_table_is_refused_with_the_way_out(stack) -> None:
+    either = {"$or": [StreamFilters.ttl_deletions_only(), {"eventName": ["INSERT"]}]}
+    with pytest.raises(CdcConfigurationError) as refused:
+        StreamConsumer(stack, "Archive", table=_global(stack), **with_code({"filters": [either]}))
+    message = str(refused.value)
+    assert "filters[0]" in message and "$or" in message and "separate patterns" in message
+
+
+def test_a_kinesis_consumer_refuses_a_ttl_filter_inside_or_too(stack) -> None:
+    from cdc_constructs import KinesisConsumer, KinesisDestination, KinesisFilters
+
+    either = {"$or": [StreamFilters.ttl_deletions_only(), {"eventName": ["INSERT"]}]}
+    table = _global(stack, kinesis=KinesisDestination())
+    with pytest.raises(CdcConfigurationError, match="separate patterns"):
+        KinesisConsumer(
+            stack,
+            "Archive",
+            table=table,
+            **with_code({"filters": [KinesisFilters.on_data(either)]}),
+        )
+
+
 def test_a_consumer_excluding_ttl_deletions_keeps_its_filter_and_is_told(stack) -> None:
     synthesized = _consumer(stack, _global(stack), filters=[StreamFilters.exclude_ttl_deletions()])
     assert synthesized["patterns"] == [StreamFilters.exclude_ttl_deletions()]
@@ -209,16 +251,12 @@ def _warnings(stack: cdk.Stack) -> list[str]:
     return [str(w.entry.data) for w in found if REPLICATED_FILTER_WARNING in str(w.entry.data)]
 
 
-@pytest.mark.parametrize(
-    "pattern", [StreamFilters.ttl_deletions_only(), StreamFilters.exclude_ttl_deletions()]
-)
-def test_a_fan_out_filtering_on_the_ttl_identity_of_a_replicated_table_is_warned(
-    stack, pattern: dict[str, Any]
-) -> None:
-    """A pipe runs no code: its identity filter misses the other regions' expiries (or sends
-    them as deletes), so synthesis says so, as it does for a Lambda consumer."""
+def test_a_fan_out_excluding_ttl_deletions_of_a_replicated_table_is_warned(stack) -> None:
+    """A pipe runs no code: its exclusion forwards the other regions' expiries as deletes, so
+    synthesis says so, as it does for a Lambda consumer."""
     from cdc_constructs import StreamFanOut
 
+    pattern = StreamFilters.exclude_ttl_deletions()
     StreamFanOut(stack, "Expiries", table=_global(stack), source="orders", filters=[pattern])
     (warning,) = _warnings(stack)
     assert "StreamFanOut 'Expiries'" in warning and "pipe" in warning
@@ -227,7 +265,19 @@ def test_a_fan_out_filtering_on_the_ttl_identity_of_a_replicated_table_is_warned
     assert [json.loads(f["Pattern"]) for f in filters] == [pattern], "kept as written"
 
 
-def test_a_fan_out_of_a_replica_filtering_on_the_ttl_identity_is_warned() -> None:
+@pytest.mark.parametrize("pattern", [StreamFilters.ttl_deletions_only(), *HAND_WRITTEN_TTL_FILTERS])
+def test_a_fan_out_requiring_the_ttl_identity_of_a_replicated_table_is_refused(
+    stack, pattern: dict[str, Any]
+) -> None:
+    """It would forward this region's expiries only, and a pipe has no runtime to widen for."""
+    from cdc_constructs import FanOutConfigurationError, StreamFanOut
+
+    with pytest.raises(FanOutConfigurationError) as refused:
+        StreamFanOut(stack, "Expiries", table=_global(stack), source="orders", filters=[pattern])
+    assert "filters[0]" in str(refused.value) and "StreamConsumer" in str(refused.value)
+
+
+def test_a_fan_out_of_a_replica_excluding_ttl_deletions_is_warned() -> None:
     from cdc_constructs import ReplicaTable, StreamFanOut
 
     app = cdk.App()
@@ -240,7 +290,7 @@ def test_a_fan_out_of_a_replica_filtering_on_the_ttl_identity_is_warned() -> Non
         "Expiries",
         table=replica,
         source="orders",
-        filters=[StreamFilters.ttl_deletions_only()],
+        filters=[StreamFilters.exclude_ttl_deletions()],
     )
     assert _warnings(west)
 
@@ -293,3 +343,69 @@ def test_a_fan_out_counts_as_the_one_reader_of_a_replicated_tables_stream(
         StreamFanOut(stack, "First", table=table, source="orders")
         with pytest.raises(CdcConfigurationError, match="at most 1 for a table with replicas"):
             StreamConsumer(stack, "Second", table=table, **with_code({}))
+
+
+def _key(stack: cdk.Stack) -> Any:
+    from aws_cdk import aws_kms as kms
+
+    return kms.Key(stack, "Key")
+
+
+WEST_KEY = "arn:aws:kms:us-west-2:123456789012:key/0f0e0d0c-0b0a-0908-0706-050403020100"
+
+
+def test_a_customer_key_with_replicas_without_their_keys_is_refused_naming_the_fix(
+    stack,
+) -> None:
+    """aws-cdk-lib failed at synthesis ("KMS key for us-west-2 was not found in
+    'replicaKeyArns'"): the table now says what to give before anything is made."""
+    with pytest.raises(CdcConfigurationError) as refused:
+        _global(stack, encryption_key=_key(stack))
+    message = str(refused.value)
+    assert "replica_key_arns" in message and "us-west-2" in message
+    assert "arn:aws:kms:us-west-2:<account>:key/<id>" in message
+
+
+@pytest.mark.parametrize(
+    ("given", "wrong"),
+    [
+        ({"us-west-2": "arn:aws:kms:eu-west-1:123456789012:key/x"}, "a KMS key ARN in us-west-2"),
+        ({"us-west-2": WEST_KEY, "eu-west-1": WEST_KEY}, "regions of the replicas only"),
+    ],
+)
+def test_replica_keys_of_other_regions_are_refused(stack, given: Any, wrong: str) -> None:
+    with pytest.raises(CdcConfigurationError, match=wrong):
+        _global(stack, encryption_key=_key(stack), replica_key_arns=given)
+
+
+def test_replica_keys_without_a_table_key_are_refused(stack) -> None:
+    with pytest.raises(CdcConfigurationError, match="omitted without encryption_key"):
+        _global(stack, replica_key_arns={"us-west-2": WEST_KEY})
+
+
+def test_replica_keys_encrypt_each_replica_and_its_replica_tables_consumers_decrypt() -> None:
+    from cdc_constructs import ReplicaTable
+
+    app = cdk.App()
+    east = cdk.Stack(app, "East", env=US_EAST_1)
+    orders = _global(east, encryption_key=_key(east), replica_key_arns={"us-west-2": WEST_KEY})
+    west = cdk.Stack(app, "West", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    replica = ReplicaTable(west, "Orders", table=orders)  # its docstring's default: the key
+    assert replica.encryption_key is not None and replica.encryption_key.key_arn == WEST_KEY
+    StreamConsumer(west, "Stats", table=replica, **with_code({}))
+    (props,) = [
+        r["Properties"]
+        for r in resources(
+            Template.from_stack(east).to_json(), "AWS::DynamoDB::GlobalTable"
+        ).values()
+    ]
+    (west_replica,) = [r for r in props["Replicas"] if r["Region"] == "us-west-2"]
+    assert west_replica["SSESpecification"] == {"KMSMasterKeyId": WEST_KEY}
+    statements = [
+        s
+        for policy in resources(Template.from_stack(west).to_json(), "AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert any("kms:Decrypt" in s["Action"] and s["Resource"] == WEST_KEY for s in statements), (
+        "the consumer decrypts the replica's stream with the replica's key"
+    )

@@ -253,6 +253,8 @@ def test_escape_hatches(default_consumer):
         "FunctionThrottles",
         "RedriveLostRecords",
         "RedriveErrors",
+        "FailedBatchAge",
+        "QuarantineAge",
     }
 
 

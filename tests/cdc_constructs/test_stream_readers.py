@@ -104,3 +104,26 @@ def test_a_table_with_replicas_takes_one_reader() -> None:
         "a table whose stream has room for another reader (at most 1 for a table with "
         "replicas): Global/Events would be reader 2, after Global/Stats."
     ) in str(caught.value)
+
+
+def test_two_replica_tables_of_one_replica_in_two_stacks_are_one_stream() -> None:
+    """A replica is read through its stream whatever construct names it: a consumer on a second
+    ReplicaTable of the same replica, in another stack of the app, is a second reader."""
+    from cdc_constructs import ReplicaTable
+
+    app = cdk.App()
+    east = cdk.Stack(app, "East", env=cdk.Environment(account="111111111111", region="us-east-1"))
+    orders = ChangeCaptureTable(
+        east, "Orders", partition_key=PK, replicas=[dynamodb.ReplicaTableProps(region="eu-west-1")]
+    )
+    first, second = cdk.Stack(app, "Stats", env=ENV), cdk.Stack(app, "Archive", env=ENV)
+    consumer(first, "Stats", ReplicaTable(first, "Orders", table=orders))  # type: ignore[arg-type]
+    with pytest.raises(CdcConfigurationError) as refused:
+        consumer(second, "Archive", ReplicaTable(second, "Orders", table=orders))  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert "at most 1 for a table with replicas" in message and "Stats/Stats" in message
+    # A ReplicaTable of another table in that region is another stream.
+    other = ChangeCaptureTable(
+        east, "Other", partition_key=PK, replicas=[dynamodb.ReplicaTableProps(region="eu-west-1")]
+    )
+    consumer(second, "Other", ReplicaTable(second, "OtherReplica", table=other))  # type: ignore[arg-type]

@@ -42,9 +42,15 @@ def _function(template: dict[str, Any]) -> dict[str, Any]:
     (function,) = [
         f["Properties"]
         for f in resources(template, "AWS::Lambda::Function").values()
-        if f["Properties"]["Handler"] == "cdc_consumer.ttl_archive.handler"
+        if own_handler(f["Properties"]) == "cdc_consumer.ttl_archive.handler"
     ]
     return function
+
+
+def own_handler(function: dict[str, Any]) -> str:
+    """The function's own handler: behind the window handler (CDC_HANDLER) when its mapping has
+    a tumbling window, else its Handler."""
+    return function["Environment"]["Variables"].get("CDC_HANDLER", function["Handler"])
 
 
 def test_a_consumer_of_ttl_deletions_running_the_runtimes_archive(stack: cdk.Stack) -> None:
@@ -171,7 +177,7 @@ def test_a_member_of_a_consumer_group(stack: cdk.Stack) -> None:
     (function,) = [
         f["Properties"]
         for f in resources(template, "AWS::Lambda::Function").values()
-        if f["Properties"]["Handler"] == "index.handler"
+        if own_handler(f["Properties"]) == "index.handler"
     ]
     assert function["Environment"]["Variables"]["CDC_ARCHIVE_PREFIX"] == "expired/"
     role = logical_id(template, "OrdersConsumersRole")

@@ -149,3 +149,91 @@ def test_no_runtime_module_outside_the_sources_names_one() -> None:
 def test_the_check_sees_an_import_of_a_source_module() -> None:
     tree = ast.parse("from cdc_consumer.redrive.sources.bucket import BucketSource\n")
     assert _imports_a_kind(tree) == {"cdc_consumer.redrive.sources.bucket"}
+
+
+KIND_MODULE = """
+from cdc_consumer.redrive import sources
+from tests.cdc_consumer.test_redrive_sources import MemoryFailures, MemoryKind
+
+KIND = MemoryKind(MemoryFailures())
+sources.register(KIND)
+"""
+
+
+def test_the_redrive_function_imports_the_modules_that_register_kinds_from_outside(
+    stream: Stream, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deployed, the redrive function runs the runtime layer's handler: a kind defined outside
+    the runtime is found because the handler imports ``CDC_REDRIVE_SOURCE_MODULES`` first (the
+    construct sets it from the kind's redrive_source, and adds the layer holding the module)."""
+    import sys
+
+    from cdc_consumer.redrive_handler import handler
+
+    (tmp_path / "memory_failures_kind.py").write_text(KIND_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    environ = {
+        "CONSUMER_FUNCTION_NAME": "consumer",
+        "CDC_CONSUMER_NAME": "stats",
+        "STREAM_ARN": stream.arn,
+        "MEMORY_FAILURES": f"{SCHEME}failures",
+    }
+    redrive = make_redrive(stream, Consumer())
+    without = handler({"source": "on-failure"}, None, redrive=redrive, environ=environ)
+    assert without["reports"] == [], "without the module, the runtime knows no memory:// kind"
+
+    environ["CDC_REDRIVE_SOURCE_MODULES"] = "memory_failures_kind"
+    try:
+        result = handler({"source": "on-failure"}, None, redrive=redrive, environ=environ)
+        (report,) = result["reports"]
+        assert report["source"] == "on-failure" and result["ok"]
+    finally:
+        sources.unregister(sys.modules["memory_failures_kind"].KIND)
+        del sys.modules["memory_failures_kind"]
+
+
+def test_a_source_module_that_cannot_be_imported_is_an_operator_mistake() -> None:
+    from cdc_consumer.exceptions import RedriveSetupError
+
+    with pytest.raises(RedriveSetupError, match="'no_such_failure_kind' cannot be imported"):
+        sources.import_modules(["no_such_failure_kind"])
+
+
+def test_cdc_redrive_takes_a_kinds_module_and_location_by_flag(
+    stream: Stream, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--source-module`` imports the module registering a kind from outside; ``--location``
+    names where its failures are; a module that cannot be imported stops the run (exit 2)."""
+    from cdc_consumer.redrive.cli import EXIT_SETUP, build_parser, main
+
+    args = build_parser().parse_args(
+        [
+            "--location",
+            f"{SCHEME}failures",
+            "--source-module",
+            "memory_failures_kind",
+            "--source-module",
+            "other",
+            "--stream-arn",
+            stream.arn,
+            "--function-name",
+            "consumer",
+        ]
+    )
+    assert (args.location, args.source_module) == (
+        f"{SCHEME}failures",
+        ["memory_failures_kind", "other"],
+    )
+    argv = [
+        "--location",
+        f"{SCHEME}x",
+        "--source-module",
+        "no_such_failure_kind",
+        "--stream-arn",
+        stream.arn,
+        "--function-name",
+        "consumer",
+    ]
+    assert main(argv) == EXIT_SETUP
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "'no_such_failure_kind' cannot be imported" in line

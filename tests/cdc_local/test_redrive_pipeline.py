@@ -235,3 +235,39 @@ def test_cli_replays_an_s3_object_whose_records_the_stream_no_longer_holds(
         assert report["records_replayed"] == sum(b["DDBStreamBatchInfo"]["batchSize"] for b in held)
         assert on_failure_batches(pipeline, wiring) == []
         assert view_reconciled(pipeline, wiring)
+
+
+def test_the_redrive_functions_age_check_measures_the_failed_batch_bucket_locally(
+    aws: LocalEndpoint, reference_assembly: Path
+) -> None:
+    """The hourly schedule's event, ``{"check": "failure-age"}``, run through the local pipeline
+    on the synthesized redrive function (its environment, its role's credentials): it lists the
+    mapping's prefix of the failed-batch bucket and prints ``OldestFailedBatchAge``, the metric
+    the consumer's FailedBatchAge alarm watches; nothing is replayed or deleted (issue 41)."""
+    with LocalPipeline(
+        reference_assembly,
+        "CdcReferenceStack",
+        endpoint=aws,
+        faults=FaultPlan(crash_probability=1.0),
+    ) as pipeline:
+        wiring = order_stats_wiring(pipeline)
+        ddb = pipeline.client("dynamodb")
+        for change in OrderWorkload(changes=4, orders=2, poison=0, seed=2).plan():
+            apply(ddb, wiring.source_table, change)
+        pipeline.drain()
+        held = on_failure_batches(pipeline, wiring)
+        assert held
+        (redrive,) = [
+            f
+            for f in pipeline.functions.values()
+            if f.spec.handler == "cdc_consumer.redrive_handler.handler"
+        ]
+
+        redrive.faults = None  # the crashes were the consumer's; the check runs clean
+        result = redrive.invoke({"check": "failure-age"})
+
+        assert not result.failed, result.error_message
+        assert result.response["measured"] and 0 <= result.response["ageSeconds"] < 600
+        lines = [json.loads(text) for text in result.output.splitlines() if '"_aws"' in text]
+        assert [line["OldestFailedBatchAge"] for line in lines] == [result.response["ageSeconds"]]
+        assert on_failure_batches(pipeline, wiring) == held, "a check replays nothing"

@@ -311,8 +311,10 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     # ttl-archive): quarantined, foreign markers and contention failures; the fan-out: 3 pipe
     # failures and its DLQ;
     # each OrderPaid route: its dead-letter queue; the order-stats backfill: failed, timed-out
-    # and aborted executions, and its segment function's errors and throttles.
-    assert len(all_alarms) == 8 + 2 * 3 + 4 + 2 + 3 + 2
+    # and aborted executions, and its segment function's errors and throttles. The age of the
+    # oldest kept failure: the failed-batch bucket, the quarantine queue, the pipe's DLQ, each
+    # route's DLQ; and each route's FailedInvocations and InvocationsFailedToBeSentToDlq.
+    assert len(all_alarms) == 8 + 2 * 3 + 4 + 2 + 3 + 2 + (2 + 1 + 2) + 2 * 2
     for alarm in all_alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
@@ -334,6 +336,10 @@ def test_alarms_notify_the_topic(reference: Synthesized):
         "ExecutionsFailed",
         "ExecutionsTimedOut",
         "ExecutionsAborted",
+        "ApproximateAgeOfOldestMessage",
+        "OldestFailedBatchAge",
+        "FailedInvocations",
+        "InvocationsFailedToBeSentToDlq",
     }
     alarms = {
         a["Properties"]["MetricName"]: a["Properties"]
@@ -571,7 +577,7 @@ def test_order_paid_pipe_publishes_only_orders_becoming_paid(reference: Synthesi
 @pytest.mark.parametrize("route", ["Invoicing", "Fulfilment"])
 def test_two_rules_route_order_paid_to_a_queue_each(reference: Synthesized, route: str):
     template = reference.template
-    rule = _resource(template, f"{route}Rule")
+    rule = _resource(template, f"OrderPaid{route}Rule")
     assert rule["EventBusName"] == {"Ref": logical_id(template, "OrderPaidBus")}
     assert rule["EventPattern"] == {"source": ["com.example.orders"], "detail-type": ["OrderPaid"]}
     (target,) = rule["Targets"]
@@ -599,8 +605,21 @@ def test_two_rules_route_order_paid_to_a_queue_each(reference: Synthesized, rout
             "sqs:GetQueueUrl",
             "sqs:SendMessage",
         }
-        rule_arn = {"Fn::GetAtt": [logical_id(template, f"{route}Rule"), "Arn"]}
+        rule_arn = {"Fn::GetAtt": [logical_id(template, f"OrderPaid{route}Rule"), "Arn"]}
         assert send["Condition"] == {"ArnEquals": {"aws:SourceArn": rule_arn}}
+    # An event the rule could put neither on its target nor on its dead-letter queue is lost:
+    # both of the rule's failure metrics alarm (StreamFanOut.add_rule), as do the queue's depth
+    # and its oldest message's age.
+    rule_name = {"Ref": logical_id(template, f"OrderPaid{route}Rule")}
+    for metric in ("FailedInvocations", "InvocationsFailedToBeSentToDlq"):
+        alarm = _resource(template, f"OrderPaid{route}Rule{metric}Alarm")
+        assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Events", metric)
+        assert {"Name": "RuleName", "Value": rule_name} in alarm["Dimensions"]
+        assert alarm["Threshold"] == 1 and alarm["AlarmActions"]
+    age = _resource(template, f"OrderPaid{route}RuleDeadLetterQueueAgeAlarm")
+    assert age["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [dead_letters, "QueueName"]}}
+    ]
 
 
 def test_reference_stack_counts(reference: Synthesized):
@@ -612,6 +631,6 @@ def test_reference_stack_counts(reference: Synthesized):
     assert counts["AWS::StepFunctions::StateMachine"] == 1
     assert counts["AWS::Lambda::EventSourceMapping"] == 1
     assert counts["AWS::Pipes::Pipe"] == 1
-    assert counts["AWS::Events::Rule"] == 2
+    assert counts["AWS::Events::Rule"] == 3  # two OrderPaid routes, the failure-age check
     assert counts["AWS::S3::Bucket"] == 3  # archive, its access logs, the failed-batch bucket
     assert counts["AWS::Lambda::LayerVersion"] == 1

@@ -28,6 +28,7 @@ from cdc_consumer.contract import (
 )
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.filter_patterns import check_filter_pattern
+from cdc_consumer.redrive import sources
 from cdc_consumer.redrive.access import check_stream_arn
 from cdc_consumer.redrive.defaults import (
     DEFAULT_LEASE_WAIT_SECONDS,
@@ -182,6 +183,21 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--bucket",
         help="the S3 on-failure destination: its objects hold the failed batches themselves",
+    )
+    where.add_argument(
+        "--location",
+        metavar="WHERE",
+        help="a failure source of a kind a --source-module registers: where it is, as that"
+        " kind names it (e.g. the destination's ARN)",
+    )
+    parser.add_argument(
+        "--source-module",
+        metavar="MODULE",
+        action="append",
+        default=[],
+        help="import MODULE first (repeatable): it registers a failure source kind defined"
+        " outside the runtime (cdc_consumer.redrive.sources.register); it must be importable"
+        " (PYTHONPATH)",
     )
     where.add_argument(
         PIPE_DLQ_OPTION,
@@ -493,6 +509,7 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
         os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
     _check_numbers(args)
     _check_stream(args)
+    sources.import_modules(args.source_module)
     if args.pipe_dlq_queue_url:
         return _run_pipe_dlq(args, session)
     if not (args.function_name or args.handler):
@@ -515,9 +532,10 @@ def _run(argv: Sequence[str] | None, session: Any) -> int:
     redrive = _redrive(args, session, sqs_client, invoker, environment, scope)
     if scope.bucket:
         redrive.s3_client = session.client("s3")
-    where = bucket_where(args.bucket, scope.prefix) if args.bucket else args.queue_url
+    where = bucket_where(args.bucket, scope.prefix) if args.bucket else args.location
+    where = where or args.queue_url
     redrive.check(where, args.source)
-    total = None if args.bucket else _queue_depth(sqs_client, args.queue_url)
+    total = _queue_depth(sqs_client, args.queue_url) if args.queue_url else None
     if args.max_messages is not None and total is not None:
         total = min(total, args.max_messages)
     report = redrive.run(

@@ -118,3 +118,35 @@ def test_a_replicas_stream_read_in_its_region_allows_one_reader(tmp_path: Path) 
     findings = readers_findings(synthesize_with_checks(app))
     assert findings, "two readers of a replica's stream"
     assert "(at most 1 for a table with replicas)" in findings[0].description
+
+
+def test_two_replica_tables_of_one_replica_in_two_stacks_count_together(tmp_path: Path) -> None:
+    """Two ReplicaTables of the us-west-2 replica, in two stacks of the app, read one stream:
+    a consumer on each (the second made by hand, as the constructs refuse it) is one too many."""
+    from cdc_constructs import ChangeCaptureTable, ReplicaTable, StreamConsumer
+    from tests.cdc_constructs.support import consumer_code
+
+    app = App(outdir=str(tmp_path))
+    east = Stack(app, "East", env=ENV)
+    orders = ChangeCaptureTable(
+        east,
+        "Orders",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        replicas=[dynamodb.ReplicaTableProps(region="us-west-2")],
+    )
+    west = Environment(account="123456789012", region="us-west-2")
+    stats, archive = Stack(app, "WestStats", env=west), Stack(app, "WestArchive", env=west)
+    StreamConsumer(
+        stats, "Stats", table=ReplicaTable(stats, "Orders", table=orders), **consumer_code()
+    )
+    second = ReplicaTable(archive, "Orders", table=orders)
+    mapping(
+        Construct(archive, "ByHand"),
+        Shared(archive, "Shared"),
+        event_source_arn=second.table_stream_arn,
+    )
+    findings = readers_findings(synthesize_with_checks(app))
+    assert len(findings) == 2, "each reader of the one replica's stream is reported"
+    description = findings[0].description
+    assert "the replica of table" in description and "in us-west-2 has 2 readers" in description
+    assert "WestStats/Stats" in description and "WestArchive/ByHand" in description

@@ -413,10 +413,16 @@ def _(scope: Construct, shared: Shared) -> None:
     consumer.function.add_environment("CDC_MARKER_TTL_SECONDS", str(7 * 24 * 3600))  # type: ignore[attr-defined]
 
 
-def _runtime_consumer(scope: Construct, shared: Shared, **environment: str) -> None:
+def _runtime_consumer(
+    scope: Construct,
+    shared: Shared,
+    *,
+    mapping_changes: dict[str, Any] | None = None,
+    **environment: str,
+) -> None:
     """A consumer of this library's runtime made without its constructs: a function with the
     runtime's variables (quarantine queue kept 14 days), a mapping whose failed batches go to a
-    bucket kept 30 days."""
+    bucket kept 30 days (and ``mapping_changes``)."""
     quarantine = sqs.Queue(scope, "Quarantine", retention_period=Duration.days(14))
     bucket = s3.Bucket(
         scope, "FailedBatches", lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(30))]
@@ -429,7 +435,8 @@ def _runtime_consumer(scope: Construct, shared: Shared, **environment: str) -> N
     }.items():
         fn.add_environment(name, value)
     iterator_age_alarm(scope, "Alarm", fn)
-    mapping(scope, shared, fn=fn, destination_config=destination(bucket.bucket_arn))
+    changes = {"destination_config": destination(bucket.bucket_arn), **(mapping_changes or {})}
+    mapping(scope, shared, fn=fn, **changes)
 
 
 # 1 h record age, then 30 days in the bucket and up to a day more (S3 expires an object at the
@@ -732,6 +739,47 @@ def _(scope: Construct, shared: Shared) -> None:
     )
     stream_arn = describe.get_att("Table.LatestStreamArn").to_string()
     filtered_mapping(scope, shared, TTL_DELETIONS_ONLY, event_source_arn=stream_arn)
+
+
+HAND_WRITTEN_TTL_FILTER = {
+    "eventName": ["REMOVE"],
+    "userIdentity": {"principalId": ["dynamodb.amazonaws.com"]},
+}
+
+
+def _told_runtime_consumer(scope: Construct, shared: Shared, pattern: dict[str, Any]) -> None:
+    """This library's runtime told the table is replicated, its mapping filtered by
+    ``pattern`` on a global table's stream."""
+    _runtime_consumer(
+        scope,
+        shared,
+        mapping_changes={
+            "event_source_arn": global_table(scope).attr_stream_arn,
+            "filter_criteria": filter_criteria(lambda_.CfnEventSourceMapping, [pattern]),
+        },
+        CDC_MARKER_TTL_SECONDS=str(REPLAY_WINDOWS_SECONDS),
+        CDC_REPLICATED_TABLE="true",
+        CDC_TTL_ATTRIBUTE="expireAt",
+    )
+
+
+@fragment("hand-written-ttl-filter-of-a-told-runtime-on-a-table-with-replicas", "CDC-ESM13")
+def _(scope: Construct, shared: Shared) -> None:
+    """The mapping drops the replicated expiries before the runtime could tell them: a filter
+    requiring the identity is reported whatever the function is (here principalId alone)."""
+    _told_runtime_consumer(scope, shared, HAND_WRITTEN_TTL_FILTER)
+
+
+@fragment("ttl-filter-inside-or-of-a-told-runtime-on-a-table-with-replicas", "CDC-ESM13")
+def _(scope: Construct, shared: Shared) -> None:
+    either = {"$or": [TTL_DELETIONS_ONLY, {"eventName": ["INSERT"]}]}
+    _told_runtime_consumer(scope, shared, either)
+
+
+@fragment("excluding-ttl-filter-of-a-told-runtime-on-a-table-with-replicas-not-reported")
+def _(scope: Construct, shared: Shared) -> None:
+    """Replicated expiries pass an exclusion; the runtime told drops them."""
+    _told_runtime_consumer(scope, shared, {"userIdentity": {"type": [{"exists": False}]}})
 
 
 @fragment("ttl-identity-filter-on-a-single-region-table-not-reported")

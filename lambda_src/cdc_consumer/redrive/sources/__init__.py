@@ -13,15 +13,18 @@ Each module's kind says which ``--source`` it serves (``role``), whether it clai
 how to find its location in the redrive function's environment, how to check it before a run,
 and how to open it for one. The same names are the construct side's (``cdc_constructs.
 failure_kinds``) and the local pipeline's (``cdc_local.destinations``); docs/design.md,
-"Adding a failure destination". :func:`register` adds a kind defined elsewhere.
+"Adding a failure destination". :func:`register` adds a kind defined elsewhere;
+:func:`import_modules` imports the modules that register such kinds (the redrive function's
+``CDC_REDRIVE_SOURCE_MODULES``, ``cdc-redrive --source-module``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from cdc_consumer.contract import ON_FAILURE_S3_PREFIX
+from cdc_consumer.contract import ON_FAILURE_S3_PREFIX, REDRIVE_SOURCE_MODULES_ENV
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.redrive.failure_source import FailureSource
 from cdc_consumer.redrive.messages import Source
@@ -35,8 +38,10 @@ __all__ = [
     "SourceKind",
     "bucket_of",
     "bucket_where",
+    "import_modules",
     "kind_for",
     "located",
+    "modules_of",
     "on_failure_bucket",
     "register",
     "unregister",
@@ -79,6 +84,24 @@ def unregister(kind: SourceKind) -> None:
     """Remove a kind :func:`register` added."""
     if kind in SOURCE_KINDS:
         SOURCE_KINDS.remove(kind)
+
+
+def modules_of(environ: Mapping[str, str]) -> list[str]:
+    """The modules ``CDC_REDRIVE_SOURCE_MODULES`` names (none when unset)."""
+    return [m.strip() for m in environ.get(REDRIVE_SOURCE_MODULES_ENV, "").split(",") if m.strip()]
+
+
+def import_modules(names: Iterable[str]) -> None:
+    """Import each module of ``names``: importing one registers the failure source kind it
+    defines (:func:`register`). A module that cannot be imported is an operator's mistake."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise RedriveSetupError(
+                f"failure source module {name!r} cannot be imported ({error}): it must be on "
+                "the redrive's path (the redrive function's layers; PYTHONPATH for cdc-redrive)"
+            ) from None
 
 
 def kind_for(source: Source, where: str) -> SourceKind:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -196,6 +197,18 @@ class BucketKind:
             "check --bucket (no such bucket in this account)",
             "check --bucket and that these credentials may list and read it",
         )
+
+    def oldest_failure_age(self, where: str, client: Any, now: datetime) -> int:
+        """Seconds since the oldest object under ``where`` was written (0: none waits): S3
+        publishes no age of its objects, and its lifecycle deletes one its retention after
+        that write (redriven ones are noncurrent versions, not listed)."""
+        bucket, prefix = split_bucket_where(where)
+        oldest: datetime | None = None
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents") or ():
+                written = item["LastModified"]
+                oldest = written if oldest is None or written < oldest else oldest
+        return 0 if oldest is None else max(0, int((now - oldest).total_seconds()))
 
     def open(self, run: parts.Run, where: str) -> BucketSource:
         redrive = run.redrive
