@@ -117,6 +117,22 @@ class Workload:
     customers: int
     counts: dict[str, int] = field(default_factory=dict)
 
+    def first(self, count: int) -> Workload:
+        """The workload of its first ``count`` records: the orders table as they leave it."""
+        from boto3.dynamodb.types import TypeDeserializer
+
+        deserializer = TypeDeserializer()
+        records = self.records[:count]
+        orders: dict[str, dict[str, Any]] = {}
+        for record in records:
+            key = record["dynamodb"]["Keys"]["pk"]["S"]
+            image = record["dynamodb"].get("NewImage")
+            if image is None:
+                orders.pop(key, None)
+            else:
+                orders[key] = {k: deserializer.deserialize(v) for k, v in image.items()}
+        return Workload(records, orders, self.seed, self.orders, self.customers)
+
     def batches(self, size: int) -> Iterator[list[dict[str, Any]]]:
         """The records cut into Lambda batches of ``size``."""
         for start in range(0, len(self.records), size):
