@@ -150,6 +150,11 @@ class ShardRun:
     contention_failures: int = 0
     other_failures: int = 0
 
+    @property
+    def records_done(self) -> int:
+        """Records checkpointed: all of them, unless the shard stopped."""
+        return self.checkpointed if self.gave_up else len(self.workload.records)
+
     def invoke(self, processor: StreamProcessor) -> Callable[[dict[str, Any], Any], Any]:
         """The handler: ``processor``'s, with each failed batch told as failed by contention
         (a transaction of this invocation was cancelled or a write refused) or otherwise."""
@@ -247,7 +252,8 @@ def summarise_row(
 ) -> dict[str, Any]:
     """The row's figures (see docs/benchmarks.md, the scale section)."""
     records = sum(len(run.workload.records) for run in runs)
-    rates = [len(r.workload.records) / r.row.clock.seconds for r in runs if r.row.clock.seconds]
+    done = sum(run.records_done for run in runs)
+    rates = [r.records_done / r.row.clock.seconds for r in runs if r.row.clock.seconds]
     counts = [run.row.counts for run in runs]
     commits = sum(c.commits for c in counts)
     meter = INSTRUMENTATION.cost.snapshot()
@@ -261,7 +267,10 @@ def summarise_row(
         "records": records,
         "records_per_s_per_shard": round(sum(rates) / len(rates), 1) if rates else None,
         "slowest_shard_records_per_s": round(min(rates), 1) if rates else None,
-        "records_per_s_all_shards": _per(records, max(r.row.clock.seconds for r in runs), 1),
+        "records_per_s_all_shards": _per(done, max(r.row.clock.seconds for r in runs), 1),
+        # Per shard: records checkpointed and modelled seconds.
+        "shard_records": [run.records_done for run in runs],
+        "shard_seconds": [round(run.row.clock.seconds, 4) for run in runs],
         "commits": commits,
         "cancelled": sum(c.cancelled for c in counts),
         "conflicts": sum(c.conflicts for c in counts),
@@ -276,14 +285,12 @@ def summarise_row(
         "batches_failed_by_contention": sum(run.contention_failures for run in runs),
         "batches_failed_otherwise": sum(run.other_failures for run in runs),
         "shards_stopped": sum(run.gave_up for run in runs),
-        "records_not_checkpointed": sum(
-            len(run.workload.records) - run.checkpointed for run in runs if run.gave_up
-        ),
+        "records_not_checkpointed": records - done,
         "shard_errors": [run.error for run in runs if run.error][:3],
         "answers_without_window_state": sum(
             run.window.answers_without_state for run in runs if run.window
         ),
-        "modelled_ms_per_batch": _time_split(runs, batches),
+        "modelled_ms_per_batch": _time_split(runs),
         "logged_failures": sum(run.logged.failures for run in runs),
         "failure_examples": sorted({m for r in runs for m in r.logged.failure_examples})[:3],
         "metrics": dict(sorted(metrics.items())),
@@ -292,9 +299,9 @@ def summarise_row(
     }
 
 
-def _time_split(runs: list[ShardRun], batches: int) -> dict[str, float]:
-    """Where a shard's modelled time went, per batch, averaged over the shards."""
-    n = len(runs) * batches
+def _time_split(runs: list[ShardRun]) -> dict[str, float]:
+    """Where the shards' modelled time went, per batch checkpointed (failed attempts included)."""
+    n = max(1.0, sum(run.records_done for run in runs) / BATCH_SIZE)
     return {
         "requests": round(sum(r.row.clock.request_seconds for r in runs) * 1000 / n, 2),
         "waits": round(sum(r.row.clock.waited_seconds for r in runs) * 1000 / n, 2),
