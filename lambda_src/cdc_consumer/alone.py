@@ -25,6 +25,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from cdc_consumer.contention import Contention
 from cdc_consumer.defaults import ALONE_WRITE_THREADS
 from cdc_consumer.exceptions import CdcConsumerError, RejectedByDynamoDBError, TransientError
 from cdc_consumer.sinks.protocol import OnConditionFailed, kind_of
@@ -32,6 +33,9 @@ from cdc_consumer.transactions import ItemIdentity, RecordWrites
 
 #: DynamoDB's error code for a failed condition on a single-item write.
 CONDITION_FAILED_CODE = "ConditionalCheckFailedException"
+#: DynamoDB's answer to a write on an item another transaction holds at that moment: nothing was
+#: written; the same write succeeds once the transaction is done (cdc_consumer.contention).
+TRANSACTION_CONFLICT_CODE = "TransactionConflictException"
 #: The client method writing one action of each type alone.
 CALLS = {"Put": "put_item", "Delete": "delete_item", "Update": "update_item"}
 
@@ -55,14 +59,20 @@ Result = tuple[RecordWrites, bool | CdcConsumerError]
 
 
 def write_alone(
-    client: Any, records: Sequence[RecordWrites], threads: int = ALONE_WRITE_THREADS
+    client: Any,
+    records: Sequence[RecordWrites],
+    threads: int = ALONE_WRITE_THREADS,
+    contention: Contention | None = None,
 ) -> AloneOutcome:
-    """Write ``records`` (in stream order), each item alone, concurrently by lanes."""
+    """Write ``records`` (in stream order), each item alone, concurrently by lanes; a write
+    DynamoDB refuses for a conflict with a transaction on its item is tried again after a
+    backoff, within ``contention``'s budget."""
     lanes = _lanes(records)
+    patience = contention or Contention()
     if len(lanes) == 1 or threads <= 1:
-        results = [result for lane in lanes for result in _run_lane(client, lane)]
+        results = [result for lane in lanes for result in _run_lane(client, lane, patience)]
     else:
-        done = _executor(threads).map(lambda lane: _run_lane(client, lane), lanes)
+        done = _executor(threads).map(lambda lane: _run_lane(client, lane, patience), lanes)
         results = [result for lane_results in done for result in lane_results]
     results.sort(key=lambda result: result[0].position)
     outcome = AloneOutcome()
@@ -92,41 +102,47 @@ def _lanes(records: Sequence[RecordWrites]) -> list[list[RecordWrites]]:
     return list(lanes.values())
 
 
-def _run_lane(client: Any, lane: list[RecordWrites]) -> list[Result]:
+def _run_lane(client: Any, lane: list[RecordWrites], contention: Contention) -> list[Result]:
     """Write a lane's records one after the other; stop at the first failure."""
     results: list[Result] = []
     for record in lane:
-        result = _write_record(client, record)
+        result = _write_record(client, record, contention)
         results.append((record, result))
         if isinstance(result, CdcConsumerError):
             break
     return results
 
 
-def _write_record(client: Any, record: RecordWrites) -> bool | CdcConsumerError:
+def _write_record(
+    client: Any, record: RecordWrites, contention: Contention
+) -> bool | CdcConsumerError:
     """Write a record's items in order; its first error stops it (the items written before
     it guard themselves: the retry is a no-op there)."""
     written = False
     for action in record.items:
-        result = _write_item(client, action)
+        result = _write_item(client, action, contention)
         if isinstance(result, CdcConsumerError):
             return result
         written = written or result
     return written
 
 
-def _write_item(client: Any, action: Any) -> bool | CdcConsumerError:
+def _write_item(client: Any, action: Any, contention: Contention) -> bool | CdcConsumerError:
     """Write one action alone: True written, False stale, or the error."""
     ((kind, body),) = action.items()
-    try:
-        getattr(client, CALLS[kind])(**body)
-    except ClientError as error:
-        return _refused(action, kind, error)
-    except ParamValidationError as error:
-        return RejectedByDynamoDBError(f"botocore refused the record's {kind}: {error}")
-    except BotoCoreError as error:
-        return TransientError(f"{CALLS[kind]} failed: {error}")
-    return True
+    while True:
+        try:
+            getattr(client, CALLS[kind])(**body)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            if code == TRANSACTION_CONFLICT_CODE and contention.back_off():
+                continue  # nothing was written: the same write, once the transaction is done
+            return _refused(action, kind, error)
+        except ParamValidationError as error:
+            return RejectedByDynamoDBError(f"botocore refused the record's {kind}: {error}")
+        except BotoCoreError as error:
+            return TransientError(f"{CALLS[kind]} failed: {error}")
+        return True
 
 
 def _refused(action: Any, kind: str, error: ClientError) -> bool | CdcConsumerError:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdc_consumer import defaults
-from cdc_consumer.batch_ledger import BatchLedger, reference
+from cdc_consumer.batch_ledger import BatchLedger
 from cdc_consumer.change import Change
 from cdc_consumer.claims import SideEffectClaims, SideEffectMode
+from cdc_consumer.contention import Contention
 from cdc_consumer.decision import (
     Apply,
     Compensate,
@@ -147,12 +148,18 @@ class BatchRun:
         tally: Tally,
         turn: GroupTurn | None = None,
         decode: Callable[[Any], Change] = Change.from_record,
+        shard: str | None = None,
     ) -> BatchRun:
         """The loop over ``records``, with one strategy per mode ``registry`` uses (``turn``: a
         consumer group member's; ``decode`` makes a record's Change, a snapshot batch's a
-        :class:`SnapshotChange`)."""
+        :class:`SnapshotChange`; ``shard``: the shard the event names, if any)."""
         outcomes = Outcomes(
-            settings.consumer, settings.quarantine_queue_url, records, tally, lambda: registry.sqs
+            settings.consumer,
+            settings.quarantine_queue_url,
+            records,
+            tally,
+            lambda: registry.sqs,
+            shard,
         )
 
         def remaining_ms() -> int | None:
@@ -162,28 +169,12 @@ class BatchRun:
         if turn is not None:
             deadline.timeout_ms, deadline.taken_before = turn.timeout_ms, turn.taken_before
 
-        def side_effect_timeout_ms() -> int:
-            if registry.side_effect_timeout_ms is not None:
-                return registry.side_effect_timeout_ms
-            return defaults.side_effect_timeout_ms(deadline.timeout_ms)
-
         projection = side_effects = ledger = None
         if registry.projections:
-            ledger = BatchLedger.open(settings, registry.dynamodb, registry.clock, records)
-            projection = ProjectionMode(lambda: registry.dynamodb, tally, outcomes, ledger=ledger)
+            ledger = BatchLedger.open(settings, registry.dynamodb, registry.clock, records, shard)
+            projection = _projection_mode(registry, tally, outcomes, ledger, deadline)
         if registry.side_effects:
-            side_effects = SideEffectMode(
-                registry.side_effects,
-                SideEffectClaims(registry.dynamodb, settings.idempotency_table, registry.clock),
-                settings.consumer,
-                tally,
-                outcomes,
-                timeout_ms=side_effect_timeout_ms,
-                remaining_ms=remaining_ms,
-                time_left_ms=deadline.time_left_ms,
-                clock=registry.clock,
-                sleep=registry.sleep,
-            )
+            side_effects = _side_effect_mode(registry, settings, tally, outcomes, deadline)
         return cls(
             records=records,
             decider=Decider(
@@ -290,6 +281,50 @@ class BatchRun:
         return then()
 
 
+def _side_effect_mode(
+    registry: Registry, settings: Settings, tally: Tally, outcomes: Outcomes, deadline: Deadline
+) -> SideEffectMode:
+    """The side-effect mode of a batch: claims, and timeouts that follow the deadline's."""
+
+    def side_effect_timeout_ms() -> int:
+        if registry.side_effect_timeout_ms is not None:
+            return registry.side_effect_timeout_ms
+        return defaults.side_effect_timeout_ms(deadline.timeout_ms)
+
+    return SideEffectMode(
+        registry.side_effects,
+        SideEffectClaims(registry.dynamodb, settings.idempotency_table, registry.clock),
+        settings.consumer,
+        tally,
+        outcomes,
+        timeout_ms=side_effect_timeout_ms,
+        remaining_ms=deadline.remaining,
+        time_left_ms=deadline.time_left_ms,
+        clock=registry.clock,
+        sleep=registry.sleep,
+    )
+
+
+def _projection_mode(
+    registry: Registry,
+    tally: Tally,
+    outcomes: Outcomes,
+    ledger: BatchLedger | None,
+    deadline: Deadline,
+) -> ProjectionMode:
+    """The projection mode of a batch: its ledger, and its patience with other writers up to the
+    invocation's deadline (:mod:`cdc_consumer.contention`)."""
+
+    def seconds_left() -> float | None:
+        milliseconds = deadline.time_left_ms()
+        return None if milliseconds is None else milliseconds / 1000
+
+    contention = Contention(registry.clock, registry.sleep, time_left=seconds_left)
+    return ProjectionMode(
+        lambda: registry.dynamodb, tally, outcomes, ledger=ledger, contention=contention
+    )
+
+
 def _writes_for(
     settings: Settings, clock: Callable[[], float], ledger: BatchLedger | None
 ) -> Callable[[int, Change, Any, bool], RecordWrites]:
@@ -307,11 +342,14 @@ def _writes_for(
         marker = marker_action(
             table, f"{consumer}#{change.event_id}", int(clock()) + marker_ttl, change.source_arn
         )
-        ref = reference(change.raw) if ledger is not None else None
+        if ledger is None:
+            return RecordWrites.build(position, marker, actions, table, quarantined=quarantined)
+        ref = ledger.listing(change)
+        marked = ref is not None and ledger.marked(change)
         writes = RecordWrites.build(
-            position, marker, actions, table, quarantined=quarantined, listed=ref
+            position, marker, actions, table, quarantined=quarantined, listed=ref, marked=marked
         )
-        if writes.listed is None or ledger is None or not ledger.applied(writes.listed, change):
+        if not ledger.applied(change):
             return writes
         return RecordWrites(position, [], [], frozenset(), 0, quarantined, duplicate=True)
 

@@ -51,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_consumer import windows
 from cdc_consumer.contract import (
     BACKFILL_EVENT_KEY,
     CONSUMER_GROUP_ENV,
@@ -183,7 +184,7 @@ class ConsumerGroup:
         answer: dict[str, Any] = {"batchItemFailures": [{"itemIdentifier": n} for n in failures]}
         if snapshot is not None:
             answer[BACKFILL_EVENT_KEY] = {"quarantined": quarantined}
-        return answer
+        return windows.answer(event, answer)
 
     def _probe(
         self, wanted: SnapshotBatch, event: Mapping[str, Any], context: LambdaContext | None

@@ -303,7 +303,26 @@ BOOKKEEPING_METRICS: Final = (MARKERS_WRITTEN, LEDGER_ENTRIES_WRITTEN, LEDGER_RE
 entries, which live as long: the replay windows rule), after :data:`COUNT_METRICS` in its EMF
 line."""
 
-CONSUMER_METRICS: Final = (*COUNT_METRICS, *BOOKKEEPING_METRICS, ITERATOR_LAG_MS)
+LEDGER_MEETINGS: Final = Metric("LedgerMeetings")
+"""Transactions that met another writer in a ledger lane (another delivery of the same shard
+committed since the lookup): the lane is read again, nothing fails (``cdc_consumer.contention``)."""
+TRANSACTION_CONFLICTS: Final = Metric("TransactionConflicts")
+"""Transactions DynamoDB cancelled with ``TransactionConflict`` (another transaction on one of
+their items at the same moment): retried after a backoff with jitter."""
+CONTENTION_FAILURES: Final = Metric("ContentionFailures")
+"""Batches stopped because meetings and conflicts outlasted the contention budget (the record is
+reported and retried by Lambda); alarmed, since in ordinary load it stays 0."""
+
+CONTENTION_METRICS: Final = (LEDGER_MEETINGS, TRANSACTION_CONFLICTS, CONTENTION_FAILURES)
+"""The runtime's per-batch counts of other writers met on its items, after
+:data:`BOOKKEEPING_METRICS` in its EMF line."""
+
+CONSUMER_METRICS: Final = (
+    *COUNT_METRICS,
+    *BOOKKEEPING_METRICS,
+    *CONTENTION_METRICS,
+    ITERATOR_LAG_MS,
+)
 """Every metric the consumer runtime emits, one EMF line per batch."""
 
 REDRIVE_LOST_RECORDS: Final = Metric("RedriveLostRecords")
@@ -344,6 +363,28 @@ QUARANTINE_S3_PREFIX: Final = "cdc-quarantine/"
 
 MAX_DETAIL_TYPE_LENGTH: Final = 128
 """EventBridge's limit on an event's detail-type (an outbox event's type becomes it)."""
+
+
+# --- Tumbling windows: the shard a batch comes from ------------------------------------------
+
+SHARD_ID_KEY: Final = "shardId"
+"""The shard of every record of a stream event, in an event of a mapping with a tumbling window
+(``TumblingWindowInSeconds``), and in a redrive's replay of a failed batch or a quarantined record
+whose shard is known. The runtime keys its ledger lanes by it (``cdc_consumer.ledger``)."""
+
+WINDOW_KEY: Final = "window"
+"""``{"start": ISO-8601, "end": ISO-8601}``: the tumbling window of the event's records; present
+in every invocation of a mapping with a window."""
+
+WINDOW_STATE_KEY: Final = "state"
+"""The window's state: passed in every windowed event, and required in every answer to one
+(Lambda counts an answer without it as a failed invocation)."""
+
+FINAL_INVOKE_KEY: Final = "isFinalInvokeForWindow"
+"""True in the last invocation of a window (which may carry no records)."""
+
+WINDOW_TERMINATED_EARLY_KEY: Final = "isWindowTerminatedEarly"
+"""True when Lambda ended the window early (its state grew past 1 MB)."""
 
 
 # --- Replay windows: how long a marker must live ------------------------------------------------
@@ -523,6 +564,12 @@ def _field(document: Mapping[str, Any], key: str, what: str) -> Any:
     return document[key]
 
 
+def _shard(value: Any, what: str) -> str | None:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise ContractError(f"{what}'s {SHARD_ID_KEY} is {value!r}; expected a shard id or none")
+
+
 # --- The quarantine message --------------------------------------------------------------------
 
 QUARANTINE_MESSAGE_VERSION: Final = "1"
@@ -567,6 +614,10 @@ class QuarantineMessage:
     """ISO-8601 UTC, milliseconds."""
     version: str = QUARANTINE_MESSAGE_VERSION
     record_location: Mapping[str, str] | None = None
+    shard_id: str | None = None
+    """The shard the record was delivered from (:data:`SHARD_ID_KEY`), when its event said: the
+    redrive replays it with it, so it is looked up in the ledger lane it would be committed in.
+    None in messages written before shards were kept, and for records delivered without one."""
 
     RECORD_LOCATION: ClassVar[str] = "recordLocation"
 
@@ -581,6 +632,8 @@ class QuarantineMessage:
         }
         if self.record_location is not None:
             document[self.RECORD_LOCATION] = dict(self.record_location)
+        if self.shard_id is not None:
+            document[SHARD_ID_KEY] = self.shard_id
         return document
 
     @classmethod
@@ -607,6 +660,7 @@ class QuarantineMessage:
             quarantined_at=str(document.get("quarantinedAt", "")),
             version=str(document.get("version", QUARANTINE_MESSAGE_VERSION)),
             record_location=dict(location) if location is not None else None,
+            shard_id=_shard(document.get(SHARD_ID_KEY), what),
         )
 
 
@@ -639,7 +693,7 @@ class StreamBatchInfo:
     approximate_arrival_of_last_record: str | None = None
     batch_size: int | None = None
 
-    SHARD_ID: ClassVar[str] = "shardId"
+    SHARD_ID: ClassVar[str] = SHARD_ID_KEY
     START_SEQUENCE_NUMBER: ClassVar[str] = "startSequenceNumber"
     END_SEQUENCE_NUMBER: ClassVar[str] = "endSequenceNumber"
     STREAM_ARN: ClassVar[str] = "streamArn"

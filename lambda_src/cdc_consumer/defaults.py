@@ -63,6 +63,28 @@ def marker_ttl_seconds() -> int:
 #: configuration (Linear10PercentEvery10Minutes) keeps old code in service for 90 more.
 LEGACY_MARKER_MARGIN_SECONDS = 2 * 3600
 
+#: How far past a record's creation time a shard-less writer raises the consumer's markers
+#: horizon (cdc_consumer.marker_horizon): a live consumer without shards then writes the horizon
+#: about once an hour, not once a batch, and a lane writer looks up markers for at most an hour
+#: of records it need not (one BatchGetItem per batch during that hour).
+MARKER_HORIZON_STEP_SECONDS = 3600
+
+#: How long past an entry's lifetime a lane stays in the consumer's lane registry
+#: (cdc_consumer.lane_registry), and so how often (at most) a lane writer refreshes it: once an
+#: hour per lane, one small UpdateItem.
+LANE_REGISTRY_MARGIN_SECONDS = 3600
+
+#: The time a batch may spend retrying transactions that DynamoDB cancelled for contention
+#: (``TransactionConflict``: another transaction on one of its items at the same moment) or that
+#: met another writer in a ledger lane, before it stops and reports the record (counted as
+#: ``ContentionFailures`` and alarmed). Contention between deliveries of one shard passes in
+#: milliseconds; 20 s of backoff is far beyond it and well inside a batch's time.
+CONTENTION_BUDGET_SECONDS = 20.0
+#: The first backoff after a cancelled transaction, and the most one backoff waits (full jitter:
+#: a random wait up to the doubled bound, as AWS's SDKs retry), seconds.
+CONTENTION_FIRST_BACKOFF_SECONDS = 0.02
+CONTENTION_MAX_BACKOFF_SECONDS = 1.0
+
 
 #: Attribute names of the idempotency table, the ones Powertools for AWS Lambda uses, so one
 #: table serves both.

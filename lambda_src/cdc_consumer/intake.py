@@ -28,6 +28,7 @@ from cdc_consumer.outcomes import event_id, sequence_number
 from cdc_consumer.progress import ProgressRecorder
 from cdc_consumer.snapshots import SnapshotChange
 from cdc_consumer.tally import Tally
+from cdc_consumer.windows import answer, shard_of
 
 if TYPE_CHECKING:
     from cdc_consumer.settings import Settings
@@ -67,6 +68,7 @@ def handle_batch(
             raise refusal
         if snapshot.probe:
             return {"batchItemFailures": [], BACKFILL_EVENT_KEY: {"consumer": settings.consumer}}
+    shard = shard_of(event)
     started = processor.clock()
     tally = Tally(settle_at_commit=not processor.side_effects)
     try:
@@ -76,7 +78,7 @@ def handle_batch(
         decode = Change.from_record if snapshot is None else SnapshotChange.from_record
         order = None if snapshot is None else grouped(records, processor.merge_keys)
         taken = records if order is None else [records[i] for i in order]
-        run = BatchRun.assemble(processor, settings, context, taken, tally, turn, decode)
+        run = BatchRun.assemble(processor, settings, context, taken, tally, turn, decode, shard)
         failed = run.run()
         if order is not None and failed is not None:
             failed = _earliest_unsettled(records, order, failed)
@@ -93,7 +95,7 @@ def handle_batch(
             settings.metrics_namespace, settings.consumer, tally.metrics, processor.clock()
         )
         raise
-    return _answered(processor, settings, snapshot, records, tally, failed, started)
+    return answer(event, _answered(processor, settings, snapshot, records, tally, failed, started))
 
 
 def _answered(

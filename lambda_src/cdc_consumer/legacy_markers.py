@@ -92,9 +92,9 @@ class LegacyMarkers:
         return created_us < (self.since() + LEGACY_MARKER_MARGIN_SECONDS) * 1_000_000
 
     def keys(self, changes: Iterable[Change]) -> list[dict[str, Any]]:
-        """The marker keys to look up for ``changes``: only the ones :meth:`may_have_marker`
-        admits (none at all, in steady state)."""
-        ids = {f"{self.consumer}#{c.event_id}" for c in changes if self.may_have_marker(c)}
+        """The marker keys of ``changes`` (the caller picks the ones that may have a marker:
+        :meth:`may_have_marker`, or the markers horizon)."""
+        ids = {f"{self.consumer}#{c.event_id}" for c in changes}
         return [{ID_ATTRIBUTE: {"S": marker_id}} for marker_id in sorted(ids)]
 
     def covered(self, changes: Iterable[Change], found: Iterable[Mapping[str, Any]]) -> set[str]:

@@ -19,14 +19,17 @@ from cdc_consumer.contract import (
     BATCH_FAILURES,
     CONSUMER_DIMENSION,
     CONSUMER_METRICS,
+    CONTENTION_FAILURES,
     DUPLICATES_SKIPPED,
     FOREIGN_MARKERS,
     ITERATOR_LAG_MS,
     LEDGER_ENTRIES_WRITTEN,
+    LEDGER_MEETINGS,
     LEDGER_RECORDS_LISTED,
     MARKERS_WRITTEN,
     RECORDS_PROCESSED,
     RECORDS_QUARANTINED,
+    TRANSACTION_CONFLICTS,
     TTL_EXPIRIES,
 )
 
@@ -50,6 +53,9 @@ class BatchMetrics:
     markers_written: int = 0
     ledger_entries_written: int = 0
     ledger_records_listed: int = 0
+    ledger_meetings: int = 0
+    transaction_conflicts: int = 0
+    contention_failures: int = 0
     newest_record_time: datetime | None = None
 
     def saw_record_time(self, created: datetime | None) -> None:
@@ -70,6 +76,9 @@ class BatchMetrics:
             MARKERS_WRITTEN.name: self.markers_written,
             LEDGER_ENTRIES_WRITTEN.name: self.ledger_entries_written,
             LEDGER_RECORDS_LISTED.name: self.ledger_records_listed,
+            LEDGER_MEETINGS.name: self.ledger_meetings,
+            TRANSACTION_CONFLICTS.name: self.transaction_conflicts,
+            CONTENTION_FAILURES.name: self.contention_failures,
         }
         if self.newest_record_time is not None:
             lag_ms = (now - self.newest_record_time.timestamp()) * 1000

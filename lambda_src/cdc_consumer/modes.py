@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_consumer.alone import write_alone
+from cdc_consumer.contention import Contention
 from cdc_consumer.exceptions import CdcConsumerError, ForeignMarkerError, PermanentError
 from cdc_consumer.outcomes import Next, Outcomes, Step
 from cdc_consumer.plan import Plan
@@ -34,6 +35,8 @@ class ProjectionMode:
     plan: Plan = field(default_factory=Plan)
     #: The batch's ledger (None: per-record markers): see :mod:`cdc_consumer.batch_ledger`.
     ledger: TransactionLedger | None = None
+    #: The batch's patience with other writers on its items (:mod:`cdc_consumer.contention`).
+    contention: Contention = field(default_factory=Contention)
 
     def add(self, writes: RecordWrites) -> Step | None:
         """Add a record's writes, writing the plan first when they do not fit."""
@@ -56,16 +59,17 @@ class ProjectionMode:
         error: CdcConsumerError | None = None
         settled: list[tuple[RecordWrites, bool]] = []
         if single:
-            alone = write_alone(self.client(), single)
+            alone = write_alone(self.client(), single, contention=self.contention)
             failed, error = alone.failed, alone.error
             settled += [(w, True) for w in alone.applied] + [(w, False) for w in alone.duplicates]
         pending = [w for w in grouped if failed is None or w.position < failed.position]
         if pending:
             self.tally.committed_transaction()
-            outcome = commit(self.client(), pending, self.ledger)
+            outcome = commit(self.client(), pending, self.ledger, self.contention)
             self.tally.bookkept(
                 markers=outcome.markers, entries=outcome.entries, listed=outcome.listed
             )
+            self.tally.contended(outcome.meetings, outcome.conflicts, failed=outcome.contended)
             settled += [(w, True) for w in outcome.committed]
             settled += [(w, False) for w in outcome.duplicates]
             if outcome.failed is not None:

@@ -101,6 +101,8 @@ class Outcomes:
     records: Sequence[Any]
     tally: Tally
     sqs: Callable[[], Any]
+    #: The shard the batch came from, when its event said (kept in quarantine messages).
+    shard: str | None = None
 
     def quarantine(self, position: int, error: Exception) -> Stop | None:
         """Send the record whole to the quarantine queue (None: go on after it); a failed send
@@ -108,7 +110,7 @@ class Outcomes:
         record = self.records[position]
         try:
             message_id = send_to_quarantine(
-                self.sqs(), self.queue_url, self.consumer, record, error
+                self.sqs(), self.queue_url, self.consumer, record, error, shard=self.shard
             )
         except TransientError as send_error:
             return self.fail(position, send_error, poisonError=logs.describe_error(error))

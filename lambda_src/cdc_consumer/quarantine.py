@@ -43,7 +43,11 @@ _POINTER_FIELDS = ("Keys", "SequenceNumber", "ApproximateCreationDateTime", "Str
 
 
 def quarantine_message(
-    consumer: str, record: Any, error: BaseException, now: datetime | None = None
+    consumer: str,
+    record: Any,
+    error: BaseException,
+    now: datetime | None = None,
+    shard: str | None = None,
 ) -> dict[str, Any]:
     """The message body for ``record`` failing with ``error``
     (:class:`~cdc_consumer.contract.QuarantineMessage`, as a dict).
@@ -56,6 +60,8 @@ def quarantine_message(
     :param error: why the record is poison: its type, message and cause go in ``error``.
     :param now: when it was quarantined (``quarantinedAt``). Default: the current UTC time;
         given by tests, and the redrive's age check reads it.
+    :param shard: the shard the record was delivered from, when its event said (``shardId``):
+        the redrive replays the record with it, so the ledger looks it up in its lane.
     """
     source_arn = record.get("eventSourceARN") if isinstance(record, Mapping) else None
     return QuarantineMessage(
@@ -64,6 +70,7 @@ def quarantine_message(
         error=ErrorDescription.of(error),
         record=to_wire(record),
         quarantined_at=(now or datetime.now(UTC)).isoformat(timespec="milliseconds"),
+        shard_id=shard,
     ).to_dict()
 
 
@@ -96,6 +103,7 @@ def send_to_quarantine(
     *,
     s3_client: Any = None,
     bucket: str | None = None,
+    shard: str | None = None,
 ) -> str:
     """Send one record to the queue and return the SQS message id; a message too big for the
     queue is kept in ``bucket`` (default ``QUARANTINE_BUCKET_NAME``) and pointed at.
@@ -103,7 +111,7 @@ def send_to_quarantine(
     A failed send or store raises :class:`TransientError`: the record must then be reported to
     Lambda (and retried), never dropped.
     """
-    message = quarantine_message(consumer, record, error)
+    message = quarantine_message(consumer, record, error, shard=shard)
     body = dumps(message)
     if message_bytes(body) > MAX_QUEUE_MESSAGE_BYTES:
         body = dumps(_store_whole(message, body, consumer, s3_client, bucket))

@@ -18,7 +18,9 @@ tally holds the projection's part until then (:meth:`Tally.projected`).
 
 Besides the records, the tally counts what each committed transaction wrote to know what it
 applied (:meth:`Tally.bookkept`): processed-markers (``MarkersWritten``), ledger entries
-(``LedgerEntriesWritten``) and the records they list (``LedgerRecordsListed``).
+(``LedgerEntriesWritten``) and the records they list (``LedgerRecordsListed``); and the other
+writers its transactions met (:meth:`Tally.contended`: ``LedgerMeetings``,
+``TransactionConflicts``, ``ContentionFailures``).
 """
 
 from __future__ import annotations
@@ -89,3 +91,10 @@ class Tally:
         self.metrics.markers_written += markers
         self.metrics.ledger_entries_written += entries
         self.metrics.ledger_records_listed += listed
+
+    def contended(self, meetings: int, conflicts: int, *, failed: bool) -> None:
+        """A commit met other writers ``meetings`` times in a ledger lane and was cancelled
+        ``conflicts`` times for a conflict; ``failed``: it stopped the batch for it."""
+        self.metrics.ledger_meetings += meetings
+        self.metrics.transaction_conflicts += conflicts
+        self.metrics.contention_failures += int(failed)

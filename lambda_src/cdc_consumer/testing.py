@@ -29,6 +29,7 @@ from cdc_consumer.consumer_environment import ConsumerEnvironment, consumer_envi
 from cdc_consumer.wire import to_wire
 
 __all__ = [
+    "DEFAULT_SHARD_ID",
     "DEFAULT_SOURCE_ARN",
     "FIRST_SEQUENCE_NUMBER",
     "ConsumerEnvironment",
@@ -122,9 +123,42 @@ def stream_record(
     return record
 
 
-def stream_event(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The Lambda event for a batch of records."""
-    return {"Records": list(records)}
+#: The shard :func:`stream_event` names by default: a shard id as DynamoDB Streams writes them.
+DEFAULT_SHARD_ID = "shardId-00000001700000000000-00000001"
+#: The tumbling window :func:`stream_event` puts its batches in, as the constructs' default.
+TEST_WINDOW_SECONDS = 900
+
+
+def stream_event(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    shard_id: str | None = None,
+    final: bool = False,
+) -> dict[str, Any]:
+    """The Lambda event for a batch of records: ``{"Records": [...]}``, as a mapping without a
+    tumbling window sends it. With ``shard_id`` (:data:`DEFAULT_SHARD_ID` will do), as a mapping
+    with a window (the ``StreamConsumer`` default) sends it: ``shardId``, ``window`` (the current
+    one), ``state``, ``isFinalInvokeForWindow`` (``final``); the answer then carries ``state``."""
+    event: dict[str, Any] = {"Records": list(records)}
+    if shard_id is None:
+        return event
+    from cdc_consumer import contract
+
+    start = int(time.time()) // TEST_WINDOW_SECONDS * TEST_WINDOW_SECONDS
+    event.update(
+        {
+            contract.SHARD_ID_KEY: shard_id,
+            contract.WINDOW_KEY: {"start": _iso(start), "end": _iso(start + TEST_WINDOW_SECONDS)},
+            contract.WINDOW_STATE_KEY: {},
+            contract.FINAL_INVOKE_KEY: final,
+            contract.WINDOW_TERMINATED_EARLY_KEY: False,
+        }
+    )
+    return event
+
+
+def _iso(epoch: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 @dataclass

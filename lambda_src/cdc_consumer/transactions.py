@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from cdc_consumer.contention import Contention
 from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
 from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE, STREAM_ATTRIBUTE
 from cdc_consumer.exceptions import (
@@ -31,6 +32,7 @@ from cdc_consumer.exceptions import (
     RejectedByDynamoDBError,
     TransientError,
 )
+from cdc_consumer.ledger import Lane, Listing
 from cdc_consumer.sinks.protocol import OnConditionFailed, item_key, kind_of
 
 #: TransactWriteItems action types and the attribute each needs to name its item.
@@ -47,6 +49,8 @@ REQUIRED_EXPRESSIONS: dict[str, str] = {
 }
 #: The cancellation reason of a condition that did not hold (on a marker: a duplicate).
 CONDITION_FAILED = "ConditionalCheckFailed"
+#: The cancellation reason of an item another transaction or write held at the same moment.
+TRANSACTION_CONFLICT = "TransactionConflict"
 #: Cancellation reasons no retry can fix; every other reason (TransactionConflict,
 #: ThrottlingError, ProvisionedThroughputExceeded, ItemCollectionSizeLimitExceeded...) is
 #: transient.
@@ -58,9 +62,6 @@ LEDGER_ACTIONS = 2
 #: The most bytes an entry and a head take in a transaction's request (an entry lists at most
 #: 98 records, each in at most 19 bytes: a 129-digit difference).
 MAX_ENTRY_BYTES = 4096
-#: Transactions in a row that may meet another writer's commit in a ledger lane before the
-#: batch stops there and is retried (each meeting reads the lane again).
-MAX_LEDGER_CONFLICTS = 5
 #: Where a request item comes from: (index of the record among those written, index of the
 #: item in that record's items, its marker being 0).
 Owner = tuple[int, int]
@@ -138,9 +139,10 @@ class RecordWrites:
     #: UpdateItem, no transaction): the plan then writes it so when that costs less
     #: (:mod:`cdc_consumer.plan`).
     alone: bool = False
-    #: (stream, sequence number) when the ledger lists the record in its transaction's entry
-    #: instead of a processed-marker (:mod:`cdc_consumer.ledger`).
-    listed: tuple[str | None, int] | None = None
+    #: (lane, sequence number) when the ledger lists the record in its transaction's entry
+    #: (:mod:`cdc_consumer.ledger`): instead of a processed-marker, or beside one when the record
+    #: may have a marker already (:mod:`cdc_consumer.marker_horizon`).
+    listed: tuple[Lane, int] | None = None
     #: The ledger found the record applied before its writes were planned: a duplicate.
     duplicate: bool = False
 
@@ -153,10 +155,12 @@ class RecordWrites:
         idempotency_table: str,
         *,
         quarantined: bool = False,
-        listed: tuple[str | None, int] | None = None,
+        listed: tuple[Lane, int] | None = None,
+        marked: bool = False,
     ) -> RecordWrites:
         """Validate a projection's ``actions`` and pair them with ``marker`` when they need it
-        (with ``listed``, its ledger reference, the transaction's ledger entry lists it instead).
+        (with ``listed``, its ledger reference, the transaction's ledger entry lists it instead;
+        ``marked``: and the marker is written too).
 
         Raises :class:`InvalidActionError` (poison: the same change always yields the same
         actions) naming the problem when the actions are not a list of TransactWriteItems
@@ -185,7 +189,7 @@ class RecordWrites:
                 f"holds at most {MAX_TRANSACTION_BYTES}"
             )
         identities = {key for key in keys if key is not None}
-        if needs_marker and listed is not None:  # no marker: the ledger's entry lists it
+        if needs_marker and listed is not None and not marked:  # the ledger's entry lists it
             made = cls(position, actions, keys, frozenset(identities), size, quarantined, mergeable)
             made.marker, made.listed = False, listed
             return made
@@ -198,7 +202,9 @@ class RecordWrites:
         assert marker_identity is not None
         identities.add(marker_identity)
         keys = [marker_identity, *keys]
-        return cls(position, items, keys, frozenset(identities), size, quarantined, mergeable)
+        made = cls(position, items, keys, frozenset(identities), size, quarantined, mergeable)
+        made.listed = listed  # with a marker: it may have one already (see ``marked``)
+        return made
 
     def drop_stale(self, indexes: set[int]) -> None:
         """Remove the items at ``indexes`` whose guard did not hold: the view holds that
@@ -293,20 +299,23 @@ class TransactionGroup:
     identities: set[ItemIdentity] = field(default_factory=set)
     #: Items so far touched only by mergeable actions, and their merge (hot aggregates).
     merged: dict[ItemIdentity, Any] = field(default_factory=dict)
-    #: The ledger lanes (streams) of the listed records: each adds its entry and its head.
-    lanes: set[str | None] = field(default_factory=set)
+    #: The ledger lanes of the listed records, with what they list: each adds its entry and its
+    #: head, and an entry lists no more than :data:`~cdc_consumer.ledger.MAX_LISTING_BYTES` take.
+    lanes: dict[Lane, Listing] = field(default_factory=dict)
 
     def fits(self, writes: RecordWrites) -> bool:
         """Whether ``writes`` can join without breaking a DynamoDB transaction limit. An item
         already in the group is allowed only where both sides are actions that merge; each
         ledger lane takes two actions (its entry and its head) and at most
-        :data:`MAX_ENTRY_BYTES`."""
+        :data:`MAX_ENTRY_BYTES`, and its entry a bounded listing."""
         if not writes.items:  # a record without effect always fits
             return True
         shared = self._merges(writes)
-        lanes = len(self.lanes | ({writes.listed[0]} if writes.listed else set()))
+        lanes = len(self.lanes.keys() | ({writes.listed[0]} if writes.listed else set()))
+        listing = self.lanes.get(writes.listed[0]) if writes.listed else None
         return (
             shared is not None
+            and (listing is None or writes.listed is None or listing.fits(writes.listed[1]))
             and self.actions + len(writes.items) - len(shared) + LEDGER_ACTIONS * lanes
             <= MAX_TRANSACTION_ACTIONS
             and self.size + writes.size + MAX_ENTRY_BYTES * lanes <= MAX_TRANSACTION_BYTES
@@ -337,13 +346,13 @@ class TransactionGroup:
         self.merged.update(shared)
         self.identities.update(writes.identities)
         if writes.listed is not None:
-            self.lanes.add(writes.listed[0])
+            self.lanes.setdefault(writes.listed[0], Listing()).add(writes.listed[1])
 
     def take(self) -> list[RecordWrites]:
         """The records, leaving the group empty."""
         records = self.records
         self.records, self.actions, self.size, self.identities = [], 0, 0, set()
-        self.merged, self.lanes = {}, set()
+        self.merged, self.lanes = {}, {}
         return records
 
     def __bool__(self) -> bool:
@@ -399,8 +408,12 @@ class TransactionLedger(Protocol):
         ...
 
     def refresh(self, records: Sequence[RecordWrites]) -> list[RecordWrites]:
-        """Read the ledger again (another writer committed in a lane): the listed records of
+        """Read every lane again (another writer committed in one): the listed records of
         ``records`` now found applied. Raises :class:`TransientError` on a failed read."""
+        ...
+
+    def listed_now(self, records: Sequence[RecordWrites]) -> list[RecordWrites]:
+        """The records of ``records`` the lanes list, as last read (no request)."""
         ...
 
 
@@ -416,6 +429,11 @@ class CommitOutcome:
     error: CdcConsumerError | None = None
     #: Ledger entries the committed transactions wrote (one per transaction and lane).
     entries: int = 0
+    #: Transactions that met another writer in a ledger lane, or that DynamoDB cancelled for a
+    #: conflict (:mod:`cdc_consumer.contention`); whether the batch stopped for contention.
+    meetings: int = 0
+    conflicts: int = 0
+    contended: bool = False
 
     @property
     def markers(self) -> int:
@@ -444,27 +462,41 @@ class _Attempt:
     one_at_a_time: bool = False
     #: A ledger action's condition failed: another writer committed in the lane since it was
     #: read (the records are read again, not failed).
+    meeting: bool = False
+    #: DynamoDB cancelled the call for a ``TransactionConflict`` only (nothing was written).
     conflict: bool = False
     #: Ledger entries the call committed.
     entries: int = 0
 
 
 def commit(
-    client: Any, records: Sequence[RecordWrites], ledger: TransactionLedger | None = None
+    client: Any,
+    records: Sequence[RecordWrites],
+    ledger: TransactionLedger | None = None,
+    contention: Contention | None = None,
 ) -> CommitOutcome:
     """Commit ``records`` (in order) in as few TransactWriteItems calls as DynamoDB allows.
 
     Never writes anything of a record after the first failing one. Records without items
-    count as committed once every record before them is. Each call either commits what it
-    carries, or shrinks what is left: duplicates are dropped, a failing record and everything
-    after it are cut off (the records before it are tried again, and an earlier failure found
-    then replaces it), a refusal that names no record sends the records one at a time.
+    count as committed once every record before them is. Before every call the records the
+    ledger's lanes now list are dropped as duplicates (a record is new only under the version it
+    was read at, and the call's head update requires the version last read). Each call either
+    commits what it carries, or shrinks what is left: duplicates are dropped, a failing record
+    and everything after it are cut off (the records before it are tried again, and an earlier
+    failure found then replaces it), a refusal that names no record sends the records one at a
+    time, and a meeting or a conflict reads the lanes again and tries again
+    (:mod:`cdc_consumer.contention`).
     """
     outcome = CommitOutcome()
+    contention = contention or Contention()
     todo = list(records)
     one_at_a_time = False
-    conflicts = 0
     while todo:
+        known = ledger.listed_now(todo) if ledger is not None else []
+        if known:  # another writer listed them since they were decided: duplicates
+            outcome.duplicates += known
+            todo = [record for record in todo if record not in known]
+            continue
         chunk = todo[:1] if one_at_a_time else todo
         if not any(record.items for record in chunk):
             outcome.committed += chunk
@@ -474,18 +506,11 @@ def commit(
         if attempt.one_at_a_time:
             one_at_a_time = True
             continue
-        if attempt.conflict and ledger is not None and conflicts < MAX_LEDGER_CONFLICTS:
-            conflicts += 1
-            try:
-                applied = ledger.refresh(chunk)
-            except TransientError as error:
-                attempt = _fail_first(chunk, error)
-            else:
-                outcome.duplicates += applied
-                todo = [record for record in todo if record not in applied]
+        if attempt.meeting or attempt.conflict:
+            stop = _contended(attempt, chunk, ledger, contention, outcome)
+            if stop is None:
                 continue
-        elif attempt.conflict:
-            attempt = _fail_first(chunk, TransientError(_contended(conflicts)))
+            attempt = stop
         if attempt.committed:
             outcome.committed += chunk
             outcome.entries += attempt.entries
@@ -506,10 +531,36 @@ def commit(
     return outcome
 
 
-def _contended(conflicts: int) -> str:
+def _contended(
+    attempt: _Attempt,
+    chunk: list[RecordWrites],
+    ledger: TransactionLedger | None,
+    contention: Contention,
+    outcome: CommitOutcome,
+) -> _Attempt | None:
+    """After a meeting or a conflict: None to try again (the lanes read again first), or the
+    attempt that stops the batch at ``chunk``'s first record (the budget is spent, or the read
+    failed)."""
+    outcome.meetings += attempt.meeting
+    outcome.conflicts += attempt.conflict
+    patient = contention.back_off() if attempt.conflict else contention.may_retry()
+    if not patient:
+        outcome.contended = True
+        return _fail_first(chunk, TransientError(_contention_spent(outcome, contention)))
+    if ledger is not None and any(record.listed is not None for record in chunk):
+        try:
+            ledger.refresh(chunk)
+        except TransientError as error:
+            return _fail_first(chunk, error)
+    return None
+
+
+def _contention_spent(outcome: CommitOutcome, contention: Contention) -> str:
     return (
-        f"{conflicts} transactions in a row met another writer's commit in the ledger lane "
-        "(two deliveries of this shard's records at once); the batch is retried"
+        f"the transaction met other writers {outcome.meetings} time(s) in the ledger lane and "
+        f"DynamoDB cancelled it {outcome.conflicts} time(s) for a TransactionConflict within "
+        f"{contention.budget:g} s (or the invocation's deadline); the record is reported and "
+        "retried"
     )
 
 
@@ -528,6 +579,8 @@ def _attempt(client: Any, chunk: list[RecordWrites], ledger: TransactionLedger |
         client.transact_write_items(TransactItems=request)
     except ClientError as error:
         if listed and _ledger_condition_failed(error, len(owners)):
+            return _Attempt(meeting=True)
+        if _conflict_only(error):
             return _Attempt(conflict=True)
         return _refused(chunk, writing, owners, error)
     except ParamValidationError as error:
@@ -544,6 +597,17 @@ def _attempt(client: Any, chunk: list[RecordWrites], ledger: TransactionLedger |
     if ledger is not None and listed:
         ledger.committed(listed)
     return _Attempt(committed=True, entries=len(ledger_actions) // LEDGER_ACTIONS)
+
+
+def _conflict_only(error: ClientError) -> bool:
+    """Whether DynamoDB cancelled the call for ``TransactionConflict`` and for nothing a record
+    decides (no failed condition, no validation error): nothing was written, and the same call
+    can succeed once the other writer is done."""
+    reasons = error.response.get("CancellationReasons")
+    if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return False
+    codes = {_code(reason) for reason in reasons} if isinstance(reasons, list) else set()
+    return TRANSACTION_CONFLICT in codes and not codes & PERMANENT_REASONS
 
 
 def _ledger_condition_failed(error: ClientError, carried: int) -> bool:

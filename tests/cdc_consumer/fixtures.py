@@ -181,15 +181,17 @@ def deliver(
     records: list[dict[str, Any]],
     context: Any = None,
     max_invocations: int = 50,
+    shard_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Invoke ``handler`` on ``records`` and redeliver from the lowest failed sequence number
+    """Invoke ``handler`` on ``records`` (events naming ``shard_id``, as a mapping with a
+    tumbling window sends them, when given) and redeliver from the lowest failed sequence number
     until the batch is done; return every response."""
     responses = []
     batch = list(records)
     while batch:
         if len(responses) >= max_invocations:
             raise AssertionError(f"batch not done after {max_invocations} invocations")
-        response = handler(stream_event(batch), context or FakeContext())
+        response = handler(stream_event(batch, shard_id=shard_id), context or FakeContext())
         responses.append(response)
         batch = redelivery(batch, response)
     return responses
@@ -311,7 +313,13 @@ class Faults:
 
     def conflict_on(self, event_ids: Counter[str]) -> None:
         """Cancel, with a TransactionConflict on its marker, each transaction carrying the
-        marker of one of ``event_ids``, as many times as its count."""
+        marker of one of ``event_ids``, as many times as its count (the runtime retries it)."""
+        self.cancel_on(event_ids, "TransactionConflict")
+
+    def cancel_on(self, event_ids: Counter[str], code: str = "ThrottlingError") -> None:
+        """Cancel, with reason ``code`` on its marker, each transaction carrying the marker of
+        one of ``event_ids``, as many times as its count (a ThrottlingError: a transient failure
+        the runtime reports)."""
 
         def decide(body: dict[str, Any]) -> Any:
             ids = marker_ids(body)
@@ -320,10 +328,7 @@ class Faults:
                 if event_id and event_ids[event_id] > 0:
                     event_ids[event_id] -= 1
                     reasons = [{"Code": "None"} for _ in ids]
-                    reasons[index] = {
-                        "Code": "TransactionConflict",
-                        "Message": "Transaction is ongoing for the item",
-                    }
+                    reasons[index] = {"Code": code, "Message": f"{code} (a test fault)"}
                     return error_response(
                         "TransactionCanceledException",
                         "Transaction cancelled, please refer cancellation reasons",

@@ -144,6 +144,9 @@ def test_environment_metrics_and_limits() -> None:
         "MarkersWritten",
         "LedgerEntriesWritten",
         "LedgerRecordsListed",
+        "LedgerMeetings",
+        "TransactionConflicts",
+        "ContentionFailures",
         "IteratorLagMs",
     ]
     assert contract.ITERATOR_LAG_MS.unit == "Milliseconds"

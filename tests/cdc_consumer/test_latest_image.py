@@ -231,3 +231,30 @@ def test_latest_image_refuses_what_it_cannot_write() -> None:
     keys_only["dynamodb"] = {k: v for k, v in keys_only["dynamodb"].items() if k != "NewImage"}
     with pytest.raises(PermanentError, match="no NEW image"):
         LatestImage(table_name="t")(Change.from_record(keys_only))
+
+
+def test_a_write_alone_on_an_item_a_transaction_holds_is_tried_again(
+    resources: Resources, faults: Any
+) -> None:
+    """DynamoDB answers a PutItem on an item another transaction holds at that moment with
+    TransactionConflictException (nothing written): the runtime backs off and writes it again,
+    in the same invocation, instead of failing the batch."""
+    table = resources.new_table("replica")
+    waits: list[float] = []
+    processor = resources.processor(sleep=waits.append)
+    processor.projection(LatestImage(table_name=table))
+    stream = TableStream()
+    records = [stream.put({"pk": f"k{n}", "v": n}) for n in range(3)]
+    refused: list[bool] = []
+
+    def conflict_once(body: dict[str, Any]) -> Any:
+        if refused:
+            return None
+        refused.append(True)
+        return error_response("TransactionConflictException", "Transaction is ongoing")
+
+    faults(resources.dynamodb).on("PutItem", conflict_once)
+    assert processor.handle(stream_event(records), FakeContext()) == {"batchItemFailures": []}
+    assert refused and len(waits) == 1
+    items = resources.dynamodb.scan(TableName=table)["Items"]
+    assert sorted(item["pk"]["S"] for item in items) == ["k0", "k1", "k2"]

@@ -10,9 +10,10 @@ import pytest
 from botocore.exceptions import ClientError
 from cdc_consumer.ledger import (
     HEAD_SORT_KEY,
+    MAX_LISTING_BYTES,
     LaneState,
     LedgerStore,
-    is_head_action,
+    Listing,
     lane_key,
     pack,
     sort_key,
@@ -24,6 +25,8 @@ from hypothesis import strategies as st
 from tests.cdc_consumer.fixtures import Resources, create_table
 
 STREAM = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-01-01T00:00:00.000"
+SHARD = "shardId-00000001700000000000-0a1b2c3d"
+LANE = (STREAM, SHARD)
 OTHER_STREAM = STREAM.replace("orders", "invoices")
 NOW = 1_800_000_000
 TTL = 86_400
@@ -102,11 +105,11 @@ def test_a_redelivery_after_the_commit_finds_every_record_applied(
     resources: Resources, store: LedgerStore
 ) -> None:
     numbers = [BASE + i for i in range(10)]
-    state = store.read(STREAM, numbers)
+    state = store.read(LANE, numbers)
     assert state.applied == set()
     commit(resources, store, state, numbers[:6])
     commit(resources, store, state, numbers[6:])
-    again = store.read(STREAM, numbers)
+    again = store.read(LANE, numbers)
     assert again.applied == set(numbers)
     assert again.version == 2
 
@@ -118,34 +121,87 @@ def test_numbers_inside_an_entrys_range_that_it_does_not_list_are_not_applied(
     ones a transaction applied: a ledger inferring "applied" from first..last would skip them
     when the redrive brings them back."""
     applied = [BASE, BASE + 1, BASE + 5, BASE + 6]
-    state = store.read(STREAM, applied)
+    state = store.read(LANE, applied)
     commit(resources, store, state, applied)
     discarded = [BASE + 2, BASE + 3, BASE + 4]
-    assert store.read(STREAM, discarded).applied == set()
-    assert store.read(STREAM, [BASE + 3, BASE + 5]).applied == {BASE + 5}
+    assert store.read(LANE, discarded).applied == set()
+    assert store.read(LANE, [BASE + 3, BASE + 5]).applied == {BASE + 5}
 
 
-def test_an_entry_wider_than_the_batch_is_found_through_the_heads_span(
-    resources: Resources, store: LedgerStore
-) -> None:
-    """An entry starting long before the batch still lists its records: the window reaches
-    back the widest entry's span (a window of a fixed size would miss it)."""
-    state = store.read(STREAM, [BASE])
+def test_an_entry_wider_than_the_batch_is_found(resources: Resources, store: LedgerStore) -> None:
+    """An entry starting long before the batch still lists its records: entries are keyed by
+    their last number, so the lookup from the batch's lowest number reaches it."""
+    state = store.read(LANE, [BASE])
     commit(resources, store, state, [BASE, BASE + 10**12])
     commit(resources, store, state, [BASE + 10**12 + 1])
-    found = store.read(STREAM, [BASE + 10**12, BASE + 10**12 + 1, BASE + 10**12 + 2])
+    found = store.read(LANE, [BASE + 10**12, BASE + 10**12 + 1, BASE + 10**12 + 2])
     assert found.applied == {BASE + 10**12, BASE + 10**12 + 1}
-    assert found.span == 10**12
+
+
+def test_a_lookup_reads_nothing_written_below_the_batch(
+    resources: Resources, store: LedgerStore, count_requests: Any
+) -> None:
+    """One wide entry (a redrive of records from far apart) once made every later lookup read
+    most of the lane, through a span that only widened: now a lookup reads the entries at or
+    above its lowest number only, whatever came before."""
+    state = store.read(LANE, [BASE])
+    commit(resources, store, state, [BASE, BASE + 10**15])  # one wide entry
+    for start in range(1, 200, 20):
+        commit(resources, store, state, [BASE + 10**15 + start + i for i in range(20)])
+    queried: list[int] = []
+    original = resources.dynamodb.query
+
+    def query(**request: Any) -> Any:
+        page = original(**request)
+        queried.append(page["ScannedCount"])
+        return page
+
+    resources.dynamodb.query = query
+    try:
+        found = store.read(LANE, [BASE + 10**15 + 190 + i for i in range(15)])
+    finally:
+        resources.dynamodb.query = original
+    assert found.applied == {BASE + 10**15 + 190 + i for i in range(11)}
+    assert queried == [1]  # the last entry only
+
+
+def test_the_head_outlives_every_entry_whatever_the_writers_clocks(
+    resources: Resources, store: LedgerStore
+) -> None:
+    """A writer whose clock runs 30 s behind the one before it must not shorten the head's
+    life below the newest entry's."""
+    ahead = LedgerStore(store.client, store.table, store.consumer, TTL, lambda: NOW + 30)
+    behind = LedgerStore(store.client, store.table, store.consumer, TTL, lambda: NOW - 30)
+    commit(resources, ahead, ahead.read(LANE, [BASE]), [BASE])
+    commit(resources, behind, behind.read(LANE, [BASE + 1]), [BASE + 1])
+    items = {item["seq"]: int(item["expiration"]) for item in resources.scan(store.table)}
+    assert items[HEAD_SORT_KEY] == max(items.values()) == NOW + 30 + TTL
+
+
+def test_a_listing_stays_within_its_bound_whatever_the_records() -> None:
+    """A merged hot-aggregate transaction of a 10,000-record batch once listed 7,175 records in
+    one 118 KB entry: a transaction now lists only what fits the bound."""
+    listing, numbers = Listing(), []
+    for number in (BASE + 3 * i for i in range(10_000)):
+        if not listing.fits(number):
+            break
+        listing.add(number)
+        numbers.append(number)
+    assert len(pack(numbers)) == listing.size <= MAX_LISTING_BYTES
+    assert 200 < len(numbers) < 10_000
+    far = Listing()
+    far.add(BASE)
+    assert far.fits(BASE + 10**39) and not Listing(BASE, MAX_LISTING_BYTES).fits(BASE + 1)
 
 
 def test_one_lookup_is_one_get_and_one_query(
     resources: Resources, store: LedgerStore, count_requests: Any
 ) -> None:
-    state = store.read(STREAM, [BASE])
+    state = store.read(LANE, [BASE])
     for start in range(0, 100, 10):  # ten earlier transactions
         commit(resources, store, state, [BASE + start + i for i in range(10)])
     counter = count_requests(resources.dynamodb)
-    found = store.read(STREAM, [BASE + i for i in range(50, 150)])
+    found = store.read(LANE, [BASE + i for i in range(50, 150)])
     assert found.applied == {BASE + i for i in range(50, 100)}
     assert dict(counter.by_operation) == {"GetItem": 1, "Query": 1}
 
@@ -154,33 +210,35 @@ def test_a_lane_without_a_head_is_not_queried(
     resources: Resources, store: LedgerStore, count_requests: Any
 ) -> None:
     counter = count_requests(resources.dynamodb)
-    assert store.read(STREAM, [BASE]).applied == set()
+    assert store.read(LANE, [BASE]).applied == set()
     assert dict(counter.by_operation) == {"GetItem": 1}
 
 
 def test_consumers_and_streams_keep_their_own_entries(
     resources: Resources, store: LedgerStore
 ) -> None:
-    """A consumer group's members (each its own name) and one consumer's two streams: an entry
-    of one never makes a record of another a duplicate."""
-    state = store.read(STREAM, [BASE])
+    """A consumer group's members (each its own name), one consumer's two streams and one
+    stream's two shards: an entry of one never makes a record of another a duplicate."""
+    state = store.read(LANE, [BASE])
     commit(resources, store, state, [BASE])
     member = LedgerStore(resources.dynamodb, store.table, "orders-audit", TTL, lambda: NOW)
-    assert member.read(STREAM, [BASE]).applied == set()
-    assert store.read(OTHER_STREAM, [BASE]).applied == set()
-    assert lane_key("orders-view", STREAM) != lane_key("orders-audit", STREAM)
+    assert member.read(LANE, [BASE]).applied == set()
+    assert store.read((OTHER_STREAM, SHARD), [BASE]).applied == set()
+    assert store.read((STREAM, "shardId-2"), [BASE]).applied == set()
+    assert lane_key("orders-view", STREAM, SHARD) != lane_key("orders-audit", STREAM, SHARD)
 
 
 def test_entries_and_the_head_expire_with_the_marker_lifetime(
     resources: Resources, store: LedgerStore
 ) -> None:
-    state = store.read(STREAM, [BASE])
+    state = store.read(LANE, [BASE])
     commit(resources, store, state, [BASE, BASE + 3])
     items = resources.scan(store.table)
-    assert {item["seq"] for item in items} == {sort_key(BASE), HEAD_SORT_KEY}
+    assert {item["seq"] for item in items} == {sort_key(BASE + 3), HEAD_SORT_KEY}
     assert {int(item["expiration"]) for item in items} == {NOW + TTL}
     entry = next(item for item in items if item["seq"] != HEAD_SORT_KEY)
-    assert (int(entry["count"]), int(entry["last"]), entry["stream"]) == (2, BASE + 3, STREAM)
+    assert (int(entry["count"]), int(entry["first"]), entry["stream"]) == (2, BASE, STREAM)
+    assert entry["shard"] == SHARD
 
 
 # --- concurrency -------------------------------------------------------------------------
@@ -194,13 +252,12 @@ def test_two_deliveries_cut_differently_cannot_both_commit(
     keys, so only the head (both update it under the version they read) stops the second: a
     ledger without it applies records 3..5 twice."""
     numbers = [BASE + i for i in range(1, 9)]
-    first, second = store.read(STREAM, numbers), store.read(STREAM, numbers)
+    first, second = store.read(LANE, numbers), store.read(LANE, numbers)
     commit(resources, store, first, numbers[:5])
     with pytest.raises(ClientError) as cancelled:
         commit(resources, store, second, numbers[2:])
-    assert reasons(cancelled.value)[-1] == "ConditionalCheckFailed"
-    assert is_head_action(store.actions(second, numbers[2:])[-1])
-    again = store.read(STREAM, numbers)
+    assert reasons(cancelled.value)[-1] == "ConditionalCheckFailed"  # the head
+    again = store.read(LANE, numbers)
     assert again.applied == set(numbers[:5])
     commit(resources, store, again, [n for n in numbers if not again.is_applied(n)])
     view = resources.view()
@@ -211,7 +268,7 @@ def test_the_first_writer_of_a_lane_is_guarded_too(
     resources: Resources, store: LedgerStore
 ) -> None:
     """No head yet: both writers expect none (attribute_not_exists), one wins."""
-    first, second = store.read(STREAM, [BASE]), store.read(STREAM, [BASE + 1])
+    first, second = store.read(LANE, [BASE]), store.read(LANE, [BASE + 1])
     commit(resources, store, first, [BASE])
     with pytest.raises(ClientError) as cancelled:
         commit(resources, store, second, [BASE, BASE + 1])
@@ -221,14 +278,8 @@ def test_the_first_writer_of_a_lane_is_guarded_too(
 def test_a_writer_that_committed_goes_on_without_reading_again(
     resources: Resources, store: LedgerStore, count_requests: Any
 ) -> None:
-    state = store.read(STREAM, [BASE + i for i in range(30)])
+    state = store.read(LANE, [BASE + i for i in range(30)])
     counter = count_requests(resources.dynamodb)
     for start in range(0, 30, 10):
         commit(resources, store, state, [BASE + start + i for i in range(10)])
     assert dict(counter.by_operation) == {"TransactWriteItems": 3}
-
-
-def test_only_the_heads_update_is_a_head_action(store: LedgerStore) -> None:
-    put, head = store.actions(LaneState(lane_key("c", STREAM), STREAM), [BASE])
-    assert is_head_action(head) and not is_head_action(put)
-    assert not is_head_action({"Update": {"Key": {"id": {"S": "x"}}}})

@@ -14,7 +14,20 @@ from cdc_consumer.contract import LEDGER_TABLE_ENV
 from cdc_consumer.kinesis_testing import kinesis_data, kinesis_record
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
-from tests.cdc_consumer.fixtures import Resources, create_table, deliver, mirror_projection
+from tests.cdc_consumer.fixtures import Resources, create_table, mirror_projection
+from tests.cdc_consumer.fixtures import deliver as deliver_from
+
+#: The shard the deliveries come from, as a mapping with a tumbling window names it: the ledger
+#: keys its lanes by it (records without one keep markers: test_shardless.py).
+SHARD = "shardId-00000001700000000000-0a1b2c3d"
+
+
+#: The answer to a windowed event whose records all settled.
+OK = {"batchItemFailures": [], "state": {}}
+
+
+def deliver(handler: Any, records: list[dict[str, Any]], shard: str | None = SHARD) -> Any:
+    return deliver_from(handler, records, shard_id=shard)
 
 
 @pytest.fixture
@@ -54,14 +67,15 @@ def applied_counts(resources: Resources) -> dict[str, int]:
 
 
 def entries(resources: Resources, table: str) -> list[dict[str, Any]]:
-    """The entries (not the heads, nor when the ledger took over: their keys start with ~)."""
-    return [item for item in resources.scan(table) if not item["seq"].startswith("~")]
+    """The entries (not the heads, the registry, the horizons: their sort keys start with a
+    digit, the sequence number's length)."""
+    return [item for item in resources.scan(table) if item["seq"][:1].isdigit()]
 
 
 def test_one_entry_per_transaction_and_no_marker(resources: Resources, ledger: str) -> None:
     records = writes(10)
     handler = processor(resources).handle
-    assert deliver(handler, records)[-1] == {"batchItemFailures": []}
+    assert deliver(handler, records)[-1] == OK
     assert resources.markers() == []
     [entry] = entries(resources, ledger)
     assert int(entry["count"]) == 10
@@ -123,8 +137,12 @@ def test_a_hundred_records_cost_one_lookup_and_two_transactions(
     legacy_markers._SINCE[(ledger, "view")] = 0  # long after the upgrade: no old marker
     requests = count_requests(resources.dynamodb)
     deliver(handler, records)
-    # a new lane: its head read (none: no Query), then 98 + 2 records
-    assert dict(requests.by_operation) == {"BatchGetItem": 1, "TransactWriteItems": 2}
+    # a new lane: its head read (none: no Query), its registration, then 98 + 2 records
+    assert dict(requests.by_operation) == {
+        "BatchGetItem": 1,
+        "UpdateItem": 1,
+        "TransactWriteItems": 2,
+    }
 
 
 def test_records_the_mapping_discarded_are_applied_when_they_come_back(
@@ -154,12 +172,12 @@ def test_two_deliveries_cut_differently_at_once_apply_each_record_once(
     def first_commits_meet_the_second(params: Any, **_: Any) -> None:
         if not done.is_set():
             done.set()  # once: the second delivery (records 4..11) commits in between
-            assert deliver(second, records[4:])[-1] == {"batchItemFailures": []}
+            assert deliver(second, records[4:])[-1] == OK
 
     resources.dynamodb.meta.events.register(
         "before-call.dynamodb.TransactWriteItems", first_commits_meet_the_second
     )
-    assert deliver(processor(resources).handle, records[:8])[-1] == {"batchItemFailures": []}
+    assert deliver(processor(resources).handle, records[:8])[-1] == OK
     assert applied_counts(resources) == {f"k{i}": 1 for i in range(12)}
     assert sorted(int(e["count"]) for e in entries(resources, ledger)) == [4, 8]
 
@@ -172,17 +190,18 @@ def test_consumer_group_members_keep_their_own_entries(resources: Resources, led
     assert len(entries(resources, ledger)) == 2
 
 
-def test_records_delivered_whole_then_in_interleaved_lanes_apply_once(
+def test_records_delivered_whole_then_in_interleaved_batches_without_a_shard_apply_once(
     resources: Resources, ledger: str
 ) -> None:
-    """Records applied in one batch, delivered again in two interleaved lanes (as a
-    parallelization factor above 1 cuts a shard), then whole: the runtime keeps the ledger
-    whatever the mapping's factor (it is not told it), so each is applied once (markers never
-    read the ledger: a factor that switched to them applied all five again)."""
+    """Records applied in one windowed batch, delivered again in two interleaved batches
+    without a shard (the window removed to raise the parallelization factor, which cuts a
+    shard so), then whole with the shard: the shard-less deliveries find the lane through the
+    registry, so each record is applied once (markers alone never read the ledger: a factor
+    that switched to them applied all five again)."""
     records = writes(5)
     deliver(processor(resources).handle, records)
-    for lane in (records[0::2], records[1::2], records):
-        deliver(processor(resources).handle, lane)
+    for batch, shard in ((records[0::2], None), (records[1::2], None), (records, SHARD)):
+        deliver(processor(resources).handle, batch, shard)
     assert applied_counts(resources) == {f"k{n}": 1 for n in range(5)}
     assert resources.markers() == []
     assert len(entries(resources, ledger)) == 1

@@ -46,7 +46,8 @@ def change(number: int, created: float, stream: str = STREAM) -> Change:
 def covered(markers: LegacyMarkers, changes: list[Change]) -> set[str]:
     """One lookup of ``changes``' old markers, as a batch makes it."""
     table = markers.idempotency_table
-    found = batch_get(markers.client, {table: markers.keys(changes)})[table]
+    wanted = [change for change in changes if markers.may_have_marker(change)]
+    found = batch_get(markers.client, {table: markers.keys(wanted)})[table]
     return markers.covered(changes, found)
 
 

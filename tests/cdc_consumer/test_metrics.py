@@ -33,6 +33,9 @@ def test_an_emf_line_declares_every_metric_under_the_consumer_dimension() -> Non
         "MarkersWritten": "Count",
         "LedgerEntriesWritten": "Count",
         "LedgerRecordsListed": "Count",
+        "LedgerMeetings": "Count",
+        "TransactionConflicts": "Count",
+        "ContentionFailures": "Count",
         "IteratorLagMs": "Milliseconds",
     }
     assert document["_aws"]["Timestamp"] == 1_012_500

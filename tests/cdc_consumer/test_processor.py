@@ -105,7 +105,7 @@ def test_aws_documentation_sample_events_are_processed(resources: Resources, mir
 # --- stop at the first failure -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fault", ["transaction conflict on its marker", "projection raises"])
+@pytest.mark.parametrize("fault", ["throttled on its marker", "projection raises"])
 def test_ok_transient_ok_reports_the_second_and_applies_nothing_after_it(
     resources: Resources, mirrored, faults, fault: str
 ) -> None:
@@ -121,7 +121,7 @@ def test_ok_transient_ok_reports_the_second_and_applies_nothing_after_it(
                 raise TimeoutError("simulated network timeout")
             return []
     else:
-        faults(resources.dynamodb).conflict_on(Counter({second["eventID"]: 1}))
+        faults(resources.dynamodb).cancel_on(Counter({second["eventID"]: 1}))
 
     response = mirrored.handle(stream_event(records), FakeContext())
 
@@ -141,7 +141,7 @@ def test_two_modifies_first_failing_once_ends_with_the_newest_image(
     assert mirrored.handle(stream_event([insert]), FakeContext()) == OK
     older = stream.put({"pk": "A", "v": 2})
     newer = stream.put({"pk": "A", "v": 3})
-    faults(resources.dynamodb).conflict_on(Counter({older["eventID"]: 1}))
+    faults(resources.dynamodb).cancel_on(Counter({older["eventID"]: 1}))
 
     responses = deliver(mirrored.handle, [older, newer])
 
@@ -481,7 +481,7 @@ def test_the_quarantine_message_is_sent_before_the_compensation_commits(
 ) -> None:
     processor, stream, records = compensating
     poison = records[1]
-    faults(resources.dynamodb).conflict_on(Counter({poison["eventID"]: 1}))
+    faults(resources.dynamodb).cancel_on(Counter({poison["eventID"]: 1}))
 
     assert deliver(processor.handle, records) == [failure(poison), OK]
 

@@ -87,7 +87,7 @@ class Driver:
             )
             self.source.keep(entry, None, blocking=False)
             return
-        failure = self.replayer.replay(records, self.report)
+        failure = self.replayer.replay(records, self.report, batch.shard_id)
         if failure is None:
             failure = self.source.delete(entry)
         if failure is not None:

@@ -82,6 +82,9 @@ class QuarantinedRecord:
     #: ``{"bucket", "key"}`` of the whole message when it was too big for the queue: ``record``
     #: then lacks its images (:func:`fetch_stored_record` reads the rest).
     record_location: dict[str, str] | None = None
+    #: The shard the record was delivered from, when its event said (None in messages written
+    #: before shards were kept): the redrive replays the record with it.
+    shard_id: str | None = None
 
     @property
     def sequence_number(self) -> str:
@@ -234,6 +237,7 @@ def parse_quarantine_message(
         error=message.error.to_dict() if message.error is not None else None,
         quarantined_at=message.quarantined_at or None,
         record_location=dict(message.record_location) if message.record_location else None,
+        shard_id=message.shard_id,
     )
 
 

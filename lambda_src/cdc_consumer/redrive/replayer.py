@@ -14,6 +14,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer.batch_response import first_failed_index
+from cdc_consumer.contract import SHARD_ID_KEY
 from cdc_consumer.exceptions import InvocationError
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.kinesis import filter_view, item_identifier
@@ -64,11 +65,16 @@ class Replayer:
         report.records_filtered += len(records) - len(delivered)
         return delivered
 
-    def _invoke(self, chunk: list[dict[str, Any]]) -> tuple[int | None, str]:
-        """The index of the chunk's first failed record (None: all succeeded), and why."""
+    def _invoke(self, chunk: list[dict[str, Any]], shard: str | None) -> tuple[int | None, str]:
+        """The index of the chunk's first failed record (None: all succeeded), and why. The
+        event names the records' ``shard`` when it is known, as a windowed mapping's does: the
+        consumer then looks them up in the ledger lane they would be committed in."""
+        event: dict[str, Any] = {"Records": chunk}
+        if shard:
+            event[SHARD_ID_KEY] = shard
         try:
             return first_failed_index(
-                self.invoker.invoke({"Records": chunk}),
+                self.invoker.invoke(event),
                 _sequence_numbers(chunk),
             )
         except InvocationError as error:
@@ -76,14 +82,17 @@ class Replayer:
         except (ClientError, BotoCoreError) as error:
             return 0, f"invoking the consumer failed: {error}"
 
-    def replay(self, records: Sequence[dict[str, Any]], report: RedriveReport) -> str | None:
-        """Replay ``records`` in order; None when all succeeded, else why not."""
+    def replay(
+        self, records: Sequence[dict[str, Any]], report: RedriveReport, shard: str | None = None
+    ) -> str | None:
+        """Replay ``records`` (of ``shard``, when known) in order; None when all succeeded, else
+        why not."""
         position, attempts = 0, 0
         while position < len(records):
             stop = chunk_stop(records, position, self.max_records, self.max_bytes)
             chunk = list(records[position:stop])
             report.invocations += 1
-            failed_index, reason = self._invoke(chunk)
+            failed_index, reason = self._invoke(chunk, shard)
             if failed_index is None:
                 self.replayed.update(_sequence_numbers(chunk))
                 report.records_replayed += len(chunk)

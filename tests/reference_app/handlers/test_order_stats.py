@@ -102,7 +102,7 @@ def test_ok_transient_ok_then_redelivery_equals_one_in_order_pass(
     records = [first, second, third]
 
     with order_stats_environment(resources) as order_stats:
-        faults(order_stats.processor.dynamodb).conflict_on(Counter({second["eventID"]: 1}))
+        faults(order_stats.processor.dynamodb).cancel_on(Counter({second["eventID"]: 1}))
         responses = deliver(order_stats.handler, records)
 
     assert responses == [failure(second), OK]
@@ -119,7 +119,7 @@ def test_two_modifies_first_failing_once_leave_the_newest_status(
 
     with order_stats_environment(resources) as order_stats:
         assert order_stats.handler(stream_event([insert]), FakeContext()) == OK
-        faults(order_stats.processor.dynamodb).conflict_on(Counter({paid["eventID"]: 1}))
+        faults(order_stats.processor.dynamodb).cancel_on(Counter({paid["eventID"]: 1}))
         assert deliver(order_stats.handler, [paid, shipped]) == [failure(paid), OK]
 
     assert resources.view() == {"CUSTOMER#c1": {"count_shipped": 1}}

@@ -81,7 +81,12 @@ class QuarantineSource(QueueMessages):
             self._stored[entry.id] = quarantined.record_location
         number = quarantined.sequence_number
         return Batch(
-            [quarantined.record], None, number, number, quarantined.quarantined_at, filtered=False
+            [quarantined.record],
+            quarantined.shard_id,
+            number,
+            number,
+            quarantined.quarantined_at,
+            filtered=False,
         )
 
     def _fetch(self, quarantined: Any) -> Any:

@@ -1,0 +1,37 @@
+"""Tumbling-window events: the shard a batch comes from, and the ``state`` every answer carries.
+
+When its event source mapping has a tumbling window (``TumblingWindowInSeconds``), Lambda names
+the batch's shard in the event (``shardId``) beside the window (``window``, ``state``,
+``isFinalInvokeForWindow``), and counts an answer without ``state`` as a failed invocation. The
+runtime keeps no state across a window (it keeps its own, in DynamoDB, exactly once), so it
+answers an empty ``state`` to every windowed event, the final one of a window included (which
+may carry no records: nothing to do). The shard keys the batch's ledger lanes
+(:mod:`cdc_consumer.ledger`); a redrive names it too when it replays a failed batch or a
+quarantined record whose shard is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cdc_consumer.contract import SHARD_ID_KEY, WINDOW_KEY, WINDOW_STATE_KEY
+
+
+def shard_of(event: Any) -> str | None:
+    """The shard the event's records come from (None: the event does not say)."""
+    shard = event.get(SHARD_ID_KEY) if isinstance(event, Mapping) else None
+    return shard if isinstance(shard, str) and shard else None
+
+
+def is_windowed(event: Any) -> bool:
+    """Whether ``event`` is an invocation of a mapping with a tumbling window."""
+    return isinstance(event, Mapping) and WINDOW_KEY in event
+
+
+def answer(event: Any, response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` with the window's ``state`` when ``event`` is windowed (empty: the runtime
+    keeps none), so Lambda does not count the invocation as failed."""
+    if is_windowed(event):
+        response[WINDOW_STATE_KEY] = {}
+    return response
