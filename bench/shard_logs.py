@@ -16,6 +16,8 @@ from typing import Any
 
 #: Examples of failure messages kept per shard.
 EXAMPLES = 3
+#: Metrics that are not counts (a sum over batches means nothing).
+NOT_COUNTS = frozenset({"IteratorLagMs"})
 
 
 @dataclass
@@ -35,7 +37,9 @@ class LoggedCounts:
             return
         if "_aws" in document:
             for definition in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
-                self.metrics[definition["Name"]] += document.get(definition["Name"], 0)
+                name = definition["Name"]
+                if name not in NOT_COUNTS:
+                    self.metrics[name] += document.get(name, 0)
         elif document.get("message") == "record failed":
             self.failures += 1
             message = str((document.get("error") or {}).get("message", ""))[:300]
