@@ -694,7 +694,7 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
         verdict = "met" if check["met"] else f"**missed** by {check['by']}"
         measured = f"{check['measured']} {check['unit']}"
         rows.append([check["target"], measured, verdict, check.get("before", "-")])
-    header = ["target", "measured", "verdict", "before (issue 38's targets: a lane per stream)"]
+    header = ["target", "measured", "verdict", "before: a lane per stream (issue 38's targets)"]
     lines = ["## Targets", "", *_table(header, rows)]
     for check in results.get("targets", []):
         if check.get("note"):
