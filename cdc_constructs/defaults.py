@@ -83,6 +83,16 @@ easiest to reason about; raise it for throughput."""
 MAX_BATCHING_WINDOW_SECONDS: Final = 0
 """No waiting: invoke as soon as records are there, for the lowest lag."""
 
+TUMBLING_WINDOW_SECONDS: Final = 900
+"""StreamConsumer's mapping has a tumbling window when its parallelization factor is 1: only
+then does Lambda name the shard of each event (``shardId``), which the runtime's ledger keys its
+lanes by (one lane per shard, no item shared between shards: docs/design.md §12). 15 minutes,
+AWS's maximum: a window cuts a batch where it ends and closes with one final invocation without
+records per shard, so the longest window cuts the fewest batches and costs one empty invocation
+per shard every 15 minutes. None beside a factor above 1, which AWS refuses; ``tumbling_window=
+Duration.seconds(0)`` turns it off. Without a window the runtime keeps per-record markers (2
+write units a record in a transaction instead of about one ledger entry per transaction)."""
+
 REPORT_BATCH_ITEM_FAILURES: Final = True
 """The runtime reports the first failed record, so Lambda resumes from it instead of
 retrying records that already succeeded."""
@@ -231,6 +241,15 @@ PARALLELIZATION_FACTOR_RANGE: Final = (1, 10)
 
 MAX_BATCHING_WINDOW_RANGE_SECONDS: Final = (0, 300)
 """AWS's range for MaximumBatchingWindowInSeconds."""
+
+TUMBLING_WINDOW_RANGE_SECONDS: Final = (0, 900)
+"""AWS's range for TumblingWindowInSeconds (0: no window)."""
+
+WINDOW_WITH_PARALLELIZATION_REFUSAL: Final = (
+    "Parallelization factor must be equal to 1 when tumbling window period is configured"
+)
+"""What CreateEventSourceMapping answers a tumbling window beside a parallelization factor above
+1 (InvalidParameterValueException); the constructs and CdcChecks refuse it at synth."""
 
 MAX_FILTERS: Final = 5
 """AWS's limit of filter patterns per event source mapping or pipe (FilterCriteria)."""

@@ -49,6 +49,7 @@ from cdc_constructs.validation import (
     check_starting_position,
     raise_if_any,
     seconds,
+    shown,
 )
 
 __all__ = [
@@ -109,6 +110,12 @@ class KinesisMappingOptions(StreamMappingOptions):
             return super().record_age
         return kinesis_record_age(self.retention)
 
+    @property
+    def tumbling_window_seconds(self) -> int:
+        """None: the Kinesis route keeps per-record markers, which need no shard (see
+        :func:`check_kinesis_tumbling_window`)."""
+        return 0
+
     def problems(
         self, stream_view_type: str | None, *, lambda_settings: bool = True
     ) -> list[Problem]:
@@ -119,6 +126,7 @@ class KinesisMappingOptions(StreamMappingOptions):
         found += check_retry_attempts(self.retry_attempts)
         found += check_kinesis_record_age(self.record_age, self.retention)
         found += check_kinesis_filters(self.filters or ())
+        found += check_kinesis_tumbling_window(self.tumbling_window)
         # Kinesis records of DynamoDB changes always carry both images.
         found += check_reads_images(self.reads_images, "NEW_AND_OLD_IMAGES")
         return found
@@ -185,13 +193,11 @@ class KinesisConsumer(StreamConsumer):
         raise_if_any(f"KinesisConsumer {construct_id!r}", problems + options.problems(None))
         assert source is not None and retention is not None
         Construct.__init__(self, scope, construct_id)
-        self.options = options
         self.consumer_name = ConsumerNames.of(self).register(
             self, consumer_name, options.failure.idempotency_table
         )
+        self.options = options
         self.metrics_namespace = options.monitoring.metrics_namespace
-        self.max_record_age = options.mapping.record_age
-        self.retry_attempts = options.mapping.retry_attempts
         self.stream: kinesis.IStream = source
         """The Kinesis stream read."""
         self.stream_retention: Duration = retention
@@ -418,6 +424,24 @@ def check_kinesis_record_age(value: Duration | None, retention: Duration | None)
         f"({retention_seconds} s) and at most AWS's {high} s: an age the stream never reaches "
         "means records are never given up on",
     )
+
+
+def check_kinesis_tumbling_window(value: Duration | None) -> list[Problem]:
+    """No tumbling window on the Kinesis route: its runtime keeps per-record markers keyed by
+    the DynamoDB change's ``eventID`` (one change can be in a Kinesis stream twice, under two
+    Kinesis sequence numbers, and only the eventID tells a copy from a new change), so it needs
+    no shard; a window would only add a final invocation per shard and window."""
+    if value is None or (isinstance(value, Duration) and not seconds(value)):
+        return []
+    return [
+        Problem(
+            "tumbling_window",
+            shown(value),
+            "omitted: a KinesisConsumer keeps per-record markers keyed by the DynamoDB change, "
+            "which need no shard (docs/design.md §12); a window would only add an empty final "
+            "invocation per shard and window",
+        )
+    ]
 
 
 def check_kinesis_filters(filters: Sequence[Mapping[str, Any]]) -> list[Problem]:

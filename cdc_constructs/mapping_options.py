@@ -26,6 +26,7 @@ from cdc_constructs.validation import (
     check_reads_images,
     check_retry_attempts,
     check_starting_position,
+    check_tumbling_window,
     seconds,
 )
 
@@ -47,6 +48,12 @@ class StreamMappingOptions:
     :param batch_size: records per batch, 1..10000. Default 100.
     :param max_batching_window: wait up to this long to fill a batch, 0..300 s. Default 0.
     :param parallelization_factor: concurrent batches per shard, 1..10. Default 1.
+    :param tumbling_window: the mapping's tumbling window (``TumblingWindowInSeconds``), 0 s to
+        15 minutes; event source mappings only. Default: 15 minutes with a parallelization
+        factor of 1, none above it (AWS refuses a window beside a factor above 1, and so does
+        this prop). With a window Lambda names each event's shard, and the runtime keeps one
+        ledger lane per shard; ``Duration.seconds(0)`` turns it off (per-record markers then,
+        2 write units a record). See ``defaults.TUMBLING_WINDOW_SECONDS``.
     :param retry_attempts: 0..10000, never infinite (-1). Default 5.
     :param max_record_age: 60 s to under the 24 h retention. Default 1 h.
     :param bisect_batch_on_error: Default True.
@@ -69,6 +76,7 @@ class StreamMappingOptions:
     batch_size: Any = defaults.BATCH_SIZE
     max_batching_window: Duration | None = None
     parallelization_factor: Any = defaults.PARALLELIZATION_FACTOR
+    tumbling_window: Duration | None = None
     retry_attempts: Any = defaults.RETRY_ATTEMPTS
     max_record_age: Duration | None = None
     bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR
@@ -91,6 +99,15 @@ class StreamMappingOptions:
         return int(seconds(self.batching_window) or 0)
 
     @property
+    def tumbling_window_seconds(self) -> int:
+        """The mapping's window in seconds: ``tumbling_window`` as given, else the default (15
+        minutes) with a parallelization factor of 1 and none (0) above it."""
+        if self.tumbling_window is None:
+            factor = self.parallelization_factor
+            return defaults.TUMBLING_WINDOW_SECONDS if factor == 1 else 0
+        return int(seconds(self.tumbling_window) or 0)
+
+    @property
     def record_age_seconds(self) -> int:
         return int(seconds(self.record_age) or 0)
 
@@ -108,7 +125,7 @@ class StreamMappingOptions:
         :param stream_view_type: what filters on images are checked against (None: unknown,
             image filters not checked).
         :param lambda_settings: False skips the settings only a Lambda event source mapping
-            takes (starting position, bisect), for pipes, which fix them.
+            takes (starting position, bisect, tumbling window), for pipes, which fix them.
         """
         found: list[Problem] = []
         if lambda_settings:
@@ -119,6 +136,7 @@ class StreamMappingOptions:
                 "allow_latest_starting_position", self.allow_latest_starting_position
             )
             found += check_flag("bisect_batch_on_error", self.bisect_batch_on_error)
+            found += check_tumbling_window(self.tumbling_window, self.parallelization_factor)
         found += check_batch_size(self.batch_size)
         found += check_max_batching_window(self.batching_window)
         found += check_parallelization_factor(self.parallelization_factor)

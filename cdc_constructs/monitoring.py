@@ -12,6 +12,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from cdc_consumer.contract import (
     BOOKKEEPING_METRICS,
+    CONTENTION_FAILURES,
     COUNT_METRICS,
     FOREIGN_MARKERS,
     ITERATOR_LAG_MS,
@@ -121,6 +122,9 @@ class StreamConsumerMonitoring(Construct):
     - ``RecordsQuarantined``: the runtime's RecordsQuarantined metric (Sum) ≥ 1.
     - ``ForeignMarkers``: the runtime's ForeignMarkers metric (Sum) ≥ 1: a marker of another
       stream's consumer under the same name; the record is failed, never skipped.
+    - ``ContentionFailures``: the runtime's ContentionFailures metric (Sum) ≥ 1: a batch met
+      other writers on its items (another delivery of its shard, a TransactionConflict) for
+      longer than its contention budget and was reported failed; in ordinary load it stays 0.
     - ``FunctionErrors``: function errors (Sum) ≥ 1: crashes and timeouts, which the
       runtime's own failure reporting never causes.
     - ``FunctionThrottles``: throttles (Sum) ≥ 1: the shard waits.
@@ -389,17 +393,18 @@ def _runtime_metric(
     return consumer_metric(consumer.metrics_namespace, dimension, metric_name, statistic)
 
 
+#: The runtime's metrics alarmed at >= 1 per consumer (or group member).
+_RUNTIME_ALARMED = (RECORDS_QUARANTINED, FOREIGN_MARKERS, CONTENTION_FAILURES)
+
+
 def _runtime_alarms(consumer: MonitoredConsumer) -> dict[str, tuple[str, str]]:
-    """Alarm name -> (runtime metric, Consumer dimension): ``RecordsQuarantined`` and
-    ``ForeignMarkers`` of the consumer, or ``<metric>-<member>`` of each group member."""
+    """Alarm name -> (runtime metric, Consumer dimension): ``RecordsQuarantined``,
+    ``ForeignMarkers`` and ``ContentionFailures`` of the consumer, or ``<metric>-<member>`` of
+    each group member."""
     members = list(consumer.runtime_consumers)
     if members == [consumer.consumer_name]:
-        return {m.name: (m.name, members[0]) for m in (RECORDS_QUARANTINED, FOREIGN_MARKERS)}
-    return {
-        f"{m.name}-{member}": (m.name, member)
-        for m in (RECORDS_QUARANTINED, FOREIGN_MARKERS)
-        for member in members
-    }
+        return {m.name: (m.name, members[0]) for m in _RUNTIME_ALARMED}
+    return {f"{m.name}-{member}": (m.name, member) for m in _RUNTIME_ALARMED for member in members}
 
 
 def _descriptions(name: str, threshold_seconds: float, age_seconds: float) -> dict[str, str]:
@@ -425,6 +430,12 @@ def _descriptions(name: str, threshold_seconds: float, age_seconds: float) -> di
             f"{name}: a record's idempotency marker was written by a consumer of another "
             "stream under the same name; the record is failed, not skipped - give each "
             "consumer its own consumer_name (docs/operations.md)"
+        ),
+        CONTENTION_FAILURES.name: (
+            f"{name}: a batch kept meeting other writers on its items (two deliveries of one "
+            "shard, or DynamoDB's TransactionConflict) past its contention budget and was "
+            "reported failed; Lambda retries it. Look for a second mapping or redrive of the "
+            "same stream, or a view item every shard updates (docs/operations.md)"
         ),
         "FunctionErrors": f"{name}: the consumer function crashed or timed out",
         "FunctionThrottles": f"{name}: the consumer function was throttled",

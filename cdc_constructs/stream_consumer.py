@@ -109,11 +109,11 @@ class StreamConsumer(Construct):
     (:class:`~cdc_constructs.function_options.FunctionOptions`).
 
     Reading the stream: ``starting_position``, ``allow_latest_starting_position``,
-    ``batch_size``, ``max_batching_window``, ``parallelization_factor``, ``retry_attempts``,
-    ``max_record_age``, ``bisect_batch_on_error``, ``filters``, ``reads_images``,
-    ``extra_reader_reason`` (a third reader of one table's stream is refused without it: see
-    :mod:`~cdc_constructs.stream_readers`)
-    (:class:`~cdc_constructs.mapping_options.StreamMappingOptions`, shared with StreamFanOut).
+    ``batch_size``, ``max_batching_window``, ``parallelization_factor``, ``tumbling_window``,
+    ``retry_attempts``, ``max_record_age``, ``bisect_batch_on_error``, ``filters``,
+    ``reads_images``, ``extra_reader_reason`` (a third reader of one table's stream is refused
+    without it: :mod:`~cdc_constructs.stream_readers`), each documented on
+    :class:`~cdc_constructs.mapping_options.StreamMappingOptions` (shared with StreamFanOut).
 
     Failure handling: ``on_failure`` (default: an S3 bucket that keeps each failed batch
     whole), ``on_failure_queue``, ``failed_batch_retention``, ``quarantine_queue``,
@@ -164,6 +164,7 @@ class StreamConsumer(Construct):
         batch_size: int = defaults.BATCH_SIZE,
         max_batching_window: Duration | None = None,
         parallelization_factor: int = defaults.PARALLELIZATION_FACTOR,
+        tumbling_window: Duration | None = None,
         retry_attempts: int = defaults.RETRY_ATTEMPTS,
         max_record_age: Duration | None = None,
         bisect_batch_on_error: bool = defaults.BISECT_BATCH_ON_ERROR,
@@ -189,8 +190,6 @@ class StreamConsumer(Construct):
         super().__init__(scope, construct_id)
         self.options, self.consumer_name = options, _register_names(self, consumer_name, options)
         self.metrics_namespace = options.monitoring.metrics_namespace
-        self.max_record_age = options.mapping.record_age
-        self.retry_attempts = options.mapping.retry_attempts
         self.source_table = as_table(table)
         self.stream_arn: str = self.source_table.table_stream_arn  # type: ignore[assignment]
         self._set_failure_resources(options)
@@ -261,6 +260,8 @@ class StreamConsumer(Construct):
     def _set_failure_resources(
         self, options: ConsumerOptions, stream_retention: Duration | None = None
     ) -> None:
+        self.max_record_age = options.mapping.record_age  # what failure handling waits for
+        self.retry_attempts = options.mapping.retry_attempts
         target, self.quarantine_queue, tables = _failure_resources(self, options.failure)
         self.idempotency_table, self.ledger_table = tables
         self.on_failure: OnFailureTarget = target
@@ -375,6 +376,7 @@ def _make_mapping(
     consumer: StreamConsumer, mapping: StreamMappingOptions
 ) -> lambda_.EventSourceMapping:
     window = mapping.batching_window if mapping.batching_window_seconds else None
+    tumbling = mapping.tumbling_window_seconds
     made = consumer.function.add_event_source_mapping(
         "StreamMapping",
         event_source_arn=consumer.stream_arn,
@@ -382,6 +384,7 @@ def _make_mapping(
         batch_size=mapping.batch_size,
         max_batching_window=window,
         parallelization_factor=mapping.parallelization_factor,
+        tumbling_window=Duration.seconds(tumbling) if tumbling else None,
         retry_attempts=mapping.retry_attempts,
         max_record_age=mapping.record_age,
         bisect_batch_on_error=mapping.bisect_batch_on_error,

@@ -191,6 +191,27 @@ def check_max_batching_window(value: Duration | None) -> list[Problem]:
     return check_duration("max_batching_window", value, *defaults.MAX_BATCHING_WINDOW_RANGE_SECONDS)
 
 
+def check_tumbling_window(value: Duration | None, parallelization_factor: Any) -> list[Problem]:
+    """``tumbling_window``: None (the default), or whole seconds in 0..900; a window (above 0 s)
+    only beside a parallelization factor of 1, as AWS refuses it beside a higher one."""
+    if value is None:
+        return []
+    found = check_duration("tumbling_window", value, *defaults.TUMBLING_WINDOW_RANGE_SECONDS)
+    factor = parallelization_factor
+    if found or not seconds(value) or not isinstance(factor, int) or factor <= 1:
+        return found
+    return [
+        Problem(
+            "tumbling_window",
+            shown(value),
+            f"omitted or Duration.seconds(0) beside parallelization_factor={factor}: AWS refuses "
+            f"a tumbling window beside a factor above 1 "
+            f"({defaults.WINDOW_WITH_PARALLELIZATION_REFUSAL!r}); without a window the runtime "
+            "keeps per-record markers (2 write units a record, docs/design.md §12)",
+        )
+    ]
+
+
 def check_function_timeout(prop: str, value: Duration | None) -> list[Problem]:
     """A Lambda function's timeout: whole seconds within Lambda's range."""
     return check_duration(prop, value, *defaults.LAMBDA_TIMEOUT_RANGE_SECONDS, "Lambda's limit")

@@ -33,6 +33,7 @@ from cdc_consumer.contract import (
     QuarantineMessage,
 )
 from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.lane_registry import REGISTRY_SUFFIX
 from cdc_consumer.ledger import RECORDS_ATTRIBUTE, SORT_ATTRIBUTE, unpack
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
 
@@ -138,12 +139,14 @@ def processed_markers(ddb: Any, idempotency_table: str, consumer_name: str) -> s
 
 def ledger_listed(ddb: Any, ledger_table: str | None) -> set[tuple[str, int]]:
     """(consumer, sequence number) of every record a ledger entry lists (an entry's partition
-    is ``{consumer}#{stream ARN}``: ``cdc_consumer.ledger``); empty without a ledger table."""
+    is its lane, ``{consumer}#{stream ARN}#{shard id}``: ``cdc_consumer.ledger``); empty without a
+    ledger table. A lane's head, the time the ledger took over and the consumer's registry of its
+    lanes (``{consumer}#~lanes``: ``cdc_consumer.lane_registry``) list no record."""
     if ledger_table is None:
         return set()
     listed: set[tuple[str, int]] = set()
     for item in scan(ddb, ledger_table):
-        if item[SORT_ATTRIBUTE]["S"].startswith("~"):  # a head, or when the ledger took over
+        if item[SORT_ATTRIBUTE]["S"].startswith("~") or item["id"]["S"].endswith(REGISTRY_SUFFIX):
             continue
         consumer = item["id"]["S"].rpartition("#arn:")[0] or item["id"]["S"].rpartition("#")[0]
         numbers = unpack(bytes(item[RECORDS_ATTRIBUTE]["B"]))

@@ -35,10 +35,14 @@ batch response with DynamoDB and Lambda", "Using event filtering with a DynamoDB
   ``ApproximateCreationDateTime``) are not sent to the function but discarded to the destination
   (condition ``RecordAgeExceeded``).
 - ``DestinationConfig.OnFailure``: see :mod:`cdc_local.destinations`.
+- ``TumblingWindowInSeconds`` (default 0, none): see :mod:`cdc_local.tumbling_windows`
+  (``window``, ``state``, ``shardId``, the final invocation of each window, a response
+  without ``state`` counted as a failed invocation; refused beside a factor above 1).
 - Shards: every shard DescribeStream lists is read, a child (``ParentShardId``) only once its
-  parent is read to its end and every record of it settled, as Lambda processes a parent
-  before its children; a shard found later is read from its start. The local endpoint has
-  children once a stream's shard rolls over (:mod:`cdc_local.shards`).
+  parent is read to its end and every record of it settled (and, with a tumbling window, its
+  last window's final invocation succeeded), as Lambda processes a parent before its
+  children; a shard found later is read from its start. The local endpoint has children once
+  a stream's shard rolls over (:mod:`cdc_local.shards`).
 """
 
 from __future__ import annotations
@@ -48,11 +52,11 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from cdc_consumer.batch_response import first_failed_index
-from cdc_consumer.contract import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED
+from cdc_consumer.contract import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED, WINDOW_STATE_KEY
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.stream_reader import to_lambda_record
 
@@ -60,6 +64,13 @@ from cdc_local.destinations import FailedInvocation, OnFailureDestination, invoc
 from cdc_local.exceptions import LocalPipelineError, PipelineStuck
 from cdc_local.functions import InvocationResult, LocalFunction
 from cdc_local.ttl import TtlLedger
+from cdc_local.tumbling_windows import (
+    OpenWindow,
+    check_tumbling_window,
+    has_state,
+    iso,
+    window_of,
+)
 
 #: Lambda's invocation payload limit for synchronous invokes: a batch is cut before it exceeds it.
 MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
@@ -89,16 +100,18 @@ class MappingSettings:
     filters: FilterCriteria = field(default_factory=FilterCriteria)
     on_failure_arn: str | None = None
     enabled: bool = True
+    tumbling_window_seconds: int = 0
+
+    def __post_init__(self) -> None:
+        check_tumbling_window(self.tumbling_window_seconds, self.parallelization_factor)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> MappingSettings:
         """From an ``AWS::Lambda::EventSourceMapping``'s (resolved) properties."""
-        unsupported = {"TumblingWindowInSeconds", "StartingPositionTimestamp"} & set(properties)
-        if unsupported:
+        if "StartingPositionTimestamp" in properties:
             raise LocalPipelineError(
-                f"event source mapping properties {sorted(unsupported)} are not emulated by the "
-                "local pipeline (DynamoDB streams support neither AT_TIMESTAMP nor, here, "
-                "tumbling windows)"
+                "event source mapping property StartingPositionTimestamp is not emulated by the "
+                "local pipeline (DynamoDB streams do not support AT_TIMESTAMP)"
             )
         position = properties.get("StartingPosition", "TRIM_HORIZON")
         if position not in ("TRIM_HORIZON", "LATEST"):
@@ -126,6 +139,7 @@ class MappingSettings:
             filters=FilterCriteria.from_properties(properties),
             on_failure_arn=destination,
             enabled=bool(properties.get("Enabled", True)),
+            tumbling_window_seconds=int(properties.get("TumblingWindowInSeconds", 0)),
         )
 
 
@@ -140,6 +154,8 @@ class MappingCounters:
     records_expired: int = 0
     records_discarded: int = 0
     invocations: int = 0
+    #: Of them, final invocations of a tumbling window (no records).
+    final_invocations: int = 0
     failed_invocations: int = 0
     partial_failures: int = 0
     bisections: int = 0
@@ -172,6 +188,8 @@ class _Lane:
     attempts: int = 0
     invokes_at_head: int = 0
     last_failure: FailedInvocation | None = None
+    #: With a tumbling window: the window the lane's invocations are in, until its final one.
+    window: OpenWindow | None = None
 
 
 class EventSourceMapping:
@@ -256,7 +274,9 @@ class EventSourceMapping:
         if shard_id is None or shard_id not in self._iterators:
             return True
         return self._iterators[shard_id] is None and not any(
-            lane.pending for lane in self._lanes.values() if lane.shard_id == shard_id
+            lane.pending or lane.window
+            for lane in self._lanes.values()
+            if lane.shard_id == shard_id
         )
 
     def read(self) -> int:
@@ -376,26 +396,104 @@ class EventSourceMapping:
         return max(0.001, min(waits, default=0.001))
 
     def _turn(self, lane: _Lane, flush: bool) -> bool:
+        if self._window_over(lane):
+            self._invoke_final(lane)
+            return True
         if not lane.pending:
             return False
         if self._discard_expired(lane):
             return True
         size = lane.planned[0] if lane.planned else self.settings.batch_size
+        taken = _take(lane.pending, size)
+        batch = self._in_one_window(taken)
         window = self.settings.maximum_batching_window_seconds
         if (
             not flush
             and not lane.planned
             and len(lane.pending) < size
+            and len(batch) == len(taken)  # a batch cut where the next window starts is whole
             and self.clock() - lane.read_at[0] < window
         ):
             return False
-        batch = _take(lane.pending, size)
         self._invoke(lane, batch)
         return True
 
+    # -- tumbling windows (cdc_local.tumbling_windows) ------------------------------------------
+
+    def _window_start(self, record: Mapping[str, Any]) -> float:
+        return window_of(self._created_at(record), self.settings.tumbling_window_seconds)[0]
+
+    def _in_one_window(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``batch`` up to the first record of a later window (all of it without a window)."""
+        if not self.settings.tumbling_window_seconds:
+            return batch
+        start = self._window_start(batch[0])
+        for index, record in enumerate(batch):
+            if self._window_start(record) != start:
+                return batch[:index]
+        return batch
+
+    def _window_over(self, lane: _Lane) -> bool:
+        """Whether the lane's open window is over and settled: its next record is of another
+        window; or none is pending and the window's end has passed or its shard has ended."""
+        if lane.window is None:
+            return False
+        if lane.pending:
+            return self._window_start(lane.pending[0]) != lane.window.start
+        return self.clock() >= lane.window.end or self._iterators.get(lane.shard_id, "") is None
+
+    def _invoke_final(self, lane: _Lane) -> None:
+        """The window's final invocation: retried until it succeeds, the shard waiting."""
+        assert lane.window is not None
+        result = self.function.invoke(
+            lane.window.event([], lane.shard_id, self.stream_arn, final=True)
+        )
+        self.counters.invocations += 1
+        self.counters.final_invocations += 1
+        if not result.failed and has_state(result.response):
+            lane.window = None
+            return
+        self.counters.failed_invocations += 1
+        lane.window.final_attempts += 1
+        if lane.window.final_attempts >= self.stuck_after_attempts:
+            raise PipelineStuck(
+                f"mapping {self.name}: the final invocation of the window from "
+                f"{iso(lane.window.start)} "
+                f"of shard {lane.shard_id} failed {lane.window.final_attempts} times in a row; "
+                "Lambda suspends the shard until it succeeds. Last result: "
+                f"{_failure_of(result)}"
+            )
+
+    def _event(self, lane: _Lane, batch: list[dict[str, Any]]) -> dict[str, Any]:
+        """The invocation's event: the records, and with a tumbling window the window's
+        fields (a window opens with the first batch of it, in a fresh state)."""
+        length = self.settings.tumbling_window_seconds
+        if not length:
+            return {"Records": batch}
+        start, end = window_of(self._created_at(batch[0]), length)
+        if lane.window is None or lane.window.start != start:
+            lane.window = OpenWindow(start, end)
+        return lane.window.event(batch, lane.shard_id, self.stream_arn)
+
+    def _windowed_result(self, lane: _Lane, result: InvocationResult) -> InvocationResult:
+        """With a window: a response without ``state`` is a failed invocation; one with it
+        passes its state to the window's next invocation."""
+        if lane.window is None or result.failed:
+            return result
+        if not has_state(result.response):
+            return replace(
+                result,
+                error_type="MissingWindowState",
+                error_message="a tumbling window's response must carry state; this one has none",
+            )
+        lane.window.state = dict(result.response[WINDOW_STATE_KEY])
+        return result
+
+    # -- invoking ------------------------------------------------------------------------------
+
     def _invoke(self, lane: _Lane, batch: list[dict[str, Any]]) -> None:
-        event = {"Records": batch}
-        result = self.function.invoke(event)
+        event = self._event(lane, batch)
+        result = self._windowed_result(lane, self.function.invoke(event))
         self.counters.invocations += 1
         self.counters.records_delivered += len(batch)
         lane.invokes_at_head += 1
@@ -525,6 +623,12 @@ def _take(pending: deque[dict[str, Any]], size: int) -> list[dict[str, Any]]:
             break
         batch.append(record)
     return batch
+
+
+def _failure_of(result: InvocationResult) -> str:
+    if result.failed:
+        return f"{result.error_type}: {result.error_message}"
+    return f"a response without state: {json.dumps(result.response, default=str)[:200]}"
 
 
 def _drop(lane: _Lane, count: int) -> None:

@@ -19,7 +19,7 @@ import json
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ class PipelineCounters:
     records_expired: int
     records_discarded: int
     invocations: int
+    final_invocations: int
     failed_invocations: int
     partial_failures: int
     bisections: int
@@ -327,6 +328,37 @@ class LocalPipeline:
         )
         return roll_shards(table, now=self.clock())
 
+    def replace_mapping(self, logical_id: str, **changes: Any) -> EventSourceMapping:
+        """Create a new mapping of ``logical_id``'s function and stream beside the old one, as
+        CloudFormation does when an update replaces an ``AWS::Lambda::EventSourceMapping`` (a
+        changed starting position, stream or function): the new one, with a new UUID (its own
+        prefix in an S3 on-failure destination), reads the stream from TRIM_HORIZON while the
+        old one still runs; both deliver the same records until :meth:`retire_mapping`
+        deletes the old one. ``changes``: :class:`MappingSettings` fields the new mapping has
+        otherwise (``tumbling_window_seconds=0``, ...). Returns the new mapping, kept in
+        :attr:`mappings` as ``<logical id>~<n>`` (its n-th mapping, the template's the first)."""
+        taken = [name for name in self.mappings if name.split("~")[0] == logical_id]
+        name = f"{logical_id}~{len(taken) + 1}"
+        changes = {"starting_position": "TRIM_HORIZON", **changes}
+        mapping = self._mapping(logical_id, name=name, changes=changes)
+        self.mappings[name] = mapping
+        try:
+            mapping.start()
+        finally:
+            self.check_access()
+        return mapping
+
+    def retire_mapping(self, name: str) -> None:
+        """Delete the mapping ``name`` (the old one, once its replacement runs): it reads and
+        invokes nothing more. The records it read and had not settled are its successor's to
+        deliver (it reads the stream from its start)."""
+        if name not in self.mappings:
+            raise LocalPipelineError(
+                f"no mapping {name!r} in stack {self.stack.stack_name}; its mappings are "
+                f"{sorted(self.mappings)}"
+            )
+        del self.mappings[name]
+
     def run(self) -> PipelineCounters:
         """Drain, sweep TTL, drain again (the TTL deletions' REMOVE records); return the totals."""
         self.drain()
@@ -412,10 +444,15 @@ class LocalPipeline:
             faults=self.faults,
         )
 
-    def _mapping(self, logical_id: str) -> EventSourceMapping:
+    def _mapping(
+        self, logical_id: str, name: str | None = None, changes: Mapping[str, Any] | None = None
+    ) -> EventSourceMapping:
+        """The mapping ``logical_id`` of the template, or (with ``name``) a replacement of it
+        whose settings differ by ``changes``."""
         resources = self._resources
         properties = resources.resolve(dict(self.stack.resources[logical_id]["Properties"]))
-        settings = MappingSettings.from_properties(properties)
+        settings = replace(MappingSettings.from_properties(properties), **(changes or {}))
+        name = name or logical_id
         function = self._function_of(self.stack.resources[logical_id]["Properties"]["FunctionName"])
         # Lambda reads the stream and sends to the destination with the function's role.
         credentials = (
@@ -430,7 +467,7 @@ class LocalPipeline:
                 settings.on_failure_arn,
                 self.endpoint,
                 queue_url=resources.queue_url_for_arn(settings.on_failure_arn),
-                mapping_uuid=_uuid_of(self.stack.stack_name, logical_id),
+                mapping_uuid=_uuid_of(self.stack.stack_name, name),
                 credentials=credentials,
             )
         assert self.endpoint is not None
@@ -440,7 +477,7 @@ class LocalPipeline:
         arrivals: dict[str, Any] = {"arrivals": self.kinesis_arrivals} if kinesis else {}
         return mapping_class(
             **arrivals,
-            name=logical_id,
+            name=name,
             stream_arn=properties["EventSourceArn"],
             function=function,
             settings=settings,

@@ -93,6 +93,10 @@ class CdcChecks(NagPack):
       one when the table has replicas
     - CDC-ESM12 filters name only fields and attribute types the records have, at every
       level whose shape is known, and give rules to values only
+    - CDC-ESM13 no filter on the TTL identity (userIdentity) on a table with replicas
+    - CDC-ESM14 no tumbling window beside a ParallelizationFactor above 1 (AWS refuses it)
+    - CDC-ESM15 a consumer with a ledger table has a tumbling window, else its price
+      (per-record markers, 2 write units a record) is reported (warning)
 
     and every Step Functions state machine that runs the runtime's backfill handler over a
     Map (``ViewBackfill``'s, or one made by hand):

@@ -30,6 +30,11 @@ from cdc_constructs.nag.stream_source import (
     is_intrinsic,
     replica_stream_read,
 )
+from cdc_constructs.nag.tumbling_windows import (
+    ledger_without_window,
+    window_beside_parallelization,
+    window_cost,
+)
 from cdc_constructs.record_shape import (
     DYNAMODB_STREAM_RECORD,
     KINESIS_CHANGE_RECORD,
@@ -519,5 +524,32 @@ RULES: tuple[CdcRule, ...] = (
         "apply the filter in the code; a pipe cannot, so do not filter one on userIdentity "
         "(docs/global-tables.md).",
         ttl_identity_filter_on_replicas,
+    ),
+    CdcRule(
+        "ESM14",
+        NagMessageLevel.ERROR,
+        "The event source mapping has a tumbling window beside a ParallelizationFactor above 1, "
+        "which AWS refuses.",
+        "CreateEventSourceMapping answers such a mapping 'Parallelization factor must be equal "
+        "to 1 when tumbling window period is configured' (InvalidParameterValueException), so "
+        "the deployment fails. Set ParallelizationFactor to 1, or TumblingWindowInSeconds to 0 "
+        "(StreamConsumer: tumbling_window=Duration.seconds(0), or leave it out: it has a window "
+        "only at a factor of 1).",
+        window_beside_parallelization,
+    ),
+    CdcRule(
+        "ESM15",
+        NagMessageLevel.WARN,
+        "The DynamoDB stream consumer has a ledger table but its mapping has no tumbling "
+        "window: the runtime keeps per-record markers (2 write units per record).",
+        "Lambda names the shard of each event (shardId) only when the mapping has a tumbling "
+        "window; the runtime's ledger keeps one lane per shard, so without a shard it keeps a "
+        "processed-marker per record instead: 2 write units per record in a transaction, "
+        "instead of about one ledger entry (2 units) per transaction. AWS allows a window only "
+        "at a ParallelizationFactor of 1. If more throughput per shard is worth that price, "
+        "acknowledge this rule with the reason; else set the factor to 1 (StreamConsumer then "
+        "gives the mapping a 15-minute window) and scale by shards (docs/design.md §12).",
+        ledger_without_window,
+        window_cost,
     ),
 )

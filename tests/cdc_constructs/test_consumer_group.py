@@ -84,6 +84,8 @@ def test_each_member_has_its_own_runtime_alarms_and_the_function_its_shared_ones
         "RecordsQuarantined-archive",
         "ForeignMarkers-stats",
         "ForeignMarkers-archive",
+        "ContentionFailures-stats",
+        "ContentionFailures-archive",
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",

@@ -148,6 +148,8 @@ def test_consumer_defaults_mapping_and_least_privilege(stack: Any) -> None:
     assert mapping["MaximumRecordAgeInSeconds"] == 6 * 24 * 3600
     assert mapping["BisectBatchOnFunctionError"] is True
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # Per-record markers keyed by the DynamoDB change need no shard: no window.
+    assert "TumblingWindowInSeconds" not in mapping
     assert mapping["ParallelizationFactor"] == 1
     on_failure = mapping["DestinationConfig"]["OnFailure"]["Destination"]
     assert on_failure["Fn::GetAtt"][0].startswith("ReplicaFailedBatchesBucket")
@@ -223,6 +225,11 @@ def test_consumer_record_age_must_stay_below_the_kinesis_retention(stack: Any) -
         ({"max_record_age": Duration.days(8)}, "max_record_age"),
         ({"filters": [{"dynamodb": {"Keys": {}}}]}, "the DynamoDB change is under 'data'"),
         ({"filters": [{}] * 6}, "at most 5 patterns"),
+        (
+            {"tumbling_window": Duration.minutes(1)},
+            "tumbling_window=Duration.minutes.1.: omitted: a KinesisConsumer keeps per-record "
+            "markers",
+        ),
     ],
 )
 def test_consumer_refuses_unsafe_settings(stack: Any, props: dict[str, Any], expected: str) -> None:

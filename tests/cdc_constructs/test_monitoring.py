@@ -51,6 +51,7 @@ def test_default_alarms(stack):
         "QuarantineQueueDepth",
         "RecordsQuarantined",
         "ForeignMarkers",
+        "ContentionFailures",
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",

@@ -30,6 +30,7 @@ from tests.cdc_constructs.support import (
     arn_of,
     cfn_lint,
     consumer_code,
+    consumer_error,
     grants,
     logical_id,
     only,
@@ -92,6 +93,7 @@ def test_mapping_defaults(default_consumer):
     assert mapping["ParallelizationFactor"] == 1
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["MetricsConfig"] == {"Metrics": ["EventCount"]}
+    assert mapping["TumblingWindowInSeconds"] == 900
     assert "MaximumBatchingWindowInSeconds" not in mapping
     assert "FilterCriteria" not in mapping
     assert mapping["EventSourceArn"] == {
@@ -244,6 +246,7 @@ def test_escape_hatches(default_consumer):
         "QuarantineQueueDepth",
         "RecordsQuarantined",
         "ForeignMarkers",
+        "ContentionFailures",
         "FunctionErrors",
         "FunctionThrottles",
         "RedriveLostRecords",
@@ -391,6 +394,49 @@ def test_a_plain_idempotency_table_has_no_ledger_table(stack):
     assert consumer.ledger_table is None
     env = _consumer_function(Template.from_stack(stack).to_json())["Environment"]["Variables"]
     assert "CDC_LEDGER_TABLE_NAME" not in env
+
+
+@pytest.mark.parametrize(
+    ("props", "window"),
+    [
+        ({}, 900),
+        ({"tumbling_window": Duration.minutes(2)}, 120),
+        ({"tumbling_window": Duration.seconds(0)}, None),
+        ({"parallelization_factor": 2}, None),
+        ({"parallelization_factor": 10, "tumbling_window": Duration.seconds(0)}, None),
+    ],
+)
+def test_a_tumbling_window_at_a_parallelization_factor_of_1_only(stack, props, window):
+    """The mapping gets a window (so each event names its shard) by default at factor 1; none
+    above it, which AWS refuses; ``Duration.seconds(0)`` turns it off."""
+    _consumer(stack, **props)
+    mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")
+    assert mapping.get("TumblingWindowInSeconds") == window
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        (
+            {"parallelization_factor": 2, "tumbling_window": Duration.minutes(1)},
+            "tumbling_window=Duration.minutes(1): omitted or Duration.seconds(0) beside "
+            "parallelization_factor=2: AWS refuses a tumbling window beside a factor above 1 "
+            "('Parallelization factor must be equal to 1 when tumbling window period is "
+            "configured')",
+        ),
+        (
+            {"tumbling_window": Duration.seconds(901)},
+            "tumbling_window='901 s': whole seconds in 0..900",
+        ),
+        (
+            {"tumbling_window": 60},
+            "tumbling_window=60: got an int; tumbling_window is an aws_cdk.Duration of whole "
+            "seconds in 0..900",
+        ),
+    ],
+)
+def test_a_tumbling_window_aws_would_refuse_is_refused_at_synth(stack, props, expected):
+    assert expected in str(consumer_error(stack, **props))
 
 
 def test_the_function_is_not_told_the_parallelization_factor(stack):

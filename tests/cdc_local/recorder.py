@@ -24,6 +24,8 @@ class Invocation:
 INVOCATIONS: list[Invocation] = []
 #: Sequence numbers the probe handler has seen (for its fail-once / report-once modes).
 SEEN: set[str] = set()
+#: Switches a test sets for the probe handler (see its docstring).
+OPTIONS: dict[str, int] = {}
 
 
 def record(probe: str, event: dict[str, Any], context: Any, environment: dict[str, str]) -> None:
@@ -42,3 +44,4 @@ def record(probe: str, event: dict[str, Any], context: Any, environment: dict[st
 def clear() -> None:
     INVOCATIONS.clear()
     SEEN.clear()
+    OPTIONS.clear()

@@ -201,6 +201,23 @@ def build(outdir: Path) -> Path:
         max_batching_window=cdk.Duration.seconds(5),
     )
 
+    # A tumbling window of a minute, beside bisect, retries, RBIF and an SQS destination.
+    stack = cdk.Stack(app, "Tumbling")
+    table = _table(stack)
+    dlq = sqs.Queue(stack, "OnFailure")
+    _function(stack, "Probe", "probe").add_event_source(
+        sources.DynamoEventSource(
+            table,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            batch_size=4,
+            bisect_batch_on_error=True,
+            retry_attempts=1,
+            report_batch_item_failures=True,
+            tumbling_window=cdk.Duration.seconds(60),
+            on_failure=sources.SqsDlq(dlq),
+        )
+    )
+
     # Two functions, both `index.handler`, on one stream.
     stack = cdk.Stack(app, "TwoFunctions")
     table = _table(stack)

@@ -7,7 +7,9 @@ ledger (issue 29): a run that starts on per-record markers and upgrades to the l
 two redrives of the on-failure bucket started at once (they take turns through the consumer's
 redrive lease) that cut the same records into different
 transactions, records the mapping discards by age (redriven later), and a parallelization
-factor of 2 to 10.
+factor of 2 to 10; and of issue 38: the mapping's tumbling window (each event names its shard,
+a ledger lane per shard) turned on and off with the factor, shards rolled over, and the mapping
+replaced while the old one still runs (both from TRIM_HORIZON, with or without a window).
 
 hypothesis' ``RuleBasedStateMachine`` interleaves the steps; the model is the table's history
 (every write the test made, in order). After each step that drains the pipeline or redrives:
@@ -93,6 +95,8 @@ STEPS = int(os.environ.get("MODEL_STEPS", "12"))
 #: quarantine (14 days by default), past the 7 days markers were kept before issue 23 §1
 #: (markers now outlive every replay window: a redrive on day 8 or 13 must not apply twice).
 MAX_DAYS = 13
+#: The model stack's tumbling window (StreamConsumer's default).
+WINDOW_SECONDS = 900
 SHRINK = os.environ.get("MODEL_SHRINK") == "1"
 
 
@@ -200,6 +204,8 @@ class PipelineModel(RuleBasedStateMachine):
         #: call and its claim's completion: it may run again (at least once, as documented in
         #: cdc_consumer.claims). Every other change's runs exactly once.
         self.exposed: set[tuple[str, str]] = set()
+        #: The wirings of mappings replaced since (their failed batches stay under their UUID).
+        self.retired: list[ConsumerWiring] = []
 
     def teardown(self) -> None:
         self.pipeline.close()
@@ -255,18 +261,45 @@ class PipelineModel(RuleBasedStateMachine):
         self.on_ledger = True
         self._redeploy(lambda env: env.__setitem__(LEDGER_TABLE_ENV, self.ledger_table))
 
-    @rule(factor=st.sampled_from([1, 2, 3, 5, 10]))
-    def parallelize(self, factor: int) -> None:
-        """The mapping's parallelization factor changes (lanes of one shard interleave); the
-        function is redeployed as CloudFormation would, and keeps the ledger (it reads no
-        factor)."""
+    @rule(factor=st.sampled_from([1, 2, 3, 5, 10]), window=st.booleans())
+    def parallelize(self, factor: int, window: bool) -> None:
+        """The mapping's parallelization factor changes (lanes of one shard interleave), and
+        with it its tumbling window: on or off at a factor of 1 (``tumbling_window``), off above
+        it (AWS refuses one there). With a window each event names its shard and the runtime
+        keeps a ledger lane per shard; without, per-record markers; the records listed in the
+        lanes before stay applied. The function is redeployed as CloudFormation would."""
         self.steps += 1
         self.pipeline.drain()
         self.deployments[-1].drained_to = len(self.history)
         self.observed = self._read()
         mapping = self.wiring.mapping
-        mapping.settings = replace(mapping.settings, parallelization_factor=factor)
+        seconds = WINDOW_SECONDS if factor == 1 and window else 0
+        mapping.settings = replace(
+            mapping.settings, parallelization_factor=factor, tumbling_window_seconds=seconds
+        )
         self._redeploy(lambda env: None)
+
+    @rule(window=st.booleans(), fault=st.sampled_from(["none", "crash", "duplicate"]))
+    def replace_mapping(self, window: bool, fault: str) -> None:
+        """CloudFormation replaces the mapping: the new one (with or without a window) reads the
+        stream from TRIM_HORIZON while the old one still runs, both delivering the same records
+        (the new one from the start), then the old one is deleted. Its failed batches stay under
+        its own UUID in the bucket, which the redrives replay too."""
+        self.steps += 1
+        before = self._read()
+        old = self.wiring
+        name = old.mapping.name.split("~")[0]
+        seconds = WINDOW_SECONDS if window else 0
+        self.pipeline.replace_mapping(
+            name, parallelization_factor=1, tumbling_window_seconds=seconds
+        )
+        with self._faults(fault, 0):
+            self.pipeline.drain()
+        self.pipeline.retire_mapping(old.mapping.name)
+        self.retired.append(old)
+        self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
+        self.deployments[-1].drained_to = len(self.history)
+        self._check(before, self._read(), self._check_stream_order)
 
     @rule(changes=CHANGES)
     def age_out(self, changes: list[tuple[str, str]]) -> None:
@@ -409,10 +442,11 @@ class PipelineModel(RuleBasedStateMachine):
         self.steps += 1
         before, waiting = self._read(), self._pending_by_source()
         with self._faults(fault, seed):
-            assert self.wiring.on_failure_bucket is not None
-            redriver(self.pipeline, self.wiring).run_bucket(
-                self.wiring.on_failure_bucket, self.wiring.on_failure_prefix
-            )
+            for wiring in [*self.retired, self.wiring]:  # each mapping's UUID, oldest first
+                assert wiring.on_failure_bucket is not None
+                redriver(self.pipeline, self.wiring).run_bucket(
+                    wiring.on_failure_bucket, wiring.on_failure_prefix
+                )
         self._check(before, self._read(), self._redrive_order(waiting))
 
     @precondition(lambda self: self.fixed)
@@ -527,10 +561,11 @@ class PipelineModel(RuleBasedStateMachine):
 
     def _bucket_pending(self) -> set[tuple[str, str]]:
         pending = set()
-        for document in on_failure_batches(self.pipeline, self.wiring):
-            payload = document["payload"]  # the batch's event, as JSON text
-            batch = json.loads(payload) if isinstance(payload, str) else payload
-            pending |= {entry_of(record) for record in batch["Records"]}
+        for wiring in [*self.retired, self.wiring]:
+            for document in on_failure_batches(self.pipeline, wiring):
+                payload = document["payload"]  # the batch's event, as JSON text
+                batch = json.loads(payload) if isinstance(payload, str) else payload
+                pending |= {entry_of(record) for record in batch["Records"]}
         return pending
 
     def _quarantine_pending(self) -> set[tuple[str, str]]:
@@ -715,7 +750,7 @@ def test_an_object_holding_a_quarantined_change_itself_is_replayed_once_the_fix_
         state.redrive_bucket(fault="none", seed=10385)
         second = [("a", "put"), ("b", "expiring"), ("c", "put"), ("c", "poison")]
         state.age_out([*second, ("a", "expiring"), ("c", "delete"), ("c", "put"), ("a", "poison")])
-        state.parallelize(factor=1)
+        state.parallelize(factor=1, window=True)
         state.drain(fault="none", seed=882)
         state.concurrent_redrives()
         state.deploy(add_audit=True, fix=True, reverse=True)

@@ -308,10 +308,11 @@ def test_alarms_notify_the_topic(reference: Synthesized):
     # The consumers' function and mapping: lag, dropped records (the on-failure alarm,
     # whatever the destination), failed deliveries to the destination, quarantine depth,
     # errors, throttles and the redrive's lost records and errors; per member (order-stats,
-    # ttl-archive): quarantined and foreign markers; the fan-out: 3 pipe failures and its DLQ;
+    # ttl-archive): quarantined, foreign markers and contention failures; the fan-out: 3 pipe
+    # failures and its DLQ;
     # each OrderPaid route: its dead-letter queue; the order-stats backfill: failed, timed-out
     # and aborted executions, and its segment function's errors and throttles.
-    assert len(all_alarms) == 8 + 2 * 2 + 4 + 2 + 3 + 2
+    assert len(all_alarms) == 8 + 2 * 3 + 4 + 2 + 3 + 2
     for alarm in all_alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
@@ -322,6 +323,7 @@ def test_alarms_notify_the_topic(reference: Synthesized):
         "ApproximateNumberOfMessagesVisible",
         "RecordsQuarantined",
         "ForeignMarkers",
+        "ContentionFailures",
         "Errors",
         "Throttles",
         "RedriveLostRecords",

@@ -45,6 +45,7 @@ STACK = "Fragments"
 #: (CDC-ESM11) are tested on apps of their own in test_readers.py.
 SHARED_TABLES = "CDC-ESM11"
 PIPE_ROLE = "arn:aws:iam::123456789012:role/pipe"
+STRING = dynamodb.AttributeType.STRING
 
 # One worker synthesizes this module's app once (the suite runs with --dist loadgroup).
 pytestmark = pytest.mark.xdist_group("nag-rules")
@@ -456,6 +457,38 @@ def _(scope: Construct, shared: Shared) -> None:
     _runtime_consumer(scope, shared, CDC_MARKER_TTL_SECONDS=str(REPLAY_WINDOWS_SECONDS - 1))
 
 
+@fragment("compliant-ledger-consumer-with-a-window")
+def _(scope: Construct, shared: Shared) -> None:
+    _runtime_consumer(
+        scope,
+        shared,
+        CDC_MARKER_TTL_SECONDS=str(REPLAY_WINDOWS_SECONDS),
+        CDC_LEDGER_TABLE_NAME="ledger",
+    )
+    mapping = scope.node.find_child("Mapping")
+    mapping.tumbling_window_in_seconds = 900  # type: ignore[attr-defined]
+
+
+@fragment("ledger-consumer-without-a-window", "CDC-ESM15")
+def _(scope: Construct, shared: Shared) -> None:
+    _runtime_consumer(
+        scope,
+        shared,
+        CDC_MARKER_TTL_SECONDS=str(REPLAY_WINDOWS_SECONDS),
+        CDC_LEDGER_TABLE_NAME="ledger",
+    )
+
+
+@fragment("compliant-window-at-a-factor-of-1")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, tumbling_window_in_seconds=60, parallelization_factor=1)
+
+
+@fragment("window-beside-a-factor-above-1", "CDC-ESM14")
+def _(scope: Construct, shared: Shared) -> None:
+    mapping(scope, shared, tumbling_window_in_seconds=60, parallelization_factor=2)
+
+
 @fragment("pipe-record-age-unset", "CDC-ESM2")
 def _(scope: Construct, shared: Shared) -> None:
     pipe(scope, shared, maximum_record_age_in_seconds=None)
@@ -761,7 +794,7 @@ def test_start_position_alarm_and_pointer_destination_are_warnings_the_rest_erro
     findings: list[Finding],
 ) -> None:
     severities = {f.rule_id: f.severity for f in findings}
-    warnings = {"CDC-ESM6", "CDC-ESM8", "CDC-ESM10"}
+    warnings = {"CDC-ESM6", "CDC-ESM8", "CDC-ESM10", "CDC-ESM15"}
     assert {r for r, s in severities.items() if s == "warning"} == warnings
     assert {r for r, s in severities.items() if s == "error"} == {
         r.rule_id for r in RULES
@@ -772,6 +805,28 @@ def test_findings_explain_what_to_change(findings: list[Finding]) -> None:
     (finding,) = [f for f in findings if f.construct_path.startswith(f"{STACK}/latest/")]
     assert "does not start at TRIM_HORIZON" in finding.description
     assert "Use TRIM_HORIZON" in finding.description
+
+
+def test_a_ledger_consumer_without_a_window_is_told_why_and_its_price(tmp_path: Any) -> None:
+    # On its own app: cdk-nag groups a rule's findings under the first one's description.
+    from cdc_constructs import ChangeCaptureTable, StreamConsumer
+
+    app = App(outdir=str(tmp_path))
+    stack = Stack(app, "Factor")
+    table = ChangeCaptureTable(
+        stack, "Orders", partition_key=dynamodb.Attribute(name="pk", type=STRING)
+    )
+    code = lambda_.Code.from_inline("def handler(event, context):\n    return {}\n")
+    StreamConsumer(
+        stack, "Consumer", table=table, code=code, handler="index.handler", parallelization_factor=4
+    )
+    (finding,) = [f for f in synthesize_with_checks(app) if f.rule_id == "CDC-ESM15"]
+    assert finding.severity == "warning"
+    assert (
+        "its ParallelizationFactor is 4, and AWS refuses a tumbling window beside a factor "
+        "above 1): its events name no shard, so the runtime keeps per-record markers, 2 write "
+        "units per record in a transaction instead of about one ledger entry per transaction"
+    ) in finding.description
 
 
 def test_the_pointer_destination_finding_says_what_is_lost_and_the_fix(
