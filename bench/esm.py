@@ -9,23 +9,23 @@ them all, but polls moto's stream, whose records differ from DynamoDB's - bench/
 
 A mapping with a tumbling window (:class:`TumblingWindow`) sends what Lambda sends then: each
 event names its shard (``shardId``), its window (``window``: start and end) and the window's
-``state`` so far (the previous answer's), and at the end of each window one final invocation
-(``isFinalInvokeForWindow``, no records). Lambda counts an answer without ``state`` as a failed
-invocation; the bench counts such answers and goes on.
+``state`` so far (the previous answer's); a batch holds one window's records, and each window
+ends with one final invocation (``isFinalInvokeForWindow``, no records). Lambda counts an answer
+without ``state`` as a failed invocation; the bench counts such answers and goes on.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any
 
 from cdc_consumer.testing import redelivery
 
 from cdc_local.faults import SimulatedCrash
 from cdc_local.functions import LambdaContext
+from cdc_local.tumbling_windows import OpenWindow, has_state, window_of
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -35,8 +35,9 @@ DEFAULT_TIMEOUT_S = 300.0
 MAX_ATTEMPTS = 10
 FUNCTION_NAME = "bench-consumer"
 MEMORY_MB = 1024
-#: The mapping's tumbling window, in seconds (``TumblingWindowInSeconds``, at most 900).
-WINDOW_SECONDS = 60
+#: The mapping's tumbling window, in seconds: StreamConsumer's default
+#: (cdc_constructs.defaults.TUMBLING_WINDOW_SECONDS; tests/bench checks they agree).
+WINDOW_SECONDS = 900
 
 
 def lambda_context(
@@ -53,62 +54,59 @@ def lambda_context(
     )
 
 
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _window(record: dict[str, Any], seconds: int) -> tuple[float, float]:
+    return window_of(float(record["dynamodb"]["ApproximateCreationDateTime"]), seconds)
 
 
 @dataclass
 class TumblingWindow:
-    """One shard's tumbling window, as a mapping with ``TumblingWindowInSeconds`` sends it.
-
-    ``clock``: epoch seconds, which decide the window an invocation falls in (windows start at
-    multiples of ``seconds``). ``state`` is what the last answer said; ``answers_without_state``
-    counts the answers that said none (Lambda counts each as a failed invocation).
-    """
+    """One shard's tumbling window, as a mapping with ``TumblingWindowInSeconds`` sends it
+    (AWS's rules as cdc_local.tumbling_windows emulates them): a record belongs to the window
+    its creation time falls in, a batch holds one window's records, the window closes with a
+    final invocation, and each invocation carries the state the last answer returned.
+    ``answers_without_state`` counts the answers that returned none (Lambda counts each as a
+    failed invocation)."""
 
     shard_id: str
     source_arn: str
     seconds: int = WINDOW_SECONDS
-    clock: Callable[[], float] = time.time
-    state: Any = field(default_factory=dict)
-    start: int | None = None
+    open: OpenWindow | None = None
     answers_without_state: int = 0
     final_invocations: int = 0
 
-    def event(self, records: list[dict[str, Any]], *, final: bool = False) -> dict[str, Any]:
-        assert self.start is not None
-        return {
-            "Records": records,
-            "shardId": self.shard_id,
-            "eventSourceARN": self.source_arn,
-            "window": {"start": _iso(self.start), "end": _iso(self.start + self.seconds)},
-            "state": self.state,
-            "isFinalInvokeForWindow": final,
-            "isWindowTerminatedEarly": False,
-        }
+    def cut(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``batch`` up to the first record of a later window than its first record's."""
+        first = _window(batch[0], self.seconds)
+        for index, record in enumerate(batch):
+            if _window(record, self.seconds) != first:
+                return batch[:index]
+        return batch
 
     def invoke(self, handler: Handler, records: list[dict[str, Any]], context: Any) -> Any:
-        """Invoke ``handler`` with ``records`` in the window of now, after closing the previous
-        window with its final invocation when now is past it."""
-        start = int(self.clock()) // self.seconds * self.seconds
-        if self.start is not None and start != self.start:
+        """Invoke ``handler`` with ``records`` (of one window), after closing the previous
+        window with its final invocation when they are of a later one."""
+        start, end = _window(records[0], self.seconds)
+        if self.open is not None and self.open.start != start:
             self.close(handler, context)
-        self.start = start
-        return self._answered(handler(self.event(records), context))
+        if self.open is None:
+            self.open = OpenWindow(start, end)
+        event = self.open.event(records, self.shard_id, self.source_arn)
+        return self._answered(handler(event, context))
 
     def close(self, handler: Handler, context: Any) -> None:
-        """The window's final invocation (no records), then a fresh state."""
-        if self.start is None:
+        """The window's final invocation (no records); the next window starts afresh."""
+        if self.open is None:
             return
-        self._answered(handler(self.event([], final=True), context))
+        event = self.open.event([], self.shard_id, self.source_arn, final=True)
+        self._answered(handler(event, context))
         self.final_invocations += 1
-        self.start, self.state = None, {}
+        self.open = None
 
     def _answered(self, response: Any) -> Any:
-        if isinstance(response, dict) and "state" in response:
-            self.state = response["state"]
-        else:
+        if not has_state(response):
             self.answers_without_state += 1
+        elif self.open is not None:
+            self.open.state = dict(response["state"])
         return response
 
 
@@ -166,6 +164,8 @@ def deliver(
     started = time.perf_counter()
     while position < len(records):
         batch = list(records[position : position + batch_size])
+        if options.window is not None:
+            batch = options.window.cut(batch)
         delivery.invocations += 1
         delivery.records_delivered += len(batch)
         try:
@@ -190,7 +190,7 @@ def deliver(
         position = lowest
     if options.window is not None:
         options.window.close(handler, lambda_context(options.timeout_s, options.clock))
-        delivery.invocations += 1
+        delivery.invocations += options.window.final_invocations
     delivery.seconds = time.perf_counter() - started
     return delivery
 

@@ -187,7 +187,7 @@ def _run_shard(run: ShardRun, projection: Any, logs: ShardLogs) -> None:
         )
         processor.projection(reads=["NewImage", "OldImage"])(projection)
         shard_id = Shard(clock.shard).shard_id
-        run.window = TumblingWindow(shard_id, STREAM_ARN, clock=clock.time)
+        run.window = TumblingWindow(shard_id, STREAM_ARN)
         options = DeliveryOptions(window=run.window, clock=clock.now, max_attempts=MAX_ATTEMPTS)
         run.delivery = deliver(run.invoke(processor), run.workload.records, BATCH_SIZE, options)
     except GaveUp as gave_up:

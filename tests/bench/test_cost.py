@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bench import cost
+from bench import cost, esm
 
 
 def test_item_size_follows_dynamodbs_rules() -> None:
@@ -114,3 +114,4 @@ def test_function_memory_and_architecture_are_the_stream_consumers_defaults() ->
 
     assert defaults.MEMORY_SIZE_MB == cost.MEMORY_MB
     assert str(defaults.ARCHITECTURE.name) == cost.ARCHITECTURE
+    assert defaults.TUMBLING_WINDOW_SECONDS == esm.WINDOW_SECONDS
