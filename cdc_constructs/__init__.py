@@ -33,6 +33,7 @@ from cdc_constructs.replica_table import ReplicaTable
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
 from cdc_constructs.synth_errors import install_synth_error_hook
+from cdc_constructs.ttl_archive import TtlArchive
 from cdc_constructs.view_backfill import ViewBackfill
 
 # Under `cdk synth`, a CdcConfigurationError prints its message first, without a traceback
@@ -65,6 +66,7 @@ __all__ = [
     "StreamFilters",
     "StreamMappingOptions",
     "StreamRedrive",
+    "TtlArchive",
     "ViewBackfill",
 ]
 

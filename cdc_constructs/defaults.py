@@ -281,6 +281,22 @@ FAILED_BATCH_RETENTION_DAYS: Final = 14
 noncurrent version): at least the on-failure queue's 14 days, the time to notice the alarm and
 redrive. ``failed_batch_retention`` sets more; less is refused."""
 
+TTL_ARCHIVE_PREFIX: Final = "expired/"
+"""Where a TtlArchive writes in its bucket: one prefix, so the function may put objects there
+and nowhere else, and a bucket given by the app can hold other things beside the archive."""
+
+TTL_ARCHIVE_NONCURRENT_VERSION_DAYS: Final = 90
+"""The archive bucket is versioned: it holds the only copy of items TTL deleted, so a delete or
+an overwrite (a mistaken cleanup) must not lose one. A replaced or deleted version is kept 90
+days, time to notice and restore it, then expires, so storage does not grow without bound."""
+
+TTL_ARCHIVE_LIFECYCLE_RULES: Final = ()
+"""No transition by default: an archive object is one item (about its size, most under 128 KB),
+and S3 neither transitions objects under 128 KB by default nor saves on them where it would
+(Glacier Instant Retrieval bills at least 128 KB an object; Glacier Flexible Retrieval and Deep
+Archive add 40 KB an object; each transition is a billed request: docs/benchmarks.md, "The TTL
+archive"). ``lifecycle_rules`` adds rules for archives of large items, or an expiration."""
+
 SQS_DEFAULT_RETENTION_SECONDS: Final = 4 * 24 * 3600
 """What SQS keeps a message when a queue sets no MessageRetentionPeriod: 4 days."""
 

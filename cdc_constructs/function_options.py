@@ -51,7 +51,8 @@ class FunctionOptions:
     """The consumer function's props.
 
     :param code: the function code; required unless ``function`` is given (the library ships
-        no handler: Getting started has one to start from, :data:`HANDLER_DOCS`).
+        no handler: Getting started has one to start from, in its section "3. A table and a
+        consumer").
     :param handler: the handler string (module.function); required with ``code``. With
         ``lambda_.Code.from_asset``, the module and its function are looked up in the asset
         at synthesis (read, not imported) and a miss is refused, naming what exists

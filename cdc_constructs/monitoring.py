@@ -113,7 +113,7 @@ class StreamConsumerMonitoring(Construct):
       (KinesisConsumer passes at most 15 minutes: its record age is days).
     - ``DroppedRecords``: the mapping's ``DroppedEventCount`` (Sum, 1 min) ≥ 1: records were
       given up on and sent to the on-failure destination, whatever it is (see
-      :data:`DROPPED_RECORDS_METRIC`).
+      ``cdc_constructs.monitoring.DROPPED_RECORDS_METRIC``).
     - ``DestinationDeliveryFailures``: the function's ``DestinationDeliveryFailures`` (Sum)
       ≥ 1: Lambda could not write a failed batch to the on-failure destination (a bucket
       policy, a key, a quota) and dropped it; only the stream still holds its records.

@@ -128,6 +128,13 @@ BACKFILL_MAPPING_ACTIONS = ("lambda:ListEventSourceMappings",)
 """The start step checks the consumer has an enabled mapping on the stream. Lambda has no
 resource-level permission for listing mappings: the resource is ``*``."""
 
+ARCHIVE_OBJECT_ACTIONS = ("s3:PutObject",)
+"""The TTL archive's one S3 call, on its prefix's objects: a conditional PutObject
+(``If-None-Match: *``) needs no other action."""
+
+ARCHIVE_KEY_ACTIONS = ("kms:GenerateDataKey",)
+"""What a PutObject into a bucket encrypted with a customer managed key needs of the key."""
+
 LOG_WRITE_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 """Writing to one log group (a pipe; functions get ``LogGroup.grant_write``)."""
 

@@ -14,6 +14,12 @@ record's shape is known, this module names such a part, with its path and the fi
 - a Kinesis record of a table's changes: its metadata fields, and ``data``, the change as
   DynamoDB writes it to Kinesis (decoded from base64 JSON by Lambda before filtering).
 
+Where the service defines a field's values (``eventName``: INSERT, MODIFY or REMOVE; the TTL
+identity's ``userIdentity.type`` ``Service`` and ``principalId`` ``dynamodb.amazonaws.com``;
+``eventSource``, ``StreamViewType``) or its type (``dynamodb.ApproximateCreationDateTime`` and
+``SizeBytes`` are numbers, ``SequenceNumber`` a string of digits), a rule no such value can meet
+is named too, with the value meant (``["REMOVED"]``: did you mean ``REMOVE``?).
+
 Rules (``["PAID"]``, ``[{"exists": false}]``) apply to values only (Lambda: "exists matching only
 works on leaf nodes"): rules on an object - an attribute without its type, an image - are named
 too, since they never match (or, with ``exists: false``, always do).
@@ -55,8 +61,33 @@ class _Unchecked:
     name = "anything"
 
 
+class _Number(_Value):
+    """A value the service always writes as a number: a string rule never matches it."""
+
+    name = "a number"
+
+
+class _Text(_Value):
+    """A value the service always writes as a string: a number or numeric rule never matches."""
+
+    name = "a string"
+
+
+@dataclass(frozen=True)
+class OneOf(_Text):
+    """A string value the service writes as one of ``values`` only."""
+
+    field_name: str
+    values: tuple[str, ...]
+
+
 VALUE: Final = _Value()
+NUMBER: Final = _Number()
+TEXT: Final = _Text()
 UNCHECKED: Final = _Unchecked()
+
+EVENT_NAMES: Final = ("INSERT", "MODIFY", "REMOVE")
+"""A DynamoDB stream record's ``eventName`` values."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +124,16 @@ _ATTRIBUTES = Names("the attributes of an item", _ATTRIBUTE_VALUE)
 _attribute_types["M"] = _ATTRIBUTES  # a map holds attributes again
 _attribute_types["L"] = UNCHECKED  # a list's elements: no rule reaches into them
 
-_USER_IDENTITY = Fields("userIdentity", {"type": VALUE, "principalId": VALUE})
+_USER_IDENTITY = Fields(
+    "userIdentity",
+    {
+        # Only TTL deletions carry it (DynamoDB developer guide, "Time to Live").
+        "type": OneOf("userIdentity.type", ("Service",)),
+        "principalId": OneOf("userIdentity.principalId", ("dynamodb.amazonaws.com",)),
+    },
+)
+_EVENT_NAME = OneOf("eventName", EVENT_NAMES)
+_EVENT_SOURCE = OneOf("eventSource", ("aws:dynamodb",))
 
 DYNAMODB_STREAM_RECORD: Final = Fields(
     "a DynamoDB stream record",
@@ -102,18 +142,21 @@ DYNAMODB_STREAM_RECORD: Final = Fields(
         "dynamodb": Fields(
             "dynamodb",
             {
-                "ApproximateCreationDateTime": VALUE,
+                "ApproximateCreationDateTime": NUMBER,
                 "Keys": _ATTRIBUTES,
                 "NewImage": _ATTRIBUTES,
                 "OldImage": _ATTRIBUTES,
-                "SequenceNumber": VALUE,
-                "SizeBytes": VALUE,
-                "StreamViewType": VALUE,
+                "SequenceNumber": TEXT,
+                "SizeBytes": NUMBER,
+                "StreamViewType": OneOf(
+                    "dynamodb.StreamViewType",
+                    ("KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"),
+                ),
             },
         ),
-        "eventID": VALUE,
-        "eventName": VALUE,
-        "eventSource": VALUE,
+        "eventID": TEXT,
+        "eventName": _EVENT_NAME,
+        "eventSource": _EVENT_SOURCE,
         "eventSourceARN": VALUE,
         "eventVersion": VALUE,
         "userIdentity": _USER_IDENTITY,
@@ -132,17 +175,20 @@ KINESIS_CHANGE_RECORD: Final = Fields(
                 "dynamodb": Fields(
                     "data.dynamodb",
                     {
-                        "ApproximateCreationDateTime": VALUE,
-                        "ApproximateCreationDateTimePrecision": VALUE,
+                        "ApproximateCreationDateTime": NUMBER,
+                        "ApproximateCreationDateTimePrecision": OneOf(
+                            "data.dynamodb.ApproximateCreationDateTimePrecision",
+                            ("MILLISECOND", "MICROSECOND"),
+                        ),
                         "Keys": _ATTRIBUTES,
                         "NewImage": _ATTRIBUTES,
                         "OldImage": _ATTRIBUTES,
-                        "SizeBytes": VALUE,
+                        "SizeBytes": NUMBER,
                     },
                 ),
-                "eventID": VALUE,
-                "eventName": VALUE,
-                "eventSource": VALUE,
+                "eventID": TEXT,
+                "eventName": _EVENT_NAME,
+                "eventSource": _EVENT_SOURCE,
                 "recordFormat": VALUE,
                 "tableName": VALUE,
                 "userIdentity": _USER_IDENTITY,
@@ -222,7 +268,57 @@ def _value_problems(value: Any, shape: Shape, path: str) -> list[ShapeProblem]:
             f"these never match (exists: false always does); {_below(shape, value)}"
         )
         return [ShapeProblem(path, value, reason)]
+    if isinstance(shape, _Number | _Text) and isinstance(value, list):
+        return [ShapeProblem(path, rule, why) for rule, why in _rules_never_met(value, shape)]
     return []
+
+
+_DROPPED = "it never matches, and what no pattern matches is dropped without an error"
+
+
+def _rules_never_met(rules: list[Any], shape: _Number | _Text) -> list[tuple[Any, str]]:
+    """The rules of a list no value of ``shape`` meets, each with why."""
+    found = [(rule, _never_met(rule, shape)) for rule in rules]
+    return [(rule, why) for rule, why in found if why]
+
+
+def _never_met(rule: Any, shape: _Number | _Text) -> str | None:
+    """Why no value of ``shape`` meets ``rule`` (None: some may)."""
+    if isinstance(rule, bool) or rule is None:
+        return None
+    if isinstance(shape, _Number):
+        if isinstance(rule, str):
+            return f"the record holds a number here, and {rule!r} is a string: {_DROPPED}"
+        return None
+    if isinstance(rule, int | float) or (isinstance(rule, Mapping) and "numeric" in rule):
+        return f"the record holds a string here, and {rule!r} is numeric: {_DROPPED}"
+    return _not_one_of(rule, shape) if isinstance(shape, OneOf) else None
+
+
+def _not_one_of(rule: Any, shape: OneOf) -> str | None:
+    """Why no value of ``shape`` meets ``rule`` (a string, prefix, equals-ignore-case or
+    anything-but rule); None when one may."""
+    values = shape.values
+    listed = f"its values are {', '.join(values)}"
+    if isinstance(rule, str):
+        texts = [rule] if rule not in values else []
+    elif isinstance(rule, Mapping) and isinstance(rule.get("prefix"), str):
+        prefix = rule["prefix"]
+        texts = [] if any(v.startswith(prefix) for v in values) else [prefix]
+    elif isinstance(rule, Mapping) and isinstance(rule.get("equals-ignore-case"), str):
+        text = rule["equals-ignore-case"]
+        texts = [] if text.lower() in (v.lower() for v in values) else [text]
+    elif isinstance(rule, Mapping) and "anything-but" in rule:
+        but = rule["anything-but"]
+        but = [but] if isinstance(but, str) else but if isinstance(but, list) else []
+        texts = [t for t in but if isinstance(t, str) and t not in values]
+    else:
+        return None
+    if not texts:
+        return None
+    close = _close_match(texts[0], list(values))
+    meant = f" (did you mean {close!r}?)" if close else ""
+    return f"{texts[0]!r} is not a value of {shape.field_name}{meant}: {_DROPPED}; {listed}"
 
 
 def _below(shape: Fields | Names, rules: Any) -> str:

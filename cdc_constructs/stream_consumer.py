@@ -26,6 +26,8 @@ from cdc_consumer.contract import (
     QUARANTINE_BUCKET_ENV,
     QUARANTINE_QUEUE_ENV,
     STREAM_RETENTION_SECONDS,
+    USER_HANDLER_ENV,
+    WINDOW_HANDLER,
     GroupMemberSpec,
     ReplayWindows,
 )
@@ -377,6 +379,7 @@ def _make_mapping(
 ) -> lambda_.EventSourceMapping:
     window = mapping.batching_window if mapping.batching_window_seconds else None
     tumbling = mapping.tumbling_window_seconds
+    _answer_windows(consumer.function, tumbling)
     made = consumer.function.add_event_source_mapping(
         "StreamMapping",
         event_source_arn=consumer.stream_arn,
@@ -441,6 +444,19 @@ def _make_monitoring(
         dashboard=options.dashboard,
         iterator_age_threshold=options.iterator_age_alarm_threshold,
     )
+
+
+def _answer_windows(function: lambda_.Function, window_seconds: int) -> None:
+    """Every answer to a windowed event must carry ``state``, or Lambda counts the invocation
+    as failed: with a window, the function's handler becomes the runtime's window handler,
+    which runs the function's own handler (named in its environment) and adds ``state`` when
+    the answer has none (``cdc_consumer.window_handler``), whatever the handler is built on."""
+    resource: lambda_.CfnFunction = function.node.default_child  # type: ignore[assignment]
+    own = resource.handler
+    if not window_seconds or own is None or own == WINDOW_HANDLER:
+        return
+    resource.handler = WINDOW_HANDLER
+    function.add_environment(USER_HANDLER_ENV, own)
 
 
 def _runtime_environment(

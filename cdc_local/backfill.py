@@ -33,6 +33,7 @@ from cdc_consumer.backfill.handler import Backfill
 from cdc_consumer.backfill.settings import BackfillSettings
 from cdc_consumer.contract import (
     BACKFILL_TABLE_ENV,
+    CONSUMER_NAME_ENV,
     BackfillPlan,
     BackfillRequest,
     SegmentResult,
@@ -44,7 +45,7 @@ from cdc_consumer.redrive.invokers import CallableInvoker
 from cdc_local.endpoint import LOCAL_CREDENTIALS
 from cdc_local.exceptions import LocalPipelineError
 
-__all__ = ["BackfillProgress", "LocalBackfill"]
+__all__ = ["BackfillProgress", "LocalBackfill", "backfill_segment_function"]
 
 #: Invocations of one segment before the local run gives up on it (the state machine's retry).
 SEGMENT_ATTEMPTS = 4
@@ -197,21 +198,42 @@ def _seen(document: dict[str, Any]) -> int:
     return int(document.get(SegmentResult.ITEMS, 0))
 
 
+def backfill_segment_function(pipeline: Any, consumer: str | None) -> str:
+    """The logical id of the segment function of ``consumer``'s ViewBackfill (``consumer``
+    None: the stack's only one); :class:`LocalPipelineError` naming the consumers that have one
+    when there is none or several."""
+    found = {
+        str(spec.environment.get(CONSUMER_NAME_ENV)): logical_id
+        for logical_id, spec in pipeline.stack.functions().items()
+        if BACKFILL_TABLE_ENV in spec.environment
+    }
+    stack = pipeline.stack.stack_name
+    if consumer is not None and consumer in found:
+        return found[consumer]
+    if consumer is None and len(found) == 1:
+        return next(iter(found.values()))
+    if not found:
+        raise LocalPipelineError(
+            f"stack {stack} has no ViewBackfill: add one for the consumer to backfill "
+            "(docs/backfill.md)"
+        )
+    having = ", ".join(sorted(found))
+    if consumer is None:
+        raise LocalPipelineError(
+            f"stack {stack} has {len(found)} ViewBackfills, of consumers {having}: name one "
+            "with --consumer-name"
+        )
+    raise LocalPipelineError(
+        f"consumer {consumer!r} has no ViewBackfill in stack {stack}; the consumers with one: "
+        f"{having} (--consumer-name takes a consumer's consumer_name)"
+    )
+
+
 def _segment_settings(pipeline: Any, consumer: str | None) -> tuple[str, BackfillSettings]:
     """The segment function's logical id and settings."""
-    found = []
-    for logical_id, spec in pipeline.stack.functions().items():
-        if BACKFILL_TABLE_ENV in spec.environment:
-            settings = BackfillSettings.from_environment(pipeline.functions[logical_id].environment)
-            if consumer is None or settings.consumer == consumer:
-                found.append((logical_id, settings))
-    if len(found) != 1:
-        raise LocalPipelineError(
-            f"stack {pipeline.stack.stack_name} has {len(found)} backfill segment functions"
-            f"{' for consumer ' + repr(consumer) if consumer else ''}: a ViewBackfill makes one; "
-            "name the consumer when there are several"
-        )
-    return found[0]
+    logical_id = backfill_segment_function(pipeline, consumer)
+    environment = pipeline.functions[logical_id].environment
+    return logical_id, BackfillSettings.from_environment(environment)
 
 
 def _function_named(pipeline: Any, name: str) -> Any:

@@ -3,7 +3,7 @@
     cdc-backfill start --state-machine-arn ARN [--segments N] [--horizon EPOCH] [--id ID]
     cdc-backfill watch --execution-arn ARN [--consumer-name NAME]
     cdc-backfill local [--assembly cdk.out] [--stack STACK] [--consumer-name NAME] [--segments N]
-                       [--seed FILE] [--wait SECONDS]
+                       [--seed FILE] [--wait SECONDS] [--keep-serving]
 
 ``start`` starts the ViewBackfill's state machine (StartExecution with a BackfillRequest) and
 watches it; ``watch`` follows an execution: its Distributed Map run's segments done / total
@@ -12,8 +12,10 @@ watches it; ``watch`` follows an execution: its Distributed Map run's segments d
 ``local`` runs your app's backfill on this machine, start to end (:mod:`cdc_local.backfill_run`):
 the local pipeline (its endpoint printed), items of ``--seed`` written before the consumer
 exists, a bounded wait for the consumer to apply a change, the plan (horizon, segments), the
-same segment code in threads with the same bar, then the stream read to its end. Exit 0 when
-the backfill succeeded, 1 when it failed, 2 for an operator mistake or a refusal.
+same segment code in threads with the same bar, then the stream read to its end; with
+``--keep-serving`` the endpoint then stays up, its tables named, until Ctrl-C. Exit 0 when the
+backfill succeeded, 1 when it failed, 2 for an operator mistake or a refusal (one line, from
+the start step or from a segment).
 """
 
 from __future__ import annotations
@@ -226,10 +228,42 @@ def run_local(arguments: argparse.Namespace, console: Console) -> Snapshot:
             )
 
         snapshot = follow(look, console, 0.2)
+        refusals = [e for e in running.errors if isinstance(e, _REFUSALS)]
         for error in running.errors:
-            console.print(f"{PROG}: the backfill failed: {error}", markup=False, soft_wrap=True)
+            if not isinstance(error, _REFUSALS):
+                console.print(f"{PROG}: the backfill failed: {error}", markup=False, soft_wrap=True)
         run.settle(pipeline, running)
+        if refusals:
+            raise refusals[0]  # one line and exit 2, as a refusal of the start step
+        if arguments.keep_serving:
+            keep_serving(pipeline, console)
         return snapshot
+
+
+_REFUSALS = (BackfillRefusedError, LocalPipelineError)
+"""What ends a run as an operator's mistake or a refusal: one line, exit 2."""
+
+
+def keep_serving(
+    pipeline: Any, console: Console, sleep: Callable[[float], None] = time.sleep
+) -> None:
+    """Keep the local endpoint and the stream's mappings running after the backfill, the
+    stack's tables named, until Ctrl-C or SIGTERM (which end it normally)."""
+    assert pipeline.endpoint is not None and pipeline.resources is not None
+    for logical_id, name in sorted(pipeline.resources.table_names.items()):
+        console.print(f"table {logical_id}: {name}", markup=False, soft_wrap=True)
+    console.print(
+        f"serving until Ctrl-C: AWS_ENDPOINT_URL={pipeline.endpoint.url} "
+        f"AWS_DEFAULT_REGION={pipeline.endpoint.region}",
+        markup=False,
+        soft_wrap=True,
+    )
+    try:
+        while True:
+            pipeline.poll()
+            sleep(0.2)
+    except KeyboardInterrupt:
+        console.print(f"{PROG}: stopped serving", markup=False)
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -300,6 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="items to write before the consumer exists (JSON lines, or a JSON array); the last "
         "one is written once it runs, so it applies a change (default: none; write one yourself "
         "to the endpoint printed)",
+    )
+    local.add_argument(
+        "--keep-serving",
+        action="store_true",
+        help="keep the local endpoint (and the stream's consumers) up after the backfill, "
+        "printing it and the stack's tables, so the view can be read there; Ctrl-C stops it "
+        "(default: stop when the backfill ends)",
     )
     local.add_argument(
         "--wait",

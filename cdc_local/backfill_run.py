@@ -12,7 +12,8 @@ endpoint, then:
    ``--seed``, write one yourself to the endpoint it printed: ``AWS_ENDPOINT_URL=...``);
 3. plans the backfill (the horizon, the segments: printed) and runs it, the segment code of the
    ViewBackfill in threads, while the stream keeps flowing, with a progress bar;
-4. lets the stream settle and stops. The local endpoint lives as long as the command.
+4. lets the stream settle and stops. The local endpoint lives as long as the command: with
+   ``--keep-serving`` it stays up after the backfill (the view can be read there) until Ctrl-C.
 
 Every step is printed on stderr; a refusal or a consumer that applies nothing within the wait is
 one clear line and exit 2.
@@ -32,15 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
-from cdc_consumer.contract import (
-    BACKFILL_TABLE_ENV,
-    CONSUMER_NAME_ENV,
-    BackfillPlan,
-    BackfillRefusal,
-)
+from cdc_consumer.contract import BACKFILL_TABLE_ENV, BackfillPlan, BackfillRefusal
 from cdc_consumer.exceptions import BackfillRefusedError
 
-from cdc_local.backfill import BackfillProgress, LocalBackfill
+from cdc_local.backfill import BackfillProgress, LocalBackfill, backfill_segment_function
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.runner import LocalPipeline
 
@@ -73,13 +69,31 @@ def read_seed(path: str | Path) -> list[dict[str, Any]]:
 
 @dataclass
 class LocalRun:
-    """One ``cdc-backfill local`` run (see the module docstring). ``say`` prints a step."""
+    """One ``cdc-backfill local`` run (see the module docstring), also usable from Python to
+    look at the view afterwards (docs/backfill.md, "From Python")::
+
+        run = LocalRun("cdk.out", "ShopStack", "OrderStats", seed=read_seed("orders.jsonl"))
+        with run.pipeline() as pipeline:          # the endpoint lives inside the block
+            running = run.run_to_end(pipeline)    # plan, segments, the stream read to its end
+            view = pipeline.client("dynamodb").scan(TableName=pipeline.table_name("Stats"))
+
+    :param assembly: the cloud assembly directory (``cdk.out``).
+    :param stack: the stack to run.
+    :param consumer: the backfilled consumer's ``consumer_name``. Default: the stack's only
+        consumer with a ViewBackfill.
+    :param backfill_id: the backfill's id (the same id again resumes it). Default ``"local"``.
+    :param segments: parallel-scan segments. Default: the start step's, by the table's size.
+    :param seed: items written before the consumer exists (:func:`read_seed`). Default none.
+    :param wait_seconds: how long :meth:`plan` waits for the consumer to apply a change.
+        Default 60.
+    :param say: prints each step. Default ``print``.
+    """
 
     assembly: str
     stack: str
-    consumer: str | None
-    backfill_id: str
-    segments: int | None
+    consumer: str | None = None
+    backfill_id: str = "local"
+    segments: int | None = None
     seed: list[dict[str, Any]] = field(default_factory=list)
     wait_seconds: float = 60.0
     say: Callable[[str], None] = print
@@ -155,6 +169,17 @@ class LocalRun:
         running.thread.start()
         return running
 
+    def run_to_end(self, pipeline: LocalPipeline, poll_seconds: float = 0.05) -> Running:
+        """:meth:`plan`, :meth:`run` and :meth:`settle`, the stream flowing meanwhile: the
+        backfill ended (``Running.errors`` says how) and the stream read to its end."""
+        backfill = LocalBackfill(pipeline, self.consumer)
+        running = self.run(pipeline, backfill, self.plan(pipeline, backfill))
+        while not running.finished:
+            pipeline.poll()
+            time.sleep(poll_seconds)
+        self.settle(pipeline, running)
+        return running
+
     def settle(self, pipeline: LocalPipeline, running: Running) -> None:
         """The stream read to its end once the backfill ended; what happened, printed."""
         pipeline.drain()
@@ -183,20 +208,8 @@ def _backfilled_table(pipeline: LocalPipeline, consumer: str | None) -> str:
     """The local name of the table the stack's (or ``consumer``'s) ViewBackfill scans, known
     from the segment function's environment once the resources exist."""
     assert pipeline.resources is not None
-    found = []
-    for spec in pipeline.stack.functions().values():
-        environment = spec.environment
-        if BACKFILL_TABLE_ENV in environment:
-            name = environment.get(CONSUMER_NAME_ENV)
-            if consumer is None or name == consumer:
-                found.append(str(pipeline.resources.resolve(environment[BACKFILL_TABLE_ENV])))
-    if len(found) != 1:
-        raise LocalPipelineError(
-            f"stack {pipeline.stack.stack_name} has {len(found)} ViewBackfill segment functions"
-            f"{' for consumer ' + repr(consumer) if consumer else ''}: name the consumer "
-            "(--consumer-name) when there are several"
-        )
-    return found[0]
+    spec = pipeline.stack.functions()[backfill_segment_function(pipeline, consumer)]
+    return str(pipeline.resources.resolve(spec.environment[BACKFILL_TABLE_ENV]))
 
 
 #: How old the seeded changes are made before the stream is trimmed of them: DynamoDB stamps a

@@ -77,7 +77,13 @@ class LambdaContext:
 
 
 class InvocationFailed(Exception):
-    """A function error, raised by :meth:`LocalFunction.as_handler` handlers."""
+    """A function error, raised by :meth:`LocalFunction.as_handler` handlers. ``error_type``:
+    the ``errorType`` Lambda would report (the handler's exception's class name), which a
+    caller decides on as it would on AWS (a backfill refusal, say), not on this class's."""
+
+    def __init__(self, message: str, error_type: str | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,10 @@ class LocalFunction:
         def handler(event: Any, _context: Any) -> Any:
             result = self.invoke(event)
             if result.failed:
-                raise InvocationFailed(f"{self.name}: {result.error_type}: {result.error_message}")
+                raise InvocationFailed(
+                    f"{self.name}: {result.error_type}: {result.error_message}",
+                    result.error_type,
+                )
             return result.response
 
         handler.__name__ = self.name

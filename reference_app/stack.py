@@ -25,14 +25,12 @@ from cdc_constructs.assets import ASSET_EXCLUDES
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.consumer_group import ConsumerGroupMember
 from cdc_constructs.fan_out import StreamFanOut
-from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
-from cdc_constructs.permissions import allow
 from cdc_constructs.queues import acknowledge_sqs_managed_encryption, dead_letter_queue
 from cdc_constructs.stream_consumer import StreamConsumer
+from cdc_constructs.ttl_archive import TtlArchive
 from cdc_constructs.view_backfill import ViewBackfill
 from reference_app.handlers.orders_schema import (
-    ARCHIVE_BUCKET_ENV,
     ARCHIVE_PREFIX,
     ORDER_STATS_CONSUMER,
     ORDERS_CONSUMERS,
@@ -42,8 +40,8 @@ from reference_app.handlers.orders_schema import (
 )
 
 HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
-"""The example's Lambda code (orders_consumers.py, order_stats.py, ttl_archive.py,
-orders_schema.py): the code asset
+"""The example's Lambda code (orders_consumers.py, order_stats.py, orders_schema.py): the code
+asset
 of its functions, found from this file, never from the working directory."""
 
 ORDERS_TTL_ATTRIBUTE = defaults.TIME_TO_LIVE_ATTRIBUTE
@@ -81,9 +79,7 @@ address change) is not published again."""
 
 ORDERS_CONSUMER_MEMBERS = (
     ConsumerGroupMember(ORDER_STATS_CONSUMER, reads_images=["NewImage", "OldImage"]),
-    ConsumerGroupMember(
-        TTL_ARCHIVE_CONSUMER, [StreamFilters.ttl_deletions_only()], reads_images=["OldImage"]
-    ),
+    TtlArchive.group_member(TTL_ARCHIVE_CONSUMER),
 )
 """The orders stream's Lambda consumers, behind one mapping (the stream serves two readers
 per shard; the OrderPaid pipe is the other): order-stats takes every change (a TTL deletion
@@ -92,17 +88,6 @@ removes the order's contribution; it takes old, adds new), the TTL archive only 
 
 ORDER_PAID_ROUTES = ("Invoicing", "Fulfilment")
 """The two subscribers of OrderPaid in the reference app, a queue each."""
-
-ARCHIVE_TRANSITION_AFTER = Duration.days(90)
-"""Expired orders are read rarely (audits, disputes): after 90 days they move to Glacier Instant
-Retrieval (cheaper storage, still millisecond reads). S3 does not transition objects under
-128 KB by default, where the per-object minimum would cost more than it saves."""
-
-ARCHIVE_NONCURRENT_VERSION_EXPIRATION = Duration.days(90)
-"""The archive is versioned: it holds the only copy of orders TTL has deleted, so an overwrite or
-a delete (a bad deploy of the handler, a mistaken cleanup) must not lose one. A replaced or
-deleted version is kept 90 days, time to notice and restore it, then expires, so storage does
-not grow without bound."""
 
 ACCESS_LOG_EXPIRATION = Duration.days(365)
 """A year of access logs of the archive: who read or wrote expired orders."""
@@ -151,8 +136,9 @@ class CdcReferenceStack(Stack):
     - ``orders_consumers``: a :class:`StreamConsumer` with two members behind one mapping
       (``orders_consumers.handler``, reference_app/handlers): ``order-stats`` keeps the view
       from every change; ``ttl-archive`` writes each order TTL deleted to ``archive_bucket``
-      (with ``access_log_bucket``). With the ``order_paid`` pipe, the orders stream has two
-      readers, what DynamoDB Streams serves per shard.
+      (with ``access_log_bucket``): the ``expired_orders`` :class:`TtlArchive`, a member of the
+      group. With the ``order_paid`` pipe, the orders stream has two readers, what DynamoDB
+      Streams serves per shard.
     - ``order_stats_backfill``: a :class:`ViewBackfill` of order-stats from the orders table
       (a Step Functions Distributed Map over the table's scan segments): the view of orders
       written before the consumer existed, or rebuilt, while the stream keeps flowing.
@@ -191,7 +177,7 @@ class CdcReferenceStack(Stack):
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=f"{construct_id}-pipeline"
         )
-        self._archive_buckets()
+        self._access_log_bucket()
         self._orders_consumers()
         self.order_stats_backfill = ViewBackfill(
             self,
@@ -201,7 +187,7 @@ class CdcReferenceStack(Stack):
         )
         self._order_paid_fan_out()
 
-    def _archive_buckets(self) -> None:
+    def _access_log_bucket(self) -> None:
         self.access_log_bucket = s3.Bucket(
             self,
             "ArchiveAccessLogs",
@@ -226,31 +212,6 @@ class CdcReferenceStack(Stack):
             "S3 log delivery writes each access log object once and never overwrites it; the "
             "objects expire after a year, so versions would keep nothing more.",
         )
-        self.archive_bucket = s3.Bucket(
-            self,
-            "ExpiredOrdersArchive",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            server_access_logs_bucket=self.access_log_bucket,
-            server_access_logs_prefix="expired-orders-archive/",
-            versioned=True,
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    noncurrent_version_expiration=ARCHIVE_NONCURRENT_VERSION_EXPIRATION
-                ),
-                s3.LifecycleRule(
-                    transitions=[
-                        s3.Transition(
-                            storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
-                            transition_after=ARCHIVE_TRANSITION_AFTER,
-                        )
-                    ]
-                ),
-            ],
-            removal_policy=RemovalPolicy.RETAIN,
-        )
 
     def _orders_consumers(self) -> None:
         self.orders_consumers = StreamConsumer(
@@ -261,25 +222,22 @@ class CdcReferenceStack(Stack):
             members=list(ORDERS_CONSUMER_MEMBERS),
             code=handlers_code(),
             handler=ORDERS_CONSUMERS_HANDLER,
-            environment={ARCHIVE_BUCKET_ENV: self.archive_bucket.bucket_name},
             idempotency_table=self.idempotency,
             alarm_topic=self.alarm_topic.topic,
             dashboard=self.dashboard,
             log_encryption_key=self.logs_key,
         )
         self.orders_consumers.grant_view_table(self.order_stats_view, env_var=VIEW_TABLE_ENV)
-        # The handler's only S3 call is PutObject under ARCHIVE_PREFIX (SSE-S3: no key grant).
-        object_arns = self.archive_bucket.arn_for_objects(f"{ARCHIVE_PREFIX}*")
-        self.orders_consumers.function.add_to_role_policy(allow(["s3:PutObject"], [object_arns]))
-        role = self.orders_consumers.role
-        assert role is not None  # StreamConsumer made the function, so it made the role
-        acknowledge(
-            role,
-            f"AwsSolutions-IAM5[Resource::<{self._logical_id(self.archive_bucket)}.Arn>/"
-            f"{ARCHIVE_PREFIX}*]",
-            "s3:PutObject on the archive's key prefix only: object keys are made per expired "
-            "order (date, key, event id), so they cannot be listed in the policy.",
+        self.expired_orders = TtlArchive(
+            self,
+            "ExpiredOrdersArchive",
+            table=self.orders,
+            consumer=self.orders_consumers,
+            member=TTL_ARCHIVE_CONSUMER,
+            archive_prefix=ARCHIVE_PREFIX,
+            server_access_logs_bucket=self.access_log_bucket,
         )
+        self.archive_bucket = self.expired_orders.bucket
 
     def _order_paid_fan_out(self) -> None:
         self.order_paid = StreamFanOut(
@@ -313,9 +271,6 @@ class CdcReferenceStack(Stack):
                 height=3,
             ),
         )
-
-    def _logical_id(self, construct: Construct) -> str:
-        return self.get_logical_id(construct.node.default_child)  # type: ignore[arg-type]
 
 
 def _order_paid_route(

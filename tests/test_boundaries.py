@@ -35,12 +35,11 @@ CONTRACT_FILE = REPO / "lambda_src" / "cdc_consumer" / "contract.py"
 EXAMPLE_NAMES = (
     "reference_app",
     "order_stats",
-    "ttl_archive",
     "orders_schema",
     "ORDER#",
     "CUSTOMER#",
     "VIEW_TABLE_NAME",
-    "ARCHIVE_BUCKET",
+    "ARCHIVE_BUCKET_NAME",
     "expired-orders",
     "OrderWorkload",
     "CdcReferenceStack",

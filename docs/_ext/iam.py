@@ -1,9 +1,9 @@
 """The IAM tables of docs/permissions.md, generated from the policies the constructs synthesize
 (`make permissions`): each role of a sample app (a StreamConsumer with a view table, its
-redrive, its ViewBackfill, a StreamFanOut, a KinesisConsumer), each statement's actions, the
-resource it is scoped to, and why. tests/docs/test_permissions.py regenerates the tables and
-fails when the page differs, or when a statement has no reason here (a new permission must say
-why)."""
+redrive, its ViewBackfill, a StreamFanOut, a TtlArchive, a KinesisConsumer), each statement's
+actions, the resource it is scoped to, and why. tests/docs/test_permissions.py regenerates the
+tables and fails when the page differs, or when a statement has no reason here (a new
+permission must say why)."""
 
 from __future__ import annotations
 
@@ -107,6 +107,12 @@ REASONS: list[tuple[str, str, str, str]] = [
     ("", "FailedBatches/Bucket", "s3", "the mapping writes each batch it gives up on, whole"),
     ("Redrive/Role", "Function", "lambda", "replay records through the consumer, synchronously"),
     ("", "Totals", "dynamodb", "grant_view_table: the effect's TransactWriteItems actions"),
+    (
+        "ArchiveConsumer/Role",
+        "Bucket",
+        "s3:PutObject",
+        "write each expired item's object, conditionally (`If-None-Match`), under the prefix",
+    ),
     ("", "Bus", "events", "publish one event per matching change"),
     ("", "DeadLetterQueue", "sqs", "send the batches the pipe could not deliver"),
 ]
@@ -143,6 +149,7 @@ def sample_app(outdir: Path) -> Path:
         KinesisDestination,
         StreamConsumer,
         StreamFanOut,
+        TtlArchive,
         ViewBackfill,
     )
 
@@ -156,6 +163,8 @@ def sample_app(outdir: Path) -> Path:
     consumer.grant_view_table(totals, env_var="TOTALS_TABLE_NAME")
     ViewBackfill(shop, "TotalsBackfill", consumer=consumer)
     StreamFanOut(shop, "OrderEvents", table=orders, source="com.example.orders")
+    tickets = ChangeCaptureTable(shop, "Tickets", partition_key=key)
+    TtlArchive(shop, "ExpiredTickets", table=tickets)
     kinesis = cdk.Stack(app, "ShopKinesis")
     streamed = ChangeCaptureTable(
         kinesis, "Orders", partition_key=key, kinesis=KinesisDestination()
@@ -186,7 +195,8 @@ def _resource(resources: dict[str, Any], value: Any, construct: str) -> str:
     labelled = re.search(r'"(/\w+:\*)"\]\]\}$', text)  # a Map Run's child executions
     if labelled:
         return name + labelled[1]
-    return name + ("/*" if text.endswith('"/*"]]}') else "")
+    suffix = re.search(r'"(/[^"]*\*)"\]\]\}$', text)  # objects: "/*", "/<prefix>*"
+    return name + (suffix[1] if suffix else "")
 
 
 def _reason(role: str, resource: str, action: str) -> str:
@@ -240,6 +250,7 @@ _KINDS = {
     "OrderTotals": "StreamConsumer, with its StreamRedrive",
     "TotalsBackfill": "ViewBackfill: the segment function and the state machine",
     "OrderEvents": "StreamFanOut; OutboxPublisher is the same pipe",
+    "ExpiredTickets": "TtlArchive: its StreamConsumer, with its StreamRedrive",
     "Replica": "KinesisConsumer, with its KinesisStreamRedrive",
 }
 

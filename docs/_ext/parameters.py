@@ -19,6 +19,7 @@ parameter without a description.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from typing import Any
 
@@ -292,10 +293,41 @@ def _find(pkg: griffe.Module, name: str, near: griffe.Object) -> griffe.Object |
     return None
 
 
+#: "Default 256 MB (...)", "Default: 60 s: ...": the default a description states, up to the
+#: end of its clause.
+_STATED_DEFAULT = re.compile(r"\bDefault:?\s+(?P<value>[^.;:(,]+?)\s*(?P<end>[.;:(,]|$)")
+_REST_ROLE = re.compile(r":(?:py:)?\w+:`~?(?:[\w.]*\.)?([^`.]+?)(?:\(\))?`")
+#: The longest stated default shown in a signature; a longer one is prose, left to the text.
+MAX_STATED_DEFAULT = 48
+
+
+def stated_default(description: str | None) -> str | None:
+    """The default a parameter's description states ("Default 256 MB (enough for ...)" gives
+    ``256 MB``; "Default: the runtime's (5 s)" gives ``the runtime's (5 s)``), None when it
+    states none, "none", or prose too long for a signature."""
+    text = _REST_ROLE.sub(r"\1", description or "").replace("``", "")
+    found = _STATED_DEFAULT.search(text)
+    if found is None:
+        return None
+    value = " ".join(found["value"].split())
+    if found["end"] == "(" and value.endswith("'s"):  # "the runtime's (5 s)"
+        value += " (" + text[found.end() :].split(")", 1)[0] + ")"
+    conditional = value.split(" ", 1)[0].lower() in ("with", "without", "if", "when")
+    if not value or value.lower() == "none" or conditional or len(value) > MAX_STATED_DEFAULT:
+        return None  # none, a default under a condition, or prose: the description says it
+    return value
+
+
 def _show_default_values(obj: griffe.Object, pkg: griffe.Module) -> None:
     """A default naming a constant shows the constant's value; a constant of the defaults
-    module also links, in the description, to its entry (the reason)."""
+    module also links, in the description, to its entry (the reason). A ``None`` default whose
+    description states the real one (``memory_size=None``: "Default 256 MB") shows that."""
     for parameter in _parameters(obj):
+        if str(parameter.default) == "None":
+            stated = stated_default(param_description(obj.docstring.value, parameter.name))
+            if stated is not None:
+                parameter.default = stated
+            continue
         default = parameter.default
         if not isinstance(default, griffe.ExprName | griffe.ExprAttribute):
             continue
@@ -329,7 +361,9 @@ def _constant_value(path: str, obj: griffe.Object) -> str | None:
         value = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
         return None
-    return repr(value) if isinstance(value, str | int | float | bool) else None
+    if isinstance(value, str):
+        return json.dumps(value)  # as the source writes a string, whichever way it is loaded
+    return repr(value) if isinstance(value, int | float | bool) else None
 
 
 def _add_reason_link(text: str, name: str, path: str) -> str:

@@ -46,7 +46,10 @@ def _link(obj: griffe.Object, pkg: griffe.Module, match: re.Match[str]) -> str:
     target = _resolve(obj, pkg, name, members_only=match[1] in ("attr", "meth"))
     if target is None:
         return f"`{text}`"
-    return f'<autoref identifier="{target}" optional><code>{text}</code></autoref>'
+    # A constant is named for its value or its reason, which the reader must be able to reach:
+    # a reference to one the reference does not render fails the strict build.
+    optional = "" if match[1] in ("data", "const") else " optional"
+    return f'<autoref identifier="{target}"{optional}><code>{text}</code></autoref>'
 
 
 def _resolve(obj: griffe.Object, pkg: griffe.Module, name: str, members_only: bool) -> str | None:

@@ -20,6 +20,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 __all__ = [
+    "ARCHIVE_BUCKET_ENV",
+    "ARCHIVE_ENVIRONMENT",
+    "ARCHIVE_PREFIX_ENV",
+    "ARCHIVE_TABLE_ENV",
+    "ARCHIVE_TTL_ATTRIBUTE_ENV",
     "BACKFILL_ENVIRONMENT",
     "BACKFILL_EVENT_KEY",
     "BACKFILL_EXECUTION_TIMEOUT_ENV",
@@ -100,6 +105,7 @@ __all__ = [
     "SNAPSHOT_EVENT_SOURCE",
     "STREAM_ARN_ENV",
     "STREAM_RETENTION_SECONDS",
+    "TTL_ARCHIVE_HANDLER",
     "TTL_EXPIRIES",
     "UNLIMITED_RECORD_AGE",
     "BackfillPlan",
@@ -221,6 +227,32 @@ TTL deletions, and drops the records they do not match."""
 
 REPLICA_ENVIRONMENT: Final = (REPLICATED_TABLE_ENV, TTL_ATTRIBUTE_ENV, RECORD_FILTERS_ENV)
 """The variables a consumer of a table with replicas also gets (docs/global-tables.md)."""
+
+ARCHIVE_BUCKET_ENV: Final = "CDC_ARCHIVE_BUCKET"
+"""The TTL archive (``cdc_consumer.ttl_archive``): the bucket each expired item is written to."""
+
+ARCHIVE_PREFIX_ENV: Final = "CDC_ARCHIVE_PREFIX"
+"""The TTL archive: the key prefix of its objects (may be empty; ends with ``/`` otherwise)."""
+
+ARCHIVE_TABLE_ENV: Final = "CDC_ARCHIVE_TABLE"
+"""The TTL archive: the source table's name, the first partition of every object's key (the
+same in every region of a global table, so two regions' archives of one expiry meet)."""
+
+ARCHIVE_TTL_ATTRIBUTE_ENV: Final = "CDC_ARCHIVE_TTL_ATTRIBUTE"
+"""The TTL archive: the source table's TTL attribute (a Number of epoch seconds), read from
+each expired item's old image: its value is part of the object's key."""
+
+ARCHIVE_ENVIRONMENT: Final = (
+    ARCHIVE_BUCKET_ENV,
+    ARCHIVE_PREFIX_ENV,
+    ARCHIVE_TABLE_ENV,
+    ARCHIVE_TTL_ATTRIBUTE_ENV,
+)
+"""The variables the TtlArchive construct sets on its consumer function."""
+
+TTL_ARCHIVE_HANDLER: Final = "cdc_consumer.ttl_archive.handler"
+"""The TTL archive's Lambda handler, a module of the runtime layer (on ``sys.path`` as
+/opt/python): the construct's function has no code of its own."""
 
 CONSUMER_ENVIRONMENT: Final = (
     CONSUMER_NAME_ENV,
@@ -385,6 +417,14 @@ FINAL_INVOKE_KEY: Final = "isFinalInvokeForWindow"
 
 WINDOW_TERMINATED_EARLY_KEY: Final = "isWindowTerminatedEarly"
 """True when Lambda ended the window early (its state grew past 1 MB)."""
+
+WINDOW_HANDLER: Final = "cdc_consumer.window_handler.handler"
+"""The handler StreamConsumer gives a function it makes whose mapping has a tumbling window: it
+runs the function's own handler (:data:`USER_HANDLER_ENV`) and adds the ``state`` an answer to a
+windowed event must carry when that handler's answer lacks it."""
+
+USER_HANDLER_ENV: Final = "CDC_HANDLER"
+"""The function's own handler (``module.function``) behind :data:`WINDOW_HANDLER`."""
 
 
 # --- Replay windows: how long a marker must live ------------------------------------------------

@@ -74,8 +74,9 @@ class StreamProcessor:
     - ``consumer_name``: namespaces idempotency records; default env ``CDC_CONSUMER_NAME``.
     - ``idempotency_table``: default env ``IDEMPOTENCY_TABLE_NAME``.
     - ``quarantine_queue_url``: default env ``QUARANTINE_QUEUE_URL``.
-    - ``dynamodb_client`` / ``sqs_client``: default ``boto3.client(...)`` with
-      :data:`cdc_consumer.defaults.CLIENT_CONFIG`, created on first use (so
+    - ``dynamodb_client`` / ``sqs_client``: default ``boto3.client(...)`` with the runtime's
+      client settings (``cdc_consumer.defaults.CLIENT_CONFIG``: standard retries, 3 attempts,
+      connect 3 s, read 10 s), created on first use (so
       ``AWS_ENDPOINT_URL`` points them at a local endpoint).
     - ``metrics_namespace``: default env ``CDC_METRICS_NAMESPACE``, else ``"CdcConstructs"``,
       where the Monitoring construct's alarms look.

@@ -10,6 +10,9 @@ meant for tests, the local pipeline and benchmarks::
     second = stream.put({"pk": "ITEM#1", "customerId": "c1", "status": "paid", "amount": 10})
     response = handler(stream_event([first, second]), FakeContext())
     retry = redelivery([first, second], response)   # what Lambda sends next, [] if none
+
+A poison record is quarantined once per delivery of its batch (docs/runtime.md, "Quarantined
+once per delivery"): assert on :func:`distinct_quarantined` of the messages, one per record.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
     "FakeContext",
     "TableStream",
     "consumer_environment",
+    "distinct_quarantined",
     "redelivery",
     "serialize",
     "stream_event",
@@ -283,3 +287,31 @@ def snapshot_event(
         )
     batch = SnapshotBatch(backfill_id=backfill_id, horizon=horizon)
     return {"Records": records, BACKFILL_EVENT_KEY: batch.to_dict()}
+
+
+def distinct_quarantined(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``messages`` (quarantine message bodies, e.g. ``ConsumerEnvironment.quarantined()``)
+    with one per consumer and record, the first of each, in order.
+
+    A poison record commits nothing, so every delivery of its batch (Lambda's retry, a
+    redelivery, a redrive) quarantines it again, under the same record; what a test can
+    assert exactly is the set of records quarantined, not the number of messages."""
+    seen: set[tuple[Any, Any]] = set()
+    distinct = []
+    for message in messages:
+        key = (message.get("consumer"), _record_identity(message.get("record") or {}))
+        if key not in seen:
+            seen.add(key)
+            distinct.append(message)
+    return distinct
+
+
+def _record_identity(record: Mapping[str, Any]) -> Any:
+    """A record's identity across deliveries: its event id (a DynamoDB stream record), else its
+    sequence number (a Kinesis record; a pointer to a record kept in the bucket)."""
+    kinesis = record.get("kinesis")
+    if isinstance(kinesis, Mapping):
+        return kinesis.get("sequenceNumber")
+    stream = record.get("dynamodb")
+    sequence = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
+    return record.get("eventID") or sequence

@@ -29,9 +29,15 @@ def is_windowed(event: Any) -> bool:
     return isinstance(event, Mapping) and WINDOW_KEY in event
 
 
-def answer(event: Any, response: dict[str, Any]) -> dict[str, Any]:
-    """``response`` with the window's ``state`` when ``event`` is windowed (empty: the runtime
-    keeps none), so Lambda does not count the invocation as failed."""
-    if is_windowed(event):
+def answer(event: Any, response: Any) -> Any:
+    """``response`` with the window's ``state`` when ``event`` is windowed and it has none
+    (empty: the runtime keeps none), so Lambda does not count the invocation as failed. A
+    handler's None (every record settled) becomes ``{"batchItemFailures": []}`` then; any other
+    answer that is not an object is left as it is (Lambda reads it as a failure anyway)."""
+    if not is_windowed(event):
+        return response
+    if response is None:
+        response = {"batchItemFailures": []}
+    if isinstance(response, dict) and WINDOW_STATE_KEY not in response:
         response[WINDOW_STATE_KEY] = {}
     return response

@@ -1,4 +1,5 @@
-"""The orders stream's consumers behind one mapping: order-stats and the TTL archive.
+"""The orders stream's consumers behind one mapping: order-stats and the TTL archive (the
+library's: ``cdc_consumer.ttl_archive``, given its bucket by ``TtlArchive`` in the stack).
 
 DynamoDB Streams serves two readers per shard, and the orders stream has three consumers
 (order-stats, the TTL archive, the OrderPaid pipe). So the two Lambda consumers share one
@@ -14,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 import order_stats
-import ttl_archive
 from cdc_consumer import ConsumerGroup, StreamProcessor
-from orders_schema import ORDER_STATS_CONSUMER
+from cdc_consumer.ttl_archive import archive_processor
+from orders_schema import ORDER_STATS_CONSUMER, TTL_ARCHIVE_CONSUMER
 
 # order_stats.processor takes its name from the environment (it also runs alone, in the
 # Kinesis example); in the group each member has its own name, so order-stats gets a processor
@@ -33,7 +34,8 @@ def group() -> ConsumerGroup:
     function's, so importing this module needs none)."""
     global _group
     if _group is None:
-        _group = ConsumerGroup.from_environment([stats, ttl_archive.processor])
+        archive = archive_processor(TTL_ARCHIVE_CONSUMER)  # settings: CDC_ARCHIVE_* (TtlArchive)
+        _group = ConsumerGroup.from_environment([stats, archive])
     return _group
 
 

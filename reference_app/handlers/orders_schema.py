@@ -27,18 +27,16 @@ COUNT_PREFIX: Final = "count_"
 VIEW_TABLE_ENV: Final = "VIEW_TABLE_NAME"
 """The order-stats function's environment variable naming its view table."""
 
-ARCHIVE_BUCKET_ENV: Final = "ARCHIVE_BUCKET_NAME"
-"""The TTL-archive function's environment variable naming its bucket."""
-
 ARCHIVE_PREFIX: Final = "expired-orders/"
-"""Where the TTL archive writes; its role may put objects under this key prefix only."""
+"""Where the TTL archive (the library's ``TtlArchive``) writes; its role may put objects under
+this key prefix only."""
 
 ORDER_STATS_HANDLER: Final = "order_stats.handler"
-TTL_ARCHIVE_HANDLER: Final = "ttl_archive.handler"
 ORDERS_CONSUMERS_HANDLER: Final = "orders_consumers.handler"
 """The handler strings of the example's functions (module.function in this directory):
-CdcReferenceStack runs order-stats and the TTL archive behind one mapping
-(``orders_consumers``); the Kinesis example runs ``order_stats`` alone."""
+CdcReferenceStack runs order-stats and the TTL archive (the runtime's
+``cdc_consumer.ttl_archive``) behind one mapping (``orders_consumers``); the Kinesis example
+runs ``order_stats`` alone."""
 
 ORDER_STATS_CONSUMER: Final = "order-stats"
 TTL_ARCHIVE_CONSUMER: Final = "ttl-archive"

@@ -56,7 +56,7 @@ def test_one_function_one_mapping_filtering_on_the_union_of_the_members(stack):
     functions = resources(template, "AWS::Lambda::Function").values()
     variables, redrive = (
         f["Properties"]["Environment"]["Variables"]
-        for handler in ("index.handler", "cdc_consumer.redrive_handler.handler")
+        for handler in ("cdc_consumer.window_handler.handler", "cdc_consumer.redrive_handler.handler")
         for f in functions
         if f["Properties"]["Handler"] == handler
     )

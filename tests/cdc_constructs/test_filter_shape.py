@@ -187,3 +187,80 @@ def test_well_typed_filters_at_every_level_synthesize_as_given(stack: cdk.Stack)
         Template.from_stack(stack).find_resources("AWS::Lambda::EventSourceMapping").values()
     )
     assert len(mapping["Properties"]["FilterCriteria"]["Filters"]) == 5
+
+
+VALUE_TYPOS = [
+    (
+        {"eventName": ["REMOVED"]},
+        "filters[0].eventName",
+        "'REMOVED' is not a value of eventName (did you mean 'REMOVE'?): it never matches",
+    ),
+    (
+        {"eventName": [{"anything-but": ["INSRT"]}]},
+        "filters[0].eventName",
+        "its values are INSERT, MODIFY, REMOVE",
+    ),
+    (
+        {"eventName": [{"prefix": "DEL"}]},
+        "filters[0].eventName",
+        "'DEL' is not a value of eventName",
+    ),
+    (
+        {"eventName": ["REMOVE"], "userIdentity": {"type": ["service"]}},
+        "filters[0].userIdentity.type",
+        "'service' is not a value of userIdentity.type (did you mean 'Service'?)",
+    ),
+    (
+        {"userIdentity": {"principalId": ["dynamodb.amazonaws.co"]}},
+        "filters[0].userIdentity.principalId",
+        "(did you mean 'dynamodb.amazonaws.com'?)",
+    ),
+    (
+        {"dynamodb": {"SizeBytes": ["100"]}},
+        "filters[0].dynamodb.SizeBytes",
+        "the record holds a number here, and '100' is a string",
+    ),
+    (
+        {"dynamodb": {"SequenceNumber": [{"numeric": [">", 100]}]}},
+        "filters[0].dynamodb.SequenceNumber",
+        "the record holds a string here",
+    ),
+    (
+        {"dynamodb": {"StreamViewType": ["NEW_AND_OLD_IMAGE"]}},
+        "filters[0].dynamodb.StreamViewType",
+        "(did you mean 'NEW_AND_OLD_IMAGES'?)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pattern", "path", "reason"), VALUE_TYPOS)
+def test_a_value_the_service_never_writes_is_refused_with_the_value_meant(
+    stack: cdk.Stack, pattern: dict[str, Any], path: str, reason: str
+) -> None:
+    error = consumer_error(stack, filters=[pattern])
+    (problem,) = error.problems
+    assert problem.prop == path
+    assert reason in problem.allowed
+
+
+def test_the_values_the_service_writes_pass(stack: cdk.Stack) -> None:
+    StreamConsumer(
+        stack,
+        "Consumer",
+        table=orders_table(stack),
+        filters=[
+            StreamFilters.ttl_deletions_only(),
+            StreamFilters.event_names("INSERT", "MODIFY", "REMOVE"),
+            {"eventName": [{"anything-but": ["REMOVE"]}, {"prefix": "MOD"}]},
+            {"eventName": [{"equals-ignore-case": "insert"}], "eventSource": ["aws:dynamodb"]},
+            {"dynamodb": {"SizeBytes": [{"numeric": ["<", 1000]}], "SequenceNumber": ["1"]}},
+        ],
+        **consumer_code(),
+    )
+
+
+def test_a_kinesis_consumer_checks_the_changes_values_under_data(stack: cdk.Stack) -> None:
+    with pytest.raises(CdcConfigurationError) as raised:
+        kinesis_consumer(stack, [KinesisFilters.on_data({"eventName": ["UPDATE"]})])
+    assert "filters[0].data.eventName" in str(raised.value)
+    assert "'UPDATE' is not a value of eventName" in str(raised.value)

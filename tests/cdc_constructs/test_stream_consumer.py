@@ -132,7 +132,8 @@ def test_function_defaults(default_consumer):
     function = _consumer_function(template)
     assert function["Runtime"] == "python3.14"
     assert function["Architectures"] == ["arm64"]
-    assert function["Handler"] == "index.handler"
+    assert function["Handler"] == "cdc_consumer.window_handler.handler"  # windowed: see below
+    assert function["Environment"]["Variables"]["CDC_HANDLER"] == "index.handler"
     assert function["MemorySize"] == 256
     assert function["Timeout"] == 60
     assert function["Layers"] == [{"Ref": logical_id(template, "CdcConsumerRuntimeLayer")}]
@@ -150,6 +151,7 @@ def test_function_defaults(default_consumer):
         # The replay windows (cdc_constructs.marker_lifetime): the 1 h record age, then 14 days
         # in the failed-batch bucket, then 14 days in the quarantine, plus a day.
         "CDC_MARKER_TTL_SECONDS": str(3600 + (14 + 1 + 14 + 1) * 24 * 3600),
+        "CDC_HANDLER": "index.handler",  # behind the window handler
     }
     log_group = resources(template, "AWS::Logs::LogGroup")[logical_id(template, "ConsumerLogGroup")]
     assert log_group["Properties"]["RetentionInDays"] == 30
@@ -410,8 +412,17 @@ def test_a_tumbling_window_at_a_parallelization_factor_of_1_only(stack, props, w
     """The mapping gets a window (so each event names its shard) by default at factor 1; none
     above it, which AWS refuses; ``Duration.seconds(0)`` turns it off."""
     _consumer(stack, **props)
-    mapping = only(Template.from_stack(stack).to_json(), "AWS::Lambda::EventSourceMapping")
+    template = Template.from_stack(stack).to_json()
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")
     assert mapping.get("TumblingWindowInSeconds") == window
+    # A windowed event's answer must carry `state`: the runtime's window handler runs the
+    # function's own handler and adds it (cdc_consumer.window_handler).
+    function = _consumer_function(template)
+    own = function["Environment"]["Variables"].get("CDC_HANDLER")
+    if window:
+        assert (function["Handler"], own) == ("cdc_consumer.window_handler.handler", "index.handler")
+    else:
+        assert (function["Handler"], own) == ("index.handler", None)
 
 
 @pytest.mark.parametrize(

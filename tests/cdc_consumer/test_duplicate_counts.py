@@ -108,3 +108,30 @@ def test_a_record_whose_every_guarded_write_is_stale_in_a_transaction_is_a_dupli
 
     assert counts(capsys.readouterr().out) == [(4, 0), (0, 4)]
     assert len(resources.scan(table)) == 4
+
+
+def test_a_poison_record_is_quarantined_per_delivery_and_distinct_once(
+    resources: Resources,
+) -> None:
+    """Documented (docs/runtime.md, "Quarantined once per delivery"): a poison record commits
+    nothing, so a redelivered batch quarantines it again; the testing helper gives the records."""
+    from cdc_consumer import PermanentError
+    from cdc_consumer.testing import distinct_quarantined
+
+    processor = resources.processor("orders")
+
+    @processor.projection
+    def refuse_the_poison(change: Change) -> list[dict[str, Any]]:
+        if change.new_image and change.new_image.get("poison"):
+            raise PermanentError("poison")
+        return []
+
+    stream = TableStream(keys=("pk",))
+    batch = [stream.put({"pk": "a"}), stream.put({"pk": "b", "poison": True})]
+    for _ in range(2):  # a batch delivered twice (a retry after a timeout, say)
+        assert processor.handle(stream_event(batch), FakeContext()) == {"batchItemFailures": []}
+
+    messages = resources.quarantined()
+    assert len(messages) == 2
+    (distinct,) = distinct_quarantined(messages)
+    assert distinct["record"]["eventID"] == batch[1]["eventID"]

@@ -22,7 +22,6 @@ from tests.cdc_consumer.test_ledger_interleavings import (
     applied,
     expected,
     handler,
-    ledger,  # noqa: F401 (the fixture)
 )
 
 ROUNDS = 12
@@ -68,7 +67,7 @@ def at_once(handlers: list[Any], deliveries: list[list[list[dict[str, Any]]]]) -
 
 def test_concurrent_deliveries_apply_each_record_once_and_in_order(
     resources: Resources,
-    ledger: str,  # noqa: F811
+    ledger: str,
 ) -> None:
     rng = random.Random(38)
     everything: list[dict[str, Any]] = []

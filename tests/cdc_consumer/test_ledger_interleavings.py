@@ -10,29 +10,18 @@ record applied twice, lost, or applied after a newer change of its item shows in
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from typing import Any
 
 import pytest
-from cdc_consumer import StreamProcessor, legacy_markers
+from cdc_consumer import StreamProcessor
 from cdc_consumer.change import Change
-from cdc_consumer.contract import LEDGER_TABLE_ENV
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
-from tests.cdc_consumer.fixtures import Resources, create_table, deliver, error_response
+from tests.cdc_consumer.fixtures import Resources, deliver, error_response
 
 SHARD = "shardId-00000001700000000000-0a1b2c3d"
 OK = {"batchItemFailures": [], "state": {}}
-
-
-@pytest.fixture
-def ledger(resources: Resources, monkeypatch: pytest.MonkeyPatch) -> str:
-    table = f"ledger-{uuid.uuid4().hex[:8]}"
-    create_table(resources.dynamodb, table, key="id", sort_key="seq")
-    monkeypatch.setenv(LEDGER_TABLE_ENV, table)
-    legacy_markers._SINCE.clear()
-    return table
 
 
 def appending(view_table: str) -> Any:

@@ -30,15 +30,6 @@ def deliver(handler: Any, records: list[dict[str, Any]], shard: str | None = SHA
     return deliver_from(handler, records, shard_id=shard)
 
 
-@pytest.fixture
-def ledger(resources: Resources, monkeypatch: pytest.MonkeyPatch) -> str:
-    table = f"ledger-{uuid.uuid4().hex[:8]}"
-    create_table(resources.dynamodb, table, key="id", sort_key="seq")
-    monkeypatch.setenv(LEDGER_TABLE_ENV, table)
-    legacy_markers._SINCE.clear()
-    return table
-
-
 def processor(resources: Resources, name: str = "view", client: Any = None) -> Any:
     made = resources.processor(name) if client is None else _with_client(resources, name, client)
     made.projection(mirror_projection(resources.view_table))

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import signal
+import subprocess
+import sys
 import textwrap
 import time
 from datetime import UTC, datetime
@@ -12,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+import boto3
 import pytest
 
-from cdc_local.backfill import LocalBackfill
 from cdc_local.backfill_cli import execution_name, main
 from cdc_local.backfill_run import LocalRun, read_seed
 from cdc_local.endpoint import LocalEndpoint
@@ -89,14 +93,12 @@ def _block(marker: str, language: str = "python") -> str:
     return found[0]
 
 
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The getting-started app with its step 6 (a Contributions consumer and its ViewBackfill),
-    written from the page's blocks and synthesized; its directory (cdk.out, orders.jsonl)."""
-    app_dir = tmp_path_factory.mktemp("shop")
+def _shop_app(app_dir: Path, order_stats: str) -> Path:
+    """The getting-started app with its step 6 (a consumer and its ViewBackfill), written from
+    the page's blocks with ``order_stats`` as the consumer's handler, and synthesized."""
     (app_dir / "handlers").mkdir()
     (app_dir / "handlers" / "orders.py").write_text(_block("def customer_totals("))
-    (app_dir / "handlers" / "order_stats.py").write_text(_block('Contributions("order-stats"'))
+    (app_dir / "handlers" / "order_stats.py").write_text(order_stats)
     stack = _block("class ShopStack(Stack):").replace(
         "StreamConsumer, StreamFilters", "StreamConsumer, StreamFilters, ViewBackfill"
     )
@@ -105,7 +107,9 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     handlers = str(app_dir / "handlers")
     (app_dir / "shop_stack.py").write_text(stack.replace('"handlers"', repr(handlers)))
     (app_dir / "orders.jsonl").write_text(_block('"ORDER#1"', "json"))
-    spec = importlib.util.spec_from_file_location("shop_stack", app_dir / "shop_stack.py")
+    spec = importlib.util.spec_from_file_location(
+        f"shop_stack_{app_dir.name}", app_dir / "shop_stack.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -113,6 +117,36 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     module.ShopStack(app, "ShopStack")
     app.synth()
     return app_dir
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The getting-started app with its step 6 (a Contributions consumer and its ViewBackfill);
+    its directory (cdk.out, orders.jsonl)."""
+    return _shop_app(tmp_path_factory.mktemp("shop"), _block('Contributions("order-stats"'))
+
+
+#: A projection of differences, which a backfill cannot take (its rows are not differences).
+DELTA_ORDER_STATS = """\
+from cdc_consumer import StreamProcessor
+
+processor = StreamProcessor()
+
+
+@processor.projection
+def order_stats(change):
+    return []
+
+
+def handler(event, context):
+    return processor.handle(event, context)
+"""
+
+
+@pytest.fixture(scope="module")
+def delta_shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same app whose consumer applies differences: its backfill is refused."""
+    return _shop_app(tmp_path_factory.mktemp("delta-shop"), DELTA_ORDER_STATS)
 
 
 # Each test asks for ``aws``: moto's servers in one process share one backend, which the
@@ -144,23 +178,18 @@ def test_cdc_backfill_local_backfills_your_app_from_a_seed_file(
 def test_the_view_holds_the_orders_written_before_the_consumer(
     aws: LocalEndpoint, shop: Path
 ) -> None:
+    """LocalRun from Python, as docs/backfill.md ("From Python") shows it."""
     run = LocalRun(
         str(shop / "cdk.out"),
         "ShopStack",
         "OrderStats",
-        "again",
-        None,
-        read_seed(shop / "orders.jsonl"),
-        30,
+        backfill_id="again",
+        seed=read_seed(shop / "orders.jsonl"),
+        wait_seconds=30,
         say=lambda line: None,
     )
     with run.pipeline() as pipeline:
-        backfill = LocalBackfill(pipeline, "OrderStats")
-        running = run.run(pipeline, backfill, run.plan(pipeline, backfill))
-        while not running.finished:
-            pipeline.poll()
-            time.sleep(0.05)
-        run.settle(pipeline, running)
+        running = run.run_to_end(pipeline)
         items = pipeline.client("dynamodb").scan(TableName=pipeline.table_name("CustomerStats"))
 
     stats = {
@@ -213,3 +242,79 @@ def test_starting_a_backfill_again_never_reuses_an_execution_name(monkeypatch: A
     assert names[0] != names[1] and all(name.startswith("b1-") for name in names)
     long_name = execution_name("x" * 80, datetime.now(UTC))
     assert len(long_name) == 80 and long_name.startswith("x" * 50)
+
+
+def test_a_projection_the_backfill_cannot_take_is_refused_in_one_line_exit_2(
+    aws: LocalEndpoint, delta_shop: Path, capsys: Any
+) -> None:
+    argv = ["local", "--assembly", str(delta_shop / "cdk.out"), "--stack", "ShopStack"]
+    argv += ["--seed", str(delta_shop / "orders.jsonl"), "--wait", "30"]
+
+    assert main(argv) == 2
+
+    error = capsys.readouterr().err
+    (line,) = [line for line in error.splitlines() if line.startswith("cdc-backfill: error:")]
+    assert "consumer 'OrderStats' cannot take snapshot rows" in line
+    assert "Traceback" not in error
+
+
+def test_a_consumer_without_a_backfill_is_refused_naming_those_with_one(
+    aws: LocalEndpoint, shop: Path, capsys: Any
+) -> None:
+    argv = ["local", "--assembly", str(shop / "cdk.out"), "--stack", "ShopStack"]
+
+    assert main([*argv, "--consumer-name", "OrderTotals", "--wait", "1"]) == 2
+
+    error = capsys.readouterr().err
+    assert (
+        "consumer 'OrderTotals' has no ViewBackfill in stack ShopStack; the consumers with one: "
+        "OrderStats"
+    ) in error
+
+
+def test_keep_serving_leaves_the_view_readable_until_stopped(shop: Path) -> None:
+    """``--keep-serving``: the endpoint stays up after the backfill; the view is read there,
+    then SIGTERM ends the command as Ctrl-C does, with the backfill's exit code."""
+    command = [sys.executable, "-m", "cdc_local.backfill_cli", "local", "--keep-serving"]
+    command += ["--assembly", str(shop / "cdk.out"), "--stack", "ShopStack", "--id", "served"]
+    command += ["--seed", str(shop / "orders.jsonl"), "--wait", "60"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=shop
+    )
+    try:
+        lines = _lines_until(process, "serving until Ctrl-C", timeout=240)
+        endpoint = re.search(r"AWS_ENDPOINT_URL=(\S+) AWS_DEFAULT_REGION=(\S+)", lines[-1])
+        table = [line.split(": ")[1] for line in lines if line.startswith("table CustomerStats")]
+        assert endpoint and table, lines
+        dynamodb = boto3.client(
+            "dynamodb",
+            endpoint_url=endpoint[1],
+            region_name=endpoint[2],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        items = dynamodb.scan(TableName=table[0])["Items"]
+        assert {item["pk"]["S"]: item["orders"]["N"] for item in items} == {
+            "CUSTOMER#c1": "2",
+            "CUSTOMER#c2": "1",
+        }
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert json.loads(out.strip().splitlines()[-1])["status"] == "SUCCEEDED"
+
+
+def _lines_until(process: subprocess.Popen[str], marker: str, timeout: float) -> list[str]:
+    """stderr's lines up to the first with ``marker``."""
+    assert process.stderr is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if marker in line:
+            return lines
+    raise AssertionError(f"no {marker!r} within {timeout} s: {lines}")

@@ -188,3 +188,27 @@ def test_parameter_tables_fit_the_page(built_site: Path, api: str) -> None:
     assert 'href="assets/stylesheets/api.css"' in api
     css = (built_site / "assets" / "stylesheets" / "api.css").read_text()
     assert "table-layout: fixed" in css and "overflow-wrap: anywhere" in css
+
+
+def test_a_default_the_description_states_is_the_default_shown(api: str) -> None:
+    """A prop whose signature default is None because the construct decides it (256 MB, 60 s,
+    derived from the replay windows) shows that default, not ``None``, in its row and its
+    signature (docs/_ext/parameters.py, ``stated_default``)."""
+    entries = _entries(api)
+    rows = {row[0]: row[2] for row in _rows(entries["cdc_constructs.StreamConsumer"])}
+    assert rows["memory_size"] == "256 MB" and rows["timeout"] == "60 s", rows
+    assert rows["max_record_age"] == "1 h" and rows["failed_batch_retention"] == "14 days", rows
+    for name in ("max_batching_window", "iterator_age_alarm_threshold", "marker_lifetime"):
+        assert rows[name] != "None", (name, rows[name])
+    assert rows["quarantine_queue"].startswith("a new encrypted queue"), rows
+    backfill = {row[0]: row[2] for row in _rows(entries["cdc_constructs.ViewBackfill"])}
+    assert backfill["timeout"] == "24 hours" and backfill["segment_timeout"] == "15 minutes"
+    assert backfill["clock_skew_margin"] == "the runtime's (5 s)", backfill
+    signature = _signature(entries["cdc_constructs.StreamConsumer"])
+    assert "memory_size: int | None = 256 MB" in signature, signature
+
+
+def test_no_reference_is_left_unresolved(api: str) -> None:
+    """A constant named in a docstring links to its entry (the strict build fails otherwise:
+    docs/_ext/rest_roles.py); none is left as a bare name the reader cannot look up."""
+    assert "HANDLER_DOCS" not in _text(api)

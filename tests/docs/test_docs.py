@@ -33,6 +33,7 @@ DESIGN_SECTIONS = [
     "What a change costs",
     "Backfill and rebuild",
     "The ledger: one entry per transaction",
+    "The TTL archive",
 ]
 
 

@@ -736,3 +736,200 @@ def test_cdc_local_serves_the_users_app_and_its_consumer_keeps_the_totals(
     assert process.returncode == 0, stderr[-4000:]
     counters = json.loads(stdout.strip().splitlines()[-1])
     assert counters, stdout
+
+
+# --- the TTL archive and a local backfill, from the wheel (issue: the newcomer's third pass) ---
+
+#: Getting started's step 6 (a Contributions consumer and its ViewBackfill) and, on a table of
+#: its own (the orders stream has its two readers), a TtlArchive: the stack lines appended.
+STATS_PY = _getting_started_block('Contributions("order-stats"')
+ARCHIVE_LINES = """
+tickets = ChangeCaptureTable(
+    self,
+    "Tickets",
+    partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+)
+TtlArchive(self, "ExpiredTickets", table=tickets)
+"""
+
+
+@pytest.fixture(scope="module")
+def shop_with_archive(installed: Installed) -> SynthesizedApp:
+    """The getting-started app with step 6 and a TtlArchive, synthesized from the wheel (a plain
+    ``cdk.App`` in the venv's python: the same library, without ``cdk init`` again)."""
+    app_dir = outside_repository(installed.work / "shop-archive")
+    (app_dir / "handlers").mkdir(parents=True)
+    (app_dir / "handlers" / "orders.py").write_text(ORDERS_PY)
+    (app_dir / "handlers" / "order_stats.py").write_text(STATS_PY)
+    stack = STACK_PY.replace(
+        "StreamConsumer, StreamFilters", "StreamConsumer, StreamFilters, TtlArchive, ViewBackfill"
+    )
+    step_6 = _getting_started_block('ViewBackfill(self, "OrderStats')
+    stack += textwrap.indent(step_6 + ARCHIVE_LINES, " " * 8)
+    (app_dir / "shop_stack.py").write_text(stack)
+    (app_dir / "orders.jsonl").write_text(
+        next(
+            b.code
+            for b in blocks(GETTING_STARTED)
+            if b.language == "json" and '"ORDER#1"' in b.code
+        )
+    )
+    synth = (
+        "import aws_cdk as cdk, shop_stack\n"
+        # Asset metadata as the CDK CLI asks for it (the tests find the layer's directory).
+        "app = cdk.App(outdir='cdk.out', context={'aws:cdk:enable-asset-metadata': True})\n"
+        f"shop_stack.ShopStack(app, {STACK_NAME!r})\n"
+        "app.synth()\n"
+    )
+    env = installed.environment(JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION="1")
+    done = run(
+        [installed.python, "-c", synth], "synthesizing the app", timeout=300, cwd=app_dir, env=env
+    )
+    assembly = app_dir / "cdk.out"
+    template = json.loads((assembly / f"{STACK_NAME}.template.json").read_text())
+    return SynthesizedApp(app_dir, assembly, template, done.stdout + done.stderr)
+
+
+# A TTL deletion of the tickets table, as Lambda delivers it.
+TICKET_EXPIRED = {
+    "Records": [
+        {
+            "eventID": "e1",
+            "eventName": "REMOVE",
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "us-east-1",
+            "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/2024",
+            "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
+            "dynamodb": {
+                "ApproximateCreationDateTime": 1767225660,
+                "Keys": {"pk": {"S": "TICKET#1"}},
+                "OldImage": {"pk": {"S": "TICKET#1"}, "expireAt": {"N": "1767225600"}},
+                "SequenceNumber": "100000000000000000001",
+                "SizeBytes": 40,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+        }
+    ]
+}
+ARCHIVE_INVOKE = """
+import json, sys
+from cdc_consumer import ttl_archive
+event = json.loads(sys.argv[1])
+print(json.dumps([ttl_archive.handler(event, None), ttl_archive.handler(event, None)]))
+"""
+
+
+def test_the_ttl_archive_keeps_an_expired_item_once_across_a_redelivery(
+    installed: Installed, shop_with_archive: SynthesizedApp, aws: Any
+) -> None:
+    """The TtlArchive's function runs the runtime's own handler from its layer (no code of the
+    user's): a TTL deletion delivered twice is one object, written once."""
+    (function,) = [
+        resource["Properties"]
+        for resource in shop_with_archive.resources("AWS::Lambda::Function").values()
+        if resource["Properties"]["Handler"] == "cdc_consumer.ttl_archive.handler"
+    ]
+    layer = shop_with_archive.asset_dir(function["Layers"][0]["Ref"]) / "python"
+    variables = function["Environment"]["Variables"]
+    aws.client("s3").create_bucket(Bucket="archive")
+    aws.client("s3").put_bucket_versioning(
+        Bucket="archive", VersioningConfiguration={"Status": "Enabled"}
+    )
+    aws.client("dynamodb").create_table(
+        TableName="archive-idempotency",
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    queue_url = aws.client("sqs").create_queue(QueueName="archive-quarantine")["QueueUrl"]
+    env = installed.environment(
+        PYTHONPATH=str(layer),
+        CDC_CONSUMER_NAME=variables["CDC_CONSUMER_NAME"],
+        CDC_ARCHIVE_BUCKET="archive",
+        CDC_ARCHIVE_PREFIX=variables["CDC_ARCHIVE_PREFIX"],
+        CDC_ARCHIVE_TABLE="Tickets",
+        CDC_ARCHIVE_TTL_ATTRIBUTE=variables["CDC_ARCHIVE_TTL_ATTRIBUTE"],
+        IDEMPOTENCY_TABLE_NAME="archive-idempotency",
+        QUARANTINE_QUEUE_URL=queue_url,
+    )
+    output = run(
+        [installed.python, "-c", ARCHIVE_INVOKE, json.dumps(TICKET_EXPIRED)],
+        "invoking the TtlArchive's handler (the runtime's) against the local endpoint",
+        timeout=120,
+        cwd=installed.empty_dir,
+        env=env,
+    ).stdout
+    assert json.loads(output.strip().splitlines()[-1]) == [{"batchItemFailures": []}] * 2
+    versions = aws.client("s3").list_object_versions(Bucket="archive")["Versions"]
+    assert [v["Key"] for v in versions] == [
+        "expired/table=Tickets/expiry_date=2026-01-01/pk=TICKET%231@1767225600.json"
+    ]
+
+
+def test_a_local_backfill_keeps_serving_its_view(
+    installed: Installed, shop_with_archive: SynthesizedApp
+) -> None:
+    """`cdc-backfill local --keep-serving` from the venv: the orders of the seed file written
+    before the consumer reach the view, read at the endpoint the command keeps up."""
+    env = {k: v for k, v in installed.environment().items() if not k.startswith("AWS_")}
+    command: list[str | Path] = [installed.venv / "bin" / "cdc-backfill", "local"]
+    command += ["--assembly", "cdk.out", "--stack", STACK_NAME, "--consumer-name", "OrderStats"]
+    command += ["--seed", "orders.jsonl", "--keep-serving"]
+    process = subprocess.Popen(
+        command,
+        cwd=shop_with_archive.app_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        lines = _stderr_until(process, "serving until Ctrl-C", timeout=300)
+        served = re.search(r"AWS_ENDPOINT_URL=(\S+) AWS_DEFAULT_REGION=(\S+)", lines[-1])
+        (stats,) = [
+            line.split(": ", 1)[1] for line in lines if line.startswith("table CustomerStats")
+        ]
+        assert served, lines
+        import boto3
+
+        dynamodb = boto3.client(
+            "dynamodb",
+            endpoint_url=served[1],
+            region_name=served[2],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        view = {
+            item["pk"]["S"]: item["orders"]["N"] for item in dynamodb.scan(TableName=stats)["Items"]
+        }
+        assert view == {"CUSTOMER#c1": "2", "CUSTOMER#c2": "1"}, (view, lines)
+    finally:
+        os.kill(process.pid, signal.SIGINT)
+        try:
+            stdout, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+    assert process.returncode == 0, stderr[-4000:]
+    assert json.loads(stdout.strip().splitlines()[-1])["status"] == "SUCCEEDED"
+
+
+def _stderr_until(process: subprocess.Popen[str], marker: str, timeout: float) -> list[str]:
+    """Lines of ``process``'s stderr up to the first with ``marker``."""
+    lines: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line.rstrip("\n"))
+            if marker in line:
+                break
+        found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not found.wait(timeout) or not lines or marker not in lines[-1]:
+        raise AssertionError(f"no {marker!r} from cdc-backfill within {timeout} s: {lines}")
+    return lines

@@ -76,7 +76,7 @@ def test_acknowledgements_are_scoped_and_reasoned(reference: Synthesized):
         assert re.fullmatch(r"(AwsSolutions|Serverless|CDC)-\w+(\[[^\]]+\])?", rule), rule
     assert (
         "AwsSolutions-IAM5[Resource::<"
-        f"{logical_id(reference.template, 'ExpiredOrdersArchive')}.Arn>/expired-orders/*]"
+        f"{logical_id(reference.template, 'ExpiredOrdersArchiveBucket')}.Arn>/expired-orders/*]"
     ) in {rule for _, rule, _ in acks}
     # Two readers of the orders stream (the consumers' mapping and the OrderPaid pipe): no
     # third reader to accept (CDC-ESM11).
@@ -226,7 +226,7 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
             ("OrdersConsumersFailedBatchesBucket", "Arn"),
             ("OrdersConsumersQuarantineQueue", "Arn"),
             ("OrdersConsumersLogGroup", "Arn"),
-            ("ExpiredOrdersArchive", "Arn"),
+            ("ExpiredOrdersArchiveBucket", "Arn"),
         ]
     }
     expected = {
@@ -292,7 +292,7 @@ def test_consumer_role_has_only_what_the_runtime_needs(reference: Synthesized):
                 {
                     "Fn::Join": [
                         "",
-                        [json.loads(by_prefix["ExpiredOrdersArchive"]), "/expired-orders/*"],
+                        [json.loads(by_prefix["ExpiredOrdersArchiveBucket"]), "/expired-orders/*"],
                     ]
                 }
             ),
@@ -450,9 +450,14 @@ def test_order_stats_and_the_ttl_archive_share_one_mapping(reference: Synthesize
     assert "FilterCriteria" not in mapping
     assert mapping["MaximumRetryAttempts"] == 5 and mapping["BisectBatchOnFunctionError"]
     function = _resource(template, "OrdersConsumersFunction")
-    assert function["Handler"] == "orders_consumers.handler"
+    assert function["Handler"] == "cdc_consumer.window_handler.handler"  # windowed
     env = function["Environment"]["Variables"]
-    assert env["ARCHIVE_BUCKET_NAME"] == {"Ref": logical_id(template, "ExpiredOrdersArchive")}
+    assert env["CDC_HANDLER"] == "orders_consumers.handler"
+    # The TtlArchive gives the member its bucket, prefix, table and TTL attribute.
+    assert env["CDC_ARCHIVE_BUCKET"] == {"Ref": logical_id(template, "ExpiredOrdersArchiveBucket")}
+    assert env["CDC_ARCHIVE_PREFIX"] == "expired-orders/"
+    assert env["CDC_ARCHIVE_TABLE"] == {"Ref": logical_id(template, "OrdersTable")}
+    assert env["CDC_ARCHIVE_TTL_ATTRIBUTE"] == "expireAt"
     assert json.loads(env["CDC_CONSUMER_GROUP"]) == [
         {"name": "order-stats", "filters": []},
         {
@@ -470,12 +475,11 @@ def test_order_stats_and_the_ttl_archive_share_one_mapping(reference: Synthesize
     ]
 
 
-def test_ttl_archive_may_only_put_objects_under_the_handlers_prefix(reference: Synthesized):
-    # The handler and the stack read the prefix from one definition (orders_schema.py).
+def test_ttl_archive_may_only_put_objects_under_its_prefix(reference: Synthesized):
     from reference_app.handlers.orders_schema import ARCHIVE_PREFIX
 
     template = reference.template
-    bucket = logical_id(template, "ExpiredOrdersArchive")
+    bucket = logical_id(template, "ExpiredOrdersArchiveBucket")
     archive = json.dumps({"Fn::GetAtt": [bucket, "Arn"]})[:-2]  # the archive bucket's ARN
     s3_grants = {
         (action, resource)
@@ -492,9 +496,11 @@ def test_ttl_archive_may_only_put_objects_under_the_handlers_prefix(reference: S
     }
 
 
-def test_archive_bucket_is_encrypted_tls_only_private_logged_and_tiered(reference: Synthesized):
+def test_archive_bucket_is_encrypted_tls_only_private_logged_and_versioned(
+    reference: Synthesized,
+):
     template = reference.template
-    bucket = _resource(template, "ExpiredOrdersArchive")
+    bucket = _resource(template, "ExpiredOrdersArchiveBucket")
     assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
         {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
     ]
@@ -507,20 +513,20 @@ def test_archive_bucket_is_encrypted_tls_only_private_logged_and_tiered(referenc
     assert bucket["LoggingConfiguration"]["DestinationBucketName"] == {
         "Ref": logical_id(template, "ArchiveAccessLogs")
     }
-    noncurrent, tiering = bucket["LifecycleConfiguration"]["Rules"]
-    assert tiering["Transitions"] == [{"StorageClass": "GLACIER_IR", "TransitionInDays": 90}]
+    # No transition: an archived order is one small object, which S3 would not transition.
+    (noncurrent,) = bucket["LifecycleConfiguration"]["Rules"]
     # The only copy of expired orders: versioned, replaced or deleted versions kept 90 days.
     assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
     assert noncurrent["NoncurrentVersionExpiration"] == {"NoncurrentDays": 90}
     assert noncurrent["Status"] == "Enabled"
-    for prefix in ("ExpiredOrdersArchivePolicy", "ArchiveAccessLogsPolicy"):
+    for prefix in ("ExpiredOrdersArchiveBucketPolicy", "ArchiveAccessLogsPolicy"):
         policy = _resource(template, prefix)["PolicyDocument"]["Statement"]
         assert any(
             s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
             for s in policy
         ), prefix
     assert (
-        template["Resources"][logical_id(template, "ExpiredOrdersArchive")]["DeletionPolicy"]
+        template["Resources"][logical_id(template, "ExpiredOrdersArchiveBucket")]["DeletionPolicy"]
         == "Retain"
     )
 

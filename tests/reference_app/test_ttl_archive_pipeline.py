@@ -1,15 +1,16 @@
 """The TTL archive, end to end through the local pipeline on the synthesized reference stack.
 
 Issue 6 must-show: expired orders (and only those) are archived to S3 once each, even when
-deliveries repeat; manual deletes are not archived. The reference stack's TTL-archive consumer
-(``ttl_archive.handler``) receives, through its mapping's filter, only DynamoDB's TTL deletions
-and writes each expired order's old image to the archive bucket.
+deliveries repeat; manual deletes are not archived. The reference stack's TTL archive (the
+library's ``TtlArchive``, a member of the orders consumers' group) receives, through its
+member's filter, only DynamoDB's TTL deletions and writes each expired order's old image to the
+archive bucket.
 
 What is expected is worked out from the workload alone, not from the handler: the workload's
 plan, replayed onto a dict, gives each order's last image; its ``expire`` changes are the orders
 DynamoDB's TTL (the local sweeper) deletes and its ``delete`` changes are manual deletes. The
-stream gives each deletion's eventID and time, which name the object (the key and body are
-documented in reference_app/handlers/ttl_archive.py).
+object's key and body are functions of the table, the order's key and its TTL value
+(docs/constructs.md, "TtlArchive"), whatever record of the expiry the archive was given.
 
 To count writes, not just objects, the tests turn on versioning on the local archive bucket:
 every PutObject then leaves a version behind.
@@ -18,7 +19,7 @@ every PutObject then leaves a version behind.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,7 +52,7 @@ from reference_app.workload import OrderWorkload, write_while_running
 
 pytestmark = pytest.mark.xdist_group("cdc_local")  # with the other users of the assembly
 
-ARCHIVE_BUCKET = "ExpiredOrdersArchive"
+ARCHIVE_BUCKET = "ExpiredOrdersArchiveBucket"
 
 
 #: Writes between two pipeline turns, so the consumers keep up with the workload as it runs.
@@ -103,21 +104,17 @@ def removes(pipeline: LocalPipeline, table: str) -> dict[str, dict[str, Any]]:
     return found
 
 
-def expected_object(record: Mapping[str, Any], image: dict[str, Any], stream_arn: str) -> Any:
-    """The archive's key and (parsed) body for one TTL deletion, as ttl_archive.py documents."""
-    deleted_at = datetime.fromtimestamp(
-        int(record["dynamodb"]["ApproximateCreationDateTime"].timestamp()), UTC
+def expected_object(table: str, image: dict[str, Any]) -> Any:
+    """The archive's key and (parsed) body for one expired order, as docs/constructs.md
+    ("TtlArchive") documents the layout: a function of the table, the key and the TTL value."""
+    expires_at = int(image["expireAt"]["N"])
+    day = datetime.fromtimestamp(expires_at, UTC)
+    pk = image["pk"]["S"]
+    key = (
+        f"{ARCHIVE_PREFIX}table={table}/expiry_date={day:%Y-%m-%d}/"
+        f"pk={quote(pk, safe='')}@{expires_at}.json"
     )
-    pk = record["dynamodb"]["Keys"]["pk"]["S"]
-    key = f"{ARCHIVE_PREFIX}{deleted_at:%Y/%m/%d}/pk={quote(pk, safe='')}/{record['eventID']}.json"
-    body = {
-        "eventId": record["eventID"],
-        "expiredAt": deleted_at.isoformat(),
-        "sourceArn": stream_arn,
-        "keys": {"pk": {"S": pk}},
-        "oldImage": image,
-    }
-    return key, body
+    return key, {"keys": {"pk": {"S": pk}}, "expires_at": expires_at, "old_image": image}
 
 
 def expected_archive(
@@ -129,7 +126,7 @@ def expected_archive(
     assert expected.expired | expected.deleted == set(by_pk)
     archive = {}
     for pk in expected.expired:
-        key, body = expected_object(by_pk[pk], expected.last_images[pk], wiring.mapping.stream_arn)
+        key, body = expected_object(wiring.source_table, expected.last_images[pk])
         archive[key] = body
     return archive
 
@@ -263,13 +260,12 @@ def test_crashes_hold_expiries_on_the_on_failure_queue_then_redrive_archives_eac
         injected = pipeline.faults.counters if pipeline.faults else None
         assert injected is not None and injected.crashes
 
-        # After the run: whatever is archived is right (same bytes, even if a crash between
-        # PutObject and the claim's completion made a retry write them again) ...
+        # After the run: whatever is archived is right, and written once ...
         sqs = pipeline.client("sqs")
         held = held_sequence_ranges(on_failure_batches(pipeline, wiring))
         versions = archive_versions(pipeline)
         for key, bodies in versions.items():
-            assert all(body == archive[key] for body in bodies), key
+            assert bodies == [archive[key]], key
         # ... and every expired order is archived or held for redrive: none is lost.
         archived_pks = {bodies[0]["keys"]["pk"]["S"] for bodies in versions.values()}
         for pk in expected.expired - archived_pks:
@@ -292,10 +288,10 @@ def test_crashes_hold_expiries_on_the_on_failure_queue_then_redrive_archives_eac
             assert all(body == archive[key] for body in bodies), key
         archived = {body["keys"]["pk"]["S"] for bodies in versions.values() for body in bodies}
         assert archived == expected.expired and not archived & expected.deleted
-        # With this seed a crash fell between PutObject and completing the claim: the retry
-        # that took the claim over (or the redrive) wrote those objects again, to the same key
-        # with the same bytes (checked above).
-        assert any(len(bodies) > 1 for bodies in versions.values())
+        # A crash between PutObject and completing the claim makes the retry that takes the
+        # claim over (or the redrive) write the object again: S3 refuses the conditional write
+        # (If-None-Match), so every expired order has one version, written once.
+        assert all(len(bodies) == 1 for bodies in versions.values())
 
         again = redrive_on_failure(pipeline, wiring)
         assert again.ok and again.messages_received == 0 and again.invocations == 0

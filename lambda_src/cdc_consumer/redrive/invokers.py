@@ -96,7 +96,9 @@ class CallableInvoker:
 
     The event goes through JSON first, as it would over the Lambda API, so the handler cannot
     change redrive's copy and gets only what JSON carries. An exception from the handler raises
-    :class:`InvocationError`, as a function error would.
+    :class:`InvocationError`, as a function error would, whose ``error_type`` is the
+    exception's ``error_type`` when it has one (a function error Lambda would report under
+    that ``errorType``), else its class name.
     """
 
     handler: Callable[[dict[str, Any], Any], Any]
@@ -110,9 +112,12 @@ class CallableInvoker:
         try:
             response = self.handler(json.loads(json.dumps(event)), context)
         except Exception as error:
+            # A handler that stands for a function (the local pipeline's) says which error the
+            # function reported, as Lambda's errorType does; else the exception is the error.
+            error_type = getattr(error, "error_type", None) or type(error).__name__
             raise InvocationError(
                 f"handler {getattr(self.handler, '__name__', self.handler)!s} raised"
                 f" {type(error).__name__}: {error}",
-                error_type=type(error).__name__,
+                error_type=error_type,
             ) from error
         return json.loads(json.dumps(response)) if response is not None else None
