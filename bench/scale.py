@@ -223,7 +223,7 @@ def run_row(
     # all shards' garbage (64 consumers share this process; a Lambda instance has one).
     gc.disable()
     try:
-        with contextlib.redirect_stdout(logs):  # type: ignore[type-var]
+        with contextlib.redirect_stdout(logs):
             threads = [
                 threading.Thread(target=_run_shard, args=(r, projection, logs)) for r in runs
             ]

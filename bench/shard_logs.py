@@ -8,11 +8,11 @@ interleave), and each line is read into the counts of the shard that thread runs
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 #: Examples of failure messages kept per shard.
 EXAMPLES = 3
@@ -47,11 +47,12 @@ class LoggedCounts:
                 self.failure_examples.append(message)
 
 
-class ShardLogs:
+class ShardLogs(io.TextIOBase):
     """A stdout that reads each registered thread's lines into its :class:`LoggedCounts`;
     other threads' text is dropped."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._lock = threading.Lock()
         self._counts: dict[int, LoggedCounts] = {}
         self._pending: dict[int, str] = {}
@@ -61,7 +62,7 @@ class ShardLogs:
         with self._lock:
             self._counts[threading.get_ident()] = counts
 
-    def write(self, text: str) -> int:
+    def write(self, text: str) -> int:  # type: ignore[override]
         thread = threading.get_ident()
         with self._lock:
             counts = self._counts.get(thread)
@@ -72,12 +73,3 @@ class ShardLogs:
         for line in lines:
             counts.read(line)
         return len(text)
-
-    def flush(self) -> None:
-        return None
-
-    def isatty(self) -> bool:
-        return False
-
-    def __getattr__(self, name: str) -> Any:
-        raise AttributeError(f"the shards' stdout has no {name!r}")
