@@ -91,8 +91,8 @@ local: $(DEV_DEPS) $(CLI_DEPS)
 deploy-local: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m deploy_local
 
-## bench: the benchmarks in bench/ (about 5 minutes on a quiet 2-core machine); writes
-## bench/RESULTS.md and bench/results.json
+## bench: the benchmarks in bench/ (about 10 minutes on a 2-core machine, half of it the scale
+## section: 1 to 64 shards at once); writes bench/RESULTS.md and bench/results.json
 bench: $(DEV_DEPS)
 	$(BIN)/python -m bench
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import backfill, cold_start, cost, cpu, machine, report, synth
+from bench import backfill, cold_start, cost, cpu, machine, report, scale, synth
 from bench.consumers import (
     CONSUMER_NAME,
     Consumer,
@@ -145,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, Any] = {"machine": machine.describe(), "quick": args.quick}
     results.update(run_projection_benchmarks(args.quick, args.endpoint_url))
+    if not args.quick:  # its own smoke test runs it quick (tests/bench)
+        _log("scale: 1 to 64 shards at once")
+        results["scale"] = scale.run(args.quick, args.endpoint_url)
+        results["scale_before"] = scale.before()
     _log("backfill: segments and the naive approach")
     results["backfill"] = backfill.run(args.quick, args.endpoint_url)
     _log("CPU per record")

@@ -39,6 +39,9 @@ class Consumer:
     name: str
     handler: Callable[[dict[str, Any], Any], Any]
     module: Any
+    #: Whether its mapping has a tumbling window (a StreamConsumer's), so its events name their
+    #: shard (bench/esm.py); the baselines' mappings have none.
+    windowed: bool = False
 
 
 def _import(module: str, *paths: Path) -> Any:
@@ -51,7 +54,7 @@ def _import(module: str, *paths: Path) -> Any:
 def load_reference() -> Consumer:
     """The cdc-constructs reference handler (needs the runtime branch's code)."""
     module = _import(REFERENCE_MODULE, HANDLERS, LAMBDA_SRC)
-    return Consumer("cdc-constructs", module.handler, module)
+    return Consumer("cdc-constructs", module.handler, module, windowed=True)
 
 
 def load_baseline() -> Consumer:
@@ -78,4 +81,4 @@ def load_latest_image(replica_table: str) -> Consumer:
 
     processor = StreamProcessor()
     processor.projection(LatestImage(table_name=replica_table))
-    return Consumer(LATEST_IMAGE, processor.handle, processor)
+    return Consumer(LATEST_IMAGE, processor.handle, processor, windowed=True)

@@ -87,6 +87,19 @@ def _linear(at5: float, at25: float, items: int) -> float:
     return at5 + (at25 - at5) * (items - 5) / 20
 
 
+def request_items(operation: str, params: Mapping[str, Any]) -> int:
+    """How many items a request names (client shape): what a transaction's or a batch's
+    modelled latency grows with; 1 for any other request."""
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        return len(params.get("TransactItems", []))
+    batches = params.get("RequestItems") or {}
+    if operation == "BatchWriteItem":
+        return sum(len(requests) for requests in batches.values())
+    if operation == "BatchGetItem":
+        return sum(len(table.get("Keys", [])) for table in batches.values())
+    return 1
+
+
 def modelled_latency_ms(service: str, operation: str, items: int) -> float:
     """The modelled p50 latency of one request (see :data:`LATENCY_SOURCE`)."""
     if service == "sqs":
@@ -222,12 +235,13 @@ class CostMeter:
         """One request as sent (``params``, client shape) and its parsed response."""
         parsed = parsed or {}
         error = (parsed.get("Error") or {}).get("Code")
-        wru, rru, failed, items = 0.0, 0.0, 0.0, 1
+        wru, rru, failed = 0.0, 0.0, 0.0
         if service == "dynamodb" and error not in NOT_CHARGED:
-            wru, rru, failed, items = self._dynamodb(operation, params, parsed, error)
+            wru, rru, failed = self._dynamodb(operation, params, parsed, error)
+        latency = modelled_latency_ms(service, operation, request_items(operation, params))
         with self._lock:
             self.requests[f"{service}.{operation}"] += 1
-            self.latency_ms += modelled_latency_ms(service, operation, items)
+            self.latency_ms += latency
             self.wru += wru
             self.rru += rru
             self.failed_condition_wru += failed
@@ -236,13 +250,14 @@ class CostMeter:
 
     def _dynamodb(
         self, operation: str, params: Mapping[str, Any], parsed: Mapping[str, Any], error: Any
-    ) -> tuple[float, float, float, int]:
+    ) -> tuple[float, float, float]:
+        """Write units, read units and write units of failed conditions of one request."""
         condition_failed = error == "ConditionalCheckFailedException"
         if operation in ("PutItem", "UpdateItem", "DeleteItem"):
             size = _written_size(params)
             self._saw(size)
             units = write_units(size, transactional=False)
-            return units, 0.0, units if condition_failed else 0.0, 1
+            return units, 0.0, units if condition_failed else 0.0
         if operation == "TransactWriteItems":
             actions = params.get("TransactItems", [])
             reasons = parsed.get("CancellationReasons") or []
@@ -255,33 +270,41 @@ class CostMeter:
                 wru += units
                 if index < len(reasons) and reasons[index].get("Code") == "ConditionalCheckFailed":
                     failed += units
-            return wru, 0.0, failed, len(actions)
+            return wru, 0.0, failed
         if operation == "BatchWriteItem":
             wru = 0.0
-            count = 0
             for requests in params.get("RequestItems", {}).values():
                 for request in requests:
                     body = request.get("PutRequest") or request.get("DeleteRequest") or {}
                     size = _written_size(body)
                     self._saw(size)
                     wru += write_units(size, transactional=False)
-                    count += 1
-            return wru, 0.0, 0.0, count
+            return wru, 0.0, 0.0
         if operation == "GetItem":
             size = item_size(parsed.get("Item") or {})
             consistent = bool(params.get("ConsistentRead"))
-            return 0.0, read_units(size, consistent=consistent), 0.0, 1
+            return 0.0, read_units(size, consistent=consistent), 0.0
         if operation in ("Query", "Scan"):
             size = sum(item_size(item) for item in parsed.get("Items") or [])
             consistent = bool(params.get("ConsistentRead"))
-            return 0.0, read_units(size, consistent=consistent), 0.0, 1
+            return 0.0, read_units(size, consistent=consistent), 0.0
+        if operation == "BatchGetItem":
+            wanted = params.get("RequestItems") or {}
+            rru = sum(
+                read_units(
+                    item_size(item), consistent=bool(wanted.get(table, {}).get("ConsistentRead"))
+                )
+                for table, items in (parsed.get("Responses") or {}).items()
+                for item in items
+            )
+            return 0.0, rru, 0.0
         if operation == "TransactGetItems":
             rru = sum(
                 read_units(item_size(r.get("Item") or {}), consistent=True, transactional=True)
                 for r in parsed.get("Responses") or []
             )
-            return 0.0, rru, 0.0, len(params.get("TransactItems", []))
-        return 0.0, 0.0, 0.0, 1
+            return 0.0, rru, 0.0
+        return 0.0, 0.0, 0.0
 
     def _saw(self, size: int) -> None:
         self.largest_item_sent = max(self.largest_item_sent, size)

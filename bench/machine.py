@@ -79,6 +79,10 @@ def describe() -> dict[str, Any]:
         "python": platform.python_version(),
         "node": _command(node, "--version") or _command("node", "--version"),
         "git_commit": _command("git", "rev-parse", "--short", "HEAD"),
+        # The last commit that changed the consumer runtime: what the figures measure.
+        "runtime_commit": _command(
+            "git", "log", "-1", "--format=%h", "--", "lambda_src/cdc_consumer"
+        ),
         "load_average": _load(),
         "versions": {package: _version(package) for package in PACKAGES},
     }

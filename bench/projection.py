@@ -16,7 +16,7 @@ from typing import Any
 
 from bench import cost
 from bench.consumers import CONSUMER_NAME, LATEST_IMAGE, Consumer
-from bench.esm import deliver
+from bench.esm import DeliveryOptions, TumblingWindow, deliver
 from bench.local_aws import (
     INSTRUMENTATION,
     LEDGER_TABLE,
@@ -26,12 +26,12 @@ from bench.local_aws import (
     create_resources,
 )
 from bench.order_view import compare, compare_replica
-from bench.workload import Workload, clone_records, serialize
+from bench.workload import STREAM_ARN, WHOLE_STREAM, Workload, clone_records, serialize
 from cdc_local.accounting import scan
 from reference_app.oracle import actual_view, expected_view
 
 
-def _write_orders(endpoint: Any, table: str, orders: dict[str, dict[str, Any]]) -> None:
+def write_orders(endpoint: Any, table: str, orders: dict[str, dict[str, Any]]) -> None:
     """The orders table's final state (the view is checked against a recomputation from it)."""
     client = admin_client(endpoint, "dynamodb")
     items = [{"PutRequest": {"Item": serialize(order)}} for order in orders.values()]
@@ -98,12 +98,14 @@ def run(
 ) -> dict[str, Any]:
     """Deliver ``workload`` to ``consumer`` on fresh tables; measure and check the view."""
     resources = create_resources(endpoint)
-    _write_orders(endpoint, resources.orders_table, workload.final_orders)
+    write_orders(endpoint, resources.orders_table, workload.final_orders)
     if consumer.name == "powertools":
         consumer.module.applied.clear()
     INSTRUMENTATION.reset()
     INSTRUMENTATION.faults.extend(options.faults)
     records = clone_records(workload.records)
+    # A StreamConsumer's mapping has a tumbling window: its events name their shard.
+    window = TumblingWindow(WHOLE_STREAM.shard_id, STREAM_ARN) if consumer.windowed else None
     # The consumers' log lines and EMF metrics (stdout in Lambda) are written, to /dev/null.
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         started = time.perf_counter()
@@ -112,8 +114,7 @@ def run(
             consumer.handler,
             records,
             options.batch_size,
-            timeout_s=options.timeout_s,
-            after_crash=options.after_crash,
+            DeliveryOptions(options.timeout_s, options.after_crash, window),
         )
         wall = time.perf_counter() - started
         cpu_seconds = time.thread_time() - cpu_started
@@ -149,6 +150,7 @@ def run(
         "records_delivered": delivery.records_delivered,
         "reported_failures": delivery.reported_failures,
         "crashes": delivery.crashes,
+        "answers_without_window_state": window.answers_without_state if window else None,
         "faults_hit": faults_hit,
         "dynamodb_requests": dynamodb_requests,
         "dynamodb_requests_per_record": round(dynamodb_requests / n, 4),

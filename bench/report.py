@@ -9,6 +9,12 @@ from typing import Any
 
 from bench import backfill_model
 from bench.consumers import LATEST_IMAGE
+from bench.scale_plan import DISTINCT, HOT, REFERENCE
+from bench.scale_report import scale
+from bench.scale_report import targets as scale_targets
+from bench.tables import fmt as _fmt
+from bench.tables import table as _table
+from bench.tables import yes as _yes
 
 REF = "cdc-constructs"
 PT = "powertools"
@@ -37,10 +43,6 @@ def _ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None or b == 0:
         return "-"
     return f"{a / b:.2f}x"
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "**no**"
 
 
 def _distinct_row(results: dict[str, Any], batch_size: int) -> dict[str, Any] | None:
@@ -82,6 +84,10 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     checks += _cost_targets(results)
     checks += _ledger_targets(results)
     checks += _backfill_targets(results)
+    checks += scale_targets(
+        results,
+        {REFERENCE: TARGET_WRU_REFERENCE, DISTINCT: TARGET_WRU_DISTINCT, HOT: TARGET_WRU_HOT},
+    )
     modules = results.get("cold_start", {}).get("modules", {})
     if REFERENCE_IMPORT in modules:
         row = modules[REFERENCE_IMPORT]
@@ -287,20 +293,6 @@ def _backfill_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 def _price(value: float) -> str:
     """A price without scientific notation: 0.0000133334, 0.625."""
     return f"{value:.10f}".rstrip("0").rstrip(".")
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(_fmt(cell) for cell in row) + " |" for row in rows]
-    return lines
 
 
 def _headline(results: dict[str, Any]) -> list[str]:
@@ -700,8 +692,10 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
     rows = []
     for check in results.get("targets", []):
         verdict = "met" if check["met"] else f"**missed** by {check['by']}"
-        rows.append([check["target"], f"{check['measured']} {check['unit']}", verdict])
-    lines = ["## Targets", "", *_table(["target", "measured", "verdict"], rows)]
+        measured = f"{check['measured']} {check['unit']}"
+        rows.append([check["target"], measured, verdict, check.get("before", "-")])
+    header = ["target", "measured", "verdict", "before: a lane per stream (issue 38's targets)"]
+    lines = ["## Targets", "", *_table(header, rows)]
     for check in results.get("targets", []):
         if check.get("note"):
             lines += ["", f"- {check['target']}: {check['note']}"]
@@ -1186,6 +1180,7 @@ def markdown(results: dict[str, Any]) -> str:
         _targets_section(results),
         _faults(results),
         _cost_curve(results),
+        scale(results),
         backfill(results),
         _cpu(results),
         _cold_start(results),

@@ -45,12 +45,54 @@ FIRST_CREATION_TIME = 1_796_000_000  # epoch seconds (2026-11-30)
 
 __all__ = [
     "CUSTOMER_PREFIX",
+    "WHOLE_STREAM",
+    "Shard",
     "Workload",
     "clone_records",
     "order_workload",
     "same_item_workload",
     "serialize",
 ]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count`` shards of one stream, for a workload of that shard alone.
+
+    Its orders are named with :attr:`prefix`: an item's changes are in one shard (its
+    partition's), so no two shards carry changes of one order. Its customers (the view's items)
+    carry the prefix too: a shop with many customers, where two shards rarely move one customer
+    at once (a hot item several shards share is given by name: :func:`same_item_workload`).
+    Its records take every ``count``-th position of the stream (:meth:`position`), so sequence
+    numbers and eventIDs are unique stream-wide, as DynamoDB Streams numbers them, and the
+    shards' numbers interleave.
+    """
+
+    index: int = 0
+    count: int = 1
+
+    @property
+    def prefix(self) -> str:
+        """What this shard's order and customer ids start with ("" for a whole stream)."""
+        return f"s{self.index:02d}-" if self.count > 1 else ""
+
+    @property
+    def shard_id(self) -> str:
+        """The shard's id as Lambda's event names it (``shardId-`` and 20 digits, then its
+        creation time and a random part; the form stays, the digits are this bench's)."""
+        return f"shardId-{self.index + 1:020d}-0b5e5c1d"
+
+    def position(self, index: int) -> int:
+        """The stream position of the shard's ``index``-th record."""
+        return index * self.count + self.index
+
+    def seed(self, seed: int) -> int:
+        """The shard's own random seed (``seed`` itself for the first shard)."""
+        return seed + 7_919 * self.index
+
+
+#: A workload that is the whole stream (one shard, no prefix): the other sections' workloads.
+WHOLE_STREAM = Shard()
 
 
 @dataclass(frozen=True)
@@ -74,6 +116,22 @@ class Workload:
     orders: int
     customers: int
     counts: dict[str, int] = field(default_factory=dict)
+
+    def first(self, count: int) -> Workload:
+        """The workload of its first ``count`` records: the orders table as they leave it."""
+        from boto3.dynamodb.types import TypeDeserializer
+
+        deserializer = TypeDeserializer()
+        records = self.records[:count]
+        orders: dict[str, dict[str, Any]] = {}
+        for record in records:
+            key = record["dynamodb"]["Keys"]["pk"]["S"]
+            image = record["dynamodb"].get("NewImage")
+            if image is None:
+                orders.pop(key, None)
+            else:
+                orders[key] = {k: deserializer.deserialize(v) for k, v in image.items()}
+        return Workload(records, orders, self.seed, self.orders, self.customers)
 
     def batches(self, size: int) -> Iterator[list[dict[str, Any]]]:
         """The records cut into Lambda batches of ``size``."""
@@ -172,9 +230,13 @@ def _final_state(changes: Sequence[Change]) -> dict[str, dict[str, Any]]:
     return state
 
 
-def _build(changes: list[Change], seed: int, orders: int, customers: int) -> Workload:
+def _build(
+    changes: list[Change], seed: int, orders: int, customers: int, shard: Shard = WHOLE_STREAM
+) -> Workload:
+    # 10 changes a second in each shard (a shard's window cuts its batches at the same records
+    # however many shards the stream has).
     records = [
-        to_stream_record(change, index, FIRST_CREATION_TIME + index // 10)
+        to_stream_record(change, shard.position(index), FIRST_CREATION_TIME + index // 10)
         for index, change in enumerate(changes)
     ]
     counts: dict[str, int] = {}
@@ -189,39 +251,54 @@ def order_workload(
     orders: int = DEFAULT_ORDERS,
     customers: int = DEFAULT_CUSTOMERS,
     seed: int = DEFAULT_SEED,
+    shard: Shard = WHOLE_STREAM,
 ) -> Workload:
-    """``changes`` changes on ``orders`` orders of ``customers`` customers, interleaved."""
+    """``changes`` changes on ``orders`` orders of ``customers`` customers, interleaved (of
+    ``shard`` alone: its own orders and customers)."""
     if changes < orders:
         raise ValueError(
             f"changes={changes} is fewer than orders={orders}: every order needs its INSERT; "
             "give at least one change per order"
         )
-    rng = random.Random(seed)
+    rng = random.Random(shard.seed(seed))
     lengths = _split(changes, orders, rng)
+    prefix = shard.prefix
     per_order = [
-        _order_changes(rng, f"order-{i:05d}", f"customer-{rng.randrange(customers):04d}", n)
+        _order_changes(
+            rng, f"{prefix}order-{i:05d}", f"customer-{prefix}{rng.randrange(customers):04d}", n
+        )
         for i, n in enumerate(lengths)
     ]
-    return _build(_interleave(rng, per_order), seed, len(per_order), customers)
+    return _build(_interleave(rng, per_order), seed, len(per_order), customers, shard)
 
 
-def same_item_workload(records: int, same_fraction: float, seed: int = DEFAULT_SEED) -> Workload:
+def same_item_workload(
+    records: int,
+    same_fraction: float,
+    seed: int = DEFAULT_SEED,
+    shard: Shard = WHOLE_STREAM,
+    hot_customer: str | None = None,
+) -> Workload:
     """``records`` INSERTs of distinct orders; ``same_fraction`` of them for one customer.
 
     The other records each belong to a customer of their own, so they touch distinct view items.
     ``same_fraction=0`` is the distinct-keys case the ≤ 0.05 requests/record target of
     docs/design.md §4 is stated for. The hot customer's records are spread evenly through the
-    stream.
+    stream. ``shard``: the records of that shard alone (its own orders and customers);
+    ``hot_customer``: the hot customer's id, default ``customer-hot`` with the shard's prefix
+    (give one id to several shards for a hot item they share).
     """
     if not 0.0 <= same_fraction <= 1.0:
         raise ValueError(f"same_fraction={same_fraction} is outside [0, 1]; give a fraction")
-    rng = random.Random(seed)
+    rng = random.Random(shard.seed(seed))
     hot = round(records * same_fraction)
     hot_positions = {round(i * records / hot) for i in range(hot)} if hot else set()
+    prefix = shard.prefix
+    hot_customer = hot_customer or f"customer-{prefix}hot"
     changes = []
     for i in range(records):
-        customer = "customer-hot" if i in hot_positions else f"customer-{i:06d}"
-        key = f"{ORDER_PREFIX}order-{i:06d}"
+        customer = hot_customer if i in hot_positions else f"customer-{prefix}{i:06d}"
+        key = f"{ORDER_PREFIX}{prefix}order-{i:06d}"
         order: dict[str, Any] = {
             "pk": key,
             "customerId": customer,
@@ -229,7 +306,7 @@ def same_item_workload(records: int, same_fraction: float, seed: int = DEFAULT_S
             "amount": _amount(rng),
         }
         changes.append(Change(key, "INSERT", None, order))
-    return _build(changes, seed, records, records - hot + (1 if hot else 0))
+    return _build(changes, seed, records, records - hot + (1 if hot else 0), shard)
 
 
 def clone_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bench import cost
+from bench import cost, esm
 
 
 def test_item_size_follows_dynamodbs_rules() -> None:
@@ -76,6 +76,23 @@ def test_standard_writes_reads_and_throttles() -> None:
     assert meter.latency_ms == pytest.approx(4 * cost.SINGLE_ITEM_MS + cost.SQS_MS)
 
 
+def test_a_batch_get_is_read_per_item_returned_and_timed_by_the_keys_it_names() -> None:
+    meter = cost.CostMeter()
+    params = {
+        "RequestItems": {
+            "ledger": {"Keys": [{"id": {"S": "a"}}, {"id": {"S": "b"}}], "ConsistentRead": True},
+            "idem": {"Keys": [{"id": {"S": "c"}}, {"id": {"S": "d"}}, {"id": {"S": "e"}}]},
+        }
+    }
+    found = {"Responses": {"ledger": [{"id": {"S": "a"}}], "idem": [{"id": {"S": "c"}}]}}
+    meter.record("dynamodb", "BatchGetItem", params, found)
+    assert cost.request_items("BatchGetItem", params) == 5
+    assert meter.rru == 1 + 0.5  # one consistent read, one eventually consistent
+    assert meter.latency_ms == pytest.approx(
+        cost.modelled_latency_ms("dynamodb", "BatchGetItem", 5)
+    )
+
+
 def test_summary_in_dollars() -> None:
     meter = cost.CostMeter(wru=4_000_000, latency_ms=0.0)
     summary = cost.summarise(
@@ -97,3 +114,4 @@ def test_function_memory_and_architecture_are_the_stream_consumers_defaults() ->
 
     assert defaults.MEMORY_SIZE_MB == cost.MEMORY_MB
     assert str(defaults.ARCHITECTURE.name) == cost.ARCHITECTURE
+    assert defaults.TUMBLING_WINDOW_SECONDS == esm.WINDOW_SECONDS
