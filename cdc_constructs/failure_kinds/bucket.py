@@ -28,7 +28,12 @@ from cdc_constructs import defaults
 from cdc_constructs.acknowledge import acknowledge, acknowledge_objects, skip_check
 from cdc_constructs.alarms import consumer_metric
 from cdc_constructs.exceptions import Problem
-from cdc_constructs.failure_kinds.kind import OnFailureTarget, RedriveAccess, key_arns_of
+from cdc_constructs.failure_kinds.kind import (
+    OnFailureTarget,
+    RedriveAccess,
+    RedriveSource,
+    key_arns_of,
+)
 from cdc_constructs.permissions import STREAM_LINEAGE_ACTIONS, allow
 
 __all__ = [
@@ -131,7 +136,7 @@ class BucketKind:
     keeps_records = True
     cfn_type = "AWS::S3::Bucket"
     age_checked_by_redrive = True
-    redrive_source = None  # in the runtime layer
+    redrive_source: RedriveSource | None = None  # in the runtime layer
 
     def provision(
         self,

@@ -23,7 +23,12 @@ from constructs import Construct
 
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.failure_age import oldest_message_age
-from cdc_constructs.failure_kinds.kind import OnFailureTarget, RedriveAccess, key_arns_of
+from cdc_constructs.failure_kinds.kind import (
+    OnFailureTarget,
+    RedriveAccess,
+    RedriveSource,
+    key_arns_of,
+)
 from cdc_constructs.permissions import STREAM_REPLAY_ACTIONS, allow
 
 __all__ = ["QUEUE", "QUEUE_SEND_KEY_ACTIONS", "QueueKind"]
@@ -40,7 +45,7 @@ class QueueKind:
     keeps_records = False
     cfn_type = "AWS::SQS::Queue"
     age_checked_by_redrive = False
-    redrive_source = None  # in the runtime layer
+    redrive_source: RedriveSource | None = None  # in the runtime layer
 
     def target(self, queue: sqs.IQueue) -> OnFailureTarget:
         """``queue`` as the destination."""

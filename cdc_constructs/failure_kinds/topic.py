@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
 from cdc_constructs.exceptions import Problem
-from cdc_constructs.failure_kinds.kind import OnFailureTarget, RedriveAccess
+from cdc_constructs.failure_kinds.kind import OnFailureTarget, RedriveAccess, RedriveSource
 from cdc_constructs.permissions import allow
 
 __all__ = ["TOPIC", "TOPIC_PUBLISH_KEY_ACTIONS", "TopicKind"]
@@ -33,7 +33,7 @@ class TopicKind:
     keeps_records = False
     cfn_type = "AWS::SNS::Topic"
     age_checked_by_redrive = False
-    redrive_source = None  # in the runtime layer
+    redrive_source: RedriveSource | None = None  # in the runtime layer
 
     def reference(self, scope: Construct, arn: str, key_arns: tuple[str, ...]) -> OnFailureTarget:
         return OnFailureTarget(self, arn, key_arns)
