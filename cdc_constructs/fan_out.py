@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -43,7 +43,7 @@ from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import FanOutConfigurationError, Problem
-from cdc_constructs.fan_out_rule import FanOutRule, RuleTarget
+from cdc_constructs.fan_out_rule import FanOutRule
 from cdc_constructs.outbox_publisher import (
     PATH_SEGMENT,
     OutboxEvents,
@@ -268,7 +268,7 @@ class StreamFanOut(StreamPipe):
         construct_id: str,
         *,
         event_pattern: events.EventPattern,
-        target: RuleTarget,
+        target: Callable[[Mapping[str, Any]], events.IRuleTarget],
         dead_letter_queue: sqs.IQueue | None = None,
         description: str | None = None,
         removal_policy: RemovalPolicy = defaults.RECORD_REMOVAL_POLICY,

@@ -52,7 +52,7 @@ class FanOutRule(Construct):
     :param event_bus: the bus the rule is on (the fan-out's).
     :param event_pattern: the events it takes.
     :param target: makes the target from the keyword arguments every aws-cdk-lib target takes
-        (:data:`RuleTarget`): the dead-letter queue, 5 retries and a 1 hour event age.
+        (``RuleTarget``): the dead-letter queue, 5 retries and a 1 hour event age.
     :param alarm_topic: where its alarms notify (the fan-out's).
     :param dead_letter_queue: Default: a new queue (SQS-managed encryption, TLS-only, 14 days,
         retained), as the pipe's.
@@ -70,7 +70,7 @@ class FanOutRule(Construct):
         *,
         event_bus: events.IEventBus,
         event_pattern: events.EventPattern,
-        target: RuleTarget,
+        target: Callable[[Mapping[str, Any]], events.IRuleTarget],
         alarm_topic: sns.ITopic,
         dead_letter_queue: sqs.IQueue | None = None,
         description: str | None = None,
