@@ -349,7 +349,10 @@ def _writes_for(
         writes = RecordWrites.build(
             position, marker, actions, table, quarantined=quarantined, listed=ref, marked=marked
         )
-        if not ledger.applied(change):
+        # Writes that guard themselves (no marker, not listed) are not the ledger's to judge: a
+        # listed compensation of the record's quarantine must not skip its fixed replay.
+        kept = writes.listed is not None or (writes.marker and bool(writes.items))
+        if not kept or not ledger.applied(change):
             return writes
         return RecordWrites(position, [], [], frozenset(), 0, quarantined, duplicate=True)
 
