@@ -28,6 +28,7 @@ from cdc_consumer.contract import (
     LEDGER_TABLE_ENV,
     ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
+    USER_HANDLER_ENV,
     GroupMemberSpec,
     OnFailureMessage,
     QuarantineMessage,
@@ -76,8 +77,10 @@ class ConsumerWiring:
 
     @classmethod
     def of(cls, pipeline: LocalPipeline, handler: str) -> ConsumerWiring:
-        """The wiring of the (one) mapping whose function runs ``handler``."""
-        found = [m for m in pipeline.mappings.values() if m.function.spec.handler == handler]
+        """The wiring of the (one) mapping whose function runs ``handler``: as its handler, or
+        behind the window handler StreamConsumer puts in front of it when its mapping has a
+        tumbling window (which names it in ``CDC_HANDLER``)."""
+        found = [m for m in pipeline.mappings.values() if runs(m.function, handler)]
         if len(found) != 1:
             raise LocalPipelineError(
                 f"expected one stream mapping whose function's handler is {handler!r} in stack "
@@ -117,6 +120,12 @@ class ConsumerWiring:
                 else ""
             ),
         )
+
+
+def runs(function: LocalFunction, handler: str) -> bool:
+    """Whether ``function`` runs ``handler``: as its handler, or behind the window handler
+    (``CDC_HANDLER``, cdc_consumer.window_handler)."""
+    return handler in (function.spec.handler, function.environment.get(USER_HANDLER_ENV))
 
 
 def scan(ddb: Any, table: str) -> list[dict[str, Any]]:
