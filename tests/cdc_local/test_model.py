@@ -42,7 +42,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -627,33 +627,22 @@ class PipelineModel(StreamRules):
         with each batch whole, the other with each batch in two halves: the same records cut
         into different transactions. They do not overlap: one takes the consumer's lease, the
         other waits for it (a redrive reading the quarantine hides its messages from any other
-        reader, docs/design.md §5). Nothing applies twice, no item's change goes ahead of an
-        earlier pending one, and the waiting one runs once the holder finished (neither ends
-        busy)."""
+        reader, docs/design.md §5). Each replays every mapping's batches, oldest mapping first
+        (a replaced mapping's stay under its UUID). Nothing applies twice, no item's change
+        goes ahead of an earlier pending one, and the waiting one runs once the holder finished
+        (neither ends busy)."""
         self.steps += 1
         before, waiting = self._read(), self._pending_by_source()
-        assert self.wiring.on_failure_bucket is not None
-        errors: list[BaseException] = []
-        reports: list[RedriveReport] = []
-
-        def run(split: bool) -> None:
-            try:
-                reports.append(
-                    redriver(self.pipeline, self.wiring, split=split, wait=600).run_bucket(
-                        self.wiring.on_failure_bucket, self.wiring.on_failure_prefix
-                    )
+        wirings, reports = [*self.retired, self.wiring], []
+        at_once(
+            *(
+                lambda split=split: reports.extend(
+                    redrive_buckets(self.pipeline, self.wiring, wirings, split=split, wait=600)
                 )
-            except BaseException as error:  # re-raised below, in the test's thread
-                errors.append(error)
-
-        threads = [threading.Thread(target=run, args=(split,)) for split in (False, True)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
-        assert [report.busy for report in reports] == [None, None], "a redrive ended busy"
+                for split in (False, True)
+            )
+        )
+        assert all(report.busy is None for report in reports), "a redrive ended busy"
         self._check(before, self._read(), self._redrive_order(waiting))
 
     @rule(
@@ -672,17 +661,17 @@ class PipelineModel(StreamRules):
         without a window) drain at the same moment, then the old one is retired;
         ``redrive``, the same with a redrive of the on-failure bucket on a third thread (the
         replacement delivers the bucket's records again); ``retry``, the mapping drains with
-        each batch sent twice at once (a retry while the first attempt still runs). Nothing
-        applies twice or is lost, and no item's change is applied after a newer one."""
+        each batch sent three times at once, cut three ways (:class:`_Resent`: a bisected
+        retry while earlier attempts still run). Nothing applies twice or is lost, and no
+        item's change is applied after a newer one."""
         self.write(changes)
         before, waiting, old = self._read(), self._pending_by_source(), self.wiring
         with self._faults(fault, 0):
             if kind == "retry":
                 order = self._check_stream_order
-                twice = _Twice(old.function)
-                old.mapping.function = twice  # type: ignore[assignment]
+                old.mapping.function = _Resent(old.function)  # type: ignore[assignment]
                 try:
-                    at_once(lambda: old.mapping.drain(flush_windows=True))
+                    old.mapping.drain(flush_windows=True)
                 finally:
                     old.mapping.function = old.function
             else:
@@ -696,7 +685,7 @@ class PipelineModel(StreamRules):
         self.deployments[-1].drained_to = len(self.history)
         self._check(before, self._read(), order)
 
-    def _replaced_at_once(self, window: bool, *, redrive: bool) -> list[Any]:
+    def _replaced_at_once(self, window: bool, *, redrive: bool) -> list[Callable[[], object]]:
         """Jobs for :func:`at_once`: the mapping and its replacement (made here) draining, and
         with ``redrive`` the on-failure bucket's redrive of every mapping's batches."""
         old = self.wiring
@@ -706,7 +695,7 @@ class PipelineModel(StreamRules):
             parallelization_factor=1,
             tumbling_window_seconds=seconds,
         )
-        jobs = [
+        jobs: list[Callable[[], object]] = [
             lambda: old.mapping.drain(flush_windows=True),
             lambda: new.drain(flush_windows=True),
         ]
@@ -750,20 +739,28 @@ def redriver(
 
 
 def redrive_buckets(
-    pipeline: LocalPipeline, wiring: ConsumerWiring, wirings: list[ConsumerWiring]
-) -> None:
-    """The on-failure bucket's redrive through ``wiring``'s consumer, of each of ``wirings``'
-    batches (each mapping's UUID, oldest first)."""
+    pipeline: LocalPipeline,
+    wiring: ConsumerWiring,
+    wirings: list[ConsumerWiring],
+    *,
+    split: bool = False,
+    wait: float = 0.0,
+) -> list[RedriveReport]:
+    """The on-failure bucket's redrive through ``wiring``'s consumer (see :func:`redriver`),
+    of each of ``wirings``' batches in turn (each mapping's UUID, oldest first)."""
+    reports = []
     for each in wirings:
         assert each.on_failure_bucket is not None
-        redriver(pipeline, wiring).run_bucket(each.on_failure_bucket, each.on_failure_prefix)
+        redrive = redriver(pipeline, wiring, split=split, wait=wait)
+        reports.append(redrive.run_bucket(each.on_failure_bucket, each.on_failure_prefix))
+    return reports
 
 
-def at_once(*jobs: Any) -> None:
+def at_once(*jobs: Callable[[], object]) -> None:
     """Run each of ``jobs`` on its own thread, started together; re-raise the first error."""
     start, errors = threading.Barrier(len(jobs)), []
 
-    def run(job: Any) -> None:
+    def run(job: Callable[[], object]) -> None:
         try:
             start.wait()
             job()
@@ -779,21 +776,39 @@ def at_once(*jobs: Any) -> None:
         raise errors[0]
 
 
-class _Twice:
-    """A mapping's function whose every invocation is sent twice at once, on two threads: a
-    retry sent while the first attempt still runs (the poller gave up on it); the mapping
-    goes on with the retry's result."""
+class _Resent:
+    """A mapping's function whose every batch is sent three times at once, each on its own
+    thread and cut its own way: whole, record by record, and in two halves, the attempt the
+    mapping goes on with (a retry that bisected the batch, sent while earlier attempts it gave
+    up on still run: the same records in other transactions). Its result: the first half's
+    when it reports a failure, else the second's."""
 
     def __init__(self, function: Any) -> None:
         self.function = function
 
     def invoke(self, event: dict[str, Any]) -> Any:
-        first = threading.Thread(target=self.function.invoke, args=(event,))
-        first.start()
+        records = event["Records"]
+        others = [
+            threading.Thread(target=self._in_pieces, args=(event, pieces))
+            for pieces in ([records], [[record] for record in records])
+        ]
+        for other in others:
+            other.start()
         try:
-            return self.function.invoke(event)
+            half = max(1, len(records) // 2)
+            return self._in_pieces(event, [records[:half], records[half:]])
         finally:
-            first.join()
+            for other in others:
+                other.join()
+
+    def _in_pieces(self, event: dict[str, Any], pieces: list[list[Any]]) -> Any:
+        """Invoke with each of ``pieces`` in turn, up to the first that fails."""
+        result = None
+        for piece in (piece for piece in pieces if piece):
+            result = self.function.invoke({**event, "Records": piece})
+            if result.failed or (result.response or {}).get("batchItemFailures"):
+                break
+        return result
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.function, name)
