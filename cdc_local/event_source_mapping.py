@@ -435,7 +435,11 @@ class EventSourceMapping:
 
     def _window_over(self, lane: _Lane) -> bool:
         """Whether the lane's open window is over and settled: its next record is of another
-        window; or none is pending and the window's end has passed or its shard has ended."""
+        window; or none is pending and the window's end has passed or its shard has ended. A
+        window open when the mapping's window is taken off (its settings changed) ends without
+        a final invocation: AWS does not say whether it sends one."""
+        if lane.window is not None and not self.settings.tumbling_window_seconds:
+            lane.window = None
         if lane.window is None:
             return False
         if lane.pending:

@@ -6,8 +6,9 @@ or invoked, ``sys.path`` starts with its asset directory and each layer's ``pyth
 So two functions that both use ``index.handler`` (or two versions of one layer) never share a
 module.
 The function's environment and the endpoint's are set in ``os.environ`` for the invocation.
-``sys.path``, ``sys.modules`` and ``os.environ`` are process-wide, so invocations are serialized by
-one lock (:data:`INVOCATION_LOCK`); concurrency between mapping lanes is emulated by interleaving.
+``sys.path``, ``sys.modules`` and ``os.environ`` are process-wide, so one function's code runs at
+a time (:mod:`cdc_local.function_room`): invocations of one function on several threads run at
+once, sharing its warm modules; the mapping's own lanes are interleaved on one thread.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ import boto3
 from cdc_local.assembly import FunctionSpec
 from cdc_local.endpoint import patched_environ
 from cdc_local.exceptions import FunctionLoadError
+from cdc_local.function_room import ROOM
 
-#: Serializes every in-process invocation (see the module docstring).
-INVOCATION_LOCK = threading.RLock()
+#: Guards the functions' invocation and error counts (invocations may run on several threads).
+_COUNTS = threading.Lock()
 
 
 class InvocationFaults(Protocol):
@@ -172,34 +174,32 @@ class LocalFunction:
             clock_speed=self.clock_speed,
         )
         output = io.StringIO()
-        with INVOCATION_LOCK:
+        with _COUNTS:
             self.invocations += 1
-            with self._isolated(), self._output(output):
-                try:
-                    handler = self._load()
-                    faults = (
-                        self.faults.during(self.name) if self.faults else contextlib.nullcontext()
-                    )
-                    with faults:
-                        response = handler(event, context)
-                except FunctionLoadError:
+        with ROOM.holding(self, output if self.capture_output else None):
+            try:
+                handler = self._load()
+                faults = self.faults.during(self.name) if self.faults else contextlib.nullcontext()
+                with faults:
+                    response = handler(event, context)
+            except FunctionLoadError:
+                raise
+            except BaseException as error:  # a crash of any kind fails the invocation
+                if isinstance(error, KeyboardInterrupt):
                     raise
-                except BaseException as error:  # a crash of any kind fails the invocation
-                    if isinstance(error, KeyboardInterrupt):
-                        raise
-                    self._check_access()
-                    self.errors += 1
-                    traceback.print_exc(file=output)
-                    return InvocationResult(
-                        context.aws_request_id,
-                        None,
-                        type(error).__name__,
-                        str(error),
-                        output.getvalue(),
-                    )
+                self._check_access()
+                self._count_error()
+                traceback.print_exc(file=output)
+                return InvocationResult(
+                    context.aws_request_id,
+                    None,
+                    type(error).__name__,
+                    str(error),
+                    output.getvalue(),
+                )
         self._check_access()
         if context.elapsed_seconds() > self.spec.timeout_seconds:
-            self.errors += 1
+            self._count_error()
             return InvocationResult(
                 context.aws_request_id,
                 None,
@@ -208,7 +208,7 @@ class LocalFunction:
                 output.getvalue(),
             )
         if self.faults is not None and self.faults.lose_response():
-            self.errors += 1
+            self._count_error()
             return InvocationResult(
                 context.aws_request_id,
                 None,
@@ -217,6 +217,15 @@ class LocalFunction:
                 output.getvalue(),
             )
         return InvocationResult(context.aws_request_id, response, output=output.getvalue())
+
+    def _count_error(self) -> None:
+        with _COUNTS:
+            self.errors += 1
+
+    @property
+    def cold(self) -> bool:
+        """Whether the handler is not imported yet (its next invocation is a cold start)."""
+        return self._handler is None
 
     def _check_access(self) -> None:
         if self.check_access is not None:
@@ -244,7 +253,7 @@ class LocalFunction:
         return self._handler
 
     @contextlib.contextmanager
-    def _isolated(self) -> Iterator[None]:
+    def isolated(self) -> Iterator[None]:
         """This function's sys.path, modules and environment, for the duration of the block."""
         provided = _top_level_names(self.code_dirs)
         saved = {n: m for n, m in sys.modules.items() if n.partition(".")[0] in provided}
@@ -282,17 +291,6 @@ class LocalFunction:
             for n in self._modules:
                 del sys.modules[n]
             sys.modules.update(saved)
-
-    @contextlib.contextmanager
-    def _output(self, buffer: io.StringIO) -> Iterator[None]:
-        if not self.capture_output:
-            # What the handler prints is its log (CloudWatch Logs in AWS): standard error, so
-            # standard output keeps only the tool's own facts (cdc-local's serve mode).
-            with contextlib.redirect_stdout(sys.stderr):
-                yield
-            return
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            yield
 
 
 def _top_level_names(directories: tuple[Path, ...]) -> set[str]:

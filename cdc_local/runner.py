@@ -148,6 +148,9 @@ class LocalPipeline:
         self.resources: LocalResources | None = None
         self.functions: dict[str, LocalFunction] = {}
         self.mappings: dict[str, EventSourceMapping] = {}
+        #: How many mappings :meth:`replace_mapping` made of each logical id, the template's
+        #: included (a retired one's name, and its UUID, is never taken again).
+        self._made: dict[str, int] = {}
         self.sweeper: TtlSweeper | None = None
         #: The stack's global tables' replicas, kept in step (None before provision()).
         self.replication: Replication | None = None
@@ -337,8 +340,8 @@ class LocalPipeline:
         deletes the old one. ``changes``: :class:`MappingSettings` fields the new mapping has
         otherwise (``tumbling_window_seconds=0``, ...). Returns the new mapping, kept in
         :attr:`mappings` as ``<logical id>~<n>`` (its n-th mapping, the template's the first)."""
-        taken = [name for name in self.mappings if name.split("~")[0] == logical_id]
-        name = f"{logical_id}~{len(taken) + 1}"
+        self._made[logical_id] = self._made.get(logical_id, 1) + 1  # the template's the first
+        name = f"{logical_id}~{self._made[logical_id]}"
         changes = {"starting_position": "TRIM_HORIZON", **changes}
         mapping = self._mapping(logical_id, name=name, changes=changes)
         self.mappings[name] = mapping

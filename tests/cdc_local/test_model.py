@@ -8,8 +8,11 @@ two redrives of the on-failure bucket started at once (they take turns through t
 redrive lease) that cut the same records into different
 transactions, records the mapping discards by age (redriven later), and a parallelization
 factor of 2 to 10; and of issue 38: the mapping's tumbling window (each event names its shard,
-a ledger lane per shard) turned on and off with the factor, shards rolled over, and the mapping
-replaced while the old one still runs (both from TRIM_HORIZON, with or without a window).
+a ledger lane per shard) turned on and off with the factor, shards rolled over, the mapping
+replaced while the old one still runs (both from TRIM_HORIZON, with or without a window), and
+deliveries of the same records at once on real threads (the mapping and its replacement, with
+or without the bucket's redrive beside them, or each batch sent twice at once), whose requests
+interleave at the endpoint as they would at DynamoDB (cdc_local.function_room).
 
 hypothesis' ``RuleBasedStateMachine`` interleaves the steps; the model is the table's history
 (every write the test made, in order). After each step that drains the pipeline or redrives:
@@ -22,7 +25,9 @@ hypothesis' ``RuleBasedStateMachine`` interleaves the steps; the model is the ta
 - **nothing out of order**: the changes the stream delivered are applied in stream order per
   item, and a redrive never applies a change of an item while an earlier change of that item
   stays pending where it was before the run (the bucket or the quarantine; a change the
-  consumer quarantines during the run is set aside and holds nothing, docs/design.md §5);
+  consumer quarantines during the run is set aside and holds nothing, docs/design.md §5); a
+  delivery from the stream's start beside the mapping applies a change pending before (late,
+  as a redriven one) in order among the late ones, and every other in stream order;
 - and once everything is redriven with the fix deployed, each log *is* the item's history
   (the view equals its recomputation) and ``notify`` ran exactly once per change.
 
@@ -37,7 +42,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -97,6 +102,8 @@ STEPS = int(os.environ.get("MODEL_STEPS", "12"))
 MAX_DAYS = 13
 #: The model stack's tumbling window (StreamConsumer's default).
 WINDOW_SECONDS = 900
+#: Concurrent deliveries of the same records (:meth:`PipelineModel.concurrent_deliveries`).
+DELIVERIES = ("replaced", "redrive", "retry")
 SHRINK = os.environ.get("MODEL_SHRINK") == "1"
 
 
@@ -169,8 +176,9 @@ class Observed:
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
-class PipelineModel(RuleBasedStateMachine):
-    """The local pipeline against its model; see the module docstring."""
+class ModelState(RuleBasedStateMachine):
+    """The pipeline, the model's history (every write the test made, in order) and what is
+    read of them; see the module docstring."""
 
     endpoint: LocalEndpoint
     assembly: Path
@@ -210,8 +218,6 @@ class PipelineModel(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.pipeline.close()
 
-    # -- writes --------------------------------------------------------------------------------
-
     def _write(self, pk: str, *, poison: bool = False, ttl_seconds: int | None = None) -> None:
         self.writes += 1
         item: dict[str, Any] = {"pk": {"S": pk}, "w": {"N": str(self.writes)}}
@@ -224,22 +230,6 @@ class PipelineModel(RuleBasedStateMachine):
         self.items[pk] = self.writes
         self.history.append(Change(pk, str(self.writes)))
 
-    @initialize(
-        changes=CHANGES,
-        fault=st.sampled_from(FAULTS),
-        seed=st.integers(0, 2**16),
-        ledger=st.booleans(),
-    )
-    def start(self, changes: list[tuple[str, str]], fault: str, seed: int, ledger: bool) -> None:
-        """A first workload, drained with a fault: every example starts with history. Without
-        ``ledger`` the consumer starts on per-record markers (an older stack), until
-        :meth:`upgrade` gives it its ledger table."""
-        self.on_ledger = ledger
-        if not ledger:
-            self._redeploy(lambda env: env.pop(LEDGER_TABLE_ENV, None))
-        self.write(changes)
-        self.drain(fault, seed)
-
     def _redeploy(self, change: Any) -> None:
         """A new deployment of the function: ``change(environment)``, then a cold start."""
         function = self.wiring.function
@@ -248,271 +238,6 @@ class PipelineModel(RuleBasedStateMachine):
         function.environment = environment
         function._handler, function._modules = None, {}  # a cold start of the new code
         self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
-
-    @precondition(lambda self: not self.on_ledger)
-    @rule()
-    def upgrade(self) -> None:
-        """The stack that ran with per-record markers gets its ledger table (an upgrade in
-        place): old markers still count while they can matter."""
-        self.steps += 1
-        self.pipeline.drain()
-        self.deployments[-1].drained_to = len(self.history)
-        self.observed = self._read()
-        self.on_ledger = True
-        self._redeploy(lambda env: env.__setitem__(LEDGER_TABLE_ENV, self.ledger_table))
-
-    @rule(factor=st.sampled_from([1, 2, 3, 5, 10]), window=st.booleans())
-    def parallelize(self, factor: int, window: bool) -> None:
-        """The mapping's parallelization factor changes (lanes of one shard interleave), and
-        with it its tumbling window: on or off at a factor of 1 (``tumbling_window``), off above
-        it (AWS refuses one there). With a window each event names its shard and the runtime
-        keeps a ledger lane per shard; without, per-record markers; the records listed in the
-        lanes before stay applied. The function is redeployed as CloudFormation would."""
-        self.steps += 1
-        self.pipeline.drain()
-        self.deployments[-1].drained_to = len(self.history)
-        self.observed = self._read()
-        mapping = self.wiring.mapping
-        seconds = WINDOW_SECONDS if factor == 1 and window else 0
-        mapping.settings = replace(
-            mapping.settings, parallelization_factor=factor, tumbling_window_seconds=seconds
-        )
-        self._redeploy(lambda env: None)
-
-    @rule(window=st.booleans(), fault=st.sampled_from(["none", "crash", "duplicate"]))
-    def replace_mapping(self, window: bool, fault: str) -> None:
-        """CloudFormation replaces the mapping: the new one (with or without a window) reads the
-        stream from TRIM_HORIZON while the old one still runs, both delivering the same records
-        (the new one from the start), then the old one is deleted. Its failed batches stay under
-        its own UUID in the bucket, which the redrives replay too."""
-        self.steps += 1
-        before = self._read()
-        old = self.wiring
-        name = old.mapping.name.split("~")[0]
-        seconds = WINDOW_SECONDS if window else 0
-        self.pipeline.replace_mapping(
-            name, parallelization_factor=1, tumbling_window_seconds=seconds
-        )
-        with self._faults(fault, 0):
-            self.pipeline.drain()
-        self.pipeline.retire_mapping(old.mapping.name)
-        self.retired.append(old)
-        self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
-        self.deployments[-1].drained_to = len(self.history)
-        self._check(before, self._read(), self._check_stream_order)
-
-    @rule(changes=CHANGES)
-    def age_out(self, changes: list[tuple[str, str]]) -> None:
-        """Writes the mapping never delivers: two hours pass first (its maximum record age is
-        one), so it discards them unseen to the on-failure bucket; a redrive applies them."""
-        self.write(changes)
-        if self.offset + 2 * 3600 <= MAX_DAYS * DAY:
-            self.offset += 2 * 3600
-        before = self._read()
-        self.pipeline.drain()
-        self.deployments[-1].drained_to = len(self.history)
-        self._check(before, self._read(), self._check_stream_order)
-
-    @rule()
-    def concurrent_redrives(self) -> None:
-        """Two redrives of the on-failure bucket started at once, one invoking the consumer
-        with each batch whole, the other with each batch in two halves: the same records cut
-        into different transactions. They do not overlap: one takes the consumer's lease, the
-        other waits for it (a redrive reading the quarantine hides its messages from any other
-        reader, docs/design.md §5). Nothing applies twice, no item's change goes ahead of an
-        earlier pending one, and the waiting one runs once the holder finished (neither ends
-        busy)."""
-        self.steps += 1
-        before, waiting = self._read(), self._pending_by_source()
-        assert self.wiring.on_failure_bucket is not None
-        errors: list[BaseException] = []
-        reports: list[RedriveReport] = []
-
-        def run(split: bool) -> None:
-            try:
-                reports.append(
-                    redriver(self.pipeline, self.wiring, split=split, wait=600).run_bucket(
-                        self.wiring.on_failure_bucket, self.wiring.on_failure_prefix
-                    )
-                )
-            except BaseException as error:  # re-raised below, in the test's thread
-                errors.append(error)
-
-        threads = [threading.Thread(target=run, args=(split,)) for split in (False, True)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
-        assert [report.busy for report in reports] == [None, None], "a redrive ended busy"
-        self._check(before, self._read(), self._redrive_order(waiting))
-
-    @rule(changes=CHANGES)
-    def write(self, changes: list[tuple[str, str]]) -> None:
-        """Writes to the table: a put, a put ``stats`` finds poison (until the fix is
-        deployed), a put of an item that expires within the hour (swept when the clock passes
-        it), or a delete."""
-        self.steps += 1
-        for pk, kind in changes:
-            if kind != "delete":
-                poison = kind == "poison" and not self.fixed
-                self._write(pk, poison=poison, ttl_seconds=3600 if kind == "expiring" else None)
-                continue
-            last = self.items[pk]
-            if last is None:
-                continue
-            self.ddb.delete_item(TableName=self.wiring.source_table, Key={"pk": {"S": pk}})
-            self.items[pk] = None
-            self.history.append(Change(pk, f"{last}D"))
-
-    # -- the pipeline ----------------------------------------------------------------------------
-
-    @rule(
-        fault=st.sampled_from(
-            ["transient", "crash", "crash", "lost_response", "duplicate", "none"]
-        ),
-        seed=st.integers(0, 2**16),
-    )
-    def drain(self, fault: str, seed: int) -> None:
-        """Drain the streams with one kind of fault injected (often enough to exhaust retries
-        and send batches to the on-failure bucket)."""
-        self.steps += 1
-        before = self._read()
-        with self._faults(fault, seed):
-            self.pipeline.drain()
-        self.deployments[-1].drained_to = len(self.history)
-        self._check(before, self._read(), self._check_stream_order)
-
-    @rule()
-    def roll_shards(self) -> None:
-        """DynamoDB closes the stream's shard and opens a child (about every 4 hours), maybe
-        while a batch of the parent is failing or unread: Lambda reads the parent first."""
-        self.steps += 1
-        self.pipeline.roll_shards()
-
-    @rule(days=st.sampled_from([1, 3, 8]))
-    def days_pass(self, days: int) -> None:
-        """The clock moves on (after the streams are drained, so no record ages out unread):
-        the TTL sweeper deletes expired items (REMOVE records the next drain delivers) and
-        expired markers, and the streams trim what is older than 24 hours."""
-        self.steps += 1
-        self.pipeline.drain()
-        self.deployments[-1].drained_to = len(self.history)
-        self.observed = self._read()
-        if self.offset + days * DAY > MAX_DAYS * DAY:
-            return
-        self.offset += days * DAY
-        self.pipeline.trim_streams()
-        swept = self._sweep()
-        for pk, last in swept:
-            self.items[pk] = None
-            self.history.append(Change(pk, f"{last}D"))
-
-    @rule(
-        add_audit=st.booleans(),
-        reverse=st.booleans(),
-        fix=st.booleans(),
-    )
-    def deploy(self, add_audit: bool, reverse: bool, fix: bool) -> None:
-        """A new deployment: ``audit`` added or removed, the members' order changed, maybe the
-        poison fix; the function cold-starts with the new environment."""
-        self.steps += 1
-        self.pipeline.drain()
-        self.deployments[-1].drained_to = len(self.history)
-        self.observed = self._read()
-        members = [*ALWAYS, *(["audit"] if add_audit else [])]
-        if reverse:
-            members.reverse()
-        function = self.wiring.function
-        environment = dict(function.environment)
-        environment[CONSUMER_GROUP_ENV] = GroupMemberSpec.encode(
-            [GroupMemberSpec(name) for name in members]
-        )
-        if fix:
-            environment["POISON_FIXED"] = "1"
-            self.fixed = True
-        function.environment = environment
-        function._handler, function._modules = None, {}  # a cold start of the new code
-        self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
-        self.deployments.append(Deployment(tuple(members), len(self.history)))
-
-    @rule(fault=st.sampled_from(["none", "transient", "crash"]), seed=st.integers(0, 2**16))
-    def redrive_bucket(self, fault: str, seed: int) -> None:
-        self.steps += 1
-        before, waiting = self._read(), self._pending_by_source()
-        with self._faults(fault, seed):
-            for wiring in [*self.retired, self.wiring]:  # each mapping's UUID, oldest first
-                assert wiring.on_failure_bucket is not None
-                redriver(self.pipeline, self.wiring).run_bucket(
-                    wiring.on_failure_bucket, wiring.on_failure_prefix
-                )
-        self._check(before, self._read(), self._redrive_order(waiting))
-
-    @precondition(lambda self: self.fixed)
-    @rule()
-    def redrive_quarantine(self) -> None:
-        self.steps += 1
-        before, waiting = self._read(), self._pending_by_source()
-        redriver(self.pipeline, self.wiring).run(
-            self.wiring.quarantine_queue_url, Source.QUARANTINE
-        )
-        self._check(before, self._read(), self._redrive_order(waiting))
-
-    @precondition(lambda self: self.steps >= STEPS // 2)
-    @rule()
-    def settle(self) -> None:
-        """Everything redriven with the fix deployed, no faults: each member's log is its
-        item's history, and ``notify`` ran exactly once per change."""
-        if not self.fixed:
-            self.deploy(add_audit="audit" in self.deployments[-1].members, reverse=False, fix=True)
-        for _ in range(3):
-            self.redrive_bucket("none", 0)
-            self.redrive_quarantine()
-        self.drain("none", 0)
-        assert not self._bucket_pending() and not self._quarantine_pending()
-        expected: dict[str, list[str]] = defaultdict(list)
-        for change in self.history:
-            expected[change.pk].append(change.entry)
-        for member in ALWAYS:
-            logs = {pk: self.observed.logs.get((member, pk), []) for pk in expected}
-            # Redriven changes come late (the stream moved on): the same changes, each once.
-            assert {pk: sorted(log, key=order_of) for pk, log in logs.items()} == dict(expected)
-        changes = {(change.pk, change.entry) for change in self.history}
-        assert set(self.observed.calls) == changes, "notify did not run for every change"
-
-    # -- checks after each step that drains or redrives --------------------------------------------
-
-    def _check(self, before: Observed, after: Observed, order: Any) -> None:
-        self.observed = after
-        order(before, after)
-        self._nothing_doubled()
-        self._nothing_lost()
-
-    def _nothing_doubled(self) -> None:
-        for (member, pk), log in self.observed.logs.items():
-            assert len(log) == len(set(log)), f"{member} applied a change of {pk} twice: {log}"
-        doubled = {
-            change: n
-            for change, n in self.observed.calls.items()
-            if n != 1 and change not in self.exposed
-        }
-        assert not doubled, f"notify ran more than once: {doubled}"
-
-    def _nothing_lost(self) -> None:
-        current = self.deployments[-1]
-        pending = self._pending()
-        for member in ALWAYS:
-            for change in self.history[: current.drained_to]:
-                applied = change.entry in self.observed.logs.get((member, change.pk), [])
-                held = (change.pk, change.entry) in pending
-                assert applied or held, f"{member} lost {change} (history {self.history})"
-        if "audit" in current.members:
-            for change in self.history[current.first_change : current.drained_to]:
-                applied = change.entry in self.observed.logs.get(("audit", change.pk), [])
-                assert applied or (change.pk, change.entry) in pending, f"audit lost {change}"
-
-    # -- helpers ---------------------------------------------------------------------------------
 
     def _faults(self, fault: str, seed: int) -> Any:
         if fault in ("transient", "crash"):
@@ -572,6 +297,39 @@ class PipelineModel(RuleBasedStateMachine):
         messages = peek_messages(self.pipeline.client("sqs"), self.wiring.quarantine_queue_url)
         return {entry_of(message["record"]) for message in messages}
 
+
+class ModelChecks(ModelState):
+    """The checks after each step that drains or redrives (the module docstring's invariants)."""
+
+    def _check(self, before: Observed, after: Observed, order: Any) -> None:
+        self.observed = after
+        order(before, after)
+        self._nothing_doubled()
+        self._nothing_lost()
+
+    def _nothing_doubled(self) -> None:
+        for (member, pk), log in self.observed.logs.items():
+            assert len(log) == len(set(log)), f"{member} applied a change of {pk} twice: {log}"
+        doubled = {
+            change: n
+            for change, n in self.observed.calls.items()
+            if n != 1 and change not in self.exposed
+        }
+        assert not doubled, f"notify ran more than once: {doubled}"
+
+    def _nothing_lost(self) -> None:
+        current = self.deployments[-1]
+        pending = self._pending()
+        for member in ALWAYS:
+            for change in self.history[: current.drained_to]:
+                applied = change.entry in self.observed.logs.get((member, change.pk), [])
+                held = (change.pk, change.entry) in pending
+                assert applied or held, f"{member} lost {change} (history {self.history})"
+        if "audit" in current.members:
+            for change in self.history[current.first_change : current.drained_to]:
+                applied = change.entry in self.observed.logs.get(("audit", change.pk), [])
+                assert applied or (change.pk, change.entry) in pending, f"audit lost {change}"
+
     def _appended(self, before: Observed, after: Observed) -> Iterator[tuple[str, str, list[str]]]:
         for (member, pk), log in after.logs.items():
             earlier = before.logs.get((member, pk), [])
@@ -590,6 +348,29 @@ class PipelineModel(RuleBasedStateMachine):
                 f"{member} applied {pk}'s change {new[0]} after a newer one from the stream"
             )
             self.stream_high[(member, pk)] = orders[-1]
+
+    def _replay_order(self, waiting: tuple[set[tuple[str, str]], set[tuple[str, str]]]) -> Any:
+        """The order check of deliveries that replay the stream from its start (a replacement
+        from TRIM_HORIZON) beside the mapping, or the bucket beside them, with ``waiting``
+        pending before (in the bucket, in the quarantine): a change pending before comes late,
+        as a redriven one does, in order among the late ones; every other change is applied
+        in stream order after what the stream applied before."""
+        late = waiting[0] | waiting[1]
+
+        def check(before: Observed, after: Observed) -> None:
+            for member, pk, new in self._appended(before, after):
+                behind = [order_of(entry) for entry in new if (pk, entry) in late]
+                assert behind == sorted(behind), f"{member} applied {pk}'s late {new} out of order"
+                fresh = [order_of(entry) for entry in new if (pk, entry) not in late]
+                assert fresh == sorted(fresh), f"{member} applied {pk}'s changes {new} out of order"
+                high = self.stream_high.get((member, pk))
+                assert not fresh or high is None or fresh[0] > high, (
+                    f"{member} applied {pk}'s change(s) {new} after a newer one from the stream"
+                )
+                if fresh:
+                    self.stream_high[(member, pk)] = fresh[-1]
+
+        return check
 
     def _redrive_order(self, waiting: tuple[set[tuple[str, str]], set[tuple[str, str]]]) -> Any:
         """The order check of a redrive that started with ``waiting`` pending (in the bucket, in
@@ -621,6 +402,306 @@ class PipelineModel(RuleBasedStateMachine):
                 )
 
         return check
+
+
+class StreamRules(ModelChecks):
+    """The steps of a running pipeline: writes, drains with faults, shards rolled over, days
+    passing, redrives, deployments of the consumer group, and the settling at the end."""
+
+    @initialize(
+        changes=CHANGES,
+        fault=st.sampled_from(FAULTS),
+        seed=st.integers(0, 2**16),
+        ledger=st.booleans(),
+    )
+    def start(self, changes: list[tuple[str, str]], fault: str, seed: int, ledger: bool) -> None:
+        """A first workload, drained with a fault: every example starts with history. Without
+        ``ledger`` the consumer starts on per-record markers (an older stack), until
+        :meth:`upgrade` gives it its ledger table."""
+        self.on_ledger = ledger
+        if not ledger:
+            self._redeploy(lambda env: env.pop(LEDGER_TABLE_ENV, None))
+        self.write(changes)
+        self.drain(fault, seed)
+
+    @rule(changes=CHANGES)
+    def write(self, changes: list[tuple[str, str]]) -> None:
+        """Writes to the table: a put, a put ``stats`` finds poison (until the fix is
+        deployed), a put of an item that expires within the hour (swept when the clock passes
+        it), or a delete."""
+        self.steps += 1
+        for pk, kind in changes:
+            if kind != "delete":
+                poison = kind == "poison" and not self.fixed
+                self._write(pk, poison=poison, ttl_seconds=3600 if kind == "expiring" else None)
+                continue
+            last = self.items[pk]
+            if last is None:
+                continue
+            self.ddb.delete_item(TableName=self.wiring.source_table, Key={"pk": {"S": pk}})
+            self.items[pk] = None
+            self.history.append(Change(pk, f"{last}D"))
+
+    @rule(
+        fault=st.sampled_from(
+            ["transient", "crash", "crash", "lost_response", "duplicate", "none"]
+        ),
+        seed=st.integers(0, 2**16),
+    )
+    def drain(self, fault: str, seed: int) -> None:
+        """Drain the streams with one kind of fault injected (often enough to exhaust retries
+        and send batches to the on-failure bucket)."""
+        self.steps += 1
+        before = self._read()
+        with self._faults(fault, seed):
+            self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self._check(before, self._read(), self._check_stream_order)
+
+    @rule(changes=CHANGES)
+    def age_out(self, changes: list[tuple[str, str]]) -> None:
+        """Writes the mapping never delivers: two hours pass first (its maximum record age is
+        one), so it discards them unseen to the on-failure bucket; a redrive applies them."""
+        self.write(changes)
+        if self.offset + 2 * 3600 <= MAX_DAYS * DAY:
+            self.offset += 2 * 3600
+        before = self._read()
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self._check(before, self._read(), self._check_stream_order)
+
+    @rule()
+    def roll_shards(self) -> None:
+        """DynamoDB closes the stream's shard and opens a child (about every 4 hours), maybe
+        while a batch of the parent is failing or unread: Lambda reads the parent first."""
+        self.steps += 1
+        self.pipeline.roll_shards()
+
+    @rule(days=st.sampled_from([1, 3, 8]))
+    def days_pass(self, days: int) -> None:
+        """The clock moves on (after the streams are drained, so no record ages out unread):
+        the TTL sweeper deletes expired items (REMOVE records the next drain delivers) and
+        expired markers, and the streams trim what is older than 24 hours."""
+        self.steps += 1
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self.observed = self._read()
+        if self.offset + days * DAY > MAX_DAYS * DAY:
+            return
+        self.offset += days * DAY
+        self.pipeline.trim_streams()
+        swept = self._sweep()
+        for pk, last in swept:
+            self.items[pk] = None
+            self.history.append(Change(pk, f"{last}D"))
+
+    @rule(fault=st.sampled_from(["none", "transient", "crash"]), seed=st.integers(0, 2**16))
+    def redrive_bucket(self, fault: str, seed: int) -> None:
+        self.steps += 1
+        before, waiting = self._read(), self._pending_by_source()
+        with self._faults(fault, seed):
+            redrive_buckets(self.pipeline, self.wiring, [*self.retired, self.wiring])
+        self._check(before, self._read(), self._redrive_order(waiting))
+
+    @precondition(lambda self: self.fixed)
+    @rule()
+    def redrive_quarantine(self) -> None:
+        self.steps += 1
+        before, waiting = self._read(), self._pending_by_source()
+        redriver(self.pipeline, self.wiring).run(
+            self.wiring.quarantine_queue_url, Source.QUARANTINE
+        )
+        self._check(before, self._read(), self._redrive_order(waiting))
+
+    @rule(
+        add_audit=st.booleans(),
+        reverse=st.booleans(),
+        fix=st.booleans(),
+    )
+    def deploy(self, add_audit: bool, reverse: bool, fix: bool) -> None:
+        """A new deployment: ``audit`` added or removed, the members' order changed, maybe the
+        poison fix; the function cold-starts with the new environment."""
+        self.steps += 1
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self.observed = self._read()
+        members = [*ALWAYS, *(["audit"] if add_audit else [])]
+        if reverse:
+            members.reverse()
+        function = self.wiring.function
+        environment = dict(function.environment)
+        environment[CONSUMER_GROUP_ENV] = GroupMemberSpec.encode(
+            [GroupMemberSpec(name) for name in members]
+        )
+        if fix:
+            environment["POISON_FIXED"] = "1"
+            self.fixed = True
+        function.environment = environment
+        function._handler, function._modules = None, {}  # a cold start of the new code
+        self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
+        self.deployments.append(Deployment(tuple(members), len(self.history)))
+
+    @precondition(lambda self: self.steps >= STEPS // 2)
+    @rule()
+    def settle(self) -> None:
+        """Everything redriven with the fix deployed, no faults: each member's log is its
+        item's history, and ``notify`` ran exactly once per change."""
+        if not self.fixed:
+            self.deploy(add_audit="audit" in self.deployments[-1].members, reverse=False, fix=True)
+        for _ in range(3):
+            self.redrive_bucket("none", 0)
+            self.redrive_quarantine()
+        self.drain("none", 0)
+        assert not self._bucket_pending() and not self._quarantine_pending()
+        expected: dict[str, list[str]] = defaultdict(list)
+        for change in self.history:
+            expected[change.pk].append(change.entry)
+        for member in ALWAYS:
+            logs = {pk: self.observed.logs.get((member, pk), []) for pk in expected}
+            # Redriven changes come late (the stream moved on): the same changes, each once.
+            assert {pk: sorted(log, key=order_of) for pk, log in logs.items()} == dict(expected)
+        changes = {(change.pk, change.entry) for change in self.history}
+        assert set(self.observed.calls) == changes, "notify did not run for every change"
+
+
+class PipelineModel(StreamRules):
+    """The local pipeline against its model: the steps that change how it runs (the ledger
+    upgrade, the parallelization factor and window, a replaced mapping) and the concurrent
+    deliveries of the same records; see the module docstring."""
+
+    @precondition(lambda self: not self.on_ledger)
+    @rule()
+    def upgrade(self) -> None:
+        """The stack that ran with per-record markers gets its ledger table (an upgrade in
+        place): old markers still count while they can matter."""
+        self.steps += 1
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self.observed = self._read()
+        self.on_ledger = True
+        self._redeploy(lambda env: env.__setitem__(LEDGER_TABLE_ENV, self.ledger_table))
+
+    @rule(factor=st.sampled_from([1, 2, 3, 5, 10]), window=st.booleans())
+    def parallelize(self, factor: int, window: bool) -> None:
+        """The mapping's parallelization factor changes (lanes of one shard interleave), and
+        with it its tumbling window: on or off at a factor of 1 (``tumbling_window``), off above
+        it (AWS refuses one there). With a window each event names its shard and the runtime
+        keeps a ledger lane per shard; without, per-record markers; the records listed in the
+        lanes before stay applied. The function is redeployed as CloudFormation would."""
+        self.steps += 1
+        self.pipeline.drain()
+        self.deployments[-1].drained_to = len(self.history)
+        self.observed = self._read()
+        mapping = self.wiring.mapping
+        seconds = WINDOW_SECONDS if factor == 1 and window else 0
+        mapping.settings = replace(
+            mapping.settings, parallelization_factor=factor, tumbling_window_seconds=seconds
+        )
+        self._redeploy(lambda env: None)
+
+    @rule(window=st.booleans(), fault=st.sampled_from(["none", "crash", "duplicate"]))
+    def replace_mapping(self, window: bool, fault: str) -> None:
+        """CloudFormation replaces the mapping: the new one (with or without a window) reads the
+        stream from TRIM_HORIZON while the old one still runs, both delivering the same records
+        (the new one from the start), then the old one is deleted. Its failed batches stay under
+        its own UUID in the bucket, which the redrives replay too."""
+        self.steps += 1
+        before = self._read()
+        old = self.wiring
+        name = old.mapping.name.split("~")[0]
+        seconds = WINDOW_SECONDS if window else 0
+        self.pipeline.replace_mapping(
+            name, parallelization_factor=1, tumbling_window_seconds=seconds
+        )
+        with self._faults(fault, 0):
+            self.pipeline.drain()
+        self.pipeline.retire_mapping(old.mapping.name)
+        self.retired.append(old)
+        self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
+        self.deployments[-1].drained_to = len(self.history)
+        self._check(before, self._read(), self._check_stream_order)
+
+    @rule()
+    def concurrent_redrives(self) -> None:
+        """Two redrives of the on-failure bucket started at once, one invoking the consumer
+        with each batch whole, the other with each batch in two halves: the same records cut
+        into different transactions. They do not overlap: one takes the consumer's lease, the
+        other waits for it (a redrive reading the quarantine hides its messages from any other
+        reader, docs/design.md §5). Each replays every mapping's batches, oldest mapping first
+        (a replaced mapping's stay under its UUID). Nothing applies twice, no item's change
+        goes ahead of an earlier pending one, and the waiting one runs once the holder finished
+        (neither ends busy)."""
+        self.steps += 1
+        before, waiting = self._read(), self._pending_by_source()
+        wirings, reports = [*self.retired, self.wiring], []
+        at_once(
+            *(
+                lambda split=split: reports.extend(
+                    redrive_buckets(self.pipeline, self.wiring, wirings, split=split, wait=600)
+                )
+                for split in (False, True)
+            )
+        )
+        assert all(report.busy is None for report in reports), "a redrive ended busy"
+        self._check(before, self._read(), self._redrive_order(waiting))
+
+    @rule(
+        kind=st.sampled_from(DELIVERIES),
+        window=st.booleans(),
+        fault=st.sampled_from(["none", "crash", "duplicate"]),
+        changes=CHANGES,
+    )
+    def concurrent_deliveries(
+        self, kind: str, window: bool, fault: str, changes: list[tuple[str, str]]
+    ) -> None:
+        """Deliveries of the same shard's records at once, each on its own thread (their
+        requests interleave at the endpoint, which serializes each as DynamoDB isolates it;
+        the function's invocations run side by side, cdc_local.function_room), after new
+        writes: ``replaced``, the mapping and its replacement (from TRIM_HORIZON, with or
+        without a window) drain at the same moment, then the old one is retired;
+        ``redrive``, the same with a redrive of the on-failure bucket on a third thread (the
+        replacement delivers the bucket's records again); ``retry``, the mapping drains with
+        each batch sent three times at once, cut three ways (:class:`_Resent`: a bisected
+        retry while earlier attempts still run). Nothing applies twice or is lost, and no
+        item's change is applied after a newer one."""
+        self.write(changes)
+        before, waiting, old = self._read(), self._pending_by_source(), self.wiring
+        with self._faults(fault, 0):
+            if kind == "retry":
+                order = self._check_stream_order
+                old.mapping.function = _Resent(old.function)  # type: ignore[assignment]
+                try:
+                    old.mapping.drain(flush_windows=True)
+                finally:
+                    old.mapping.function = old.function
+            else:
+                order = self._replay_order(waiting)
+                at_once(*self._replaced_at_once(window, redrive=kind == "redrive"))
+            self.pipeline.drain()  # what is left, and the handlers' output
+        if kind != "retry":
+            self.pipeline.retire_mapping(old.mapping.name)
+            self.retired.append(old)
+            self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
+        self.deployments[-1].drained_to = len(self.history)
+        self._check(before, self._read(), order)
+
+    def _replaced_at_once(self, window: bool, *, redrive: bool) -> list[Callable[[], object]]:
+        """Jobs for :func:`at_once`: the mapping and its replacement (made here) draining, and
+        with ``redrive`` the on-failure bucket's redrive of every mapping's batches."""
+        old = self.wiring
+        seconds = WINDOW_SECONDS if window else 0
+        new = self.pipeline.replace_mapping(
+            old.mapping.name.split("~")[0],
+            parallelization_factor=1,
+            tumbling_window_seconds=seconds,
+        )
+        jobs: list[Callable[[], object]] = [
+            lambda: old.mapping.drain(flush_windows=True),
+            lambda: new.drain(flush_windows=True),
+        ]
+        if redrive:
+            jobs.append(lambda: redrive_buckets(self.pipeline, old, [*self.retired, old]))
+        return jobs
 
 
 def redriver(
@@ -655,6 +736,82 @@ def redriver(
         lease_wait_seconds=wait,
         lease_poll_seconds=0.05,
     )
+
+
+def redrive_buckets(
+    pipeline: LocalPipeline,
+    wiring: ConsumerWiring,
+    wirings: list[ConsumerWiring],
+    *,
+    split: bool = False,
+    wait: float = 0.0,
+) -> list[RedriveReport]:
+    """The on-failure bucket's redrive through ``wiring``'s consumer (see :func:`redriver`),
+    of each of ``wirings``' batches in turn (each mapping's UUID, oldest first)."""
+    reports = []
+    for each in wirings:
+        assert each.on_failure_bucket is not None
+        redrive = redriver(pipeline, wiring, split=split, wait=wait)
+        reports.append(redrive.run_bucket(each.on_failure_bucket, each.on_failure_prefix))
+    return reports
+
+
+def at_once(*jobs: Callable[[], object]) -> None:
+    """Run each of ``jobs`` on its own thread, started together; re-raise the first error."""
+    start, errors = threading.Barrier(len(jobs)), []
+
+    def run(job: Callable[[], object]) -> None:
+        try:
+            start.wait()
+            job()
+        except BaseException as error:  # re-raised below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+class _Resent:
+    """A mapping's function whose every batch is sent three times at once, each on its own
+    thread and cut its own way: whole, record by record, and in two halves, the attempt the
+    mapping goes on with (a retry that bisected the batch, sent while earlier attempts it gave
+    up on still run: the same records in other transactions). Its result: the first half's
+    when it reports a failure, else the second's."""
+
+    def __init__(self, function: Any) -> None:
+        self.function = function
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        records = event["Records"]
+        others = [
+            threading.Thread(target=self._in_pieces, args=(event, pieces))
+            for pieces in ([records], [[record] for record in records])
+        ]
+        for other in others:
+            other.start()
+        try:
+            half = max(1, len(records) // 2)
+            return self._in_pieces(event, [records[:half], records[half:]])
+        finally:
+            for other in others:
+                other.join()
+
+    def _in_pieces(self, event: dict[str, Any], pieces: list[list[Any]]) -> Any:
+        """Invoke with each of ``pieces`` in turn, up to the first that fails."""
+        result = None
+        for piece in (piece for piece in pieces if piece):
+            result = self.function.invoke({**event, "Records": piece})
+            if result.failed or (result.response or {}).get("batchItemFailures"):
+                break
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.function, name)
 
 
 def _in_halves(handler: Any) -> Any:
@@ -786,6 +943,24 @@ def test_two_redrives_at_once_keep_an_items_order(aws: LocalEndpoint, model_asse
         machine.redrive_quarantine()
         machine.redrive_bucket("none", 0)
         assert machine.observed.logs[("stats", "b")][-2:] == ["3", "4"]
+    finally:
+        machine.teardown()
+
+
+def test_concurrent_deliveries_of_the_same_records_on_threads(
+    aws: LocalEndpoint, model_assembly: Path
+) -> None:
+    """Each kind of concurrent delivery once, after a crashing drain left batches in the
+    bucket: a twice-sent batch, a replacement beside the mapping, and the bucket's redrive
+    beside both; then everything settles, each change applied once."""
+    machine = _machine(aws, model_assembly)()
+    try:
+        changes = [("a", "put"), ("b", "put"), ("a", "put"), ("b", "poison"), ("c", "put")]
+        machine.start([*changes, ("a", "delete"), ("b", "put")], "crash", 7, True)
+        machine.concurrent_deliveries("retry", True, "none", [("a", "put"), ("b", "put")])
+        machine.concurrent_deliveries("replaced", False, "duplicate", [("c", "put")] * 3)
+        machine.concurrent_deliveries("redrive", True, "none", [("a", "put"), ("c", "delete")])
+        machine.settle()
     finally:
         machine.teardown()
 

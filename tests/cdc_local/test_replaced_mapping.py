@@ -52,6 +52,22 @@ def test_a_replacement_has_its_own_uuid_in_the_on_failure_bucket_and_its_own_set
     assert windowed == [False, True]  # the old one's event has a window, the new one's not
 
 
+def test_a_replacement_of_a_replacement_after_a_retirement_gets_a_new_name_and_uuid(
+    pipeline_for: Callable[..., LocalPipeline],
+) -> None:
+    """Replace, retire the first, replace again: the third mapping is ``~3`` (once, it was
+    named ``~2`` again, took the second's place, and retiring the second removed it)."""
+    pipeline = pipeline_for("Plain")
+    [first] = pipeline.mappings
+    second = pipeline.replace_mapping(first)
+    pipeline.retire_mapping(first)
+    third = pipeline.replace_mapping(first)
+    assert (second.name, third.name) == (f"{first}~2", f"{first}~3")
+    assert sorted(pipeline.mappings) == [second.name, third.name]
+    pipeline.retire_mapping(second.name)
+    assert list(pipeline.mappings.values()) == [third]
+
+
 def test_retiring_a_mapping_that_is_not_there_names_the_ones_that_are(
     pipeline_for: Callable[..., LocalPipeline],
 ) -> None:

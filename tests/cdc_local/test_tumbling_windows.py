@@ -103,6 +103,23 @@ def test_the_window_ends_with_a_final_invocation_of_its_last_state_and_no_record
     assert pipeline.counters.final_invocations == 1
 
 
+def test_a_window_open_when_the_mappings_window_is_taken_off_ends_without_a_final_invocation(
+    tumbling: Callable[[Clock], LocalPipeline],
+) -> None:
+    """The settings change as an update of the mapping would (the model test's parallelize
+    step): the next records come without window fields (once, this divided by a window of 0)."""
+    clock = Clock(T0 + 10)
+    pipeline = tumbling(clock)
+    put(pipeline, "a")
+    pipeline.drain()
+    [mapping] = pipeline.mappings.values()
+    mapping.settings = replace(mapping.settings, tumbling_window_seconds=0)
+    put(pipeline, "b")
+    pipeline.drain()
+    assert "window" not in events()[-1] and len(events()[-1]["Records"]) == 1
+    assert pipeline.counters.final_invocations == 0
+
+
 def test_a_batch_is_cut_where_the_next_window_starts_and_the_first_window_closes_first(
     tumbling: Callable[[Clock], LocalPipeline],
 ) -> None:
