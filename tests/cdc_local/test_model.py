@@ -57,6 +57,9 @@ from cdc_consumer.contract import (
     LEDGER_TABLE_ENV,
     GroupMemberSpec,
 )
+from cdc_consumer.defaults import ID_ATTRIBUTE
+from cdc_consumer.ledger import SORT_ATTRIBUTE
+from cdc_consumer.legacy_markers import SINCE_ATTRIBUTE, SINCE_SORT_KEY
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, Source
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -580,6 +583,20 @@ class PipelineModel(StreamRules):
         self.observed = self._read()
         self.on_ledger = True
         self._redeploy(lambda env: env.__setitem__(LEDGER_TABLE_ENV, self.ledger_table))
+        # The ledger takes over now on the stream's clock, which the model runs days ahead of
+        # the function's (time.time): a record created before it, applied with a marker, is
+        # looked up in the markers, as on AWS where both clocks agree (cdc_consumer.legacy_markers).
+        for member in MEMBERS:
+            self.ddb.put_item(
+                TableName=self.ledger_table,
+                Item={
+                    ID_ATTRIBUTE: {"S": member},
+                    SORT_ATTRIBUTE: {"S": SINCE_SORT_KEY},
+                    SINCE_ATTRIBUTE: {"N": str(int(self.pipeline.clock()))},
+                },
+                ConditionExpression="attribute_not_exists(#id)",
+                ExpressionAttributeNames={"#id": ID_ATTRIBUTE},
+            )
 
     @rule(factor=st.sampled_from([1, 2, 3, 5, 10]), window=st.booleans())
     def parallelize(self, factor: int, window: bool) -> None:
