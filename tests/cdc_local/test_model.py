@@ -355,12 +355,13 @@ class ModelChecks(ModelState):
     def _replay_order(self, waiting: tuple[set[tuple[str, str]], set[tuple[str, str]]]) -> Any:
         """The order check of deliveries that replay the stream from its start (a replacement
         from TRIM_HORIZON) beside the mapping, or the bucket beside them, with ``waiting``
-        pending before (in the bucket, in the quarantine): a change pending before comes late,
-        as a redriven one does, in order among the late ones; every other change is applied
-        in stream order after what the stream applied before."""
-        late = waiting[0] | waiting[1]
+        pending before (in the bucket, in the quarantine): a change pending before or after
+        (one delivery gave it up to the bucket or the quarantine, another applied it) comes
+        late, as a redriven one does, in order among the late ones; every other change is
+        applied in stream order after what the stream applied before."""
 
         def check(before: Observed, after: Observed) -> None:
+            late = waiting[0] | waiting[1] | self._pending()
             for member, pk, new in self._appended(before, after):
                 behind = [order_of(entry) for entry in new if (pk, entry) in late]
                 assert behind == sorted(behind), f"{member} applied {pk}'s late {new} out of order"
@@ -623,7 +624,7 @@ class PipelineModel(StreamRules):
         (the new one from the start), then the old one is deleted. Its failed batches stay under
         its own UUID in the bucket, which the redrives replay too."""
         self.steps += 1
-        before = self._read()
+        before, waiting = self._read(), self._pending_by_source()
         old = self.wiring
         name = old.mapping.name.split("~")[0]
         seconds = WINDOW_SECONDS if window else 0
@@ -636,7 +637,7 @@ class PipelineModel(StreamRules):
         self.retired.append(old)
         self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
         self.deployments[-1].drained_to = len(self.history)
-        self._check(before, self._read(), self._check_stream_order)
+        self._check(before, self._read(), self._replay_order(waiting))
 
     @rule()
     def concurrent_redrives(self) -> None:
