@@ -26,8 +26,9 @@ hypothesis' ``RuleBasedStateMachine`` interleaves the steps; the model is the ta
   item, and a redrive never applies a change of an item while an earlier change of that item
   stays pending where it was before the run (the bucket or the quarantine; a change the
   consumer quarantines during the run is set aside and holds nothing, docs/design.md §5); a
-  delivery from the stream's start beside the mapping applies a change pending before (late,
-  as a redriven one) in order among the late ones, and every other in stream order;
+  delivery from the stream's start beside the mapping may apply a change pending in the bucket
+  or the quarantine before or after it (late, as a redriven one) in any order, and every other
+  in stream order;
 - and once everything is redriven with the fix deployed, each log *is* the item's history
   (the view equals its recomputation) and ``notify`` ran exactly once per change.
 
@@ -355,15 +356,14 @@ class ModelChecks(ModelState):
     def _replay_order(self, waiting: tuple[set[tuple[str, str]], set[tuple[str, str]]]) -> Any:
         """The order check of deliveries that replay the stream from its start (a replacement
         from TRIM_HORIZON) beside the mapping, or the bucket beside them, with ``waiting``
-        pending before (in the bucket, in the quarantine): a change pending before comes late,
-        as a redriven one does, in order among the late ones; every other change is applied
-        in stream order after what the stream applied before."""
-        late = waiting[0] | waiting[1]
+        pending before (in the bucket, in the quarantine): a change pending before or after
+        comes late, as a redriven one does, in any order (one delivery gave it up to the bucket
+        or the quarantine and went on with later changes of its item, another applied it); every
+        other change is applied in stream order after what the stream applied before."""
 
         def check(before: Observed, after: Observed) -> None:
+            late = waiting[0] | waiting[1] | self._pending()
             for member, pk, new in self._appended(before, after):
-                behind = [order_of(entry) for entry in new if (pk, entry) in late]
-                assert behind == sorted(behind), f"{member} applied {pk}'s late {new} out of order"
                 fresh = [order_of(entry) for entry in new if (pk, entry) not in late]
                 assert fresh == sorted(fresh), f"{member} applied {pk}'s changes {new} out of order"
                 high = self.stream_high.get((member, pk))
@@ -623,7 +623,7 @@ class PipelineModel(StreamRules):
         (the new one from the start), then the old one is deleted. Its failed batches stay under
         its own UUID in the bucket, which the redrives replay too."""
         self.steps += 1
-        before = self._read()
+        before, waiting = self._read(), self._pending_by_source()
         old = self.wiring
         name = old.mapping.name.split("~")[0]
         seconds = WINDOW_SECONDS if window else 0
@@ -636,7 +636,7 @@ class PipelineModel(StreamRules):
         self.retired.append(old)
         self.wiring = ConsumerWiring.of(self.pipeline, "index.handler")
         self.deployments[-1].drained_to = len(self.history)
-        self._check(before, self._read(), self._check_stream_order)
+        self._check(before, self._read(), self._replay_order(waiting))
 
     @rule()
     def concurrent_redrives(self) -> None:
@@ -805,6 +805,8 @@ class _Resent:
 
     def invoke(self, event: dict[str, Any]) -> Any:
         records = event["Records"]
+        if not records:  # a tumbling window's final invocation: sent once
+            return self.function.invoke(event)
         others = [
             threading.Thread(target=self._in_pieces, args=(event, pieces))
             for pieces in ([records], [[record] for record in records])
