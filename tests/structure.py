@@ -70,6 +70,12 @@ def import_cycle(
     return next((c for name in sorted(graph) if (c := cycle_from(name, [name]))), None)
 
 
+def imported(tree: ast.Module, root: str, parsed: dict[str, ast.Module]) -> set[str]:
+    """The modules of ``parsed`` under ``root`` that ``tree`` imports, anywhere in it (inside a
+    function, or for types only, too)."""
+    return _imported(tree, root, parsed, type_only=True)
+
+
 def _imported(
     tree: ast.Module, root: str, parsed: dict[str, ast.Module], type_only: bool = False
 ) -> set[str]:

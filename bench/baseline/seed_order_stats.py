@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 from cdc_consumer import Change, PermanentError
 from cdc_consumer.defaults import marker_ttl_seconds
 from cdc_consumer.quarantine import send_to_quarantine
-from cdc_consumer.transactions import marker_action
+from cdc_consumer.record_writes import marker_action
 
 CONSUMER = os.environ.get("CDC_CONSUMER_NAME", "order-stats")
 IDEMPOTENCY_TABLE = os.environ["IDEMPOTENCY_TABLE_NAME"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
@@ -28,8 +29,8 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from cdc_consumer.contention import Contention
 from cdc_consumer.defaults import ALONE_WRITE_THREADS
 from cdc_consumer.exceptions import CdcConsumerError, RejectedByDynamoDBError, TransientError
+from cdc_consumer.record_writes import ItemIdentity, RecordWrites
 from cdc_consumer.sinks.protocol import OnConditionFailed, kind_of
-from cdc_consumer.transactions import ItemIdentity, RecordWrites
 
 #: DynamoDB's error code for a failed condition on a single-item write.
 CONDITION_FAILED_CODE = "ConditionalCheckFailedException"
@@ -72,9 +73,11 @@ def write_alone(
     if len(lanes) == 1 or threads <= 1:
         results = [result for lane in lanes for result in _run_lane(client, lane, patience)]
     else:
-        done = _executor(threads).map(lambda lane: _run_lane(client, lane, patience), lanes)
+        done = _executor(threads).map(
+            _run_lane, [client] * len(lanes), lanes, [patience] * len(lanes)
+        )
         results = [result for lane_results in done for result in lane_results]
-    results.sort(key=lambda result: result[0].position)
+    results.sort(key=_stream_order)
     outcome = AloneOutcome()
     for record, result in results:
         if isinstance(result, CdcConsumerError):
@@ -82,6 +85,11 @@ def write_alone(
             break
         (outcome.applied if result else outcome.duplicates).append(record)
     return outcome
+
+
+def _stream_order(result: Result) -> int:
+    """Where a result's record stands in the batch."""
+    return result[0].position
 
 
 def _lanes(records: Sequence[RecordWrites]) -> list[list[RecordWrites]]:
@@ -96,7 +104,7 @@ def _lanes(records: Sequence[RecordWrites]) -> list[list[RecordWrites]]:
             for moved in lanes.pop(other):
                 members.append(moved)
                 lane_of.update(dict.fromkeys(moved.identities, lane))
-            members.sort(key=lambda r: r.position)
+            members.sort(key=attrgetter("position"))
         members.append(record)
         lane_of.update(dict.fromkeys(record.identities, lane))
     return list(lanes.values())

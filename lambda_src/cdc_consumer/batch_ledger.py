@@ -44,8 +44,8 @@ from cdc_consumer.lane_registry import LaneRegistry
 from cdc_consumer.ledger import SORT_ATTRIBUTE, Lane, LaneState, LedgerStore
 from cdc_consumer.legacy_markers import LegacyMarkers, batch_get
 from cdc_consumer.marker_horizon import MarkerHorizon
+from cdc_consumer.record_writes import RecordWrites
 from cdc_consumer.settings import Settings
-from cdc_consumer.transactions import RecordWrites
 
 #: ``eventSource`` of a record Lambda delivers from a DynamoDB stream.
 DYNAMODB_EVENT_SOURCE = "aws:dynamodb"
@@ -214,7 +214,7 @@ class BatchLedger:
             return set()
         return self.store.read(lane, list(created), head).applied
 
-    # --- writing (cdc_consumer.transactions.TransactionLedger) --------------------------------
+    # --- writing (cdc_consumer.transactions.commit) --------------------------------------------
 
     def _state(self, lane: Lane) -> LaneState:
         states = self._look()

@@ -41,8 +41,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer import logs
+from cdc_consumer import defaults, logs
 from cdc_consumer.change import Change
+from cdc_consumer.deadline import Deadline
 from cdc_consumer.defaults import (
     CLAIM_TAKEOVER_SLACK_MS,
     EXPIRATION_ATTRIBUTE,
@@ -62,9 +63,9 @@ from cdc_consumer.exceptions import (
     TransientError,
 )
 from cdc_consumer.outcomes import Next, Outcomes, Step
+from cdc_consumer.record_writes import foreign_stream
 from cdc_consumer.sinks.protocol import SideEffect
 from cdc_consumer.tally import Tally
-from cdc_consumer.transactions import foreign_stream
 
 #: Claim window when there is no Lambda context to give the invocation's deadline: 15 min,
 #: Lambda's longest timeout, so no invocation can still be running when it ends.
@@ -213,9 +214,9 @@ class SideEffectClaims:
 class SideEffectMode:
     """Runs a record's side effects, each once, guarded by its claim.
 
-    ``timeout_ms``: the side-effect timeout, how long a claim stays in progress (see
-    :mod:`cdc_consumer.claims` for the rule and its cost). ``time_left_ms()``: the
-    invocation's remaining time less the safety margin (None without a Lambda context).
+    ``given_timeout_ms``: the side-effect timeout the processor was given, how long a claim
+    stays in progress (see :mod:`cdc_consumer.claims` for the rule and its cost); None: the
+    default, which follows the function's timeout as ``deadline`` reads it.
     """
 
     side_effects: Sequence[tuple[str, SideEffect]]
@@ -223,11 +224,16 @@ class SideEffectMode:
     consumer: str
     tally: Tally
     outcomes: Outcomes
-    timeout_ms: Callable[[], int]
-    remaining_ms: Callable[[], int | None]
-    time_left_ms: Callable[[], int | None]
+    deadline: Deadline
+    given_timeout_ms: int | None
     clock: Callable[[], float]
     sleep: Callable[[float], None]
+
+    def timeout_ms(self) -> int:
+        """The side-effect timeout: the one given, else the default for the function's."""
+        if self.given_timeout_ms is not None:
+            return self.given_timeout_ms
+        return defaults.side_effect_timeout_ms(self.deadline.timeout_ms)
 
     def run(self, position: int, change: Change) -> Step:
         ran = False
@@ -253,7 +259,7 @@ class SideEffectMode:
     def window_ms(self) -> int:
         """How long a claim taken now stays in progress: the side-effect timeout, or the
         invocation's remaining time when that is shorter."""
-        remaining = self.remaining_ms()
+        remaining = self.deadline.remaining()
         timeout = self.timeout_ms()
         return timeout if remaining is None else max(0, min(timeout, remaining))
 
@@ -284,7 +290,7 @@ class SideEffectMode:
             return None
         timeout = self.timeout_ms()
         wait = max(0, until_ms - int(self.clock() * 1000)) + CLAIM_TAKEOVER_SLACK_MS
-        left = self.time_left_ms()
+        left = self.deadline.time_left_ms()
         if wait > timeout + CLAIM_TAKEOVER_SLACK_MS or (left is not None and left - wait < timeout):
             return None
         return wait

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cdc_consumer.deadline import Deadline
 from cdc_consumer.defaults import (
     CONTENTION_BUDGET_SECONDS,
     CONTENTION_FIRST_BACKOFF_SECONDS,
@@ -31,20 +32,16 @@ from cdc_consumer.defaults import (
 )
 
 
-def _no_deadline() -> float | None:
-    return None
-
-
 @dataclass
 class Contention:
     """One batch's patience with contention (see the module docstring).
 
-    ``time_left``: seconds the invocation has before its safety margin (None: unknown, as
-    outside Lambda). ``jitter``: a number in [0, 1) per wait (tests fix it)."""
+    ``deadline``: the invocation's (None: unknown, as outside Lambda): the batch stops trying
+    before its safety margin. ``jitter``: a number in [0, 1) per wait (tests fix it)."""
 
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-    time_left: Callable[[], float | None] = _no_deadline
+    deadline: Deadline | None = None
     budget: float = CONTENTION_BUDGET_SECONDS
     jitter: Callable[[], float] = random.random
     started: float | None = None
@@ -55,8 +52,8 @@ class Contention:
         if self.started is None:
             self.started = now
         left = self.budget - (now - self.started)
-        deadline = self.time_left()
-        return left if deadline is None else min(left, deadline)
+        milliseconds = None if self.deadline is None else self.deadline.time_left_ms()
+        return left if milliseconds is None else min(left, milliseconds / 1000)
 
     def may_retry(self) -> bool:
         """Whether the batch may try again at once (after a meeting)."""

@@ -8,9 +8,9 @@ the next record, or the one after a poison record found while committing), :clas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from cdc_consumer import logs
 from cdc_consumer.exceptions import AccessDeniedError, TransientError
@@ -92,6 +92,13 @@ def event_id(record: Any) -> Any:
     return record.get("eventID") if isinstance(record, Mapping) else None
 
 
+class Clients(Protocol):
+    """What :class:`Outcomes` needs of the processor: its SQS client."""
+
+    @property
+    def sqs(self) -> Any: ...
+
+
 @dataclass
 class Outcomes:
     """Quarantine or fail the records of one batch, each with its log line."""
@@ -100,7 +107,8 @@ class Outcomes:
     queue_url: str
     records: Sequence[Any]
     tally: Tally
-    sqs: Callable[[], Any]
+    #: Where the SQS client comes from (the processor: its client is made on first use).
+    clients: Clients
     #: The shard the batch came from, when its event said (kept in quarantine messages).
     shard: str | None = None
 
@@ -110,7 +118,7 @@ class Outcomes:
         record = self.records[position]
         try:
             message_id = send_to_quarantine(
-                self.sqs(), self.queue_url, self.consumer, record, error, shard=self.shard
+                self.clients.sqs, self.queue_url, self.consumer, record, error, shard=self.shard
             )
         except TransientError as send_error:
             return self.fail(position, send_error, poisonError=logs.describe_error(error))

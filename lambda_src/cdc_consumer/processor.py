@@ -28,7 +28,7 @@ from cdc_consumer.sinks.protocol import (
 
 if TYPE_CHECKING:
     from cdc_consumer.batch import GroupTurn, LambdaContext
-    from cdc_consumer.decision import Projection, Reads
+    from cdc_consumer.decide import Projection, Reads
     from cdc_consumer.progress import ProgressRecorder
     from cdc_consumer.settings import Settings
 
@@ -37,7 +37,7 @@ __all__ = ["LambdaContext", "Projection", "Settings", "SideEffect", "StreamProce
 #: Names this module re-exports from the batch machinery, imported on first use (PEP 562).
 _LAZY = {
     "LambdaContext": "cdc_consumer.batch",
-    "Projection": "cdc_consumer.decision",
+    "Projection": "cdc_consumer.decide",
     "Settings": "cdc_consumer.settings",
 }
 

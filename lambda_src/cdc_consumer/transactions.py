@@ -1,53 +1,38 @@
-"""Group consecutive records' writes into DynamoDB transactions and commit them.
+"""Commit a plan's transaction group: as few ``TransactWriteItems`` calls as DynamoDB allows,
+with the ledger's meeting rule (docs/design.md §12).
 
-Each record contributes its *processed-marker* (a Put of ``{consumer}#{eventID}`` on the
-idempotency table, conditioned on ``attribute_not_exists(id)``) followed by its projection's
-actions. Marker and effects commit together or not at all, so an effect is applied exactly
-once however often the record is delivered.
-
-Consecutive records share one ``TransactWriteItems`` while it stays within DynamoDB's limits:
-100 actions, 4 MB, and no item twice (a record touching an item already in the group starts
-the next transaction). When DynamoDB cancels a transaction, its ``CancellationReasons`` (one
-per action, in order) say which markers already existed (duplicates: dropped, the rest
-retried) and which record failed first: the records before it are committed, the failing
-record is returned with its error, and nothing after it is written.
+The records come grouped by the plan (:mod:`cdc_consumer.plan`), each with its marker or its
+ledger listing (:mod:`cdc_consumer.record_writes`). Before every call, the records the batch's
+ledger (:class:`~cdc_consumer.batch_ledger.BatchLedger`) now lists are dropped as duplicates;
+each call carries the entry and head of its listed records' lanes. When DynamoDB cancels a
+transaction, its ``CancellationReasons`` (one per action, in order) say which markers already
+existed (duplicates: dropped, the rest retried), whether the ledger's entry or head met another
+writer (every lane read again, then retried) and which record failed first: the records before
+it are committed, the failing record is returned with its error, and nothing after it is
+written.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from cdc_consumer.batch_ledger import BatchLedger
 from cdc_consumer.contention import Contention
-from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
-from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE, STREAM_ATTRIBUTE
+from cdc_consumer.defaults import ID_ATTRIBUTE
 from cdc_consumer.exceptions import (
     CdcConsumerError,
     ForeignMarkerError,
-    InvalidActionError,
     RejectedByDynamoDBError,
     TransientError,
 )
-from cdc_consumer.ledger import Lane, Listing
-from cdc_consumer.sinks.protocol import OnConditionFailed, item_key, kind_of
+from cdc_consumer.plan import LEDGER_ACTIONS, merge
+from cdc_consumer.record_writes import ItemIdentity, RecordWrites, foreign_stream
+from cdc_consumer.sinks.protocol import OnConditionFailed, kind_of
 
-#: TransactWriteItems action types and the attribute each needs to name its item.
-ACTION_TYPES: dict[str, str] = {
-    "Put": "Item",
-    "Update": "Key",
-    "Delete": "Key",
-    "ConditionCheck": "Key",
-}
-#: What each action type requires besides TableName and its item.
-REQUIRED_EXPRESSIONS: dict[str, str] = {
-    "Update": "UpdateExpression",
-    "ConditionCheck": "ConditionExpression",
-}
-#: The cancellation reason of a condition that did not hold (on a marker: a duplicate).
 CONDITION_FAILED = "ConditionalCheckFailed"
 #: The cancellation reason of an item another transaction or write held at the same moment.
 TRANSACTION_CONFLICT = "TransactionConflict"
@@ -55,318 +40,9 @@ TRANSACTION_CONFLICT = "TransactionConflict"
 #: ThrottlingError, ProvisionedThroughputExceeded, ItemCollectionSizeLimitExceeded...) is
 #: transient.
 PERMANENT_REASONS = frozenset({CONDITION_FAILED, "ValidationError"})
-
-ItemIdentity = tuple[str, str]
-#: The actions a ledger lane adds to a transaction: its entry's Put and its head's Update.
-LEDGER_ACTIONS = 2
-#: The most bytes an entry and a head take in a transaction's request (an entry lists at most
-#: 98 records, each in at most 19 bytes: a 129-digit difference).
-MAX_ENTRY_BYTES = 4096
 #: Where a request item comes from: (index of the record among those written, index of the
 #: item in that record's items, its marker being 0).
 Owner = tuple[int, int]
-
-
-def marker_action(
-    table: str, marker_id: str, expiration: int, stream: str | None = None
-) -> dict[str, Any]:
-    """The processed-marker Put: fails its condition when the record was already applied.
-
-    ``stream`` (the record's ``eventSourceARN``) is kept on the marker, and a failed condition
-    returns the existing marker (``ReturnValuesOnConditionCheckFailure``, no extra request),
-    so a marker written for another stream is told from a duplicate (:func:`commit`).
-    """
-    item = {ID_ATTRIBUTE: {"S": marker_id}, EXPIRATION_ATTRIBUTE: {"N": str(expiration)}}
-    if stream:
-        item[STREAM_ATTRIBUTE] = {"S": stream}
-    return {
-        "Put": {
-            "TableName": table,
-            "Item": item,
-            "ConditionExpression": "attribute_not_exists(#id)",
-            "ExpressionAttributeNames": {"#id": ID_ATTRIBUTE},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-    }
-
-
-def foreign_stream(written: Any, existing: Any) -> str | None:
-    """The stream ``existing`` (an idempotency item) was written for, when it is not the stream
-    of ``written`` (the item we tried to write); None when they agree or either does not say
-    (markers written before streams were recorded count as this stream's)."""
-    theirs = _stream_of(existing)
-    ours = _stream_of(written)
-    return theirs if theirs and ours and theirs != ours else None
-
-
-def _stream_of(item: Any) -> str | None:
-    value = item.get(STREAM_ATTRIBUTE) if isinstance(item, Mapping) else None
-    stream = value.get("S") if isinstance(value, Mapping) else None
-    return stream if isinstance(stream, str) else None
-
-
-@dataclass(eq=False, slots=True)
-class RecordWrites:
-    """One record's writes: its marker first (when it needs one), then its projections' actions.
-
-    A record whose projections returned no actions has no items at all (no marker either:
-    there is no effect to make exactly-once, so a marker would be a write for nothing).
-
-    ``quarantined`` marks a poison record's compensating writes (the actions of the
-    :class:`~cdc_consumer.exceptions.PermanentError` its projection raised): committed like any
-    record's, but the record counts as quarantined, not as processed or duplicate.
-    """
-
-    position: int
-    items: list[Any]
-    #: The item each of ``items`` writes ((table, key); None for a Put on a table whose key
-    #: schema is unknown), in the same order.
-    keys: list[ItemIdentity | None]
-    identities: frozenset[ItemIdentity]
-    size: int
-    quarantined: bool = False
-    #: The record's mergeable actions by item (their kind has ``merge``, e.g. hot aggregates):
-    #: these may share the item with other records' (merged into one action).
-    mergeable: dict[ItemIdentity, Any] = field(default_factory=dict)
-    #: Whether ``items`` starts with the record's processed-marker. A record whose every
-    #: action guards itself (:class:`~cdc_consumer.sinks.protocol.ActionKind`, e.g.
-    #: LatestImage's version-guarded Put) has none: a redelivery is not newer than what the
-    #: view holds, so its guard fails and it is dropped as stale; nor has a record with an
-    #: action that guards its record (a Contributions swap: once applied, the version it
-    #: expects is gone).
-    marker: bool = True
-    #: Whether every item may be written alone (a conditional PutItem / DeleteItem /
-    #: UpdateItem, no transaction): the plan then writes it so when that costs less
-    #: (:mod:`cdc_consumer.plan`).
-    alone: bool = False
-    #: (lane, sequence number) when the ledger lists the record in its transaction's entry
-    #: (:mod:`cdc_consumer.ledger`): instead of a processed-marker, or beside one when the record
-    #: may have a marker already (:mod:`cdc_consumer.marker_horizon`).
-    listed: tuple[Lane, int] | None = None
-    #: The ledger found the record applied before its writes were planned: a duplicate.
-    duplicate: bool = False
-
-    @classmethod
-    def build(
-        cls,
-        position: int,
-        marker: dict[str, Any],
-        actions: Any,
-        idempotency_table: str,
-        *,
-        quarantined: bool = False,
-        listed: tuple[Lane, int] | None = None,
-        marked: bool = False,
-    ) -> RecordWrites:
-        """Validate a projection's ``actions`` and pair them with ``marker`` when they need it
-        (with ``listed``, its ledger reference, the transaction's ledger entry lists it instead;
-        ``marked``: and the marker is written too).
-
-        Raises :class:`InvalidActionError` (poison: the same change always yields the same
-        actions) naming the problem when the actions are not a list of TransactWriteItems
-        actions in boto3's client shape, when one record needs more than 99 actions (the
-        marker takes the 100th) or 4 MB, or touches one item twice.
-        """
-        actions = action_list(actions)
-        if not actions:
-            return cls(position, [], [], frozenset(), 0, quarantined)
-        if len(actions) + 1 > MAX_TRANSACTION_ACTIONS:
-            raise InvalidActionError(
-                f"a projection returned {len(actions)} actions for one record; at most "
-                f"{MAX_TRANSACTION_ACTIONS - 1} fit in a transaction beside its marker"
-            )
-        keys, mergeable = _keys(actions, idempotency_table)
-        kinds = [kind_of(action) for action in actions]
-        guarded = all(k.guards_itself for k in kinds) or any(k.guards_record for k in kinds)
-        needs_marker = quarantined or not guarded
-        items = [marker, *actions] if needs_marker else actions
-        # The JSON of the actions is larger than DynamoDB's item size (type tags, quotes), so
-        # staying under the limit measured this way stays under DynamoDB's.
-        size = len(json.dumps(items, default=str))
-        if size > MAX_TRANSACTION_BYTES:
-            raise InvalidActionError(
-                f"a projection's actions for one record take {size} bytes; a transaction "
-                f"holds at most {MAX_TRANSACTION_BYTES}"
-            )
-        identities = {key for key in keys if key is not None}
-        if needs_marker and listed is not None and not marked:  # the ledger's entry lists it
-            made = cls(position, actions, keys, frozenset(identities), size, quarantined, mergeable)
-            made.marker, made.listed = False, listed
-            return made
-        if not needs_marker:
-            alone = all(k.writes_alone for k in kinds)
-            return cls(
-                position, items, keys, frozenset(identities), size, False, mergeable, False, alone
-            )
-        marker_identity = _identity(marker, -1, idempotency_table)
-        assert marker_identity is not None
-        identities.add(marker_identity)
-        keys = [marker_identity, *keys]
-        made = cls(position, items, keys, frozenset(identities), size, quarantined, mergeable)
-        made.listed = listed  # with a marker: it may have one already (see ``marked``)
-        return made
-
-    def drop_stale(self, indexes: set[int]) -> None:
-        """Remove the items at ``indexes`` whose guard did not hold: the view holds that
-        version or a newer one, and versions only grow, so they stay no-ops."""
-        kept = [i for i in range(len(self.items)) if i not in indexes]
-        self.items = [self.items[i] for i in kept]
-        self.keys = [self.keys[i] for i in kept]
-        self.size = len(json.dumps(self.items, default=str))
-        # Every item stale: the view holds this change's effect or a newer one's, as when the
-        # record is written alone (cdc_consumer.alone): a duplicate, not processed again.
-        self.duplicate = self.duplicate or not self.items
-
-
-def _keys(
-    actions: list[Any], idempotency_table: str
-) -> tuple[list[ItemIdentity | None], dict[ItemIdentity, Any]]:
-    """The item of each action, and the mergeable actions by item; :class:`InvalidActionError`
-    when two actions touch one item."""
-    keys: list[ItemIdentity | None] = []
-    mergeable: dict[ItemIdentity, Any] = {}
-    for index, action in enumerate(actions):
-        identity = _identity(action, index, idempotency_table)
-        if identity is not None and identity in keys:
-            raise InvalidActionError(
-                f"action {index} touches an item an earlier action of the same record "
-                f"already touches ({identity[0]} {identity[1]}); DynamoDB allows one "
-                "action per item in a transaction: combine them into one"
-            )
-        keys.append(identity)
-        if identity is not None and kind_of(action).merge is not None:
-            mergeable[identity] = action
-    return keys, mergeable
-
-
-def action_list(actions: Any) -> list[Any]:
-    """``actions`` as a list; :class:`InvalidActionError` when it is not a sequence of them."""
-    if isinstance(actions, (str, bytes, Mapping)) or not isinstance(actions, Sequence):
-        raise InvalidActionError(
-            "a projection must return a list of TransactWriteItems actions, "
-            f"got {type(actions).__name__}"
-        )
-    return list(actions)
-
-
-def _identity(action: Any, index: int, idempotency_table: str) -> ItemIdentity | None:
-    """(table, key) of the item an action touches; None for a Put on a table whose key
-    schema we do not know (DynamoDB then reports a clash itself, see :func:`commit`)."""
-    if not isinstance(action, Mapping) or len(action) != 1:
-        raise InvalidActionError(
-            f"action {index} must be a dict with exactly one of {sorted(ACTION_TYPES)}, "
-            f"got {action!r:.200}"
-        )
-    ((kind, body),) = action.items()
-    if kind not in ACTION_TYPES:
-        raise InvalidActionError(
-            f"action {index} is {kind!r}; a transaction action is one of {sorted(ACTION_TYPES)}"
-        )
-    item_field = ACTION_TYPES[kind]
-    if (
-        not isinstance(body, Mapping)
-        or not isinstance(body.get("TableName"), str)
-        or not isinstance(body.get(item_field), Mapping)
-    ):
-        raise InvalidActionError(
-            f"action {index} ({kind}) needs TableName (str) and {item_field} (a map of "
-            f"attribute values), got {body!r:.200}"
-        )
-    required = REQUIRED_EXPRESSIONS.get(kind)
-    if required and not isinstance(body.get(required), str):
-        raise InvalidActionError(f"action {index} ({kind}) needs {required} (str)")
-    table = body["TableName"]
-    if kind == "Put":
-        known = item_key(action)  # a Put that says its key (sink protocol)
-        if known is not None:
-            key = dict(known)
-        elif table != idempotency_table or ID_ATTRIBUTE not in body["Item"]:
-            return None
-        else:
-            key = {ID_ATTRIBUTE: body["Item"][ID_ATTRIBUTE]}
-    else:
-        key = body["Key"]
-    return table, json.dumps(key, sort_keys=True, default=str)
-
-
-@dataclass
-class TransactionGroup:
-    """Consecutive records that will be committed in one transaction."""
-
-    records: list[RecordWrites] = field(default_factory=list)
-    actions: int = 0
-    size: int = 0
-    identities: set[ItemIdentity] = field(default_factory=set)
-    #: Items so far touched only by mergeable actions, and their merge (hot aggregates).
-    merged: dict[ItemIdentity, Any] = field(default_factory=dict)
-    #: The ledger lanes of the listed records, with what they list: each adds its entry and its
-    #: head, and an entry lists no more than :data:`~cdc_consumer.ledger.MAX_LISTING_BYTES` take.
-    lanes: dict[Lane, Listing] = field(default_factory=dict)
-
-    def fits(self, writes: RecordWrites) -> bool:
-        """Whether ``writes`` can join without breaking a DynamoDB transaction limit. An item
-        already in the group is allowed only where both sides are actions that merge; each
-        ledger lane takes two actions (its entry and its head) and at most
-        :data:`MAX_ENTRY_BYTES`, and its entry a bounded listing."""
-        if not writes.items:  # a record without effect always fits
-            return True
-        shared = self._merges(writes)
-        lanes = len(self.lanes.keys() | ({writes.listed[0]} if writes.listed else set()))
-        listing = self.lanes.get(writes.listed[0]) if writes.listed else None
-        return (
-            shared is not None
-            and (listing is None or writes.listed is None or listing.fits(writes.listed[1]))
-            and self.actions + len(writes.items) - len(shared) + LEDGER_ACTIONS * lanes
-            <= MAX_TRANSACTION_ACTIONS
-            and self.size + writes.size + MAX_ENTRY_BYTES * lanes <= MAX_TRANSACTION_BYTES
-        )
-
-    def _merges(self, writes: RecordWrites) -> dict[ItemIdentity, Any] | None:
-        """The merged actions of the items ``writes`` shares with the group; None when it
-        shares an item that cannot be merged."""
-        shared: dict[ItemIdentity, Any] = {}
-        for identity in self.identities & writes.identities:
-            earlier, later = self.merged.get(identity), writes.mergeable.get(identity)
-            merged = _merge(earlier, later)
-            if merged is None:
-                return None
-            shared[identity] = merged
-        return shared
-
-    def add(self, writes: RecordWrites) -> None:
-        self.records.append(writes)
-        if not writes.items:
-            return
-        shared = self._merges(writes) or {}
-        self.actions += len(writes.items) - len(shared)
-        self.size += writes.size
-        for identity in writes.identities - self.identities:
-            if identity in writes.mergeable:
-                self.merged[identity] = writes.mergeable[identity]
-        self.merged.update(shared)
-        self.identities.update(writes.identities)
-        if writes.listed is not None:
-            self.lanes.setdefault(writes.listed[0], Listing()).add(writes.listed[1])
-
-    def take(self) -> list[RecordWrites]:
-        """The records, leaving the group empty."""
-        records = self.records
-        self.records, self.actions, self.size, self.identities = [], 0, 0, set()
-        self.merged, self.lanes = {}, {}
-        return records
-
-    def __bool__(self) -> bool:
-        return bool(self.records)
-
-
-def _merge(earlier: Any, later: Any) -> Any:
-    """``earlier`` then ``later`` (two actions of one item) as one action, or None."""
-    if earlier is None or later is None:
-        return None
-    kind = kind_of(earlier)
-    if kind.merge is None or kind_of(later) is not kind:
-        return None
-    return kind.merge(earlier, later)
 
 
 def merged_request(records: Sequence[RecordWrites]) -> tuple[list[Any], list[list[Owner]]]:
@@ -375,7 +51,7 @@ def merged_request(records: Sequence[RecordWrites]) -> tuple[list[Any], list[lis
     pairs it carries (the first is where it stands).
 
     Actions that do not merge with the one before them stand as they are (the transaction
-    group cuts before such a record: see :class:`TransactionGroup`).
+    group cuts before such a record: see :class:`~cdc_consumer.plan.TransactionGroup`).
     """
     items: list[Any] = []
     owners: list[list[Owner]] = []
@@ -385,7 +61,7 @@ def merged_request(records: Sequence[RecordWrites]) -> tuple[list[Any], list[lis
             identity = record.keys[i]
             if identity is not None and kind_of(item).merge is not None:
                 at = merged_at.get(identity)
-                merged = _merge(items[at], item) if at is not None else None
+                merged = merge(items[at], item) if at is not None else None
                 if at is not None and merged is not None:
                     items[at] = merged
                     owners[at].append((r, i))
@@ -394,27 +70,6 @@ def merged_request(records: Sequence[RecordWrites]) -> tuple[list[Any], list[lis
             items.append(item)
             owners.append([(r, i)])
     return items, owners
-
-
-class TransactionLedger(Protocol):
-    """What :func:`commit` needs of the batch's ledger (:mod:`cdc_consumer.batch_ledger`)."""
-
-    def actions(self, records: Sequence[RecordWrites]) -> list[dict[str, Any]]:
-        """The entry and head actions that list ``records`` (each has ``listed``)."""
-        ...
-
-    def committed(self, records: Sequence[RecordWrites]) -> None:
-        """The transaction carrying :meth:`actions` for ``records`` committed."""
-        ...
-
-    def refresh(self, records: Sequence[RecordWrites]) -> list[RecordWrites]:
-        """Read every lane again (another writer committed in one): the listed records of
-        ``records`` now found applied. Raises :class:`TransientError` on a failed read."""
-        ...
-
-    def listed_now(self, records: Sequence[RecordWrites]) -> list[RecordWrites]:
-        """The records of ``records`` the lanes list, as last read (no request)."""
-        ...
 
 
 @dataclass
@@ -472,7 +127,7 @@ class _Attempt:
 def commit(
     client: Any,
     records: Sequence[RecordWrites],
-    ledger: TransactionLedger | None = None,
+    ledger: BatchLedger | None = None,
     contention: Contention | None = None,
 ) -> CommitOutcome:
     """Commit ``records`` (in order) in as few TransactWriteItems calls as DynamoDB allows.
@@ -534,7 +189,7 @@ def commit(
 def _contended(
     attempt: _Attempt,
     chunk: list[RecordWrites],
-    ledger: TransactionLedger | None,
+    ledger: BatchLedger | None,
     contention: Contention,
     outcome: CommitOutcome,
 ) -> _Attempt | None:
@@ -564,7 +219,7 @@ def _contention_spent(outcome: CommitOutcome, contention: Contention) -> str:
     )
 
 
-def _attempt(client: Any, chunk: list[RecordWrites], ledger: TransactionLedger | None) -> _Attempt:
+def _attempt(client: Any, chunk: list[RecordWrites], ledger: BatchLedger | None) -> _Attempt:
     """One TransactWriteItems call carrying ``chunk``'s items (and, for its listed records,
     the ledger's entry and head), read into an :class:`_Attempt`."""
     writing = [record for record in chunk if record.items]

@@ -5,6 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS
+from cdc_consumer.defaults import ALONE_WRITE_THREADS
+from cdc_consumer.plan import writes_alone
+from cdc_consumer.record_writes import RecordWrites
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench import cost, esm
 
@@ -115,3 +121,36 @@ def test_function_memory_and_architecture_are_the_stream_consumers_defaults() ->
     assert defaults.MEMORY_SIZE_MB == cost.MEMORY_MB
     assert str(defaults.ARCHITECTURE.name) == cost.ARCHITECTURE
     assert defaults.TUMBLING_WINDOW_SECONDS == esm.WINDOW_SECONDS
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=1, max_value=400_000), min_size=1, max_size=99),
+    sharing=st.integers(min_value=1, max_value=MAX_TRANSACTION_ACTIONS),
+)
+def test_the_plan_writes_alone_where_the_cost_model_says_it_is_cheaper(
+    sizes: list[int], sharing: int
+) -> None:
+    """The write plan (cdc_consumer.plan) writes a self-guarding record alone without pricing
+    it. Priced as it once was, write units first, then requests, then Lambda time: ``sizes``
+    the record's items in bytes, ``sharing`` the items of the transaction it would share.
+    Alone, an item costs 1 write unit per KB against 2 in a transaction, so the first field
+    always decides for writing alone, whatever the requests and time after it."""
+    items = [
+        {"Put": {"TableName": "view", "Item": {"pk": {"S": str(n)}}}} for n in range(len(sizes))
+    ]
+    writes = RecordWrites(0, items, [None] * len(items), frozenset(), sum(sizes), alone=True)
+    share = len(sizes) / sharing if sharing >= len(sizes) else 1.0
+    alone = (
+        sum(cost.write_units(size, transactional=False) for size in sizes),
+        len(sizes),
+        cost.SINGLE_ITEM_MS * len(sizes) / ALONE_WRITE_THREADS,
+    )
+    in_transaction = (
+        sum(cost.write_units(size, transactional=True) for size in sizes),
+        share,
+        cost.modelled_latency_ms("dynamodb", "TransactWriteItems", max(sharing, len(sizes)))
+        * share,
+    )
+    assert writes_alone(writes) == (alone < in_transaction)
+    assert writes_alone(writes)

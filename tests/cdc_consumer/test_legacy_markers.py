@@ -10,8 +10,8 @@ from cdc_consumer import Change
 from cdc_consumer import legacy_markers as legacy
 from cdc_consumer.defaults import LEGACY_MARKER_MARGIN_SECONDS
 from cdc_consumer.legacy_markers import LegacyMarkers, batch_get
+from cdc_consumer.record_writes import marker_action
 from cdc_consumer.testing import stream_record
-from cdc_consumer.transactions import marker_action
 
 from tests.cdc_consumer.fixtures import Resources, create_table
 

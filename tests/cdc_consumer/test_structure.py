@@ -15,15 +15,91 @@ def test_no_function_over_60_lines_and_no_class_over_200() -> None:
     assert structure.too_long(MODULES) == []
 
 
-def test_the_batch_loop_is_split_into_decision_tally_and_modes() -> None:
-    for name in ("batch", "decision", "tally", "modes", "outcomes"):
-        assert f"cdc_consumer.{name}" in MODULES
-    classes = {
-        node.name
-        for node in ast.walk(MODULES["cdc_consumer.processor"])
-        if isinstance(node, ast.ClassDef)
+#: The steps of the write path, in the order a record takes them (docs/design.md §4, the walk
+#: of one record): each a module named after its step.
+STEPS = ("decide", "plan", "write", "account")
+#: What calls the steps: the batch loop, and the modules above it on the way from the handler.
+DRIVERS = ("batch", "intake", "processor")
+#: The modules a record's write passes through, from the loop to TransactWriteItems.
+WRITE_PATH = (
+    "batch",
+    "decide",
+    "record_writes",
+    "plan",
+    "write",
+    "alone",
+    "transactions",
+    "account",
+    "deadline",
+    "contention",
+)
+#: Callables a write-path module may take: the clock and the sleep tests replace, the jitter
+#: of a backoff, and how a record is decoded (a stream record or a backfill's row).
+SEAMS = {"clock", "sleep", "jitter", "decode"}
+
+
+def _reached(name: str) -> set[str]:
+    """Every runtime module ``name`` imports, directly or not (type-only imports too)."""
+    found: set[str] = set()
+    todo = [name]
+    while todo:
+        for target in structure.imported(MODULES[todo.pop()], "cdc_consumer", MODULES):
+            if target not in found and target != "cdc_consumer":
+                found.add(target)
+                todo.append(target)
+    return found
+
+
+def test_the_write_path_is_a_line_of_steps() -> None:
+    """decide -> plan -> write -> account (issue 39): the loop calls each step in turn and no
+    step reaches, through any import, a later step or the loop that calls it, so no step calls
+    another back and no module is visited twice on a record's way to its write."""
+    steps = [f"cdc_consumer.{step}" for step in STEPS]
+    drivers = {f"cdc_consumer.{driver}" for driver in DRIVERS}
+    assert set(steps) <= set(MODULES)
+    later = {
+        f"{step} reaches {target}"
+        for index, step in enumerate(steps)
+        for target in _reached(step) & ({*steps[index + 1 :]} | drivers)
     }
-    assert "_Batch" not in classes
+    assert later == set()
+    assert set(steps) <= _reached("cdc_consumer.batch")
+
+
+def test_no_continuation_is_passed_down_the_write_path() -> None:
+    """No lambda and no function made inside another (a closure to be called back), and no
+    callable taken but the seams: the trail of a record reads in the code as it runs."""
+    found: list[str] = []
+    for module in WRITE_PATH:
+        tree = MODULES[f"cdc_consumer.{module}"]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Lambda):
+                found.append(f"{module}:{node.lineno} lambda")
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found += [
+                    f"{module}:{inner.lineno} {inner.name} inside {node.name}"
+                    for inner in ast.walk(node)
+                    if inner is not node
+                    and isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef)
+                ]
+            for name, annotation in _typed_names(node):
+                if "Callable" in ast.unparse(annotation) and name not in SEAMS:
+                    found.append(f"{module}:{node.lineno} {name} takes a callable")
+    assert found == []
+
+
+def _typed_names(node: ast.AST) -> list[tuple[str, ast.expr]]:
+    """The parameters of a function, or the field a class body annotates, with their types."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        return [(a.arg, a.annotation) for a in arguments if a.annotation is not None]
+    if isinstance(node, ast.ClassDef):
+        return [
+            (item.target.id, item.annotation)
+            for item in node.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+        ]
+    return []
 
 
 def test_no_import_cycle() -> None:
@@ -38,20 +114,8 @@ def test_no_import_cycle_through_type_only_imports_either() -> None:
     assert cycle is None, " -> ".join(cycle or [])
 
 
-#: The engine: what takes a batch from intake through decision, plan and write.
-ENGINE = (
-    "intake",
-    "batch",
-    "decision",
-    "plan",
-    "modes",
-    "alone",
-    "transactions",
-    "outcomes",
-    "tally",
-    "processor",
-    "claims",
-)
+#: The engine: what takes a batch from intake through decide, plan, write and account.
+ENGINE = (*WRITE_PATH, "intake", "outcomes", "tally", "processor", "claims")
 #: What the engine may import of the sinks package: the protocol, and nothing else.
 PROTOCOL = {"cdc_consumer.sinks", "cdc_consumer.sinks.protocol"}
 #: The sinks the runtime ships (each a module of cdc_consumer.sinks), side effects no longer

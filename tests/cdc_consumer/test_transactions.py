@@ -1,4 +1,5 @@
-"""Grouping records into transactions: request budget, DynamoDB's limits, cancellations."""
+"""A record's writes, grouped into transactions and committed: request budget, DynamoDB's limits,
+cancellations."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import pytest
 from cdc_consumer import Change, InvalidActionError
+from cdc_consumer.plan import TransactionGroup
+from cdc_consumer.record_writes import RecordWrites, marker_action
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
-from cdc_consumer.transactions import RecordWrites, TransactionGroup, marker_action
 
 from tests.cdc_consumer.fixtures import Resources, deliver, error_response, mirror_projection
 

@@ -1,7 +1,10 @@
-"""The per-record decision: decode a record, run its projections, and say what to do with it.
+"""The decide step: decode a record, run its projections, and say what to do with it.
 
-:func:`decide` touches nothing outside the process (no DynamoDB, no queue): it turns one stream
-record into one :data:`Decision`, which the batch loop carries out in order:
+The first step of the write path (docs/design.md §4, the walk of one record). :meth:`Decider.decide`
+writes nothing: it turns one stream record into one :data:`Decision`, with the record's writes
+(:class:`~cdc_consumer.record_writes.RecordWrites`) paired by the batch's :class:`Bookkeeping`
+with a processed-marker or a listing in the batch's ledger (a record the ledger lists already is
+a duplicate with nothing to write). The batch loop carries the decision out in order:
 
 - :class:`Apply`: the change and, in projection mode, its transaction writes (marker first);
 - :class:`Compensate`: poison whose projection asked for compensating writes (quarantine it,
@@ -15,8 +18,9 @@ record into one :data:`Decision`, which the batch loop carries out in order:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cdc_consumer import defaults
 from cdc_consumer.change import Change
 from cdc_consumer.defaults import IMAGES_OF_VIEW_TYPE
 from cdc_consumer.exceptions import (
@@ -26,8 +30,11 @@ from cdc_consumer.exceptions import (
     UndecodableRecordError,
     projection_reader,
 )
+from cdc_consumer.record_writes import RecordWrites, action_list, marker_action
 from cdc_consumer.sinks.protocol import AlreadyApplied
-from cdc_consumer.transactions import RecordWrites, action_list
+
+if TYPE_CHECKING:
+    from cdc_consumer.batch_ledger import BatchLedger
 
 Projection = Callable[[Change], Sequence[Mapping[str, Any]]]
 """A function from a change to its TransactWriteItems actions (boto3 client shape)."""
@@ -105,26 +112,80 @@ Reads = tuple[str, frozenset[str]]
 """A reader's name (projection or side effect) and the images it declared it reads."""
 
 
+class Bookkeeping:
+    """How one batch keeps its records' writes exactly-once: a processed-marker on the
+    idempotency ``table`` (``consumer``'s), or, with the batch's ``ledger``, a listing in its
+    transaction's ledger entry (docs/design.md §12)."""
+
+    __slots__ = ("clock", "consumer", "ledger", "marker_ttl", "table")
+
+    def __init__(
+        self,
+        table: str,
+        consumer: str,
+        clock: Callable[[], float],
+        ledger: BatchLedger | None = None,
+    ) -> None:
+        self.table, self.consumer, self.clock, self.ledger = table, consumer, clock, ledger
+        self.marker_ttl = defaults.marker_ttl_seconds()  # read once per batch
+
+    def writes(self, position: int, change: Change, actions: Any, quarantined: bool) -> Any:
+        """The record's writes: ``actions`` paired with its marker or its ledger listing (see
+        :meth:`RecordWrites.build`, which raises :class:`InvalidActionError`); a record the
+        ledger finds applied is a duplicate with nothing to write."""
+        if isinstance(actions, AlreadyApplied):  # the sink holds its effect: a duplicate
+            return RecordWrites(position, [], [], frozenset(), 0, quarantined, duplicate=True)
+        if type(actions) is list and not actions:  # nothing to write: no marker either
+            return RecordWrites(position, [], [], frozenset(), 0, quarantined)
+        marker = marker_action(
+            self.table,
+            f"{self.consumer}#{change.event_id}",
+            int(self.clock()) + self.marker_ttl,
+            change.source_arn,
+        )
+        ledger = self.ledger
+        if ledger is None:
+            return RecordWrites.build(
+                position, marker, actions, self.table, quarantined=quarantined
+            )
+        ref = ledger.listing(change)
+        marked = ref is not None and ledger.marked(change)
+        writes = RecordWrites.build(
+            position,
+            marker,
+            actions,
+            self.table,
+            quarantined=quarantined,
+            listed=ref,
+            marked=marked,
+        )
+        # Writes that guard themselves (no marker, not listed) are not the ledger's to judge: a
+        # listed compensation of the record's quarantine must not skip its fixed replay.
+        kept = writes.listed is not None or (writes.marker and bool(writes.items))
+        if not kept or not ledger.applied(change):
+            return writes
+        return RecordWrites(position, [], [], frozenset(), 0, quarantined, duplicate=True)
+
+
 class Decider:
     """Decides records for one invocation.
 
-    ``writes_for(position, change, actions, quarantined)`` pairs a record's actions with its
-    processed-marker (see :meth:`RecordWrites.build`); it raises :class:`InvalidActionError`.
+    ``bookkeeping`` pairs a record's actions with its processed-marker or ledger listing.
     ``reads``: the images each projection and side effect declared it reads. ``decode``: a
     record's Change (default :meth:`Change.from_record`).
     """
 
-    __slots__ = ("decode", "projections", "reads", "writes_for")
+    __slots__ = ("bookkeeping", "decode", "projections", "reads")
 
     def __init__(
         self,
         projections: Sequence[Projection],
-        writes_for: Callable[[int, Change, Any, bool], RecordWrites],
+        bookkeeping: Bookkeeping,
         reads: Sequence[Reads] = (),
         decode: Callable[[Any], Change] = Change.from_record,
     ) -> None:
         self.projections = projections
-        self.writes_for = writes_for
+        self.bookkeeping = bookkeeping
         self.reads = reads
         self.decode = decode
 
@@ -149,7 +210,7 @@ class Decider:
                 actions.extend(returned if type(returned) is list else action_list(returned))
             if already == len(self.projections):
                 actions = AlreadyApplied()
-            return Apply(change, self.writes_for(position, change, actions, False))
+            return Apply(change, self.bookkeeping.writes(position, change, actions, False))
         except PermanentError as error:
             return self._permanent(position, change, error)
         except MissingImageError as error:  # it read an image the stream never carries
@@ -161,7 +222,7 @@ class Decider:
         if not error.actions:
             return Poison(error, change)
         try:
-            writes = self.writes_for(position, change, error.actions, True)
+            writes = self.bookkeeping.writes(position, change, error.actions, True)
         except InvalidActionError as invalid:
             # The compensation itself is unusable: quarantine without it, naming both.
             return Poison(
