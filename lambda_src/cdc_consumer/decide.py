@@ -129,7 +129,9 @@ class Bookkeeping:
         self.table, self.consumer, self.clock, self.ledger = table, consumer, clock, ledger
         self.marker_ttl = defaults.marker_ttl_seconds()  # read once per batch
 
-    def writes(self, position: int, change: Change, actions: Any, quarantined: bool) -> Any:
+    def writes(
+        self, position: int, change: Change, actions: Any, quarantined: bool
+    ) -> RecordWrites:
         """The record's writes: ``actions`` paired with its marker or its ledger listing (see
         :meth:`RecordWrites.build`, which raises :class:`InvalidActionError`); a record the
         ledger finds applied is a duplicate with nothing to write."""
