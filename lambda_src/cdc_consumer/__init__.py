@@ -1,7 +1,8 @@
 """Consumer runtime for DynamoDB Streams: ordered, exactly-once projections, safe side effects.
 
-It also reads a table's changes delivered through a Kinesis data stream (out of order, repeated:
-:attr:`Change.version` and the version-guarded :class:`LatestImage`, docs/design.md §9).
+It reads a table's changes through any route of :mod:`cdc_consumer.routes`, also one that
+delivers them out of order and repeated (:attr:`Change.version` and the version-guarded
+:class:`LatestImage`, docs/design.md §9).
 
 boto3 is the only dependency. See :class:`StreamProcessor`. Also here: the transactional
 :class:`Outbox`, TTL values in epoch seconds (:func:`ttl_after`, :func:`validate_ttl`), and

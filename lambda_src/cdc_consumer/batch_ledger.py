@@ -10,7 +10,8 @@ each attempt the records the lanes now list are dropped: a record's "it is new" 
 the head version it was read at, which is the version the transaction's head update requires.
 After a meeting (another writer committed in a lane), every lane of the batch is read again.
 
-Which records are listed, and in which lane:
+Which records are listed, and in which lane (a record's route says whether it has a place in a
+lane: :meth:`~cdc_consumer.routes.route.Route.lane_position`):
 
 - a DynamoDB stream record whose event names its shard (``shardId``: a mapping with a tumbling
   window, or a redrive's replay of a failed batch or a quarantine message that kept it) is listed
@@ -23,10 +24,9 @@ Which records are listed, and in which lane:
   units a record in a transaction: docs/design.md, the ledger). Before writing one, the batch
   raises the markers horizon over its records, and looks them up in the lanes the registry
   (:mod:`cdc_consumer.lane_registry`) names, where a windowed delivery may have listed them;
-- the Kinesis route keeps per-record markers: one DynamoDB change may be in the Kinesis stream
-  twice, under two sequence numbers (AWS documents it), so only its DynamoDB ``eventID`` (the
-  marker's key) tells the second from a new change; and so do snapshot rows of a backfill (no
-  sequence number).
+- a record whose route gives it no place in a lane keeps a per-record marker, keyed on its
+  change's ``eventID`` (its route says why); and so do snapshot rows of a backfill (no
+  sequence number of a stream).
 """
 
 from __future__ import annotations
@@ -45,30 +45,23 @@ from cdc_consumer.ledger import SORT_ATTRIBUTE, Lane, LaneState, LedgerStore
 from cdc_consumer.legacy_markers import LegacyMarkers, batch_get
 from cdc_consumer.marker_horizon import MarkerHorizon
 from cdc_consumer.record_writes import RecordWrites
+from cdc_consumer.routes import route_of
+from cdc_consumer.routes.route import LanePosition
 from cdc_consumer.settings import Settings
-
-#: ``eventSource`` of a record Lambda delivers from a DynamoDB stream.
-DYNAMODB_EVENT_SOURCE = "aws:dynamodb"
 
 Ref = tuple[Lane, int]
 """A record in the ledger: its lane (stream, shard) and its sequence number."""
 
 
-def stream_number(record: Any) -> tuple[str | None, int] | None:
-    """A DynamoDB stream record's (stream ARN, sequence number); None for any other record."""
-    if not isinstance(record, dict) or record.get("eventSource") != DYNAMODB_EVENT_SOURCE:
-        return None
-    stream = record.get("dynamodb")
-    number = stream.get("SequenceNumber") if isinstance(stream, dict) else None
-    if not isinstance(number, str) or not number.isdigit():
-        return None
-    arn = record.get("eventSourceARN")
-    return (arn if isinstance(arn, str) else None), int(number)
+def stream_number(record: Any) -> LanePosition | None:
+    """A record's place in a lane as its route gives it (stream ARN, sequence number); None
+    when it keeps a per-record marker."""
+    return route_of(record).lane_position(record)
 
 
 def reference(record: Any, shard: str | None) -> Ref | None:
-    """The ledger reference of a DynamoDB stream record delivered from ``shard``; None for any
-    other record, and for one whose shard is unknown."""
+    """The ledger reference of a record delivered from ``shard``; None for a record without a
+    place in a lane, and for one whose shard is unknown."""
     found = stream_number(record)
     if found is None or not shard:
         return None

@@ -1,25 +1,16 @@
-"""One DynamoDB stream record, decoded: :class:`Change`."""
+"""One DynamoDB change, decoded from a record of any route: :class:`Change`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal, cast
 
 from cdc_consumer.defaults import IMAGES_OF_VIEW_TYPE, NEW_IMAGE, OLD_IMAGE
 from cdc_consumer.exceptions import MissingImageError, MissingVersionError, UndecodableRecordError
 from cdc_consumer.expiry import TTL_PRINCIPAL, is_expiry
-from cdc_consumer.kinesis import (
-    KINESIS_EVENT_SOURCE,
-    decode_data,
-    kinesis_sequence_number,
-)
-from cdc_consumer.versions import (
-    format_version,
-    kinesis_time_to_us,
-    seconds_to_us,
-    stream_version,
-)
+from cdc_consumer.routes import route_of
+from cdc_consumer.routes.route import Route
 from cdc_consumer.wire import deserialize_image
 
 EventName = Literal["INSERT", "MODIFY", "REMOVE"]
@@ -174,35 +165,24 @@ class Change:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Change:
-        """Decode a record as Lambda delivers it (``event["Records"][i]``): a DynamoDB stream
-        record, or a Kinesis record whose data is a DynamoDB change (:mod:`cdc_consumer.kinesis`;
-        its sequence number is then the Kinesis one).
+        """Decode a record as Lambda delivers it (``event["Records"][i]``) from any route
+        (:mod:`cdc_consumer.routes`): a DynamoDB stream record, or a record whose data is a
+        DynamoDB change (its sequence number is then its route's).
 
         Raises :class:`UndecodableRecordError` naming what is wrong when the record lacks
         ``eventID``, has an ``eventName`` other than INSERT/MODIFY/REMOVE, lacks
-        ``dynamodb.Keys`` or ``dynamodb.SequenceNumber`` (a Kinesis record: ``sequenceNumber``,
-        or data that is not a DynamoDB change), or has an image that is not an object. A value
-        that is not an attribute value (an unknown type, a number DynamoDB could not hold,
-        binary that is not base64) raises when first read (see the class).
+        ``dynamodb.Keys`` or its sequence number (or holds data that is not a DynamoDB change),
+        or has an image that is not an object. A value that is not an attribute value (an
+        unknown type, a number DynamoDB could not hold, binary that is not base64) raises when
+        first read (see the class).
         """
         if type(record) is not dict and not _is_mapping(record):
             raise UndecodableRecordError(
                 f"a stream record must be a JSON object, got {type(record).__name__}"
             )
-        if record.get("eventSource") == KINESIS_EVENT_SOURCE or _is_mapping(record.get("kinesis")):
-            sequence_number = kinesis_sequence_number(record)
-            if sequence_number is None:
-                raise UndecodableRecordError(
-                    f"Kinesis record: kinesis.sequenceNumber must be a non-empty string, "
-                    f"got {record.get('kinesis', {}).get('sequenceNumber')!r}"
-                )
-            return cls._decode(decode_data(record), record, sequence_number, _kinesis_time_us)
-        stream = record.get("dynamodb")
-        is_object = type(stream) is dict or _is_mapping(stream)
-        sequence_number = stream.get("SequenceNumber") if is_object else None  # type: ignore[union-attr]
-        if not isinstance(sequence_number, str) or not sequence_number:
-            sequence_number = None
-        return cls._decode(record, record, sequence_number, _stream_time_us)
+        route = route_of(record)
+        document = route.change_document(record)
+        return cls._decode(document, record, route.item_identifier(record), route)
 
     @classmethod
     def _decode(
@@ -210,12 +190,12 @@ class Change:
         document: Mapping[str, Any],
         raw: Mapping[str, Any],
         sequence_number: str | None,
-        time_us: Any,
+        route: Route,
     ) -> Change:
-        """The Change of a DynamoDB change ``document`` (the record itself, or a Kinesis
-        record's data); ``raw`` is the record as delivered. Images stay undecoded."""
+        """The Change of a DynamoDB change ``document`` (the record itself, or what it holds,
+        as ``route`` decoded it); ``raw`` is the record as delivered. Images stay undecoded."""
         event_id, event_name, stream, sequence_number = _checked(document, sequence_number)
-        creation_time_us, created = time_us(stream, event_id)
+        creation_time_us, created = route.created(stream, event_id)
         new_image, old_image = stream.get("NewImage"), stream.get("OldImage")
         if not (type(new_image) is dict and type(old_image) in _IMAGE_TYPES):  # not the usual
             _check_images(event_id, new_image, old_image)
@@ -295,9 +275,7 @@ def _version(
             "dynamodb.ApproximateCreationDateTime, so it has no version: a version-guarded "
             "projection cannot order it"
         )
-    if "kinesis" in raw:  # the Kinesis route's times are not rounded down to the second
-        return format_version(creation_time_us, sequence_number)
-    return stream_version(creation_time_us, sequence_number)
+    return route_of(raw).version(creation_time_us, sequence_number)
 
 
 class _Building(Change):
@@ -319,7 +297,7 @@ _IMAGES = (("_new_image", NEW_IMAGE), ("_old_image", OLD_IMAGE))
 #: raises :class:`MissingImageError`, whether the reader declared it in ``reads=`` or not: None
 #: there would not mean "no image" but "this stream cannot tell", and a projection taking it for
 #: the former would count every record as processed without its effect. A record that states no
-#: view type (a Kinesis record) is not judged.
+#: view type is not judged.
 _LACKING_NEW_IMAGE = frozenset(v for v, has in IMAGES_OF_VIEW_TYPE.items() if NEW_IMAGE not in has)
 _LACKING_OLD_IMAGE = frozenset(v for v, has in IMAGES_OF_VIEW_TYPE.items() if OLD_IMAGE not in has)
 
@@ -372,53 +350,3 @@ def _image(stream: Mapping[str, Any], name: str, event_id: str) -> dict[str, Any
             f"record {event_id}: dynamodb.{name} holds a value that is not a DynamoDB "
             f"attribute value ({error})"
         ) from error
-
-
-Created = tuple[int | None, datetime | None]
-
-
-def _stream_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
-    """A DynamoDB stream record's ApproximateCreationDateTime (epoch seconds) in microseconds,
-    and as a datetime."""
-    global _last_time
-    value = stream.get("ApproximateCreationDateTime")
-    if value is None:
-        return None, None
-    last = _last_time  # one read: (value, its microseconds, its datetime)
-    if value == last[0] and type(value) is type(last[0]):
-        return last[1], last[2]  # the records of a batch mostly share their second
-    try:
-        if type(value) is float and value.is_integer():
-            time_us = int(value) * 1_000_000  # the common case, exactly, without Decimal
-        else:
-            time_us = seconds_to_us(value)
-        created = datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
-    except (TypeError, ValueError, ArithmeticError, OverflowError, OSError) as error:
-        raise UndecodableRecordError(
-            f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch seconds, "
-            f"got {value!r}"
-        ) from error
-    _last_time = (value, time_us, created)
-    return time_us, created
-
-
-#: The last ApproximateCreationDateTime decoded, and what it decoded to (replaced whole, so a
-#: reader never sees half of it).
-_last_time: tuple[Any, int | None, datetime | None] = (None, None, None)
-
-
-def _kinesis_time_us(stream: Mapping[str, Any], event_id: str) -> Created:
-    """A Kinesis record's ApproximateCreationDateTime (milli- or microseconds) in microseconds,
-    and as a datetime."""
-    value = stream.get("ApproximateCreationDateTime")
-    if value is None:
-        return None, None
-    try:
-        time_us = kinesis_time_to_us(value)
-        created = datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
-    except (ValueError, ArithmeticError, OverflowError, OSError) as error:
-        raise UndecodableRecordError(
-            f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch milli- or "
-            f"microseconds, got {value!r} ({error})"
-        ) from error
-    return time_us, created

@@ -23,10 +23,10 @@ the union of theirs; the handler then takes the order and filters from there::
     group = ConsumerGroup.from_environment([totals, archive])
 
 Dispatch: each member, in the order given, handles the records of the batch its filter matches,
-in stream order (a member with no filter gets every record). A Kinesis batch (the Kinesis
-route) is dispatched the same way: filters match the record's ``kinesis`` fields with ``data``
-decoded, as Lambda's do, and records are reported by their Kinesis sequence numbers. What the
-members share, since they share one function and one mapping:
+in stream order (a member with no filter gets every record). A batch of any route is dispatched
+the same way: filters match what Lambda's match for the record's route, and records are reported
+by their route's sequence numbers (:mod:`cdc_consumer.routes`). What the members share, since
+they share one function and one mapping:
 
 - **A failing member holds the batch for the others.** When a member reports a record failed,
   the members after it only handle records before that one, and the group reports the earliest
@@ -62,8 +62,8 @@ from cdc_consumer.contract import (
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
 from cdc_consumer.expiry import current_rule, expiry_view
 from cdc_consumer.filter_patterns import FilterCriteria
-from cdc_consumer.kinesis import filter_view, item_identifier
 from cdc_consumer.processor import LambdaContext, StreamProcessor
+from cdc_consumer.routes import route_of
 from cdc_consumer.snapshots import admits_snapshot_rows
 
 __all__ = ["ConsumerGroup", "GroupMember"]
@@ -161,7 +161,7 @@ class ConsumerGroup:
             raise MalformedBatchError("the event has no Records list; expected a stream batch")
         positions = {_item_identifier(record, n): n for n, record in enumerate(records)}
         rule = current_rule()  # a replicated TTL deletion matches a filter on the TTL identity
-        views = [expiry_view(filter_view(record), rule) for record in records]
+        views = [expiry_view(record, rule) for record in records]
         # The function's timeout as far as it can be told: the time left at the group's start.
         timeout_ms = None if context is None else int(context.get_remaining_time_in_millis())
         limit = len(records)  # records from here on are held for a member's failure
@@ -213,12 +213,12 @@ def may_receive_snapshots(criteria: FilterCriteria) -> bool:
 
 
 def _item_identifier(record: Any, position: int) -> str:
-    """What ``batchItemFailures`` names ``record`` by (a Kinesis or a DynamoDB stream record)."""
-    identifier = item_identifier(record)
+    """What ``batchItemFailures`` names ``record`` by (its sequence number in its route)."""
+    route = route_of(record)
+    identifier = route.item_identifier(record)
     if identifier is None:
         raise MalformedBatchError(
-            f"record {position} of the batch has no dynamodb.SequenceNumber (kinesis."
-            "sequenceNumber for a Kinesis record), so it cannot be reported alone; failing the "
-            "batch"
+            f"record {position} of the batch has no {route.identifier_field}, so it cannot be "
+            "reported alone; failing the batch"
         )
     return identifier

@@ -31,6 +31,10 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdc_consumer.exceptions import UndecodableRecordError
+from cdc_consumer.routes import DEFAULT_ROUTE, route_of
+from cdc_consumer.routes.route import Route
+
 __all__ = [
     "TTL_PRINCIPAL",
     "ExpiryRule",
@@ -93,29 +97,21 @@ class ExpiryRule:
             creation_time_us
         )
 
-    def is_expiry_record(self, document: Mapping[str, Any], *, kinesis: bool = False) -> bool:
-        """:meth:`is_expiry` of a DynamoDB change as Lambda delivers it: a stream record
-        (creation time in epoch seconds), or with ``kinesis`` a Kinesis record's data (in milli-
-        or microseconds, as the table's Kinesis destination's precision gives it)."""
+    def is_expiry_record(self, document: Mapping[str, Any], route: Route = DEFAULT_ROUTE) -> bool:
+        """:meth:`is_expiry` of a DynamoDB change as ``route`` carries it (its creation time in
+        the route's unit: epoch seconds on a DynamoDB stream, the default)."""
         if document.get("eventName") != "REMOVE":
             return False
         stream = document.get("dynamodb")
         stream = stream if isinstance(stream, Mapping) else {}
-        created = _creation_time_us(stream, kinesis=kinesis)
+        created = _creation_time_us(stream, route)
         return self.is_expiry(document.get("userIdentity"), stream.get("OldImage"), created)
 
 
-def _creation_time_us(stream: Mapping[str, Any], *, kinesis: bool) -> int | None:
-    value = stream.get("ApproximateCreationDateTime")
-    if value is None:
-        return None
+def _creation_time_us(stream: Mapping[str, Any], route: Route) -> int | None:
     try:
-        if kinesis:
-            from cdc_consumer.versions import kinesis_time_to_us  # the Kinesis route only
-
-            return kinesis_time_to_us(value)
-        return int(Decimal(str(value)) * 1_000_000)
-    except (InvalidOperation, TypeError, ValueError):
+        return route.created(stream, "")[0]
+    except UndecodableRecordError:
         return None
 
 
@@ -143,27 +139,25 @@ def is_expiry(identity: Any, old_image: Any, creation_time_us: int | None) -> bo
     return is_ttl_identity(identity) or current_rule().is_expiry(None, old_image, creation_time_us)
 
 
-def expiry_view(view: Any, rule: ExpiryRule | None = None) -> Any:
-    """``view`` (what a filter matches: a stream record, or a Kinesis record's fields with
-    ``data`` decoded) with the TTL identity on a replicated TTL deletion, so a filter on that
-    identity matches it as it matches the deletion in its own region."""
+def expiry_view(record: Any, rule: ExpiryRule | None = None) -> Any:
+    """What a filter matches for ``record`` (its route's
+    :meth:`~cdc_consumer.routes.route.Route.filter_view`) with the TTL identity on a replicated
+    TTL deletion, so a filter on that identity matches it as it matches the deletion in its own
+    region."""
     rule = current_rule() if rule is None else rule
-    if not rule.replicated or not isinstance(view, Mapping):
-        return view
-    data = view.get("data")
-    if isinstance(data, Mapping) and "dynamodb" in data:  # a Kinesis record's change
-        marked = _marked(data, rule, kinesis=True)
-        return view if marked is data else {**view, "data": marked}
-    return _marked(view, rule, kinesis=False)
+    route = route_of(record)
+    if not rule.replicated or not isinstance(record, Mapping):
+        return route.filter_view(record)
+    return route.filter_view(record, lambda document: _marked(document, rule, route))
 
 
-def _marked(document: Mapping[str, Any], rule: ExpiryRule, *, kinesis: bool) -> Any:
+def _marked(document: Mapping[str, Any], rule: ExpiryRule, route: Route) -> Any:
     """``document`` (a DynamoDB change) with the TTL identity when ``rule`` tells it is a
-    replicated expiry. A change DynamoDB writes to Kinesis carries ``userIdentity: null`` where
-    a stream record has none."""
+    replicated expiry. A change may carry ``userIdentity: null`` where a stream record has
+    none."""
     if document.get("userIdentity") is not None:
         return document
-    if not rule.is_expiry_record(document, kinesis=kinesis):
+    if not rule.is_expiry_record(document, route):
         return document
     return {**document, "userIdentity": dict(TTL_PRINCIPAL)}
 
@@ -174,7 +168,6 @@ def keep_declared(event: Mapping[str, Any], environ: Mapping[str, str] | None = 
     unset or every record matches."""
     from cdc_consumer import contract
     from cdc_consumer.filter_patterns import FilterCriteria  # only where filters were widened
-    from cdc_consumer.kinesis import filter_view
 
     environ = os.environ if environ is None else environ
     declared = environ.get(contract.RECORD_FILTERS_ENV)
@@ -183,5 +176,5 @@ def keep_declared(event: Mapping[str, Any], environ: Mapping[str, str] | None = 
         return event
     criteria = FilterCriteria(json.loads(declared), where=contract.RECORD_FILTERS_ENV)
     rule = ExpiryRule.from_environment(environ)
-    kept = [r for r in records if criteria.matches(expiry_view(filter_view(r), rule))]
+    kept = [r for r in records if criteria.matches(expiry_view(r, rule))]
     return event if len(kept) == len(records) else {**event, "Records": kept}

@@ -26,6 +26,7 @@ from cdc_consumer.exceptions import (
 )
 from cdc_consumer.outcomes import event_id, sequence_number
 from cdc_consumer.progress import ProgressRecorder
+from cdc_consumer.routes import route_of
 from cdc_consumer.snapshots import SnapshotChange
 from cdc_consumer.tally import Tally
 from cdc_consumer.windows import answer, shard_of
@@ -223,7 +224,7 @@ def _records_of(event: Mapping[str, Any]) -> list[Any]:
         if sequence_number(record) is None:
             raise MalformedBatchError(
                 f"record {position} (eventID {event_id(record)!r}) has no "
-                "dynamodb.SequenceNumber (kinesis.sequenceNumber for a Kinesis record), so it "
-                "cannot be reported alone; failing the batch"
+                f"{route_of(record).identifier_field}, so it cannot be reported alone; failing "
+                "the batch"
             )
     return records

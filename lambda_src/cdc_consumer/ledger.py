@@ -65,8 +65,8 @@ COUNT_ATTRIBUTE = "count"
 SHARD_ATTRIBUTE = "shard"
 #: :meth:`LedgerStore.read`'s ``head`` when the caller has not read it.
 UNREAD: Any = object()
-#: How many digits the length prefix of a sort key has: Kinesis sequence numbers have up to
-#: 129 digits, DynamoDB Streams' up to 40.
+#: How many digits the length prefix of a sort key has: a route's sequence numbers have up to
+#: 129 digits (DynamoDB Streams' up to 40).
 LENGTH_DIGITS = 3
 #: The most bytes an entry's packed listing takes: with its key, ``first``, the stream ARN and
 #: the other attributes the entry stays under 1 KB, one write unit's size (2 units in a

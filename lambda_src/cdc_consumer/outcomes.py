@@ -14,8 +14,8 @@ from typing import Any, Final, Protocol
 
 from cdc_consumer import logs
 from cdc_consumer.exceptions import AccessDeniedError, TransientError
-from cdc_consumer.kinesis import item_identifier
 from cdc_consumer.quarantine import send_to_quarantine
+from cdc_consumer.routes import item_identifier
 from cdc_consumer.tally import Tally
 
 
@@ -61,9 +61,9 @@ Step = Next | Stop | Done
 
 
 def sequence_number(record: Any) -> str | None:
-    """The sequence number that names a record in ``batchItemFailures``:
-    ``dynamodb.SequenceNumber``, or a Kinesis record's ``kinesis.sequenceNumber``
-    (docs/design.md §9); None when it has none."""
+    """The sequence number that names a record in ``batchItemFailures`` in its route
+    (``dynamodb.SequenceNumber`` of a DynamoDB stream record, :mod:`cdc_consumer.routes`); None
+    when it has none."""
     return item_identifier(record)
 
 

@@ -35,7 +35,7 @@ from cdc_consumer.contract import (
     QuarantineMessage,
 )
 from cdc_consumer.exceptions import TransientError, UndecodableRecordError
-from cdc_consumer.kinesis import decode_data, is_kinesis_record
+from cdc_consumer.routes import route_of
 from cdc_consumer.wire import dumps, to_wire
 
 #: What a pointer message keeps of a record's ``dynamodb`` section: never an image.
@@ -76,14 +76,14 @@ def quarantine_message(
 
 def _pointer_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """What a pointer message keeps of a record: no image, enough to order it and find its
-    item. A Kinesis record keeps its ``kinesis`` fields but ``data``, and the ``dynamodb`` keys
-    and times of the change ``data`` holds (none when it cannot be decoded)."""
-    stream = record.get("dynamodb") if isinstance(record.get("dynamodb"), Mapping) else None
-    pointer = {k: v for k, v in record.items() if k not in ("dynamodb", "kinesis")}
-    if is_kinesis_record(record):
-        pointer["kinesis"] = {k: v for k, v in record["kinesis"].items() if k != "data"}
-        with contextlib.suppress(UndecodableRecordError):
-            stream = decode_data(record).get("dynamodb")
+    item: its envelope as its route keeps it (:meth:`~cdc_consumer.routes.route.Route.envelope`),
+    and the ``dynamodb`` keys and times of the change it carries (none when it cannot be
+    decoded)."""
+    route = route_of(record)
+    pointer = route.envelope(record)
+    stream = None
+    with contextlib.suppress(UndecodableRecordError):
+        stream = route.change_document(record).get("dynamodb")
     stream = stream if isinstance(stream, Mapping) else {}
     pointer["dynamodb"] = {k: stream[k] for k in _POINTER_FIELDS if k in stream}
     return pointer

@@ -29,6 +29,7 @@ from boto3.dynamodb.types import TypeSerializer
 
 from cdc_consumer.change import TTL_PRINCIPAL
 from cdc_consumer.consumer_environment import ConsumerEnvironment, consumer_environment
+from cdc_consumer.routes import DEFAULT_ROUTE, item_identifier
 from cdc_consumer.wire import to_wire
 
 __all__ = [
@@ -117,7 +118,7 @@ def stream_record(
         "eventID": event_id or uuid.uuid4().hex,
         "eventName": event_name,
         "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
+        "eventSource": DEFAULT_ROUTE.event_source,
         "awsRegion": region,
         "dynamodb": stream,
         "eventSourceARN": source_arn,
@@ -307,11 +308,6 @@ def distinct_quarantined(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[
 
 
 def _record_identity(record: Mapping[str, Any]) -> Any:
-    """A record's identity across deliveries: its event id (a DynamoDB stream record), else its
-    sequence number (a Kinesis record; a pointer to a record kept in the bucket)."""
-    kinesis = record.get("kinesis")
-    if isinstance(kinesis, Mapping):
-        return kinesis.get("sequenceNumber")
-    stream = record.get("dynamodb")
-    sequence = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
-    return record.get("eventID") or sequence
+    """A record's identity across deliveries: its event id (a record's envelope keeps it, and a
+    pointer to a record kept in the bucket), else its sequence number in its route."""
+    return record.get("eventID") or item_identifier(record)

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 from cdc_consumer import Change, Contributions, PermanentError, decimals
+from cdc_consumer.routes.kinesis.records import kinesis_time_to_us
 from cdc_consumer.snapshots import SnapshotChange, snapshot_record
 from cdc_consumer.testing import TableStream, serialize
-from cdc_consumer.versions import kinesis_time_to_us, seconds_to_us
+from cdc_consumer.versions import seconds_to_us
 
 from tests.reference_app.handlers.orders import handler_module
 

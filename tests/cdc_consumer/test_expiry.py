@@ -222,14 +222,14 @@ KINESIS_NOT_TTL_DELETIONS = {"data": NOT_TTL_DELETIONS}
 
 
 def _kinesis(record: dict, precision: str = "MICROSECOND") -> dict:
-    from cdc_consumer.kinesis_testing import kinesis_data, kinesis_record
+    from cdc_consumer.routes.kinesis.testing import kinesis_data, kinesis_record
 
     data = kinesis_data(record, precision=precision)
     return kinesis_record(data, sequence_number=record["dynamodb"]["SequenceNumber"])
 
 
 def _kinesis_keys(event: dict) -> list[str]:
-    from cdc_consumer.kinesis import decode_data
+    from cdc_consumer.routes.kinesis.records import decode_data
 
     return [decode_data(r)["dynamodb"]["Keys"]["pk"]["S"] for r in event["Records"]]
 

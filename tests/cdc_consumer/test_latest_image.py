@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cdc_consumer import LatestImage, StreamProcessor
-from cdc_consumer.kinesis_testing import (
+from cdc_consumer.routes.kinesis.testing import (
     KinesisDelivery,
     MicrosecondClock,
     kinesis_data,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from cdc_consumer import legacy_markers
 from cdc_consumer.contract import LEDGER_TABLE_ENV
-from cdc_consumer.kinesis_testing import kinesis_data, kinesis_record
+from cdc_consumer.routes.kinesis.testing import kinesis_data, kinesis_record
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 
 from tests.cdc_consumer.fixtures import Resources, create_table, mirror_projection

@@ -2,9 +2,10 @@
 rule that no change of an item overtakes an earlier pending one (:mod:`~cdc_consumer.redrive.
 pending_changes`, which asks here for a record of the Kinesis route).
 
-A Kinesis record carries the DynamoDB change in its ``data`` (:mod:`cdc_consumer.kinesis`): the
-item is the change's ``dynamodb.Keys``, as on the stream route, so one item is one item across
-the quarantine queue and the failed-batch bucket. A change's place is its
+A Kinesis record carries the DynamoDB change in its ``data``
+(:mod:`cdc_consumer.routes.kinesis.records`): the item is the change's ``dynamodb.Keys``, as on
+the stream route, so one item is one item across the quarantine queue and the failed-batch
+bucket. A change's place is its
 ``ApproximateCreationDateTime`` (milli- or microseconds, read as microseconds) and then the
 Kinesis sequence number (exact within a shard). A record whose data cannot be decoded (often
 why it was quarantined) has no known item: it is its own item (keyed by its sequence number), so
@@ -18,8 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc_consumer.exceptions import UndecodableRecordError
-from cdc_consumer.kinesis import decode_data, kinesis_sequence_number
-from cdc_consumer.versions import kinesis_time_to_us
+from cdc_consumer.routes.kinesis.records import (
+    decode_data,
+    kinesis_sequence_number,
+    kinesis_time_to_us,
+)
 
 __all__ = ["kinesis_change_of", "kinesis_item_key"]
 

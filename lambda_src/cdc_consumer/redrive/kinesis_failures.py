@@ -29,7 +29,6 @@ from typing import Any
 
 from cdc_consumer.contract import ContractError, OnFailureMessage, StreamBatchInfo
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RedriveSetupError
-from cdc_consumer.kinesis import kinesis_sequence_number
 from cdc_consumer.redrive.marker_age import failure_time
 from cdc_consumer.redrive.messages import (
     BatchInfo,
@@ -38,6 +37,7 @@ from cdc_consumer.redrive.messages import (
     clip,
     function_name_of,
 )
+from cdc_consumer.routes.kinesis.records import kinesis_sequence_number
 
 __all__ = [
     "KINESIS_STREAM_ARN_PATTERN",

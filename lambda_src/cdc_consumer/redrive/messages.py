@@ -23,7 +23,8 @@ from cdc_consumer.contract import (
     StreamBatchInfo,
 )
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
-from cdc_consumer.kinesis import is_kinesis_record, item_identifier, kinesis_sequence_number
+from cdc_consumer.routes import item_identifier
+from cdc_consumer.routes.kinesis.records import is_kinesis_record, kinesis_sequence_number
 
 __all__ = [
     "BatchInfo",

@@ -33,10 +33,10 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer.exceptions import MalformedMessageError
-from cdc_consumer.kinesis import is_kinesis_record
 from cdc_consumer.redrive.kinesis_changes import kinesis_change_of, kinesis_item_key
 from cdc_consumer.redrive.messages import parse_quarantine_message
 from cdc_consumer.redrive.requarantine import release
+from cdc_consumer.routes.kinesis.records import is_kinesis_record
 
 __all__ = ["Change", "PendingChanges", "change_of", "item_key", "peek_quarantine"]
 

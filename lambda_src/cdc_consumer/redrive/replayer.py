@@ -17,9 +17,9 @@ from cdc_consumer.batch_response import first_failed_index
 from cdc_consumer.contract import SHARD_ID_KEY
 from cdc_consumer.exceptions import InvocationError
 from cdc_consumer.filter_patterns import FilterCriteria
-from cdc_consumer.kinesis import filter_view, item_identifier
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.report import RedriveReport
+from cdc_consumer.routes import filter_view, item_identifier
 
 __all__ = ["Replayer", "chunk_stop"]
 

@@ -1,4 +1,43 @@
 """The change sources (routes) the consumer reads, one package each: ``dynamodb_stream`` (a
 table's DynamoDB stream) and ``kinesis`` (a table's Kinesis data stream destination). A route
 says how its records are identified, ordered, decoded and read back; nothing outside this
-package names a route (docs/design.md, "Adding a source")."""
+package names a route (docs/design.md, "Adding a source").
+
+The engine asks :func:`route_of` for a record's :class:`~cdc_consumer.routes.route.Route`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cdc_consumer.routes.dynamodb_stream.records import ROUTE as _DYNAMODB_STREAM
+from cdc_consumer.routes.kinesis.records import ROUTE as _KINESIS
+from cdc_consumer.routes.route import Route
+
+__all__ = ["DEFAULT_ROUTE", "ROUTES", "Route", "filter_view", "item_identifier", "route_of"]
+
+#: Every route, asked in this order which one a record is of.
+ROUTES: tuple[Route, ...] = (_KINESIS, _DYNAMODB_STREAM)
+#: The route of a record no route claims (a backfill's snapshot row, a record built by hand):
+#: the DynamoDB stream's, whose record shape those have.
+DEFAULT_ROUTE: Route = _DYNAMODB_STREAM
+
+
+def route_of(record: Any) -> Route:
+    """The route ``record`` (any value, as an event delivers it) is of."""
+    for route in ROUTES:
+        if route.recognises(record):
+            return route
+    return DEFAULT_ROUTE
+
+
+def item_identifier(record: Any) -> str | None:
+    """What Lambda's ``batchItemFailures`` names ``record`` by (its sequence number in its
+    route); None if missing."""
+    return route_of(record).item_identifier(record)
+
+
+def filter_view(record: Mapping[str, Any]) -> Any:
+    """What Lambda's filters match for ``record`` (:meth:`Route.filter_view`)."""
+    return route_of(record).filter_view(record)

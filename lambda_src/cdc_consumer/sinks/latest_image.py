@@ -5,8 +5,9 @@ NEW image and the version of the change it was written from. Each write is versi
 (:mod:`cdc_consumer.sinks.guarded`), so an older or equal change is a no-op, and a REMOVE leaves a
 versioned *tombstone* (the key, the version and ``cdc_deleted = true``) so that an older change
 arriving after the delete cannot bring the item back. The view therefore ends equal to the
-table whatever the delivery order and however often a change is delivered: on a DynamoDB stream
-(in order, exactly once per item) and on a Kinesis data stream (out of order, repeated) alike.
+table whatever the delivery order and however often a change is delivered: on a route that
+delivers one item's changes in order and once each and on one that reorders and repeats them
+alike (:mod:`cdc_consumer.routes`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer.contract import ON_FAILURE_QUEUE_ENV, OnFailureMessage, RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
-from cdc_consumer.kinesis import item_identifier
 from cdc_consumer.redrive import parts
 from cdc_consumer.redrive.access import MISSING_QUEUE_CODES, check_access, check_stream_arn
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
@@ -32,6 +31,7 @@ from cdc_consumer.redrive.messages import Source, parse_on_failure_message
 from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.requarantine import release
 from cdc_consumer.redrive.stream_reader import StreamRangeReader
+from cdc_consumer.routes import item_identifier
 
 __all__ = ["QUEUE", "QueueKind", "QueueMessages", "QueueSource", "check_queue", "stream_position"]
 

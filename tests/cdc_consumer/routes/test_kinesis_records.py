@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 from cdc_consumer import Change, LatestImage, MissingVersionError, UndecodableRecordError
-from cdc_consumer.kinesis import item_identifier
-from cdc_consumer.kinesis_testing import kinesis_data, kinesis_event, kinesis_record
+from cdc_consumer.routes import item_identifier
+from cdc_consumer.routes.kinesis.records import kinesis_time_to_us
+from cdc_consumer.routes.kinesis.testing import kinesis_data, kinesis_event, kinesis_record
 from cdc_consumer.sinks.guarded import guard, is_guarded
 from cdc_consumer.testing import FakeContext, stream_record
-from cdc_consumer.versions import format_version, kinesis_time_to_us
+from cdc_consumer.versions import format_version
 
 from tests.cdc_consumer.fixtures import Resources, error_response, mirror_projection
 

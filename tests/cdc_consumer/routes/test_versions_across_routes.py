@@ -6,7 +6,7 @@ its second (cdc_consumer.versions)."""
 from __future__ import annotations
 
 from cdc_consumer import Change, LatestImage
-from cdc_consumer.kinesis_testing import kinesis_data, kinesis_event, kinesis_record
+from cdc_consumer.routes.kinesis.testing import kinesis_data, kinesis_event, kinesis_record
 from cdc_consumer.testing import FakeContext, stream_event, stream_record
 from cdc_consumer.versions import format_version, snapshot_version, stream_version
 

@@ -17,7 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.kinesis import KINESIS_EVENT_SOURCE, encode_data, kinesis_sequence_number
+from cdc_consumer.routes.kinesis.records import (
+    KINESIS_EVENT_SOURCE,
+    encode_data,
+    kinesis_sequence_number,
+)
 from cdc_consumer.versions import seconds_to_us
 
 #: The Kinesis stream ARN records carry unless told otherwise.
