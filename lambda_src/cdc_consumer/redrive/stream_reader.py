@@ -50,11 +50,11 @@ class StreamRangeReader:
     stream_arn: str
     max_empty_pages: int = DEFAULT_MAX_EMPTY_PAGES
     page_limit: int = DEFAULT_PAGE_LIMIT
-    route: ReplayRoute = field(default=None)  # type: ignore[assignment]
+    route: ReplayRoute | None = None
+    _route: ReplayRoute = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.route is None:
-            self.route = route_of_stream(self.stream_arn)
+        self._route = self.route or route_of_stream(self.stream_arn)
 
     def read(self, shard_id: str, start: str, end: str) -> list[dict[str, Any]]:
         first, last = int(start), int(end)
@@ -66,7 +66,7 @@ class StreamRangeReader:
                 message = error.response["Error"].get("Message", "")
                 raise RecordsLostError(shard_id, start, end, f"{code}: {message}") from error
             raise
-        seq = self.route.raw_sequence
+        seq = self._route.raw_sequence
         if not records or seq(records[0]) != first:
             found = f"the first record read is {seq(records[0])}" if records else "none was read"
             raise RecordsLostError(
@@ -83,10 +83,10 @@ class StreamRangeReader:
                 f"the end sequence number {end} is not in the shard (the last record read is"
                 f" {seq(records[-1])})",
             )
-        return [self.route.lambda_record(r, shard_id, self.stream_arn) for r in records]
+        return [self._route.lambda_record(r, shard_id, self.stream_arn) for r in records]
 
     def _records(self, shard_id: str, start: str, first: int, last: int) -> list[dict[str, Any]]:
-        route, client, arn = self.route, self.streams_client, self.stream_arn
+        route, client, arn = self._route, self.streams_client, self.stream_arn
         iterator: str | None = route.shard_iterator(client, arn, shard_id, start)
         records: list[dict[str, Any]] = []
         empty_pages = 0

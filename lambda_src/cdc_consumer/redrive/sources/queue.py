@@ -34,7 +34,7 @@ from cdc_consumer.redrive.messages import OnFailureBatch, Source, parse_on_failu
 from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.requarantine import release
 from cdc_consumer.redrive.stream_reader import StreamRangeReader
-from cdc_consumer.routes.replay import failure_batch_info, sequence_number
+from cdc_consumer.routes.replay import ReplayRoute, failure_batch_info, sequence_number
 
 __all__ = [
     "QUEUE",
@@ -174,7 +174,7 @@ class QueueSource(QueueMessages):
     streams_client: Any = None
     max_empty_pages: int = 0
     function_name: str | None = None
-    route: Any = None
+    route: ReplayRoute | None = None
     clock: Callable[[], float] = time.time
     _retention: int | None = field(default=None, init=False)
     #: Shard -> the first message of it that stayed after it was read.
@@ -221,6 +221,7 @@ class QueueSource(QueueMessages):
         if earliest is None:
             return None
         if self._retention is None:
+            assert self.route is not None
             self._retention = self.route.retention_seconds(self.streams_client, self.stream_arn)
             if self._retention is None:
                 self._retention = -1
