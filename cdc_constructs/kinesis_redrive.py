@@ -3,10 +3,10 @@
 The same function as a StreamConsumer's (:class:`~cdc_constructs.redrive.StreamRedrive`: the
 runtime layer's ``cdc_consumer.redrive_handler``, invoked by hand once the consumer's fault is
 fixed, its lost-records and Errors alarms on the consumer's alarm topic), given the Kinesis
-stream's ARN: the handler then takes the Kinesis route
-(``cdc_consumer.redrive.kinesis_redrive``). It replays the batches the on-failure destination
-holds (an S3 object carries its batch; an SQS message points at it, and the records are read
-back from the Kinesis stream while its retention holds them), in order per shard, refuses a
+stream's ARN: the handler then takes the Kinesis route (``cdc_consumer.routes.kinesis.replay``,
+on the one redrive driver). It replays the batches the on-failure destination holds (an S3
+object carries its batch; an SQS message points at it, and the records are read back from the
+Kinesis stream while its retention holds them), in order per shard, refuses a
 batch older than the consumer's markers or, for a pointer, than the stream's retention (nothing
 deleted), and deletes each only after its records succeeded. Given the consumer's quarantine
 queue (as KinesisConsumer gives it), it drains it too, as the stream route's redrive does: each

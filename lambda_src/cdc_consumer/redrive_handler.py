@@ -74,8 +74,6 @@ from cdc_consumer.contract import (
     RedriveCause,
 )
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source, sources
-from cdc_consumer.redrive.kinesis_failures import is_kinesis_stream_arn
-from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
 
 #: Messages per invocation unless the event says otherwise: a bounded run, so one invocation
 #: cannot spend its whole time on a queue that keeps filling up.
@@ -146,12 +144,11 @@ def handler(
     event: Mapping[str, Any] | None,
     context: Any,
     *,
-    redrive: Redrive | KinesisRedrive | None = None,
+    redrive: Redrive | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Drain the consumer's on-failure destination and quarantine queue; ``redrive`` and
-    ``environ`` are injectable for tests. A Kinesis ``STREAM_ARN`` (the Kinesis route) is
-    redriven by :class:`~cdc_consumer.redrive.kinesis_redrive.KinesisRedrive`."""
+    ``environ`` are injectable for tests. ``STREAM_ARN`` may be either route's stream."""
     environ = os.environ if environ is None else environ
     event = event or {}
     sources.import_modules(sources.modules_of(environ))  # kinds defined outside the runtime
@@ -160,7 +157,7 @@ def handler(
     consumer = environ.get(CONSUMER_NAME_ENV, "") or _required(environ, CONSUMER_FUNCTION_NAME_ENV)
     if redrive is None:
         redrive = _redrive(environ)
-    if isinstance(redrive, (Redrive, KinesisRedrive)):  # what it quarantines again holds nothing
+    if isinstance(redrive, Redrive):  # what it quarantines again holds nothing
         redrive.set_aside_since_ms = int(time.time() * 1000)
     wanted = str(event.get("source", "all"))
     queues = {source: sources.located(source, environ) or "" for source in Source}
@@ -217,25 +214,11 @@ def _worth_another_round(latest: Mapping[Source, RedriveReport]) -> bool:
     )
 
 
-def _redrive(environ: Mapping[str, str]) -> Redrive | KinesisRedrive:
-    """The redrive the StreamRedrive construct's environment describes."""
+def _redrive(environ: Mapping[str, str]) -> Redrive:
+    """The redrive the StreamRedrive construct's environment describes (of either route: the
+    stream's, :func:`~cdc_consumer.routes.replay.route_of_stream`)."""
     function_name = _required(environ, CONSUMER_FUNCTION_NAME_ENV)
     bucket, prefix = sources.on_failure_bucket(environ)
-    if is_kinesis_stream_arn(environ.get(STREAM_ARN_ENV, "")):
-        return KinesisRedrive(
-            invoker=LambdaInvoker(function_name),
-            stream_arn=environ[STREAM_ARN_ENV],
-            function_name=function_name,
-            mapping_uuid=environ.get(MAPPING_UUID_ENV) or None,
-            filters=_filters(environ.get(CONSUMER_FILTERS_ENV, "")),
-            marker_ttl_seconds=_marker_ttl(environ),
-            consumer_name=environ.get(CONSUMER_NAME_ENV) or None,
-            member_names=_member_names(environ.get(CONSUMER_GROUP_ENV, "")),
-            quarantine_queue_url=sources.located(Source.QUARANTINE, environ),
-            on_failure_bucket=bucket,
-            on_failure_prefix=prefix,
-            lease_table=environ.get(IDEMPOTENCY_TABLE_ENV) or None,
-        )
     return Redrive(
         invoker=LambdaInvoker(function_name),
         stream_arn=_required(environ, STREAM_ARN_ENV),
@@ -267,7 +250,7 @@ def _marker_ttl(environ: Mapping[str, str]) -> int | None:
 
 
 def _run(
-    redrive: Redrive | KinesisRedrive,
+    redrive: Redrive,
     source: Source,
     where: str,
     event: Mapping[str, Any],

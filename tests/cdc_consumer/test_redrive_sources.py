@@ -1,23 +1,28 @@
 """A failure source is one module (issue 30): a source kind defined outside the runtime,
 registered by lookup, is replayed by the one driver (order, deletion only after success, a
-failure keeps what follows), found in the redrive function's environment; and no module outside
+failure keeps what follows) on either route (a DynamoDB stream, a Kinesis data stream: issue 39),
+found in the redrive function's environment; and no module outside
 ``cdc_consumer/redrive/sources/`` names a source kind's module."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cdc_consumer.contract import RedriveCause
-from cdc_consumer.redrive import Source, sources, to_lambda_record
+from cdc_consumer.redrive import CallableInvoker, Redrive, Source, sources, to_lambda_record
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
 from cdc_consumer.redrive.parts import Run
+from cdc_consumer.routes.replay import ReplayRoute, sequence_number
 
+from cdc_local.endpoint import LocalEndpoint
 from tests import structure
+from tests.cdc_consumer.fixtures import create_table
 from tests.cdc_consumer.redrive_world import Consumer, Stream, make_redrive
 
 SCHEME = "memory://"
@@ -33,6 +38,8 @@ class MemoryFailures:
 @dataclass
 class MemorySource:
     store: MemoryFailures
+    #: The run's route: the kind names none, it asks the route how a record is named.
+    route: ReplayRoute
     _blocked: bool = False
 
     def entries(self, limit: int | None) -> Iterator[Entry]:
@@ -46,8 +53,8 @@ class MemorySource:
 
     def read(self, entry: Entry) -> Batch | None:
         records = entry.handle
-        first, last = (r["dynamodb"]["SequenceNumber"] for r in (records[0], records[-1]))
-        return Batch(list(records), "shard", first, last)
+        first, last = (self.route.sequence_number(r) for r in (records[0], records[-1]))
+        return Batch(list(records), "shard", str(first), str(last))
 
     def hold_records(self, entry: Entry, batch: Batch) -> Hold | None:
         return None
@@ -78,7 +85,7 @@ class MemoryKind:
     def check(self, redrive: Any, where: str) -> None: ...
 
     def open(self, run: Run, where: str) -> MemorySource:
-        return MemorySource(self.store)
+        return MemorySource(self.store, run.route)
 
 
 @pytest.fixture
@@ -90,25 +97,101 @@ def memory() -> Iterator[MemoryFailures]:
     sources.unregister(kind)
 
 
-def test_a_source_kind_defined_outside_the_runtime_is_replayed_by_the_one_driver(
-    stream: Stream, memory: MemoryFailures
-) -> None:
-    stream.write(4)
-    records = [to_lambda_record(r, stream.arn) for r in stream.records()]
-    memory.batches += [records[:2], records[2:]]
-    consumer = Consumer(fail={records[1]["dynamodb"]["SequenceNumber"]: 5})
+@dataclass
+class AnyRouteConsumer:
+    """Applies each record once, by its route's sequence number; ``fail`` maps a sequence
+    number to how many more times its record fails."""
 
-    report = make_redrive(stream, consumer, max_attempts=2).run(f"{SCHEME}failures")
+    fail: dict[str, int] = field(default_factory=dict)
+    applied: list[str] = field(default_factory=list)
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        for record in event["Records"]:
+            number = str(sequence_number(record))
+            if self.fail.get(number, 0) > 0:
+                self.fail[number] -= 1
+                return {"batchItemFailures": [{"itemIdentifier": number}]}
+            if number not in self.applied:
+                self.applied.append(number)
+        return {"batchItemFailures": []}
+
+
+#: A route's world: its stream's four records as Lambda delivers them, and a redrive of them.
+World = tuple[list[dict[str, Any]], Callable[..., Redrive]]
+
+
+def _redrive_of(aws: LocalEndpoint, arn: str, streams: Any) -> Callable[..., Redrive]:
+    def make(consumer: AnyRouteConsumer, **options: Any) -> Redrive:
+        return Redrive(
+            invoker=CallableInvoker(consumer),
+            stream_arn=arn,
+            streams_client=streams,
+            sqs_client=aws.client("sqs"),
+            consumer_name="orders",
+            receive_wait_seconds=0,
+            **options,
+        )
+
+    return make
+
+
+def _stream_world(aws: LocalEndpoint) -> World:
+    ddb = aws.client("dynamodb")
+    create_table(ddb, "orders", stream=True)
+    for number in range(4):
+        ddb.put_item(TableName="orders", Item={"pk": {"S": f"order-{number}"}})
+    arn = ddb.describe_table(TableName="orders")["Table"]["LatestStreamArn"]
+    streams = aws.client("dynamodbstreams")
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    raw = streams.get_records(ShardIterator=iterator)["Records"]
+    return [to_lambda_record(r, arn, shard) for r in raw], _redrive_of(aws, arn, streams)
+
+
+def _data_stream_world(aws: LocalEndpoint) -> World:
+    client, name = aws.client("kinesis"), "orders-changes"
+    client.create_stream(StreamName=name, ShardCount=1)
+    arn = client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamARN"]
+    shard = client.list_shards(StreamName=name)["Shards"][0]["ShardId"]
+    for number in range(4):
+        change = {"eventID": f"c-{number}", "eventName": "INSERT", "dynamodb": {"Keys": {}}}
+        client.put_record(StreamName=name, Data=json.dumps(change).encode(), PartitionKey="one")
+    iterator = client.get_shard_iterator(
+        StreamName=name, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    raw = client.get_records(ShardIterator=iterator)["Records"]
+    return [to_lambda_record(r, arn, shard) for r in raw], _redrive_of(aws, arn, client)
+
+
+@pytest.fixture(params=[_stream_world, _data_stream_world], ids=["stream-route", "data-stream"])
+def world(request: pytest.FixtureRequest, aws: LocalEndpoint) -> World:
+    """Each route's world (the DynamoDB stream's, the Kinesis data stream's)."""
+    made: World = request.param(aws)
+    return made
+
+
+def test_a_source_kind_defined_outside_the_runtime_is_replayed_by_the_one_driver(
+    world: World, memory: MemoryFailures
+) -> None:
+    """On either route: a route that does not ask the kinds (the Kinesis route's redrive once
+    took any location but ``s3://`` for a queue) fails here."""
+    records, make_redrive = world
+    memory.batches += [records[:2], records[2:]]
+    consumer = AnyRouteConsumer(fail={str(sequence_number(records[1])): 5})
+
+    report = make_redrive(consumer, max_attempts=2).run(f"{SCHEME}failures")
 
     # The first batch fails and stays; the second must not overtake it.
     assert [m.cause for m in report.failed] == [RedriveCause.REPLAY_FAILED]
     assert [m.cause for m in report.held] == [RedriveCause.EARLIER_BATCH_OF_SHARD]
     assert len(memory.batches) == 2 and not report.ok
 
-    fixed = Consumer()
-    again = make_redrive(stream, fixed).run(f"{SCHEME}failures")
+    fixed = AnyRouteConsumer()
+    again = make_redrive(fixed).run(f"{SCHEME}failures")
     assert again.ok, again.summary()
-    assert fixed.applied == [r["dynamodb"]["SequenceNumber"] for r in records]
+    assert fixed.applied == [sequence_number(r) for r in records]
     assert memory.batches == [] and again.messages_deleted == 2
 
 

@@ -25,6 +25,10 @@ Operator mistakes (a missing queue, no credentials, a stream ARN that is not one
 arguments) raise :class:`~cdc_consumer.exceptions.RedriveSetupError` before any message is
 touched; the command line prints it as one line and exits 2.
 
+Either route is replayed alike (a table's DynamoDB stream, or its Kinesis data stream): the route
+is the stream ARN's, and what differs between routes is asked of it
+(:mod:`cdc_consumer.routes.replay`); no module here names one.
+
 Replaying twice changes nothing: the consumer runtime's processed-markers make replays of
 already-applied records no-ops, and deleted messages are gone.
 

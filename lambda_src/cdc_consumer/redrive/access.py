@@ -1,29 +1,24 @@
-"""The checks redrive makes before it touches anything: a stream ARN that is one, a queue or
-bucket these credentials can read; each failure is one operator line
-(:class:`~cdc_consumer.exceptions.RedriveSetupError`)."""
+"""The checks redrive makes before it touches anything: a stream ARN of a route
+(:func:`~cdc_consumer.routes.replay.route_of_stream`), a queue or bucket these credentials can
+read; each failure is one operator line (:class:`~cdc_consumer.exceptions.RedriveSetupError`)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from cdc_consumer.exceptions import RedriveSetupError
+from cdc_consumer.routes.replay import route_of_stream
 
 __all__ = [
     "MISSING_BUCKET_CODES",
     "MISSING_QUEUE_CODES",
-    "STREAM_ARN_PATTERN",
     "check_access",
     "check_stream_arn",
     "setup_error",
 ]
 
-#: A DynamoDB stream ARN: ``arn:<partition>:dynamodb:<region>:<account>:table/<t>/stream/<label>``.
-STREAM_ARN_PATTERN = re.compile(
-    r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[^/]+/stream/[^/]+$"
-)
 #: SQS error codes for a queue that does not exist (query and JSON protocols).
 MISSING_QUEUE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 #: S3 error codes for a bucket that does not exist.
@@ -31,13 +26,9 @@ MISSING_BUCKET_CODES = frozenset({"NoSuchBucket", "404"})
 
 
 def check_stream_arn(stream_arn: str) -> None:
-    """Raise :class:`RedriveSetupError` unless ``stream_arn`` is a DynamoDB stream ARN."""
-    if not STREAM_ARN_PATTERN.match(stream_arn or ""):
-        raise RedriveSetupError(
-            f"stream ARN {stream_arn!r} is not a DynamoDB stream ARN"
-            " (arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE/stream/LABEL): pass the consumer's"
-            " stream, e.g. the table's LatestStreamArn"
-        )
+    """Raise :class:`RedriveSetupError` unless ``stream_arn`` is a stream ARN of a route (the
+    error names the value and every route's shape)."""
+    route_of_stream(stream_arn)
 
 
 def setup_error(error: Exception, what: str, fix: str) -> RedriveSetupError:

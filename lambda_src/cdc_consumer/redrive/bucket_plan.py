@@ -116,7 +116,7 @@ class BucketPlan:
         ours = _listed(reader, prefix, report)
         shards = {where.shard_id for where in ours}
         lineage = (
-            ShardLineage.of_stream(streams_client, reader.stream_arn)
+            ShardLineage.of_stream(streams_client, reader.stream_arn, shards)
             if len(shards) > 1
             else ShardLineage()
         )

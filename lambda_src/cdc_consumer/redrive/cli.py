@@ -38,8 +38,6 @@ from cdc_consumer.redrive.defaults import (
 )
 from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from cdc_consumer.redrive.invokers import CallableInvoker, Invoker, LambdaInvoker
-from cdc_consumer.redrive.kinesis_failures import is_kinesis_stream_arn
-from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
 from cdc_consumer.redrive.messages import Source, clip
 from cdc_consumer.redrive.pipe_dlq import PipeDlqRedrive
 from cdc_consumer.redrive.pipe_events import EventShape
@@ -47,6 +45,7 @@ from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
 from cdc_consumer.redrive.sources import bucket_where
+from cdc_consumer.routes.replay import ROUTES, route_of_stream
 
 __all__ = [
     "EXIT_BUSY",
@@ -267,8 +266,8 @@ def _add_consumer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stream-arn",
         required=True,
-        help="the consumer's stream: a DynamoDB stream, or a Kinesis data stream (the Kinesis"
-        " route: its on-failure destination and, with --quarantine, its quarantine queue)",
+        help="the consumer's stream, of any route: "
+        + " or ".join(f"a {route.name} ({route.arn_shape})" for route in ROUTES),
     )
     target = parser.add_mutually_exclusive_group()  # one of them unless --pipe-dlq-queue-url
     target.add_argument("--function-name", help="invoke this Lambda function synchronously")
@@ -407,39 +406,23 @@ def _redrive(
     invoker: Invoker,
     environment: Mapping[str, str],
     scope: Scope,
-) -> Redrive | KinesisRedrive:
-    """The Redrive the command line describes, scoped to one consumer (on a Kinesis stream:
-    the Kinesis route's, :class:`~cdc_consumer.redrive.kinesis_redrive.KinesisRedrive`)."""
-    if is_kinesis_stream_arn(args.stream_arn):
-        return KinesisRedrive(
-            invoker=invoker,
-            stream_arn=args.stream_arn,
-            kinesis_client=session.client("kinesis"),
-            sqs_client=sqs_client,
-            function_name=scope.function_name,
-            mapping_uuid=scope.mapping_uuid,
-            filters=args.filters,
-            marker_ttl_seconds=_marker_ttl(args, environment),
-            max_attempts=args.max_attempts,
-            **_quarantine_settings(args, environment, scope),
-            lease_table=args.idempotency_table or environment.get(IDEMPOTENCY_TABLE_ENV) or None,
-            dynamodb_client=session.client("dynamodb"),
-            lease_wait_seconds=args.lease_wait_seconds,
-        )
+) -> Redrive:
+    """The Redrive the command line describes, scoped to one consumer, reading its stream with
+    its route's client (:func:`~cdc_consumer.routes.replay.route_of_stream`)."""
     return Redrive(
         invoker=invoker,
         stream_arn=args.stream_arn,
         sqs_client=sqs_client,
-        streams_client=session.client(
-            "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
-        ),
+        streams_client=route_of_stream(args.stream_arn).client(session),
         consumer_name=args.consumer_name or environment.get(CONSUMER_NAME_ENV) or None,
         member_names=_members(args, environment),
         function_name=scope.function_name,
         mapping_uuid=scope.mapping_uuid,
         on_failure_bucket=None if args.bucket else scope.bucket,
         on_failure_prefix=scope.prefix,
-        quarantine_queue_url=args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV),
+        quarantine_queue_url=(
+            args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV) or None
+        ),
         max_attempts=args.max_attempts,
         filters=args.filters,
         marker_ttl_seconds=_marker_ttl(args, environment),
@@ -447,22 +430,6 @@ def _redrive(
         dynamodb_client=session.client("dynamodb"),
         lease_wait_seconds=args.lease_wait_seconds,
     )
-
-
-def _quarantine_settings(
-    args: argparse.Namespace, environment: Mapping[str, str], scope: Scope
-) -> dict[str, Any]:
-    """What a Kinesis redrive needs of the consumer's quarantine and its other source (as the
-    stream route's Redrive gets them)."""
-    return {
-        "consumer_name": args.consumer_name or environment.get(CONSUMER_NAME_ENV) or None,
-        "member_names": _members(args, environment),
-        "quarantine_queue_url": (
-            args.quarantine_queue_url or environment.get(QUARANTINE_QUEUE_ENV) or None
-        ),
-        "on_failure_bucket": None if args.bucket else scope.bucket,
-        "on_failure_prefix": scope.prefix,
-    }
 
 
 def _marker_ttl(args: argparse.Namespace, environment: Mapping[str, str]) -> int | None:
@@ -482,10 +449,8 @@ def _marker_ttl(args: argparse.Namespace, environment: Mapping[str, str]) -> int
 
 
 def _check_stream(args: argparse.Namespace) -> None:
-    """A DynamoDB stream ARN; or, for a consumer's redrive, a Kinesis stream's (the Kinesis
-    route's redrive, :mod:`~cdc_consumer.redrive.kinesis_redrive`)."""
-    if args.pipe_dlq_queue_url or not is_kinesis_stream_arn(args.stream_arn):
-        check_stream_arn(args.stream_arn)
+    """A stream ARN of a route (:func:`~cdc_consumer.routes.replay.route_of_stream`)."""
+    check_stream_arn(args.stream_arn)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -632,9 +597,7 @@ def _run_pipe_dlq(args: argparse.Namespace, session: Any) -> int:
     )
     redrive = PipeDlqRedrive(
         sqs_client=session.client("sqs"),
-        streams_client=session.client(
-            "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
-        ),
+        streams_client=route_of_stream(args.stream_arn).client(session),
         events_client=session.client("events"),
         stream_arn=args.stream_arn,
         shape=shape,

@@ -1,11 +1,12 @@
-"""Shard lineage: which shard of a DynamoDB stream is the parent of which, for the redrive's order.
+"""Shard lineage: which shard of a stream is the parent of which, for the redrive's order.
 
 DynamoDB closes a stream's shards and opens children (about every 4 hours, and when a partition
 splits); an item's later changes are then in a child shard, and Lambda reads a parent shard to
 its end before its children. A redrive must keep that order across the failed batches it holds:
 a child shard's batch waits until its parent's (and every ancestor's) are done.
 
-Where the lineage comes from: ``DescribeStream`` lists each shard with its ``ParentShardId``
+Where the lineage comes from: the route (:meth:`~cdc_consumer.routes.replay.ReplayRoute.
+shard_parents`; a DynamoDB stream's ``DescribeStream`` lists each shard with its ``ParentShardId``)
 (the S3 on-failure object names only its own shard). It lists only the shards the stream still
 holds records of (24 hours): a shard older than that has no known parent. Then redrive is
 conservative: such a shard may descend from any shard before it in the replay order (shards are
@@ -17,11 +18,13 @@ the report says why.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+
+from cdc_consumer.routes.replay import route_of_stream
 
 __all__ = ["ShardLineage", "shard_created_ms"]
 
@@ -46,21 +49,14 @@ class ShardLineage:
     )
 
     @classmethod
-    def of_stream(cls, streams_client: Any, stream_arn: str) -> ShardLineage:
-        """Read the lineage of ``stream_arn`` (every page of DescribeStream). When it cannot be
-        read, every shard's lineage is unknown, with the error as the reason."""
-        parents: dict[str, str | None] = {}
-        start: str | None = None
+    def of_stream(
+        cls, streams_client: Any, stream_arn: str, shards: Iterable[str] = ()
+    ) -> ShardLineage:
+        """Read the lineage of ``stream_arn`` (of ``shards``), as its route says. When it cannot
+        be read, every shard's lineage is unknown, with the error as the reason."""
+        route = route_of_stream(stream_arn)
         try:
-            while True:
-                request: dict[str, Any] = {"StreamArn": stream_arn}
-                if start is not None:
-                    request["ExclusiveStartShardId"] = start
-                description = streams_client.describe_stream(**request)["StreamDescription"]
-                parents.update(_parents(description.get("Shards", [])))
-                start = description.get("LastEvaluatedShardId")
-                if not start:
-                    return cls(parents)
+            return cls(route.shard_parents(streams_client, stream_arn, shards))
         except (ClientError, BotoCoreError) as error:
             detail = getattr(error, "response", {}).get("Error", {})
             reason = f"{detail.get('Code')}: {detail.get('Message')}" if detail else str(error)
@@ -116,10 +112,6 @@ class ShardLineage:
     def unknown(self, shard_ids: Iterable[str]) -> list[str]:
         """The shards among ``shard_ids`` whose ancestry is not known to its root."""
         return sorted(s for s in set(shard_ids) if not self.ancestors(s)[1])
-
-
-def _parents(shards: Iterable[Mapping[str, Any]]) -> dict[str, str | None]:
-    return {str(s["ShardId"]): s.get("ParentShardId") or None for s in shards if s.get("ShardId")}
 
 
 def _creation_key(shard_id: str) -> tuple[int, int, str]:

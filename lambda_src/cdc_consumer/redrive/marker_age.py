@@ -6,8 +6,8 @@ the record was written, and lives the consumer's marker lifetime (``CDC_MARKER_T
 failed batch can hold records earlier members of a consumer group applied; a quarantined record
 can have been applied by other members. Once ``now`` passes a record's write time plus that
 lifetime, its markers may be gone and a replay would apply it a second time. The time is the
-failure's own: the records' ``ApproximateCreationDateTime`` (a Kinesis record's
-``approximateArrivalTimestamp``) and the failure's timestamp (the invocation record's
+failure's own: the records' write time (as their route says:
+:func:`~cdc_consumer.routes.replay.written_at`) and the failure's timestamp (the invocation record's
 ``timestamp``, a quarantine message's ``quarantinedAt``), the earliest of them, never when the
 object or message was last written: S3 keeps an object past its lifecycle day (it expires at the
 next midnight UTC and removes it asynchronously), and a copy can be restored.
@@ -25,23 +25,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from cdc_consumer.routes.replay import written_at
+
 __all__ = ["MarkerAge", "failure_time", "written_at"]
-
-
-def written_at(record: Mapping[str, Any]) -> float | None:
-    """When ``record`` was written, epoch seconds: DynamoDB's ``ApproximateCreationDateTime``
-    (seconds) or a Kinesis record's ``approximateArrivalTimestamp``; None when it has neither."""
-    for section, name in (
-        ("dynamodb", "ApproximateCreationDateTime"),
-        ("kinesis", "approximateArrivalTimestamp"),
-    ):
-        value = record.get(section, {}).get(name) if isinstance(record, Mapping) else None
-        try:
-            if value is not None:
-                return float(value)
-        except (TypeError, ValueError):
-            return None
-    return None
 
 
 def failure_time(text: Any) -> float | None:

@@ -23,8 +23,8 @@ from cdc_consumer.contract import (
     StreamBatchInfo,
 )
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
-from cdc_consumer.routes import item_identifier
-from cdc_consumer.routes.kinesis.records import is_kinesis_record, kinesis_sequence_number
+from cdc_consumer.routes.replay import ROUTES, ReplayRoute, route_of_record, route_of_stream
+from cdc_consumer.routes.replay import sequence_number as record_sequence_number
 
 __all__ = [
     "BatchInfo",
@@ -69,6 +69,8 @@ class OnFailureBatch:
     condition: str | None
     #: The invocation record's ``timestamp`` (when Lambda gave up on the batch), as written.
     timestamp: str | None = None
+    #: ``approximateArrivalOfFirstRecord``, as written (None: not said).
+    first_arrival: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,8 @@ class QuarantinedRecord:
 
     @property
     def sequence_number(self) -> str:
-        """What the consumer names the record by: ``dynamodb.SequenceNumber``, or a Kinesis
-        record's ``kinesis.sequenceNumber`` (the Kinesis route)."""
-        return str(item_identifier(self.record))
+        """What the consumer names the record by (its route's sequence number)."""
+        return str(record_sequence_number(self.record))
 
 
 def function_name_of(name_or_arn: str) -> str:
@@ -137,8 +138,8 @@ def _sequence_number(value: Any, name: str) -> str:
     text = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
     if not text.isdigit():
         raise MalformedMessageError(
-            f"on-failure message field DDBStreamBatchInfo.{name} is {value!r}; expected a"
-            " sequence number (a string of digits)"
+            f"on-failure message field {name} is {value!r}; expected a sequence number (a"
+            " string of digits)"
         )
     return text
 
@@ -164,23 +165,31 @@ def _batch_of(
     expected_function: str | None,
     what: str,
 ) -> OnFailureBatch:
-    info = OnFailureMessage.batch_info(document)
+    route = route_of_stream(expected_stream_arn)
+    key = route.batch_info
+    info = document.get(key)
     if not isinstance(info, dict):
         raise MalformedMessageError(
-            f"{what} has no DDBStreamBatchInfo object (keys:"
-            f" {sorted(document)}); expected Lambda's on-failure record for a DynamoDB stream"
+            f"{what} has no {key} object (keys: {sorted(document)}); expected Lambda's"
+            f" on-failure record for a {route.name}"
         )
     required = StreamBatchInfo.REQUIRED
     missing = [name for name in required if info.get(name) in (None, "")]
     if missing:
         raise MalformedMessageError(
-            f"{what} lacks DDBStreamBatchInfo.{', DDBStreamBatchInfo.'.join(missing)};"
-            f" expected all of {', '.join(required)}"
+            f"{what} lacks {key}.{f', {key}.'.join(missing)}; expected all of {', '.join(required)}"
         )
-    message = OnFailureMessage.from_dict(document)  # the contract's reading of the fields
+    try:  # the contract's reading of the fields
+        message = OnFailureMessage.from_dict(document, batch_info=key)
+    except ContractError as error:
+        raise MalformedMessageError(f"{what}: {error}") from None
     batch = message.batch
-    start = _sequence_number(batch.start_sequence_number, StreamBatchInfo.START_SEQUENCE_NUMBER)
-    end = _sequence_number(batch.end_sequence_number, StreamBatchInfo.END_SEQUENCE_NUMBER)
+    start = _sequence_number(
+        batch.start_sequence_number, f"{key}.{StreamBatchInfo.START_SEQUENCE_NUMBER}"
+    )
+    end = _sequence_number(
+        batch.end_sequence_number, f"{key}.{StreamBatchInfo.END_SEQUENCE_NUMBER}"
+    )
     if int(start) > int(end):
         raise MalformedMessageError(
             f"{what} has startSequenceNumber {start} after endSequenceNumber {end};"
@@ -201,6 +210,7 @@ def _batch_of(
         batch_size=batch.batch_size,
         condition=request.condition or None if request is not None else None,
         timestamp=message.timestamp,
+        first_arrival=batch.approximate_arrival_of_first_record,
     )
 
 
@@ -274,40 +284,21 @@ def fetch_stored_record(
 
 
 def _quarantined_record(document: dict[str, Any]) -> dict[str, Any]:
-    """The quarantine message's ``record``, checked to be a DynamoDB stream record, or a
-    Kinesis record (the Kinesis route: the DynamoDB change is in its ``data``, which may be
-    what made it poison, so it is not required to decode)."""
+    """The quarantine message's ``record``, checked to be a record a route delivers, with its
+    identity (:meth:`~cdc_consumer.routes.replay.ReplayRoute.check_record`)."""
     record = document.get("record")  # the one field read before the contract's reading
     if not isinstance(record, dict):
         raise MalformedMessageError(
             f"quarantine message has no 'record' object (keys: {sorted(document)}); expected"
             " the stream record as the consumer received it"
         )
-    if is_kinesis_record(record):
-        return _kinesis_record(record)
-    dynamodb = record.get("dynamodb")
-    if not record.get("eventID") or not isinstance(dynamodb, dict):
+    route = route_of_record(record)
+    if route is None:
         raise MalformedMessageError(
             "quarantine message's record lacks eventID or the dynamodb object; expected a"
-            " DynamoDB stream record"
+            f" {' or a '.join(r.name for r in ROUTES)} record (keys: {clip(sorted(record))})"
         )
-    if not str(dynamodb.get("SequenceNumber", "")).isdigit():
-        raise MalformedMessageError(
-            "quarantine message's record has dynamodb.SequenceNumber"
-            f" {dynamodb.get('SequenceNumber')!r}; expected a string of digits"
-        )
-    return record
-
-
-def _kinesis_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A quarantined Kinesis record, checked: an ``eventID`` and a ``kinesis.sequenceNumber``."""
-    number = kinesis_sequence_number(record)
-    if not record.get("eventID") or not (number or "").isdigit():
-        raise MalformedMessageError(
-            "quarantine message's Kinesis record has eventID"
-            f" {clip(record.get('eventID'))!r} and kinesis.sequenceNumber {clip(number)!r};"
-            " expected both, the sequence number a string of digits"
-        )
+    route.check_record(record, "quarantine message's record")
     return record
 
 
@@ -380,7 +371,7 @@ def batch_records(payload: Any, what: str) -> list[Any]:
     return records
 
 
-def _payload_records(document: dict[str, Any], what: str) -> list[dict[str, Any]]:
+def _payload_records(document: dict[str, Any], route: ReplayRoute, what: str) -> list[Any]:
     if "payload" not in document:
         raise MalformedMessageError(
             f"{what} has no payload (keys: {sorted(document)}); expected the invocation record"
@@ -388,16 +379,12 @@ def _payload_records(document: dict[str, Any], what: str) -> list[dict[str, Any]
         )
     records = batch_records(document["payload"], what)
     for index, record in enumerate(records):
-        dynamodb = record.get("dynamodb") if isinstance(record, dict) else None
-        if (
-            not isinstance(dynamodb, dict)
-            or not record.get("eventID")
-            or not str(dynamodb.get("SequenceNumber", "")).isdigit()
-        ):
+        if not route.owns_record(record):
             raise MalformedMessageError(
-                f"{what}'s payload record {index} is not a DynamoDB stream record (eventID and"
-                f" dynamodb.SequenceNumber): {clip(json.dumps(record, default=str))!r}"
+                f"{what}'s payload record {index} is not a {route.name} record:"
+                f" {clip(json.dumps(record, default=str))!r}"
             )
+        route.check_record(record, f"{what}'s payload record {index}")
     return records
 
 
@@ -422,11 +409,12 @@ def parse_on_failure_object(
     batch = _batch_of(document, expected_stream_arn, expected_function, what)
     if where.shard_id != batch.shard_id:
         raise MalformedMessageError(
-            f"{what}: the key names shard {where.shard_id!r}, DDBStreamBatchInfo.shardId is"
+            f"{what}: the key names shard {where.shard_id!r}, its batch info's shardId is"
             f" {batch.shard_id!r}; expected the same shard"
         )
-    records = _payload_records(document, what)
-    _check_payload_matches(records, batch, expected_stream_arn, what)
+    route = route_of_stream(expected_stream_arn)
+    records = _payload_records(document, route, what)
+    _check_payload_matches(records, batch, route, what)
     return OnFailureObject(
         key=key, mapping_uuid=where.mapping_uuid, batch=batch, records=list(records)
     )
@@ -480,13 +468,13 @@ def _text(body: bytes | str, what: str) -> str:
 
 
 def _check_payload_matches(
-    records: list[dict[str, Any]], batch: OnFailureBatch, expected_stream_arn: str, what: str
+    records: list[dict[str, Any]], batch: OnFailureBatch, route: ReplayRoute, what: str
 ) -> None:
-    """Refuse a payload with another stream's record, or one that is not the batch its
-    ``DDBStreamBatchInfo`` describes (:func:`check_batch_records`)."""
-    numbers = [int(r["dynamodb"]["SequenceNumber"]) for r in records]
+    """Refuse a payload with another stream's record, or one that is not the batch its batch
+    info describes (:func:`check_batch_records`)."""
+    numbers = [int(str(route.sequence_number(r))) for r in records]
     start, end = int(batch.start_sequence_number), int(batch.end_sequence_number)
-    info = BatchInfo(OnFailureMessage.BATCH_INFO, expected_stream_arn, start, end, batch.batch_size)
+    info = BatchInfo(route.batch_info, batch.stream_arn, start, end, batch.batch_size)
     check_batch_records(records, numbers, info, what)
 
 

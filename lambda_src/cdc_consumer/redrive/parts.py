@@ -3,7 +3,6 @@ settings (``redrive``: any object with its attributes) for each run, shared by t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ from cdc_consumer.redrive.marker_age import MarkerAge
 from cdc_consumer.redrive.replayer import Replayer
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.requarantine import RequarantineWatch
+from cdc_consumer.routes.replay import ReplayRoute, route_of_stream
 
 __all__ = [
     "Run",
@@ -24,6 +24,7 @@ __all__ = [
     "object_reader",
     "replayer",
     "s3",
+    "streams",
     "watch",
 ]
 
@@ -37,10 +38,8 @@ class Run:
     replayer: Replayer
     report: RedriveReport
     started_ms: int
-    #: Why a quarantined record must wait for the failed-batch bucket (None: the stream route's
-    #: :class:`CrossSource` decides; the Kinesis route's redrive, whose bucket holds Kinesis
-    #: batches, gives its own).
-    bucket_hold: Callable[[Mapping[str, Any]], str | None] | None = None
+    #: The route of the redrive's stream (:func:`~cdc_consumer.routes.replay.route_of_stream`).
+    route: ReplayRoute
 
 
 def consumers(redrive: Any) -> tuple[str, ...]:
@@ -71,6 +70,13 @@ def s3(redrive: Any) -> Any:
     return redrive.s3_client
 
 
+def streams(redrive: Any) -> Any:
+    """The redrive's client of its stream (its route's), made when first needed."""
+    if redrive.streams_client is None:
+        redrive.streams_client = route_of_stream(redrive.stream_arn).client(boto3)
+    return redrive.streams_client
+
+
 def object_reader(redrive: Any, bucket: str) -> ObjectReader:
     return ObjectReader(
         s3_client=s3(redrive),
@@ -85,7 +91,7 @@ def cross_source(redrive: Any, quarantine_queue_url: str | None) -> CrossSource:
     """The other source of the run, to hold back a change behind an earlier one there."""
     return CrossSource(
         sqs_client=redrive.sqs_client,
-        streams_client=redrive.streams_client,
+        streams_client=streams(redrive),
         stream_arn=redrive.stream_arn,
         consumers=consumers(redrive),
         visibility_timeout_seconds=redrive.visibility_timeout_seconds,

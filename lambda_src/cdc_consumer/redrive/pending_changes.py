@@ -25,39 +25,18 @@ sets it aside; it is reported (``requarantined``) and holds nothing.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer.exceptions import MalformedMessageError
-from cdc_consumer.redrive.kinesis_changes import kinesis_change_of, kinesis_item_key
 from cdc_consumer.redrive.messages import parse_quarantine_message
 from cdc_consumer.redrive.requarantine import release
-from cdc_consumer.routes.kinesis.records import is_kinesis_record
+from cdc_consumer.routes.replay import Change, change_of, item_key
 
 __all__ = ["Change", "PendingChanges", "change_of", "item_key", "peek_quarantine"]
-
-#: Where a change is in its item's history: (ApproximateCreationDateTime seconds, sequence number).
-Change = tuple[int, int]
-
-
-def item_key(record: Mapping[str, Any]) -> str:
-    """An item's identity across sources: its key attributes, as canonical JSON (a Kinesis
-    record's: its change's, :mod:`~cdc_consumer.redrive.kinesis_changes`)."""
-    if is_kinesis_record(record):
-        return kinesis_item_key(record)
-    return json.dumps(record.get("dynamodb", {}).get("Keys", {}), sort_keys=True)
-
-
-def change_of(record: Mapping[str, Any]) -> Change:
-    if is_kinesis_record(record):  # microseconds, not seconds: compared within a route only
-        return kinesis_change_of(record)
-    stream = record.get("dynamodb", {})
-    created = stream.get("ApproximateCreationDateTime", 0)
-    return int(float(created or 0)), int(stream["SequenceNumber"])
 
 
 @dataclass

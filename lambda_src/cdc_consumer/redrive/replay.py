@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-from botocore.config import Config
 
 from cdc_consumer.contract import ON_FAILURE_S3_PREFIX
 from cdc_consumer.filter_patterns import FilterCriteria
@@ -39,6 +38,7 @@ from cdc_consumer.redrive.lease import LeasedInvoker, RedriveLease, stop_when_lo
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.sources import bucket_where, kind_for
+from cdc_consumer.routes.replay import ReplayRoute, route_of_stream
 
 __all__ = ["Redrive", "check_stream_arn"]
 
@@ -49,9 +49,12 @@ class Redrive:
 
     Parameters:
         invoker: delivers events to the consumer (:class:`LambdaInvoker`, :class:`CallableInvoker`).
-        stream_arn: the consumer's stream; messages for another stream are refused.
+        stream_arn: the consumer's stream, of either route (a DynamoDB stream, or a Kinesis
+            data stream: :func:`~cdc_consumer.routes.replay.route_of_stream`); messages for
+            another stream are refused.
         sqs_client, streams_client: boto3 clients (default: plain ``boto3.client(...)``, so
-            ``AWS_ENDPOINT_URL`` works locally).
+            ``AWS_ENDPOINT_URL`` works locally; ``streams_client`` reads the stream, its route's
+            client, made when first needed).
         consumer_name: the consumer's name. Quarantine messages that name another consumer (or
             none) are kept, never replayed; a quarantine run without it cannot start.
         member_names: the members of a consumer group behind the consumer's function
@@ -126,14 +129,15 @@ class Redrive:
     def __post_init__(self) -> None:
         if self.sqs_client is None:
             self.sqs_client = boto3.client("sqs")
-        if self.streams_client is None:
-            self.streams_client = boto3.client(
-                "dynamodbstreams", config=Config(retries={"mode": "standard", "max_attempts": 5})
-            )
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts is {self.max_attempts}; expected 1 or more")
         parts.age(self)  # checks marker_ttl_seconds
         self._criteria = FilterCriteria(self.filters, where="filters")
+
+    @property
+    def route(self) -> ReplayRoute:
+        """The route of :attr:`stream_arn`; :class:`RedriveSetupError` when it names none."""
+        return route_of_stream(self.stream_arn)
 
     def check(self, where: str, source: Source | str = Source.ON_FAILURE) -> None:
         """Raise :class:`RedriveSetupError` for an operator mistake: a stream ARN that is not
@@ -177,7 +181,7 @@ class Redrive:
             replayer = parts.replayer(self)
             if lease is not None:  # renewed before each invocation: nothing after it is lost
                 replayer.invoker = LeasedInvoker(self.invoker, lease)
-            run = parts.Run(self, replayer, report, int(time.time() * 1000))
+            run = parts.Run(self, replayer, report, int(time.time() * 1000), self.route)
             Driver(
                 source=kind.open(run, where),
                 replayer=replayer,

@@ -1,8 +1,7 @@
 """Replaying records through the consumer: in order, in invocations of bounded size, retrying
 the first failed record a bounded number of times; and which records of an on-failure range the
-mapping's filters delivered (only those are replayed). Records of either route: DynamoDB stream
-records, or Kinesis records (named by their Kinesis sequence number, filtered on their decoded
-``data`` as Lambda does)."""
+mapping's filters delivered (only those are replayed). Records of any route, each named and
+filtered as its route says (:mod:`cdc_consumer.routes.replay`)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from cdc_consumer.exceptions import InvocationError
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.report import RedriveReport
-from cdc_consumer.routes import filter_view, item_identifier
+from cdc_consumer.routes.replay import filter_view, sequence_number
 
 __all__ = ["Replayer", "chunk_stop"]
 
@@ -39,9 +38,8 @@ def chunk_stop(
 
 
 def _sequence_numbers(records: Sequence[dict[str, Any]]) -> list[str]:
-    """What the consumer names each record by: a DynamoDB stream record's or a Kinesis
-    record's sequence number."""
-    return [str(item_identifier(record)) for record in records]
+    """What the consumer names each record by (its route's sequence number)."""
+    return [str(sequence_number(record)) for record in records]
 
 
 @dataclass
@@ -107,9 +105,9 @@ class Replayer:
             else:
                 attempts += 1
             if attempts >= self.max_attempts:
-                sequence_number = item_identifier(records[position])
+                number = sequence_number(records[position])
                 return (
-                    f"record {sequence_number} still failed after {attempts} attempt(s): {reason};"
+                    f"record {number} still failed after {attempts} attempt(s): {reason};"
                     f" {position} of {len(records)} record(s) were replayed, the message is kept"
                 )
         return None

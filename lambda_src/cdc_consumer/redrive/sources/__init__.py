@@ -36,7 +36,6 @@ from cdc_consumer.redrive.sources.queue import QUEUE
 __all__ = [
     "SOURCE_KINDS",
     "SourceKind",
-    "bucket_of",
     "bucket_where",
     "import_modules",
     "kind_for",
@@ -49,7 +48,9 @@ __all__ = [
 
 
 class SourceKind(Protocol):
-    """How one kind of failure source is found, checked and opened."""
+    """How one kind of failure source is found, checked and opened (for either route: a source
+    reads records through the run's route, :attr:`~cdc_consumer.redrive.parts.Run.route`). A
+    kind may say what its locations look like (``shape``, for the error naming every kind)."""
 
     role: Source
 
@@ -105,11 +106,16 @@ def import_modules(names: Iterable[str]) -> None:
 
 
 def kind_for(source: Source, where: str) -> SourceKind:
-    """The kind serving ``source`` that claims ``where``."""
+    """The kind serving ``source`` that claims ``where``; :class:`RedriveSetupError` naming
+    ``where`` and the locations the kinds serving ``source`` read, when none claims it."""
     for kind in SOURCE_KINDS:
         if kind.role is source and kind.claims(where):
             return kind
-    raise RedriveSetupError(f"{where!r} is not a location a {source.value} redrive reads")
+    shapes = [getattr(k, "shape", type(k).__name__) for k in SOURCE_KINDS if k.role is source]
+    raise RedriveSetupError(
+        f"{where!r} is not a location a {source.value} redrive reads; expected one of:"
+        f" {'; '.join(shapes)} (a kind from outside: --source-module, CDC_REDRIVE_SOURCE_MODULES)"
+    )
 
 
 def located(source: Source, environ: Mapping[str, str]) -> str | None:
@@ -128,9 +134,3 @@ def on_failure_bucket(environ: Mapping[str, str]) -> tuple[str | None, str]:
     item (:mod:`~cdc_consumer.redrive.cross_source`)."""
     where = BUCKET.located(environ)
     return split_bucket_where(where) if where else (None, ON_FAILURE_S3_PREFIX)
-
-
-def bucket_of(where: str) -> tuple[str, str] | None:
-    """The bucket and prefix ``where`` names, when it is an S3 destination's location (the
-    Kinesis route's redrive, which reads its own shape of objects, asks)."""
-    return split_bucket_where(where) if BUCKET.claims(where) else None

@@ -170,6 +170,7 @@ class BucketKind:
     """Finds and opens a bucket source (``s3://...``; ``ON_FAILURE_BUCKET_NAME``)."""
 
     role = Source.ON_FAILURE
+    shape = "s3://BUCKET/PREFIX (an S3 on-failure destination)"
 
     def claims(self, where: str) -> bool:
         return where.startswith(_SCHEME)
@@ -219,7 +220,7 @@ class BucketKind:
         return BucketSource(
             reader=replace(parts.object_reader(redrive, bucket), watched_items=watched),
             prefix=prefix,
-            streams_client=redrive.streams_client,
+            streams_client=parts.streams(redrive),
             report=run.report,
             cross_hold=hold,
         )

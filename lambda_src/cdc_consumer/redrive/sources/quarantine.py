@@ -32,7 +32,7 @@ from cdc_consumer.redrive.messages import (
 from cdc_consumer.redrive.pending_changes import Change, change_of, item_key
 from cdc_consumer.redrive.report import FailedMessage
 from cdc_consumer.redrive.requarantine import RequarantineWatch
-from cdc_consumer.redrive.sources.queue import QueueMessages, receiving
+from cdc_consumer.redrive.sources.queue import QueueMessages, is_queue_url, receiving
 
 __all__ = ["QUARANTINE", "QuarantineKind", "QuarantineSource"]
 
@@ -145,9 +145,10 @@ class QuarantineKind:
     """Finds and opens the quarantine queue source (its URL; ``QUARANTINE_QUEUE_URL``)."""
 
     role = Source.QUARANTINE
+    shape = "the quarantine queue's URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)"
 
     def claims(self, where: str) -> bool:
-        return bool(where)
+        return is_queue_url(where)
 
     def located(self, environ: Mapping[str, str]) -> str | None:
         return environ.get(QUARANTINE_QUEUE_ENV) or None
@@ -164,7 +165,7 @@ class QuarantineKind:
 
     def open(self, run: parts.Run, where: str) -> QuarantineSource:
         redrive = run.redrive
-        hold = run.bucket_hold or parts.cross_source(redrive, where).record_hold(run.report)
+        hold = parts.cross_source(redrive, where).record_hold(run.report)
         return QuarantineSource(
             **receiving(run, where),
             stream_arn=redrive.stream_arn,

@@ -16,7 +16,9 @@ pipeline writes it with ``cdc_local.destinations.queue``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,23 +29,42 @@ from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, 
 from cdc_consumer.redrive import parts
 from cdc_consumer.redrive.access import MISSING_QUEUE_CODES, check_access, check_stream_arn
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
-from cdc_consumer.redrive.messages import Source, parse_on_failure_message
+from cdc_consumer.redrive.marker_age import failure_time
+from cdc_consumer.redrive.messages import OnFailureBatch, Source, parse_on_failure_message
 from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.requarantine import release
 from cdc_consumer.redrive.stream_reader import StreamRangeReader
-from cdc_consumer.routes import item_identifier
+from cdc_consumer.routes.replay import ReplayRoute, failure_batch_info, sequence_number
 
-__all__ = ["QUEUE", "QueueKind", "QueueMessages", "QueueSource", "check_queue", "stream_position"]
+__all__ = [
+    "QUEUE",
+    "QueueKind",
+    "QueueMessages",
+    "QueueSource",
+    "check_queue",
+    "is_queue_url",
+    "stream_position",
+]
+
+#: An SQS queue URL: ``https://sqs.<region>.amazonaws.com/<account>/<name>``, or any endpoint's
+#: (``http://localhost:4566/<account>/<name>``): an HTTP(S) URL.
+_QUEUE_URL = re.compile(r"^https?://[^/\s]+/\S*$")
+
+
+def is_queue_url(where: str) -> bool:
+    """Whether ``where`` is an SQS queue's URL."""
+    return bool(_QUEUE_URL.match(where))
 
 
 def stream_position(message: Mapping[str, Any]) -> tuple[str, int]:
     """Where a message's records are in the stream, for ordering; unreadable bodies first."""
     try:
         document = json.loads(message["Body"])
-        if OnFailureMessage.batch_info(document) is not None:
-            batch = OnFailureMessage.from_dict(document).batch
+        found = failure_batch_info(document)
+        if found is not None:
+            batch = OnFailureMessage.from_dict(document, batch_info=found[0].batch_info).batch
             return batch.shard_id, int(batch.start_sequence_number)
-        return "", int(item_identifier(document["record"]) or -1)
+        return "", int(sequence_number(document["record"]) or -1)
     except (TypeError, ValueError, KeyError, AttributeError):
         return "", -1
 
@@ -142,27 +163,40 @@ class QueueMessages:
 
 @dataclass
 class QueueSource(QueueMessages):
-    """An on-failure queue's pointers, read back from ``stream_arn``; messages another
-    function's mapping wrote (``function_name``) are kept."""
+    """An on-failure queue's pointers, read back from ``stream_arn`` (its ``route``'s stream);
+    messages another function's mapping wrote (``function_name``) are kept. A pointer whose
+    records arrived longer ago than the stream keeps them (when its route says how long:
+    :meth:`~cdc_consumer.routes.replay.ReplayRoute.retention_seconds`) is refused and its
+    records reported lost without asking the stream; a shard's later pointers wait behind one
+    that stays."""
 
     stream_arn: str = ""
     streams_client: Any = None
     max_empty_pages: int = 0
     function_name: str | None = None
+    route: ReplayRoute | None = None
+    clock: Callable[[], float] = time.time
+    _retention: int | None = field(default=None, init=False)
+    #: Shard -> the first message of it that stayed after it was read.
+    _stalled: dict[str, str] = field(default_factory=dict, init=False)
 
     def read(self, entry: Entry) -> Batch | None:
         message = entry.handle
         try:
             batch = parse_on_failure_message(message["Body"], self.stream_arn, self.function_name)
             first, last = batch.start_sequence_number, batch.end_sequence_number
-            reader = StreamRangeReader(self.streams_client, self.stream_arn, self.max_empty_pages)
+            expired = self._expired(batch)
+            if expired is not None:
+                self._lost(entry, RecordsLostError(batch.shard_id, first, last, expired), batch)
+                cause = RedriveCause.OLDER_THAN_STREAM_RETENTION
+                self.report.refused.append(FailedMessage(entry.id, expired, cause))
+                return None
+            reader = StreamRangeReader(
+                self.streams_client, self.stream_arn, self.max_empty_pages, route=self.route
+            )
             records = reader.read(batch.shard_id, first, last)
         except RecordsLostError as lost:
-            self.report.lost.append(
-                LostRange(
-                    entry.id, lost.shard_id, lost.first, lost.last, batch.batch_size, lost.reason
-                )
-            )
+            self._lost(entry, lost, batch)
         except ForeignMessageError as error:
             self.report.kept.append(FailedMessage(entry.id, str(error), RedriveCause.FOREIGN))
         except MalformedMessageError as error:
@@ -172,8 +206,56 @@ class QueueSource(QueueMessages):
             reason = f"reading the stream failed: {error}"
             self.report.failed.append(FailedMessage(entry.id, reason, RedriveCause.UNREADABLE))
         else:
-            return Batch(records, batch.shard_id, first, last, batch.timestamp)
+            return Batch(records, batch.shard_id, first, last, _earliest(batch))
         return None
+
+    def _lost(self, entry: Entry, lost: RecordsLostError, batch: OnFailureBatch) -> None:
+        self.report.lost.append(
+            LostRange(entry.id, lost.shard_id, lost.first, lost.last, batch.batch_size, lost.reason)
+        )
+
+    def _expired(self, batch: OnFailureBatch) -> str | None:
+        """Why the stream no longer holds the batch's records (they arrived longer ago than its
+        retention), or None (also when the route does not say)."""
+        earliest = failure_time(_earliest(batch))
+        if earliest is None:
+            return None
+        if self._retention is None:
+            assert self.route is not None
+            self._retention = self.route.retention_seconds(self.streams_client, self.stream_arn)
+            if self._retention is None:
+                self._retention = -1
+        age = self.clock() - earliest
+        if self._retention < 0 or age < self._retention:
+            return None
+        return (
+            f"its records arrived {age / 3600:.1f} h ago and the stream keeps a record"
+            f" {self._retention / 3600:g} h: they are gone; not replayed, not deleted"
+            " (reconcile them by hand)"
+        )
+
+    def hold_records(self, entry: Entry, batch: Batch) -> Hold | None:
+        shard = batch.shard_id
+        if shard is None or shard not in self._stalled:
+            return None
+        return RedriveCause.EARLIER_BATCH_OF_SHARD, (
+            f"an earlier batch of shard {shard} ({self._stalled[shard]}) was not replayed, and"
+            " this one must not overtake it"
+        )
+
+    def keep(self, entry: Entry, batch: Batch | None, *, blocking: bool = True) -> None:
+        """Kept; a batch that was read and stays (held, refused, failed) holds its shard's later
+        ones (a lost or unreadable one is the operator's to reconcile: the rest go on)."""
+        super().keep(entry, batch, blocking=blocking)
+        if blocking and batch is not None and batch.shard_id is not None:
+            self._stalled.setdefault(batch.shard_id, entry.id)
+
+
+def _earliest(batch: OnFailureBatch) -> str | None:
+    """The failure record's earliest stated time, as written (the driver's age check reads it
+    with the records')."""
+    stated = [t for t in (batch.first_arrival, batch.timestamp) if failure_time(t) is not None]
+    return min(stated, key=lambda t: failure_time(t) or 0.0, default=None)
 
 
 def check_queue(redrive: Any, queue_url: str) -> None:
@@ -209,8 +291,10 @@ class QueueKind:
 
     role = Source.ON_FAILURE
 
+    shape = "an on-failure queue's URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)"
+
     def claims(self, where: str) -> bool:
-        return bool(where)  # any URL a bucket does not claim
+        return is_queue_url(where)
 
     def located(self, environ: Mapping[str, str]) -> str | None:
         return environ.get(ON_FAILURE_QUEUE_ENV) or None
@@ -223,9 +307,11 @@ class QueueKind:
         return QueueSource(
             **receiving(run, where),
             stream_arn=redrive.stream_arn,
-            streams_client=redrive.streams_client,
+            streams_client=parts.streams(redrive),
             max_empty_pages=redrive.max_empty_pages,
             function_name=redrive.function_name,
+            route=run.route,
+            clock=redrive.clock,
         )
 
 

@@ -30,14 +30,14 @@ from cdc_consumer.contract import (
 )
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.quarantine import quarantine_message, send_to_quarantine
-from cdc_consumer.redrive import CallableInvoker, main
-from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
+from cdc_consumer.redrive import CallableInvoker, Redrive, main
 from cdc_consumer.redrive.messages import parse_quarantine_message
 from cdc_consumer.redrive.pending_changes import change_of, item_key
+from cdc_consumer.routes.kinesis.replay import ROUTE as KINESIS
 from cdc_consumer.wire import dumps
 
 from tests.cdc_consumer.redrive_world import session_for
-from tests.cdc_consumer.test_redrive_kinesis import (
+from tests.cdc_consumer.test_routes_kinesis_replay import (
     BUCKET,
     FUNCTION,
     HOUR,
@@ -114,9 +114,9 @@ def quarantine(stream: KinesisStream) -> tuple[Any, str]:  # noqa: F811
     return sqs, sqs.create_queue(QueueName="orders-quarantine")["QueueUrl"]
 
 
-def redrive_of(stream: KinesisStream, consumer: Consumer, **options: Any) -> KinesisRedrive:  # noqa: F811
+def redrive_of(stream: KinesisStream, consumer: Consumer, **options: Any) -> Redrive:  # noqa: F811
     settings: dict[str, Any] = {
-        "kinesis_client": stream.client,
+        "streams_client": stream.client,
         "s3_client": stream.aws.client("s3"),
         "sqs_client": consumer.sqs,
         "function_name": FUNCTION,
@@ -126,9 +126,7 @@ def redrive_of(stream: KinesisStream, consumer: Consumer, **options: Any) -> Kin
         "marker_ttl_seconds": MARKERS,
         "receive_wait_seconds": 0,
     }
-    return KinesisRedrive(
-        invoker=CallableInvoker(consumer), stream_arn=stream.arn, **(settings | options)
-    )
+    return Redrive(invoker=CallableInvoker(consumer), stream_arn=stream.arn, **(settings | options))
 
 
 def messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
@@ -304,7 +302,7 @@ def test_the_redrive_function_drains_the_kinesis_quarantine(
         QUARANTINE_QUEUE_ENV: queue_url,
     }
     made = redrive_handler._redrive(environ)
-    assert isinstance(made, KinesisRedrive)
+    assert isinstance(made, Redrive) and made.route is KINESIS
     assert (made.quarantine_queue_url, made.consumer_name) == (queue_url, CONSUMER)
 
     result = redrive_handler.handler(

@@ -28,9 +28,9 @@ from cdc_consumer.contract import (
 )
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.redrive import CallableInvoker, Redrive, main
-from cdc_consumer.redrive.kinesis_reader import to_lambda_kinesis_record
-from cdc_consumer.redrive.kinesis_redrive import KinesisRedrive
 from cdc_consumer.redrive.lease import RedriveLease
+from cdc_consumer.routes.kinesis.replay import ROUTE as KINESIS
+from cdc_consumer.routes.kinesis.replay import to_lambda_kinesis_record
 
 from cdc_local.destinations import FailedInvocation, OnFailureDestination
 from cdc_local.endpoint import LocalEndpoint
@@ -134,18 +134,16 @@ def keys(s3: Any) -> list[str]:
     return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []))
 
 
-def kinesis_redrive(stream: KinesisStream, consumer: Consumer, **options: Any) -> KinesisRedrive:
+def kinesis_redrive(stream: KinesisStream, consumer: Consumer, **options: Any) -> Redrive:
     settings: dict[str, Any] = {
-        "kinesis_client": stream.client,
+        "streams_client": stream.client,
         "s3_client": stream.aws.client("s3"),
         "sqs_client": stream.aws.client("sqs"),
         "function_name": FUNCTION,
         "mapping_uuid": MAPPING,
         "receive_wait_seconds": 0,
     }
-    return KinesisRedrive(
-        invoker=CallableInvoker(consumer), stream_arn=stream.arn, **(settings | options)
-    )
+    return Redrive(invoker=CallableInvoker(consumer), stream_arn=stream.arn, **(settings | options))
 
 
 def sequences(records: list[dict[str, Any]]) -> list[str]:
@@ -183,7 +181,7 @@ def test_the_redrive_function_redrives_the_kinesis_route(stream: KinesisStream, 
         MAPPING_UUID_ENV: MAPPING,
         MARKER_TTL_ENV: str(30 * 24 * HOUR),
     }
-    assert isinstance(redrive_handler._redrive(environ), KinesisRedrive)
+    assert redrive_handler._redrive(environ).route is KINESIS
 
     result = redrive_handler.handler(
         {}, None, redrive=kinesis_redrive(stream, consumer), environ=environ
@@ -281,10 +279,10 @@ def test_another_streams_batch_is_kept_unreplayed(stream: KinesisStream, s3: Any
     key = put_batch(stream, records, time.time())
     other = stream.arn.replace("orders-changes", "other")
     consumer = Consumer()
-    redrive = KinesisRedrive(
+    redrive = Redrive(
         invoker=CallableInvoker(consumer),
         stream_arn=other,
-        kinesis_client=stream.client,
+        streams_client=stream.client,
         s3_client=s3,
     )
 
@@ -294,14 +292,22 @@ def test_another_streams_batch_is_kept_unreplayed(stream: KinesisStream, s3: Any
     assert consumer.calls == 0 and keys(s3) == [key]
 
 
-def test_a_kinesis_redrive_refuses_a_dynamodb_stream_arn_and_a_bucket_as_quarantine(
+def test_a_redrive_refuses_a_stream_of_no_route_a_bucket_as_quarantine_and_a_location_of_no_kind(
     stream: KinesisStream,
 ) -> None:
-    ddb_arn = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2024-01-01T00:00:00.000"
-    with pytest.raises(RedriveSetupError, match="not a Kinesis data stream ARN"):
-        KinesisRedrive(invoker=CallableInvoker(Consumer()), stream_arn=ddb_arn)
-    with pytest.raises(RedriveSetupError, match="the quarantine is a queue"):
+    """The route is the stream's: an ARN of no route (an enhanced fan-out consumer's) is
+    refused naming both routes' shapes; a location no failure kind claims is refused naming the
+    value and the kinds (it is not taken for a queue)."""
+    consumer_arn = f"{stream.arn}/consumer/fan-out:1"
+    with pytest.raises(RedriveSetupError, match="or a Kinesis data stream ARN"):
+        Redrive(invoker=CallableInvoker(Consumer()), stream_arn=consumer_arn).check("s3://b/p")
+    with pytest.raises(RedriveSetupError, match="the quarantine queue's URL"):
         kinesis_redrive(stream, Consumer()).run(f"s3://{BUCKET}/aws/lambda/", "quarantine")
+    with pytest.raises(RedriveSetupError) as refused:
+        kinesis_redrive(stream, Consumer()).run("orders-on-failure")
+    message = str(refused.value)
+    assert "'orders-on-failure'" in message and "s3://BUCKET/PREFIX" in message
+    assert "an on-failure queue's URL" in message
 
 
 def test_the_dynamodb_route_is_unchanged_by_a_kinesis_arn_check(
