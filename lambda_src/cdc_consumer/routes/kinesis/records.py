@@ -70,7 +70,13 @@ MILLISECONDS_FROM = 10**11
 
 
 def is_kinesis_record(record: Any) -> bool:
-    """Whether ``record`` is a record Lambda delivers from a Kinesis stream."""
+    """Whether ``record`` is a record Lambda delivers from a Kinesis stream (asked of every
+    record of a batch: a record as JSON, a dict, without ABC checks)."""
+    if type(record) is dict:
+        kinesis = record.get("kinesis")
+        return record.get("eventSource") == KINESIS_EVENT_SOURCE or (
+            kinesis is not None and isinstance(kinesis, Mapping)
+        )
     return isinstance(record, Mapping) and (
         record.get("eventSource") == KINESIS_EVENT_SOURCE
         or isinstance(record.get("kinesis"), Mapping)
