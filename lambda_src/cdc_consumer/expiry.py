@@ -29,11 +29,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc_consumer.exceptions import UndecodableRecordError
-from cdc_consumer.routes import DEFAULT_ROUTE, route_of
-from cdc_consumer.routes.route import Route
+
+if TYPE_CHECKING:
+    from cdc_consumer.routes.route import Route
 
 __all__ = [
     "TTL_PRINCIPAL",
@@ -97,9 +98,10 @@ class ExpiryRule:
             creation_time_us
         )
 
-    def is_expiry_record(self, document: Mapping[str, Any], route: Route = DEFAULT_ROUTE) -> bool:
+    def is_expiry_record(self, document: Mapping[str, Any], route: Route | None = None) -> bool:
         """:meth:`is_expiry` of a DynamoDB change as ``route`` carries it (its creation time in
-        the route's unit: epoch seconds on a DynamoDB stream, the default)."""
+        the route's unit). Default: :data:`cdc_consumer.routes.DEFAULT_ROUTE`, a DynamoDB stream
+        record's (epoch seconds)."""
         if document.get("eventName") != "REMOVE":
             return False
         stream = document.get("dynamodb")
@@ -108,9 +110,12 @@ class ExpiryRule:
         return self.is_expiry(document.get("userIdentity"), stream.get("OldImage"), created)
 
 
-def _creation_time_us(stream: Mapping[str, Any], route: Route) -> int | None:
+def _creation_time_us(stream: Mapping[str, Any], route: Route | None) -> int | None:
+    # On first use, not at import: the constructs import this module (TTL_PRINCIPAL).
+    from cdc_consumer.routes import DEFAULT_ROUTE
+
     try:
-        return route.created(stream, "")[0]
+        return (route or DEFAULT_ROUTE).created(stream, "")[0]
     except UndecodableRecordError:
         return None
 
@@ -144,6 +149,8 @@ def expiry_view(record: Any, rule: ExpiryRule | None = None) -> Any:
     :meth:`~cdc_consumer.routes.route.Route.filter_view`) with the TTL identity on a replicated
     TTL deletion, so a filter on that identity matches it as it matches the deletion in its own
     region."""
+    from cdc_consumer.routes import route_of  # on first use (see _creation_time_us)
+
     rule = current_rule() if rule is None else rule
     route = route_of(record)
     if not rule.replicated or not isinstance(record, Mapping):

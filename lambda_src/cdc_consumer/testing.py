@@ -118,7 +118,7 @@ def stream_record(
         "eventID": event_id or uuid.uuid4().hex,
         "eventName": event_name,
         "eventVersion": "1.1",
-        "eventSource": DEFAULT_ROUTE.event_source,
+        "eventSource": DEFAULT_ROUTE.event_source,  # the DynamoDB stream's
         "awsRegion": region,
         "dynamodb": stream,
         "eventSourceARN": source_arn,

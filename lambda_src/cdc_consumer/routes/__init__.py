@@ -24,8 +24,19 @@ ROUTES: tuple[Route, ...] = (_KINESIS, _DYNAMODB_STREAM)
 DEFAULT_ROUTE: Route = _DYNAMODB_STREAM
 
 
+#: The routes by the ``eventSource`` Lambda gives their records.
+_BY_EVENT_SOURCE = {route.event_source: route for route in ROUTES}
+
+
 def route_of(record: Any) -> Route:
-    """The route ``record`` (any value, as an event delivers it) is of."""
+    """The route ``record`` (any value, as an event delivers it) is of: the one its
+    ``eventSource`` names, else the first that recognises it, else :data:`DEFAULT_ROUTE`. Asked
+    of every record of a batch, so a record as JSON (a dict) is looked up by its source first."""
+    if type(record) is dict:
+        source = record.get("eventSource")
+        found = _BY_EVENT_SOURCE.get(source) if type(source) is str else None
+        if found is not None:
+            return found
     for route in ROUTES:
         if route.recognises(record):
             return route

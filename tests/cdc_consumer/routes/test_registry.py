@@ -43,6 +43,8 @@ def test_each_record_goes_to_its_route_and_the_rest_to_the_stream_s() -> None:
     )
     assert route_of(snapshot) is DEFAULT_ROUTE is DYNAMODB_STREAM
     assert route_of("not a record") is DEFAULT_ROUTE
+    assert route_of({"eventSource": ["not", "a", "source"]}) is DEFAULT_ROUTE
+    assert route_of({"eventSource": None, "kinesis": {}}) is KINESIS
     assert {route.name for route in ROUTES} == {"dynamodb_stream", "kinesis"}
     assert len({route.event_source for route in ROUTES}) == len(ROUTES)
 

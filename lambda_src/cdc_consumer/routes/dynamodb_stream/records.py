@@ -25,60 +25,9 @@ from cdc_consumer.versions import seconds_to_us, stream_version
 EVENT_SOURCE = "aws:dynamodb"
 
 
-def sequence_number(record: Any) -> str | None:
-    """``dynamodb.SequenceNumber`` of ``record``, or None. Without ABC checks for a record as
-    JSON (a dict): this runs once per record per batch."""
-    if type(record) is dict:
-        stream = record.get("dynamodb")
-        value = stream.get("SequenceNumber") if type(stream) is dict else None
-        if type(value) is str and value:
-            return value
-    stream = record.get("dynamodb") if isinstance(record, Mapping) else None
-    value = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
-    return value if isinstance(value, str) and value else None
-
-
-def created(stream: Mapping[str, Any], event_id: str) -> Created:
-    """A DynamoDB stream record's ApproximateCreationDateTime (epoch seconds) in microseconds,
-    and as a datetime."""
-    global _last_time
-    value = stream.get("ApproximateCreationDateTime")
-    if value is None:
-        return None, None
-    last = _last_time  # one read: (value, its microseconds, its datetime)
-    if value == last[0] and type(value) is type(last[0]):
-        return last[1], last[2]  # the records of a batch mostly share their second
-    try:
-        if type(value) is float and value.is_integer():
-            time_us = int(value) * 1_000_000  # the common case, exactly, without Decimal
-        else:
-            time_us = seconds_to_us(value)
-        created = datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
-    except (TypeError, ValueError, ArithmeticError, OverflowError, OSError) as error:
-        raise UndecodableRecordError(
-            f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch seconds, "
-            f"got {value!r}"
-        ) from error
-    _last_time = (value, time_us, created)
-    return time_us, created
-
-
 #: The last ApproximateCreationDateTime decoded, and what it decoded to (replaced whole, so a
 #: reader never sees half of it).
 _last_time: tuple[Any, int | None, datetime | None] = (None, None, None)
-
-
-def lane_position(record: Any) -> LanePosition | None:
-    """A DynamoDB stream record's (stream ARN, sequence number); None for any other record (a
-    snapshot row, or a record without a numeric sequence number, keeps a marker)."""
-    if not isinstance(record, dict) or record.get("eventSource") != EVENT_SOURCE:
-        return None
-    stream = record.get("dynamodb")
-    number = stream.get("SequenceNumber") if isinstance(stream, dict) else None
-    if not isinstance(number, str) or not number.isdigit():
-        return None
-    arn = record.get("eventSourceARN")
-    return (arn if isinstance(arn, str) else None), int(number)
 
 
 class DynamoDBStreamRoute:
@@ -93,16 +42,43 @@ class DynamoDBStreamRoute:
         return isinstance(record, Mapping) and record.get("eventSource") == EVENT_SOURCE
 
     def item_identifier(self, record: Any) -> str | None:
-        """``dynamodb.SequenceNumber``."""
-        return sequence_number(record)
+        """``dynamodb.SequenceNumber``. Without ABC checks for a record as JSON (a dict): this
+        runs once per record per batch."""
+        if type(record) is dict:
+            stream = record.get("dynamodb")
+            value = stream.get("SequenceNumber") if type(stream) is dict else None
+            if type(value) is str and value:
+                return value
+        stream = record.get("dynamodb") if isinstance(record, Mapping) else None
+        value = stream.get("SequenceNumber") if isinstance(stream, Mapping) else None
+        return value if isinstance(value, str) and value else None
 
     def change_document(self, record: Mapping[str, Any]) -> Mapping[str, Any]:
         """The record itself."""
         return record
 
     def created(self, stream: Mapping[str, Any], event_id: str) -> Created:
-        """Epoch seconds (:func:`created`)."""
-        return created(stream, event_id)
+        """Epoch seconds, in microseconds and as a datetime."""
+        global _last_time
+        value = stream.get("ApproximateCreationDateTime")
+        if value is None:
+            return None, None
+        last = _last_time  # one read: (value, its microseconds, its datetime)
+        if value == last[0] and type(value) is type(last[0]):
+            return last[1], last[2]  # the records of a batch mostly share their second
+        try:
+            if type(value) is float and value.is_integer():
+                time_us = int(value) * 1_000_000  # the common case, exactly, without Decimal
+            else:
+                time_us = seconds_to_us(value)
+            created = datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
+        except (TypeError, ValueError, ArithmeticError, OverflowError, OSError) as error:
+            raise UndecodableRecordError(
+                f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch seconds, "
+                f"got {value!r}"
+            ) from error
+        _last_time = (value, time_us, created)
+        return time_us, created
 
     def version(self, time_us: int, sequence_number: str) -> str:
         """At the last microsecond of its second (:func:`~cdc_consumer.versions.stream_version`)."""
@@ -117,8 +93,17 @@ class DynamoDBStreamRoute:
         return {k: v for k, v in record.items() if k != "dynamodb"}
 
     def lane_position(self, record: Any) -> LanePosition | None:
-        """:func:`lane_position`."""
-        return lane_position(record)
+        """The record's (stream ARN, sequence number); None for a record that does not say it
+        comes from a DynamoDB stream (a snapshot row), or without a numeric sequence number:
+        it keeps a marker."""
+        if not isinstance(record, dict) or record.get("eventSource") != EVENT_SOURCE:
+            return None
+        stream = record.get("dynamodb")
+        number = stream.get("SequenceNumber") if isinstance(stream, dict) else None
+        if not isinstance(number, str) or not number.isdigit():
+            return None
+        arn = record.get("eventSourceARN")
+        return (arn if isinstance(arn, str) else None), int(number)
 
 
 ROUTE = DynamoDBStreamRoute()

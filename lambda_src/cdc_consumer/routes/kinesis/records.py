@@ -70,7 +70,13 @@ MILLISECONDS_FROM = 10**11
 
 
 def is_kinesis_record(record: Any) -> bool:
-    """Whether ``record`` is a record Lambda delivers from a Kinesis stream."""
+    """Whether ``record`` is a record Lambda delivers from a Kinesis stream (asked of every
+    record of a batch: a record as JSON, a dict, without ABC checks)."""
+    if type(record) is dict:
+        kinesis = record.get("kinesis")
+        return record.get("eventSource") == KINESIS_EVENT_SOURCE or (
+            kinesis is not None and isinstance(kinesis, Mapping)
+        )
     return isinstance(record, Mapping) and (
         record.get("eventSource") == KINESIS_EVENT_SOURCE
         or isinstance(record.get("kinesis"), Mapping)
@@ -144,23 +150,6 @@ def kinesis_time_to_us(value: Any) -> int:
     )
 
 
-def created(stream: Mapping[str, Any], event_id: str) -> Created:
-    """A change's ApproximateCreationDateTime (milli- or microseconds) in microseconds, and as
-    a datetime."""
-    value = stream.get("ApproximateCreationDateTime")
-    if value is None:
-        return None, None
-    try:
-        time_us = kinesis_time_to_us(value)
-        created = datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
-    except (ValueError, ArithmeticError, OverflowError, OSError) as error:
-        raise UndecodableRecordError(
-            f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch milli- or "
-            f"microseconds, got {value!r} ({error})"
-        ) from error
-    return time_us, created
-
-
 class KinesisRoute:
     """The Kinesis route (:class:`~cdc_consumer.routes.route.Route`)."""
 
@@ -187,8 +176,20 @@ class KinesisRoute:
         return decode_data(record)
 
     def created(self, stream: Mapping[str, Any], event_id: str) -> Created:
-        """Milli- or microseconds (:func:`created`)."""
-        return created(stream, event_id)
+        """Milli- or microseconds (:func:`kinesis_time_to_us`), in microseconds and as a
+        datetime."""
+        value = stream.get("ApproximateCreationDateTime")
+        if value is None:
+            return None, None
+        try:
+            time_us = kinesis_time_to_us(value)
+            created = datetime.fromtimestamp(time_us / 1_000_000, tz=UTC)  # in datetime's range
+        except (ValueError, ArithmeticError, OverflowError, OSError) as error:
+            raise UndecodableRecordError(
+                f"record {event_id}: dynamodb.ApproximateCreationDateTime must be epoch milli- "
+                f"or microseconds, got {value!r} ({error})"
+            ) from error
+        return time_us, created
 
     def version(self, time_us: int, sequence_number: str) -> str:
         """The time as it is: not rounded down to the second."""
