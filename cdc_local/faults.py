@@ -55,13 +55,14 @@ class FaultPlan:
     lost_response_probability: float = 0.0
     #: per successful batch: deliver it once more
     duplicate_delivery_probability: float = 0.0
-    #: per change a table streams to Kinesis: publish it late, after later changes of its item
-    kinesis_reorder_probability: float = 0.0
-    #: per change a table streams to Kinesis: publish it once more, later (a retried PutRecord)
-    kinesis_duplicate_probability: float = 0.0
-    #: per change a table streams to Kinesis: also put a record whose data is not a DynamoDB
-    #: change (poison: its consumers must quarantine it whole)
-    kinesis_poison_probability: float = 0.0
+    #: per change a route's feed puts into its source (cdc_local.routes: a table's Kinesis
+    #: destination): put it late, after later changes of its item
+    feed_reorder_probability: float = 0.0
+    #: per change a feed puts: put it once more, later (a retried PutRecord)
+    feed_duplicate_probability: float = 0.0
+    #: per change a feed puts: also put a record whose data is not a change (poison: its
+    #: consumers must quarantine it whole)
+    feed_poison_probability: float = 0.0
 
 
 @dataclass
