@@ -35,7 +35,7 @@ from cdc_local.exceptions import (
     PipelineStuck,
     ResolutionError,
 )
-from cdc_local.faults import FaultPlan, Faults, SimulatedCrash
+from cdc_local.faults import FaultPlan, Faults, FeedFaults, SimulatedCrash
 from cdc_local.functions import InvocationResult, LambdaContext, LocalFunction
 from cdc_local.replication import Replication
 from cdc_local.runner import LocalPipeline, PipelineCounters, drain_together
@@ -48,6 +48,7 @@ __all__ = [
     "EventSourceMapping",
     "FaultPlan",
     "Faults",
+    "FeedFaults",
     "FilterCriteria",
     "FilterPattern",
     "FilterPatternError",

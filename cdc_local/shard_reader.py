@@ -11,10 +11,10 @@ read at the earliest once its parent is read to its end (:meth:`ShardReader.read
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-__all__ = ["ShardPages", "ShardReader"]
+__all__ = ["ShardCalls", "ShardPages", "ShardReader"]
 
 
 class ShardPages(Protocol):
@@ -32,6 +32,35 @@ class ShardPages(Protocol):
         """GetRecords: one page of records and the next iterator (None: the shard is closed and
         read to its end)."""
         ...
+
+
+class ShardCalls:
+    """:class:`ShardPages` of one stream through a boto3 ``client`` of an API with DynamoDB
+    Streams' and Kinesis' shape: ``stream`` names the stream in a request (``{"StreamArn":
+    ...}``, ``{"StreamName": ...}``), ``limit`` is GetRecords' largest page; a subclass lists
+    the shards (:meth:`listed`)."""
+
+    def __init__(self, client: Any, stream: Mapping[str, str], limit: int) -> None:
+        self.client = client
+        self.stream = dict(stream)
+        self.limit = limit
+
+    def listed(self) -> list[dict[str, Any]]:
+        """The stream's shards as its API describes them (``ShardId``, ``ParentShardId``)."""
+        raise NotImplementedError
+
+    def shards(self) -> list[tuple[str, str | None]]:
+        return [(shard["ShardId"], shard.get("ParentShardId")) for shard in self.listed()]
+
+    def iterator(self, shard_id: str, position: str) -> str:
+        iterator: str = self.client.get_shard_iterator(
+            **self.stream, ShardId=shard_id, ShardIteratorType=position
+        )["ShardIterator"]
+        return iterator
+
+    def page(self, iterator: str) -> tuple[list[dict[str, Any]], str | None]:
+        response = self.client.get_records(ShardIterator=iterator, Limit=self.limit)
+        return response["Records"], response.get("NextShardIterator")
 
 
 class ShardReader:

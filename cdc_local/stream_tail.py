@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_local.shard_reader import ShardReader
+from cdc_local.shard_reader import ShardCalls, ShardReader
 
 __all__ = ["GET_RECORDS_LIMIT", "StreamPages", "StreamTail"]
 
@@ -20,13 +20,14 @@ __all__ = ["GET_RECORDS_LIMIT", "StreamPages", "StreamTail"]
 GET_RECORDS_LIMIT = 1000
 
 
-@dataclass
-class StreamPages:
+class StreamPages(ShardCalls):
     """The shards and pages of ``stream_arn`` through ``streams`` (a ``dynamodbstreams`` client
     of the stream's region)."""
 
-    streams: Any
-    stream_arn: str
+    def __init__(self, streams: Any, stream_arn: str) -> None:
+        super().__init__(streams, {"StreamArn": stream_arn}, GET_RECORDS_LIMIT)
+        self.streams = streams
+        self.stream_arn = stream_arn
 
     def describe(self) -> dict[str, Any]:
         """DescribeStream's ``StreamDescription``."""
@@ -35,18 +36,9 @@ class StreamPages:
         ]
         return description
 
-    def shards(self) -> list[tuple[str, str | None]]:
-        return [(s["ShardId"], s.get("ParentShardId")) for s in self.describe()["Shards"]]
-
-    def iterator(self, shard_id: str, position: str) -> str:
-        iterator: str = self.streams.get_shard_iterator(
-            StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType=position
-        )["ShardIterator"]
-        return iterator
-
-    def page(self, iterator: str) -> tuple[list[dict[str, Any]], str | None]:
-        response = self.streams.get_records(ShardIterator=iterator, Limit=GET_RECORDS_LIMIT)
-        return response["Records"], response.get("NextShardIterator")
+    def listed(self) -> list[dict[str, Any]]:
+        shards: list[dict[str, Any]] = self.describe()["Shards"]
+        return shards
 
 
 @dataclass

@@ -21,7 +21,7 @@ from cdc_local.accounting import peek_messages, scan
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
-from cdc_local.faults import FaultPlan
+from cdc_local.faults import FaultPlan, FeedFaults
 from cdc_local.routes.kinesis import KinesisSource
 from cdc_local.routes.kinesis_delivery import KinesisDelivery
 from cdc_local.runner import LocalPipeline
@@ -43,9 +43,7 @@ KINESIS_FAULTS = FaultPlan(
     transient_error_probability=0.01,
     lost_response_probability=0.01,
     duplicate_delivery_probability=0.05,
-    feed_reorder_probability=0.2,
-    feed_duplicate_probability=0.1,
-    feed_poison_probability=0.002,
+    feed=FeedFaults(reorder_probability=0.2, duplicate_probability=0.1, poison_probability=0.002),
 )
 #: Writes between two pipeline turns.
 WRITES_PER_TURN = 250

@@ -16,13 +16,13 @@ BATCH_INFO_SUFFIX = "BatchInfo"
 def batch_info(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """The batch description of an invocation record: its one ``...BatchInfo`` field, which
     each route names its own (``DDBStreamBatchInfo`` for a DynamoDB stream)."""
-    found = [value for key, value in record.items() if key.endswith(BATCH_INFO_SUFFIX)]
-    if len(found) != 1:
-        raise KeyError(
-            f"an invocation record has one ...{BATCH_INFO_SUFFIX} field; this one has "
-            f"{len(found)}: {sorted(record)}"
-        )
-    return found[0]
+    for key, value in record.items():
+        if key.endswith(BATCH_INFO_SUFFIX):
+            return value  # type: ignore[no-any-return]
+    raise KeyError(
+        f"an invocation record describes its batch in a ...{BATCH_INFO_SUFFIX} field; this "
+        f"one has none: {sorted(record)}"
+    )
 
 
 @dataclass(frozen=True)

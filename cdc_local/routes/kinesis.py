@@ -32,6 +32,7 @@ from cdc_local.exceptions import LocalPipelineError
 from cdc_local.resources import LocalResources, physical_name
 from cdc_local.routes.kinesis_delivery import KinesisDelivery
 from cdc_local.routes.protocol import Feed, RouteContext, SourceContext
+from cdc_local.shard_reader import ShardCalls
 
 __all__ = [
     "KinesisRoute",
@@ -156,17 +157,17 @@ def kinesis_checks(response: Any, action: str) -> Checks:
 # --- Kinesis -> Lambda ---------------------------------------------------------------------------
 
 
-class KinesisSource:
+class KinesisSource(ShardCalls):
     """A Kinesis stream (or its fan-out consumer, ``arn``) as one mapping reads it, through a
     ``kinesis`` client; a record's arrival is when a feed put it (default: Kinesis'
     ``ApproximateArrivalTimestamp``)."""
 
     def __init__(self, kinesis: Any, arn: str, context: SourceContext) -> None:
-        self.kinesis = kinesis
+        self.stream_name = stream_name(arn)
+        super().__init__(kinesis, {"StreamName": self.stream_name}, KINESIS_GET_RECORDS_LIMIT)
         self.arn = arn
         self.context = context
         self.stream_arn = kinesis_stream_arn(arn)
-        self.stream_name = stream_name(arn)
         self.arrivals: Mapping[str, float] = ChainMap(
             *(feed.arrivals for feed in context.feeds if isinstance(feed, KinesisDelivery))
         )
@@ -174,19 +175,11 @@ class KinesisSource:
     def start(self) -> None:
         """Nothing: the shards are listed when the iterators are taken."""
 
-    def shards(self) -> list[tuple[str, str | None]]:
-        listed = self.kinesis.list_shards(StreamName=self.stream_name)["Shards"]
-        return [(shard["ShardId"], shard.get("ParentShardId")) for shard in listed]
-
-    def iterator(self, shard_id: str, position: str) -> str:
-        iterator: str = self.kinesis.get_shard_iterator(
-            StreamName=self.stream_name, ShardId=shard_id, ShardIteratorType=position
-        )["ShardIterator"]
-        return iterator
-
-    def page(self, iterator: str) -> tuple[list[dict[str, Any]], str | None]:
-        response = self.kinesis.get_records(ShardIterator=iterator, Limit=KINESIS_GET_RECORDS_LIMIT)
-        return response["Records"], response.get("NextShardIterator")
+    def listed(self) -> list[dict[str, Any]]:
+        shards: list[dict[str, Any]] = self.client.list_shards(StreamName=self.stream_name)[
+            "Shards"
+        ]
+        return shards
 
     def record(self, shard_id: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         sequence = str(raw["SequenceNumber"])
@@ -295,9 +288,9 @@ def _delivery(spec: KinesisDestinationSpec, context: RouteContext) -> KinesisDel
         streams=context.endpoint.client("dynamodbstreams"),
         kinesis=context.endpoint.client("kinesis"),
         ttl_ledger=context.ttl_ledger,
-        reorder_probability=plan.feed_reorder_probability,
-        duplicate_probability=plan.feed_duplicate_probability,
-        poison_probability=plan.feed_poison_probability,
+        reorder_probability=plan.feed.reorder_probability,
+        duplicate_probability=plan.feed.duplicate_probability,
+        poison_probability=plan.feed.poison_probability,
         seed=plan.seed,
         clock=context.clock,
     )

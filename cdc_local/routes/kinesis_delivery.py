@@ -7,11 +7,11 @@ each change into the Kinesis stream in AWS's published format: base64 JSON witho
 ``SequenceNumber``, ``ApproximateCreationDateTime`` in micro- or milliseconds as the table's
 ``ApproximateCreationDateTimePrecision`` says (stamped strictly increasing, as DynamoDB's
 microsecond times are for one item), the partition key a hash of the item's key. With the fault
-plan's ``feed_reorder_probability`` a change is put late, after later changes (of its item
-too); with ``feed_duplicate_probability`` it is put once more, later: what AWS allows ("The
-Kinesis data stream records might appear in a different order than when the item changes
-occurred. The same item notifications might also appear more than once in the stream"); with
-``feed_poison_probability`` a record that is not a change is put too.
+plan's ``feed`` (:class:`~cdc_local.faults.FeedFaults`) a change is put late, after later
+changes (of its item too), or once more, later: what AWS allows ("The Kinesis data stream
+records might appear in a different order than when the item changes occurred. The same item
+notifications might also appear more than once in the stream"); or a record that is not a
+change is put too.
 """
 
 from __future__ import annotations
