@@ -22,8 +22,7 @@ from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.faults import FaultPlan, FeedFaults
-from cdc_local.routes.kinesis import KinesisSource
-from cdc_local.routes.kinesis_delivery import KinesisDelivery
+from cdc_local.routes.kinesis import KinesisDelivery, KinesisSource
 from cdc_local.runner import LocalPipeline
 from reference_app.demo import summary_table
 from reference_app.handlers.orders_schema import (

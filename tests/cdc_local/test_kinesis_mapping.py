@@ -21,8 +21,7 @@ from cdc_local.endpoint import LocalEndpoint
 from cdc_local.event_source_mapping import EventSourceMapping, MappingSettings
 from cdc_local.functions import InvocationResult
 from cdc_local.routes import SourceContext
-from cdc_local.routes.kinesis import KinesisRoute, filter_view
-from cdc_local.routes.kinesis_delivery import KinesisDelivery
+from cdc_local.routes.kinesis import KinesisDelivery, KinesisRoute, filter_view
 from cdc_local.shards import roll_shards
 
 
