@@ -1,8 +1,9 @@
 """The local pipeline: a synthesized stack's change data capture, run on this machine.
 
 ``LocalPipeline(assembly_dir, stack_name)`` starts moto's server on 127.0.0.1 (or uses the
-endpoint given), creates the stack's tables, queues, buckets and topics there, and runs every
-DynamoDB-stream event source mapping with its synthesized settings, invoking the handlers
+endpoint given), creates the stack's tables, queues, buckets and topics there (and what its
+routes need: :mod:`cdc_local.routes`), and runs every event source mapping of a route (a
+DynamoDB stream's, a Kinesis stream's) with its synthesized settings, invoking the handlers
 in-process with their environments resolved to the local resources. ``drain()`` runs until
 every stream is read to its end and every batch is settled; ``sweep_ttl()`` plays DynamoDB's
 TTL sweeper; ``roll_shards()`` plays DynamoDB's shard rollover (a parent shard closes and a
@@ -76,7 +77,7 @@ class PipelineCounters:
 
 
 class LocalPipeline:
-    """Run a stack's DynamoDB-stream consumers locally.
+    """Run a stack's stream consumers locally (every route's: :mod:`cdc_local.routes`).
 
     Args:
         assembly_dir: the cloud assembly (``cdk.out``).
