@@ -2,7 +2,8 @@
 
 The local pipeline starts moto's server on 127.0.0.1, creates the stack's resources there and
 runs each stream event source mapping (a DynamoDB stream's, a Kinesis stream's:
-:mod:`cdc_local.routes`) with its synthesized settings, invoking the handlers in-process; it also plays DynamoDB's TTL sweeper. Start with :class:`LocalPipeline`::
+:mod:`cdc_local.routes`) with its synthesized settings, invoking the handlers in-process; it
+also plays DynamoDB's TTL sweeper. Start with :class:`LocalPipeline`::
 
     with LocalPipeline("cdk.out", "MyStack") as pipeline:
         ...  # write to pipeline.client("dynamodb")
