@@ -1,8 +1,9 @@
 """Run a synthesized cdc-constructs stack on this machine, with no AWS account.
 
 The local pipeline starts moto's server on 127.0.0.1, creates the stack's resources there and
-runs each DynamoDB-stream event source mapping with its synthesized settings, invoking the
-handlers in-process; it also plays DynamoDB's TTL sweeper. Start with :class:`LocalPipeline`::
+runs each stream event source mapping (a DynamoDB stream's, a Kinesis stream's:
+:mod:`cdc_local.routes`) with its synthesized settings, invoking the handlers in-process; it
+also plays DynamoDB's TTL sweeper. Start with :class:`LocalPipeline`::
 
     with LocalPipeline("cdk.out", "MyStack") as pipeline:
         ...  # write to pipeline.client("dynamodb")
@@ -35,7 +36,7 @@ from cdc_local.exceptions import (
     PipelineStuck,
     ResolutionError,
 )
-from cdc_local.faults import FaultPlan, Faults, SimulatedCrash
+from cdc_local.faults import FaultPlan, Faults, FeedFaults, SimulatedCrash
 from cdc_local.functions import InvocationResult, LambdaContext, LocalFunction
 from cdc_local.replication import Replication
 from cdc_local.runner import LocalPipeline, PipelineCounters, drain_together
@@ -48,6 +49,7 @@ __all__ = [
     "EventSourceMapping",
     "FaultPlan",
     "Faults",
+    "FeedFaults",
     "FilterCriteria",
     "FilterPattern",
     "FilterPatternError",

@@ -16,7 +16,8 @@ for SQS (the queue), S3 (bucket or object), IAM and STS; for every other service
   ``BatchGetItem`` each of their tables;
 - DynamoDB Streams: the stream ARN (``GetRecords`` from its shard iterator), ``ListStreams`` on
   ``*`` (the action takes no resource);
-- Kinesis: the stream or the enhanced fan-out consumer ARN (``GetRecords`` from its iterator);
+- a route's source service: what the route registers (:func:`register_checks`; a Kinesis
+  stream: the stream or the enhanced fan-out consumer ARN, ``GetRecords`` from its iterator);
 - SNS: the topic ARN;
 - SQS: the batch operations are the actions IAM knows (``SendMessageBatch`` is
   ``sqs:SendMessage``, ...).
@@ -105,7 +106,7 @@ _SQS_ACTIONS = {
 }
 
 
-def _body(response: Any) -> dict[str, Any]:
+def request_body(response: Any) -> dict[str, Any]:
     """The request's JSON body (moto's DynamoDB handler has parsed it already)."""
     if isinstance(response.body, dict):
         return response.body
@@ -117,7 +118,7 @@ def _body(response: Any) -> dict[str, Any]:
 
 
 def _dynamodb_checks(response: Any, action: str) -> Checks:
-    body = _body(response)
+    body = request_body(response)
     table_arn = f"arn:aws:dynamodb:{response.region}:{response.current_account}:table/"
     if action in ("TransactWriteItems", "TransactGetItems"):
         checks = []
@@ -139,30 +140,11 @@ def _dynamodb_checks(response: Any, action: str) -> Checks:
 
 
 def _streams_checks(response: Any, action: str) -> Checks:
-    body = _body(response)
+    body = request_body(response)
     if isinstance(body.get("StreamArn"), str):
         return [(action, body["StreamArn"])]
     if isinstance(body.get("ShardIterator"), str):  # moto's: "<stream ARN>|1|<id>"
         return [(action, body["ShardIterator"].split("|", 1)[0])]
-    return [(action, "*")]
-
-
-def _kinesis_checks(response: Any, action: str) -> Checks:
-    body = _body(response)
-    prefix = f"arn:aws:kinesis:{response.region}:{response.current_account}:stream/"
-    for key in ("ConsumerARN", "StreamARN"):
-        if isinstance(body.get(key), str):
-            return [(action, body[key])]
-    if isinstance(body.get("StreamName"), str):
-        return [(action, prefix + body["StreamName"])]
-    if isinstance(body.get("ShardIterator"), str):
-        from moto.kinesis.utils import decompose_shard_iterator
-
-        try:
-            name = decompose_shard_iterator(body["ShardIterator"])[0]
-        except (ValueError, IndexError):
-            return [(action, "*")]
-        return [(action, prefix + name)]
     return [(action, "*")]
 
 
@@ -178,19 +160,30 @@ def _sqs_checks(response: Any, action: str) -> Checks:
     return [(_SQS_ACTIONS.get(action, action), response._determine_resource())]
 
 
+#: The checks of the services a route reads beside these (each route registers its own:
+#: :func:`register_checks`), by moto's response handler type (a function that imports it).
+_REGISTERED: list[tuple[Callable[[], type], Callable[[Any, str], Checks]]] = []
+
+
+def register_checks(handler_type: Callable[[], type], checks: Callable[[Any, str], Checks]) -> None:
+    """Check the requests moto's ``handler_type()`` answers with ``checks(response, action)``
+    (a route's source service; registering the same pair again changes nothing)."""
+    if (handler_type, checks) not in _REGISTERED:
+        _REGISTERED.append((handler_type, checks))
+
+
 def _checks_of(response: Any) -> Callable[[Any, str], Checks] | None:
     from moto.dynamodb.responses import DynamoHandler
     from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
-    from moto.kinesis.responses import KinesisResponse
     from moto.sns.responses import SNSResponse
     from moto.sqs.responses import SQSResponse
 
     for handler_type, checks in (
         (DynamoDBStreamsHandler, _streams_checks),
         (DynamoHandler, _dynamodb_checks),
-        (KinesisResponse, _kinesis_checks),
         (SNSResponse, _sns_checks),
         (SQSResponse, _sqs_checks),
+        *((load(), registered) for load, registered in _REGISTERED),
     ):
         if isinstance(response, handler_type):
             return checks

@@ -43,6 +43,21 @@ class SimulatedCrash(BaseException):
 
 
 @dataclass(frozen=True)
+class FeedFaults:
+    """What a route's feed does to the changes it puts into its source (:mod:`cdc_local.routes`;
+    a table's Kinesis destination may put them out of order and more than once). Every
+    probability, per change put, defaults to 0."""
+
+    #: put it late, after later changes of its item
+    reorder_probability: float = 0.0
+    #: put it once more, later (a retried PutRecord)
+    duplicate_probability: float = 0.0
+    #: also put a record whose data is not a change (poison: its consumers must quarantine it
+    #: whole)
+    poison_probability: float = 0.0
+
+
+@dataclass(frozen=True)
 class FaultPlan:
     """How often each fault happens. Every probability defaults to 0 (no faults)."""
 
@@ -55,13 +70,8 @@ class FaultPlan:
     lost_response_probability: float = 0.0
     #: per successful batch: deliver it once more
     duplicate_delivery_probability: float = 0.0
-    #: per change a table streams to Kinesis: publish it late, after later changes of its item
-    kinesis_reorder_probability: float = 0.0
-    #: per change a table streams to Kinesis: publish it once more, later (a retried PutRecord)
-    kinesis_duplicate_probability: float = 0.0
-    #: per change a table streams to Kinesis: also put a record whose data is not a DynamoDB
-    #: change (poison: its consumers must quarantine it whole)
-    kinesis_poison_probability: float = 0.0
+    #: what the routes' feeds do to the changes they put into their sources
+    feed: FeedFaults = field(default_factory=FeedFaults)
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """The local pipeline: a synthesized stack's change data capture, run on this machine.
 
 ``LocalPipeline(assembly_dir, stack_name)`` starts moto's server on 127.0.0.1 (or uses the
-endpoint given), creates the stack's tables, queues, buckets and topics there, and runs every
-DynamoDB-stream event source mapping with its synthesized settings, invoking the handlers
+endpoint given), creates the stack's tables, queues, buckets and topics there (and what its
+routes need: :mod:`cdc_local.routes`), and runs every event source mapping of a route (a
+DynamoDB stream's, a Kinesis stream's) with its synthesized settings, invoking the handlers
 in-process with their environments resolved to the local resources. ``drain()`` runs until
 every stream is read to its end and every batch is settled; ``sweep_ttl()`` plays DynamoDB's
 TTL sweeper; ``roll_shards()`` plays DynamoDB's shard rollover (a parent shard closes and a
@@ -37,19 +38,12 @@ from cdc_local.event_source_mapping import EventSourceMapping, MappingCounters, 
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.faults import FaultPlan, Faults
 from cdc_local.functions import LocalFunction
-from cdc_local.kinesis import (
-    KinesisDelivery,
-    KinesisEventSourceMapping,
-    create_kinesis_resources,
-    kinesis_destinations,
-    kinesis_mapping_ids,
-    stream_name,
-)
 from cdc_local.lambda_invoke import LocalInvoke
 from cdc_local.replication import Replication, resolve_replica_reads
 from cdc_local.resources import LocalResources, create_resources
 from cdc_local.retention import STREAM_RETENTION_SECONDS, StreamRetention
 from cdc_local.roles import RoleSessions, create_roles
+from cdc_local.routes import ROUTES, Feed, RouteContext, SourceContext, route_of
 from cdc_local.service_roles import check_service_roles
 from cdc_local.shards import roll_shards
 from cdc_local.ttl import TtlLedger, TtlSweeper
@@ -83,7 +77,7 @@ class PipelineCounters:
 
 
 class LocalPipeline:
-    """Run a stack's DynamoDB-stream consumers locally.
+    """Run a stack's stream consumers locally (every route's: :mod:`cdc_local.routes`).
 
     Args:
         assembly_dir: the cloud assembly (``cdk.out``).
@@ -157,10 +151,9 @@ class LocalPipeline:
         #: The global tables' replicas this stack reads in its region (a ReplicaTable's custom
         #: resource's logical id -> the table's name).
         self.replica_tables: dict[str, str] = {}
-        #: The tables' deliveries of their changes to Kinesis streams (cdc_local.kinesis).
-        self.kinesis_deliveries: list[KinesisDelivery] = []
-        #: When each Kinesis record was put (pipeline clock), by ``stream/shard:sequence``.
-        self.kinesis_arrivals: dict[str, float] = {}
+        #: What fills the routes' sources where AWS would (a table's Kinesis destination):
+        #: pumped before the mappings read (cdc_local.routes).
+        self.feeds: list[Feed] = []
         self.retention = StreamRetention(stream_retention_seconds, clock)
         self.enforce_iam = enforce_iam
         #: Each function's role session (with IAM enforced; None without).
@@ -182,14 +175,14 @@ class LocalPipeline:
             self.resources = create_resources(self.stack, self.endpoint)
             self.replica_tables = resolve_replica_reads(self.resources, self.endpoint)
             self.replication = Replication.create(self.resources, self.endpoint)
-            # Ref of a mapping is its UUID (a DynamoDB stream's or a Kinesis stream's mapping):
-            # the redrive lists aws/lambda/<UUID>/, where the destination writes.
-            mapping_ids = [spec.logical_id for spec in self.stack.stream_mappings()]
-            for logical_id in mapping_ids + kinesis_mapping_ids(self.stack):
+            # Ref of a mapping is its UUID (whatever its route): the redrive lists
+            # aws/lambda/<UUID>/, where the destination writes.
+            for logical_id in self._mapping_ids():
                 self.resources.refs.setdefault(
                     logical_id, _uuid_of(self.stack.stack_name, logical_id)
                 )
-            create_kinesis_resources(self.resources, self.endpoint)
+            for route in ROUTES.values():
+                route.provision(self.resources, self.endpoint)
             if self.enforce_iam:
                 create_roles(self.resources, self.endpoint)
                 check_service_roles(self.resources)
@@ -204,10 +197,15 @@ class LocalPipeline:
         self.functions = {
             logical_id: self._function(logical_id) for logical_id in self.stack.functions()
         }
-        for spec in self.stack.stream_mappings():
-            self.mappings[spec.logical_id] = self._mapping(spec.logical_id)
-        self.kinesis_deliveries = self._kinesis_deliveries()
-        for logical_id in kinesis_mapping_ids(self.stack):
+        context = RouteContext(
+            self._resources,
+            self.endpoint,
+            self.ttl_ledger,
+            self.faults.plan if self.faults else FaultPlan(),
+            self.clock,
+        )
+        self.feeds = [feed for route in ROUTES.values() for feed in route.feeds(context)]
+        for logical_id in self._mapping_ids():
             self.mappings[logical_id] = self._mapping(logical_id)
         if self.roles is not None and not self._enforcing:
             ENFORCEMENT.hold()  # from the mappings' first reads on
@@ -272,8 +270,8 @@ class LocalPipeline:
     def poll(self) -> bool:
         """Give every mapping one turn; return whether anything happened."""
         progressed = self.replication.pump() if self.replication is not None else False
-        for delivery in self.kinesis_deliveries:  # table -> Kinesis, before Kinesis is read
-            progressed = delivery.pump() or progressed
+        for feed in self.feeds:  # what fills a source, before it is read
+            progressed = feed.pump() or progressed
         for mapping in self.mappings.values():
             try:
                 progressed = mapping.poll(flush=self.flush_windows) or progressed
@@ -474,19 +472,16 @@ class LocalPipeline:
                 credentials=credentials,
             )
         assert self.endpoint is not None
-        kinesis = ":kinesis:" in properties["EventSourceArn"]
-        mapping_class = KinesisEventSourceMapping if kinesis else EventSourceMapping
-        # Keyword arguments only the Kinesis mapping takes (any value type, as **kwargs are).
-        arrivals: dict[str, Any] = {"arrivals": self.kinesis_arrivals} if kinesis else {}
-        return mapping_class(
-            **arrivals,
+        arn = properties["EventSourceArn"]
+        route = route_of(arn)
+        client = self.endpoint.client(route.client_service, credentials=credentials)
+        return EventSourceMapping(
             name=name,
-            stream_arn=properties["EventSourceArn"],
+            source=route.source(
+                client, arn, SourceContext(function.arn, self.ttl_ledger, self.feeds)
+            ),
             function=function,
             settings=settings,
-            streams_client=self.endpoint.client(
-                "kinesis" if kinesis else "dynamodbstreams", credentials=credentials
-            ),
             destination=destination,
             ttl_ledger=self.ttl_ledger,
             faults=self.faults,
@@ -494,36 +489,9 @@ class LocalPipeline:
             track_records=self.track_records,
         )
 
-    def _kinesis_deliveries(self) -> list[KinesisDelivery]:
-        """One delivery per table streaming to a Kinesis stream of the stack."""
-        assert self.endpoint is not None
-        resources, plan = self._resources, self.faults.plan if self.faults else FaultPlan()
-        deliveries = []
-        for spec in kinesis_destinations(self.stack):
-            table_stream = resources.attributes.get((spec.table_logical_id, "StreamArn"))
-            if table_stream is None:
-                raise LocalPipelineError(
-                    f"table {spec.table_logical_id} streams to Kinesis but has no DynamoDB "
-                    "stream: the local pipeline reads its changes from one"
-                )
-            deliveries.append(
-                KinesisDelivery(
-                    table_stream_arn=table_stream,
-                    kinesis_stream_name=stream_name(resources.resolve(spec.stream_arn)),
-                    table_name=resources.table_names[spec.table_logical_id],
-                    precision=spec.precision,
-                    streams=self.endpoint.client("dynamodbstreams"),
-                    kinesis=self.endpoint.client("kinesis"),
-                    ttl_ledger=self.ttl_ledger,
-                    reorder_probability=plan.kinesis_reorder_probability,
-                    duplicate_probability=plan.kinesis_duplicate_probability,
-                    poison_probability=plan.kinesis_poison_probability,
-                    seed=plan.seed,
-                    clock=self.clock,
-                    arrivals=self.kinesis_arrivals,
-                )
-            )
-        return deliveries
+    def _mapping_ids(self) -> list[str]:
+        """The stack's event source mappings, route by route."""
+        return [i for route in ROUTES.values() for i in route.mapping_ids(self.stack)]
 
     def _hook_session(self, invoke: LocalInvoke, session: Any) -> None:
         """A function's own boto3 session: Invoke of the stack's functions answered in process,

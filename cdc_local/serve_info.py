@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from cdc_consumer.contract import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
 
 from cdc_local.event_source_mapping import EventSourceMapping
-from cdc_local.kinesis import KinesisEventSourceMapping, kinesis_stream_arn
+from cdc_local.routes import route_of
 from cdc_local.runner import LocalPipeline
 
 #: The redrive CLI's console script (``python -m cdc_consumer.redrive`` is the same program).
@@ -60,8 +60,9 @@ def _mapping_lines(
         if options is not None:
             yield "  redrive the on-failure destination:"
             yield "    " + redrive_command(mapping, *options)
-    if quarantine and isinstance(mapping, KinesisEventSourceMapping):
-        yield "  the quarantine's Kinesis records are not redriven by cdc-redrive: replay by hand"
+    note = route_of(mapping.stream_arn).quarantine_note
+    if quarantine and note is not None:
+        yield f"  {note}"
     elif quarantine:
         beside = (
             destination.kind.beside_quarantine(destination.target)
@@ -95,9 +96,7 @@ def redrive_command(
     arguments = [
         *source,
         "--stream-arn",
-        kinesis_stream_arn(mapping.stream_arn)  # a fan-out consumer's: its stream's
-        if isinstance(mapping, KinesisEventSourceMapping)
-        else mapping.stream_arn,
+        route_of(mapping.stream_arn).redrive_stream_arn(mapping.stream_arn),
         "--handler",
         f"{module}:{attribute}",
         "--path",

@@ -8,8 +8,9 @@ enforced, with moto's evaluator on the template's statements (resolved to the lo
 functions' roles are), for the calls AWS makes with them:
 
 - a pipe reading a DynamoDB stream: ``dynamodb:DescribeStream``, ``dynamodb:GetRecords`` and
-  ``dynamodb:GetShardIterator`` on the stream (a Kinesis stream: ``kinesis:DescribeStream``,
-  ``DescribeStreamSummary``, ``GetRecords``, ``GetShardIterator``, ``ListShards``); its target's
+  ``dynamodb:GetShardIterator`` on the stream (another route's source: the reads its route names,
+  e.g. a Kinesis stream's ``kinesis:DescribeStream``, ``DescribeStreamSummary``, ``GetRecords``,
+  ``GetShardIterator``, ``ListShards``); its target's
   send (``events:PutEvents``, ``sqs:SendMessage``, ``sns:Publish``, ``lambda:InvokeFunction``,
   ``states:StartExecution``); its dead-letter queue's ``sqs:SendMessage``;
 - a state machine: ``lambda:InvokeFunction`` on every function its definition invokes, and
@@ -30,22 +31,13 @@ from typing import Any
 from cdc_local.assembly import PIPE_TYPE, Resource
 from cdc_local.exceptions import ServiceRoleDeniedError
 from cdc_local.resources import LocalResources, physical_name
+from cdc_local.routes import route_of
 
 __all__ = ["STATE_MACHINE_TYPE", "check_service_roles", "pipe_calls", "state_machine_calls"]
 
 STATE_MACHINE_TYPE = "AWS::StepFunctions::StateMachine"
 _ROLE_TYPE = "AWS::IAM::Role"
 _POLICY_TYPES = ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
-_STREAM_READS = {
-    "dynamodb": ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"),
-    "kinesis": (
-        "kinesis:DescribeStream",
-        "kinesis:DescribeStreamSummary",
-        "kinesis:GetRecords",
-        "kinesis:GetShardIterator",
-        "kinesis:ListShards",
-    ),
-}
 _TARGET_SENDS = {
     "events": "events:PutEvents",
     "sqs": "sqs:SendMessage",
@@ -85,16 +77,15 @@ def pipe_calls(resources: LocalResources, pipe: Resource) -> list[tuple[str, str
     properties = pipe.properties
     source = str(resources.resolve(properties.get("Source", "")))
     target = str(resources.resolve(properties.get("Target", "")))
-    service = "kinesis" if ":kinesis:" in source else "dynamodb"
-    calls = [(action, source) for action in _STREAM_READS[service]]
+    route = route_of(source)
+    calls = [(action, source) for action in route.reader_actions]
     send = _TARGET_SENDS.get(target.split(":")[2] if target.count(":") >= 2 else "")
     if send is not None:
         calls.append((send, target))
     parameters = properties.get("SourceParameters", {})
-    for key in ("DynamoDBStreamParameters", "KinesisStreamParameters"):
-        dead_letter = parameters.get(key, {}).get("DeadLetterConfig", {}).get("Arn")
-        if dead_letter is not None:
-            calls.append(("sqs:SendMessage", str(resources.resolve(dead_letter))))
+    dead_letter = parameters.get(route.pipe_parameters, {}).get("DeadLetterConfig", {}).get("Arn")
+    if dead_letter is not None:
+        calls.append(("sqs:SendMessage", str(resources.resolve(dead_letter))))
     return calls
 
 

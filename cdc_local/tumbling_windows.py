@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdc_consumer.contract import (
@@ -47,6 +47,7 @@ from cdc_consumer.contract import (
 )
 
 from cdc_local.exceptions import LocalPipelineError
+from cdc_local.functions import InvocationResult
 
 __all__ = [
     "MAX_TUMBLING_WINDOW_SECONDS",
@@ -54,7 +55,9 @@ __all__ = [
     "OpenWindow",
     "check_tumbling_window",
     "has_state",
+    "in_one_window",
     "iso",
+    "window_for",
     "window_of",
 ]
 
@@ -88,6 +91,20 @@ def window_of(created_at: float, length: int) -> tuple[float, float]:
     in: ``length`` seconds long, aligned to multiples of ``length``."""
     start = math.floor(created_at / length) * length
     return float(start), float(start + length)
+
+
+def in_one_window(
+    batch: list[dict[str, Any]], length: int, created_at: Callable[[Mapping[str, Any]], float]
+) -> list[dict[str, Any]]:
+    """``batch`` up to the first record of a later window (all of it without a window, when
+    ``length`` is 0); ``created_at``: when a record was inserted."""
+    if not length:
+        return batch
+    start = window_of(created_at(batch[0]), length)[0]
+    for index, record in enumerate(batch):
+        if window_of(created_at(record), length)[0] != start:
+            return batch[:index]
+    return batch
 
 
 def iso(epoch: float) -> str:
@@ -128,3 +145,24 @@ class OpenWindow:
             FINAL_INVOKE_KEY: final,
             WINDOW_TERMINATED_EARLY_KEY: False,
         }
+
+    def answered(self, result: InvocationResult) -> InvocationResult:
+        """``result`` of an invocation in the window: a response without ``state`` is a failed
+        invocation; one with it passes its state to the window's next invocation."""
+        if result.failed:
+            return result
+        if not has_state(result.response):
+            return replace(
+                result,
+                error_type="MissingWindowState",
+                error_message="a tumbling window's response must carry state; this one has none",
+            )
+        self.state = dict(result.response[WINDOW_STATE_KEY])
+        return result
+
+
+def window_for(current: OpenWindow | None, created_at: float, length: int) -> OpenWindow:
+    """The window a batch whose first record was inserted at ``created_at`` is sent in: the
+    ``current`` one, or else a new one (a window opens with its first batch, in a fresh state)."""
+    start, end = window_of(created_at, length)
+    return current if current is not None and current.start == start else OpenWindow(start, end)

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from cdc_local.assembly import CloudAssembly
 from cdc_local.exceptions import LocalPipelineError
-from cdc_local.kinesis import kinesis_destinations
+from cdc_local.routes.kinesis import kinesis_destinations
 from reference_app.demo import DEMO_FAULTS, run_demo
 from reference_app.kinesis_demo import KINESIS_FAULTS, run_kinesis_demo
 from reference_app.workload import OrderWorkload

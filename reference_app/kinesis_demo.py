@@ -19,9 +19,10 @@ from rich.console import Console
 
 from cdc_local.accounting import peek_messages, scan
 from cdc_local.endpoint import LocalEndpoint
+from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
-from cdc_local.faults import FaultPlan
-from cdc_local.kinesis import KinesisEventSourceMapping
+from cdc_local.faults import FaultPlan, FeedFaults
+from cdc_local.routes.kinesis import KinesisDelivery, KinesisSource
 from cdc_local.runner import LocalPipeline
 from reference_app.demo import summary_table
 from reference_app.handlers.orders_schema import (
@@ -41,9 +42,7 @@ KINESIS_FAULTS = FaultPlan(
     transient_error_probability=0.01,
     lost_response_probability=0.01,
     duplicate_delivery_probability=0.05,
-    kinesis_reorder_probability=0.2,
-    kinesis_duplicate_probability=0.1,
-    kinesis_poison_probability=0.002,
+    feed=FeedFaults(reorder_probability=0.2, duplicate_probability=0.1, poison_probability=0.002),
 )
 #: Writes between two pipeline turns.
 WRITES_PER_TURN = 250
@@ -118,18 +117,23 @@ def write_in_batches(
     flush()
 
 
-def consumer_mapping(pipeline: LocalPipeline, handler: str) -> KinesisEventSourceMapping:
+def deliveries(pipeline: LocalPipeline) -> list[KinesisDelivery]:
+    """The tables' deliveries of their changes to Kinesis (the Kinesis route's feeds)."""
+    return [feed for feed in pipeline.feeds if isinstance(feed, KinesisDelivery)]
+
+
+def consumer_mapping(pipeline: LocalPipeline, handler: str) -> EventSourceMapping:
     found = [
         m
         for m in pipeline.mappings.values()
-        if isinstance(m, KinesisEventSourceMapping) and m.function.spec.own_handler == handler
+        if isinstance(m.source, KinesisSource) and m.function.spec.own_handler == handler
     ]
     if len(found) != 1:
         raise LocalPipelineError(f"expected one Kinesis mapping running {handler}, got {found}")
     return found[0]
 
 
-def quarantined_changes(pipeline: LocalPipeline, mapping: KinesisEventSourceMapping) -> set[str]:
+def quarantined_changes(pipeline: LocalPipeline, mapping: EventSourceMapping) -> set[str]:
     """The eventIDs (or, for data that is no change, the Kinesis event ids) in the quarantine."""
     queue = mapping.function.environment["QUARANTINE_QUEUE_URL"]
     found = set()
@@ -142,10 +146,10 @@ def quarantined_changes(pipeline: LocalPipeline, mapping: KinesisEventSourceMapp
     return found
 
 
-def lost_changes(pipeline: LocalPipeline, mapping: KinesisEventSourceMapping) -> set[str]:
+def lost_changes(pipeline: LocalPipeline, mapping: EventSourceMapping) -> set[str]:
     """Changes of the table the consumer neither acknowledged nor quarantined (its mapping has
     no filters, so every change is its)."""
-    written = set().union(*(d.event_ids for d in pipeline.kinesis_deliveries))
+    written = set().union(*(d.event_ids for d in deliveries(pipeline)))
     return written - mapping.acknowledged_changes - quarantined_changes(pipeline, mapping)
 
 
@@ -191,15 +195,15 @@ def run_kinesis_demo(
         track_records=True,
         enforce_iam=enforce_iam,
     ) as pipeline:
-        if not pipeline.kinesis_deliveries:
+        if not deliveries(pipeline):
             raise LocalPipelineError(f"stack {stack_name} has no table streaming to Kinesis")
-        orders_table = pipeline.kinesis_deliveries[0].table_name
+        orders_table = deliveries(pipeline)[0].table_name
         write_in_batches(pipeline, orders_table, workload, WRITES_PER_TURN)
         pipeline.run()
         mappings = [
             consumer_mapping(pipeline, h) for h in (ORDERS_REPLICA_HANDLER, ORDER_STATS_HANDLER)
         ]
-        delivered = [d.counters for d in pipeline.kinesis_deliveries]
+        delivered = [d.counters for d in deliveries(pipeline)]
         injected = pipeline.faults.counters if pipeline.faults is not None else None
         summary = KinesisDemoSummary(
             changes_written=workload.changes,

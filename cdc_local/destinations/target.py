@@ -1,5 +1,5 @@
 """What every local delivery kind is given (:class:`DeliveryTarget`) and provides
-(:class:`DeliveryKind`), and the batch description of an invocation record both routes share."""
+(:class:`DeliveryKind`), and the batch description of an invocation record every route shares."""
 
 from __future__ import annotations
 
@@ -7,15 +7,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cdc_consumer.contract import OnFailureMessage
-
 __all__ = ["DeliveryKind", "DeliveryTarget", "batch_info"]
+
+#: How the batch description's field of an invocation record ends.
+BATCH_INFO_SUFFIX = "BatchInfo"
 
 
 def batch_info(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The batch description of an invocation record: ``DDBStreamBatchInfo`` (DynamoDB stream)
-    or ``KinesisBatchInfo`` (Kinesis stream)."""
-    return OnFailureMessage.batch_info(record) or record[OnFailureMessage.KINESIS_BATCH_INFO]
+    """The batch description of an invocation record: its one ``...BatchInfo`` field, which
+    each route names its own (``DDBStreamBatchInfo`` for a DynamoDB stream)."""
+    for key, value in record.items():
+        if key.endswith(BATCH_INFO_SUFFIX):
+            return value  # type: ignore[no-any-return]
+    raise KeyError(
+        f"an invocation record describes its batch in a ...{BATCH_INFO_SUFFIX} field; this "
+        f"one has none: {sorted(record)}"
+    )
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from cdc_consumer.routes.kinesis.replay import to_lambda_kinesis_record
 
 from cdc_local.destinations import FailedInvocation, OnFailureDestination
 from cdc_local.endpoint import LocalEndpoint
-from cdc_local.kinesis import kinesis_invocation_record
+from cdc_local.routes.kinesis import kinesis_invocation_record
 from tests.cdc_consumer.fixtures import create_table
 from tests.cdc_consumer.redrive_world import session_for
 

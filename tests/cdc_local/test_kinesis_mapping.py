@@ -18,9 +18,10 @@ from cdc_consumer.filter_patterns import FilterCriteria
 
 from cdc_local.destinations import OnFailureDestination
 from cdc_local.endpoint import LocalEndpoint
-from cdc_local.event_source_mapping import MappingSettings
+from cdc_local.event_source_mapping import EventSourceMapping, MappingSettings
 from cdc_local.functions import InvocationResult
-from cdc_local.kinesis import KinesisDelivery, KinesisEventSourceMapping, filter_view
+from cdc_local.routes import SourceContext
+from cdc_local.routes.kinesis import KinesisDelivery, KinesisRoute, filter_view
 from cdc_local.shards import roll_shards
 
 
@@ -77,19 +78,23 @@ def delivery(aws: LocalEndpoint, table: str, stream: str, **options: Any) -> Kin
 
 def mapping(
     aws: LocalEndpoint, stream: str, function: FakeFunction, **settings: Any
-) -> KinesisEventSourceMapping:
+) -> EventSourceMapping:
+    """The Kinesis route's mapping of ``stream``; ``feeds``: the deliveries whose put times
+    count as the records' arrivals."""
     destination = settings.pop("destination", None)
     clock = settings.pop("clock", time.time)
-    arrivals = settings.pop("arrivals", None)
-    return KinesisEventSourceMapping(
+    feeds = settings.pop("feeds", ())
+    arn = f"arn:aws:kinesis:us-east-1:123456789012:stream/{stream}"
+    source = KinesisRoute().source(
+        aws.client("kinesis"), arn, SourceContext(function.arn, feeds=feeds)
+    )
+    return EventSourceMapping(
         name="KinesisMapping",
-        stream_arn=f"arn:aws:kinesis:us-east-1:123456789012:stream/{stream}",
+        source=source,
         function=function,  # type: ignore[arg-type]
         settings=MappingSettings(**settings),
-        streams_client=aws.client("kinesis"),
         destination=destination,
         clock=clock,
-        arrivals=arrivals,
     )
 
 
@@ -237,7 +242,7 @@ def test_record_age_counts_from_arrival_in_the_stream(aws: LocalEndpoint) -> Non
         function,
         maximum_record_age_seconds=60,
         clock=lambda: now[0],
-        arrivals=emulator.arrivals,
+        feeds=[emulator],
     )
     reader.drain()
     assert function.batches == []

@@ -84,7 +84,7 @@ def without_action(assembly: Path, destination: Path, action: str) -> Path:
 def crash_then_fix(pipeline: LocalPipeline) -> list[dict]:
     """Every batch crashes into the queue; then the fault is fixed. The pointers sent."""
     ddb = pipeline.client("dynamodb")
-    table = pipeline.kinesis_deliveries[0].table_name
+    table = pipeline.feeds[0].table_name
     for number in range(6):
         ddb.put_item(TableName=table, Item={"pk": {"S": f"order-{number}"}})
     pipeline.run()

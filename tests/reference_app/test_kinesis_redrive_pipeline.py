@@ -69,7 +69,7 @@ def test_the_redrive_function_recovers_kinesis_batches_sent_to_the_bucket(
         track_records=True,
     ) as pipeline:
         assert pipeline.iam_enforced
-        orders_table = pipeline.kinesis_deliveries[0].table_name
+        orders_table = pipeline.feeds[0].table_name
         write_in_batches(pipeline, orders_table, OrderWorkload(changes=40, orders=8, poison=0), 20)
         pipeline.run()
 
@@ -107,7 +107,7 @@ def test_the_redrive_function_drains_the_kinesis_quarantine_under_its_own_role(
     again and reported), and no call is denied."""
     with LocalPipeline(kinesis_assembly, STACK, endpoint=aws) as pipeline:
         assert pipeline.iam_enforced
-        orders_table = pipeline.kinesis_deliveries[0].table_name
+        orders_table = pipeline.feeds[0].table_name
         write_in_batches(pipeline, orders_table, OrderWorkload(changes=40, orders=8, poison=2), 20)
         pipeline.run()
         sqs = pipeline.client("sqs")

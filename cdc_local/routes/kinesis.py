@@ -1,24 +1,26 @@
 """The Kinesis route, locally (docs/design.md §9): a table's changes delivered to a Kinesis data
-stream on the local endpoint (moto's Kinesis), and Lambda's Kinesis event source mapping.
+stream on the local endpoint (moto's Kinesis), read by Lambda's Kinesis event source mapping.
 
-moto does not stream a table's changes to Kinesis, so :class:`KinesisDelivery` plays DynamoDB's
-part: it reads the table's DynamoDB stream (moto has one; the changes in commit order) and puts
-each change into the Kinesis stream in AWS's published format: base64 JSON without
+The stack's Kinesis streams (ON_DEMAND ones with 4 shards) and enhanced fan-out consumers are
+created on the endpoint. moto does not stream a table's changes to Kinesis, so each table with
+a Kinesis destination gets a feed, :class:`KinesisDelivery`, that plays DynamoDB's part: it
+reads the table's DynamoDB stream (moto has one; the changes in commit order) and puts each
+change into the Kinesis stream in AWS's published format: base64 JSON without
 ``SequenceNumber``, ``ApproximateCreationDateTime`` in micro- or milliseconds as the table's
 ``ApproximateCreationDateTimePrecision`` says (stamped strictly increasing, as DynamoDB's
 microsecond times are for one item), the partition key a hash of the item's key. With the fault
-plan's ``kinesis_reorder_probability`` a change is put late, after later changes (of its item
-too); with ``kinesis_duplicate_probability`` it is put once more, later: what AWS allows ("The
-Kinesis data stream records might appear in a different order than when the item changes
-occurred. The same item notifications might also appear more than once in the stream").
+plan's ``feed`` (:class:`~cdc_local.faults.FeedFaults`) a change is put late, after later
+changes (of its item too), or once more, later: what AWS allows ("The Kinesis data stream
+records might appear in a different order than when the item changes occurred. The same item
+notifications might also appear more than once in the stream"); or a record that is not a
+change is put too.
 
-:class:`KinesisEventSourceMapping` is :class:`~cdc_local.event_source_mapping.EventSourceMapping`
-(batching and window, filters, parallelization by partition key, bisect, retries, partial batch
-responses, record age, on-failure destination) reading the Kinesis API: records in Lambda's
-Kinesis shape, filters matching the record's fields with ``data`` decoded, the item identifier
-its Kinesis sequence number, the age counted from its arrival in the stream (Lambda's rule for
-Kinesis), checked by the construct against the Kinesis retention, and ``KinesisBatchInfo`` in
-the on-failure message.
+A mapping reads the Kinesis API: records in Lambda's Kinesis shape, filters matching the
+record's fields with ``data`` decoded, the item identifier its Kinesis sequence number, the age
+counted from its arrival in the stream (Lambda's rule for Kinesis; the feed's clock when it put
+it), checked by the construct against the Kinesis retention, the lane a hash of its partition
+key, and ``KinesisBatchInfo`` in the on-failure message. ``cdc-redrive`` does not replay a
+Kinesis consumer's quarantine.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import hashlib
 import json
 import random
 import time
+from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,22 +41,36 @@ from cdc_consumer.routes.kinesis.replay import to_lambda_kinesis_record
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
 
 from cdc_local.assembly import MAPPING_TYPE, StackTemplate
-from cdc_local.destinations import FailedInvocation, invocation_record
+from cdc_local.authorization import Checks, register_checks, request_body
+from cdc_local.destinations import invocation_record
 from cdc_local.endpoint import LocalEndpoint
-from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.exceptions import LocalPipelineError
 from cdc_local.resources import LocalResources, physical_name
+from cdc_local.routes.protocol import Feed, RouteContext, SourceContext
+from cdc_local.shard_reader import ShardCalls
 from cdc_local.stream_tail import StreamTail
 from cdc_local.ttl import TtlLedger
+
+__all__ = [
+    "DeliveryCounters",
+    "KinesisDelivery",
+    "KinesisRoute",
+    "KinesisSource",
+    "create_kinesis_resources",
+    "kinesis_destinations",
+    "kinesis_invocation_record",
+    "kinesis_stream_arn",
+    "stream_name",
+]
 
 KINESIS_STREAM_TYPE = "AWS::Kinesis::Stream"
 KINESIS_CONSUMER_TYPE = "AWS::Kinesis::StreamConsumer"
 #: Shards of a local on-demand stream (AWS starts on-demand streams with 4).
 ON_DEMAND_SHARDS = 4
-#: PutRecords takes at most 500 records per call.
-PUT_RECORDS_LIMIT = 500
 #: GetRecords returns at most 10,000 records per call.
 KINESIS_GET_RECORDS_LIMIT = 10_000
+#: PutRecords takes at most 500 records per call.
+PUT_RECORDS_LIMIT = 500
 #: How many later changes a late or repeated change waits for, at most: wide enough that one
 #: item's changes (an order changes every few hundred writes in the reference workload) overtake
 #: each other.
@@ -135,7 +152,34 @@ def kinesis_mapping_ids(stack: StackTemplate) -> list[str]:
     return found
 
 
-# --- table -> Kinesis ---------------------------------------------------------------------------
+def _kinesis_response() -> type:
+    from moto.kinesis.responses import KinesisResponse
+
+    return KinesisResponse
+
+
+def kinesis_checks(response: Any, action: str) -> Checks:
+    """What IAM checks for a Kinesis request: the stream or the enhanced fan-out consumer ARN
+    (``GetRecords``: the stream of its iterator)."""
+    body = request_body(response)
+    prefix = f"arn:aws:kinesis:{response.region}:{response.current_account}:stream/"
+    for key in ("ConsumerARN", "StreamARN"):
+        if isinstance(body.get(key), str):
+            return [(action, body[key])]
+    if isinstance(body.get("StreamName"), str):
+        return [(action, prefix + body["StreamName"])]
+    if isinstance(body.get("ShardIterator"), str):
+        from moto.kinesis.utils import decompose_shard_iterator
+
+        try:
+            name = decompose_shard_iterator(body["ShardIterator"])[0]
+        except (ValueError, IndexError):
+            return [(action, "*")]
+        return [(action, prefix + name)]
+    return [(action, "*")]
+
+
+# --- table -> Kinesis --------------------------------------------------------------------------
 
 
 @dataclass
@@ -287,108 +331,62 @@ class KinesisDelivery:
 # --- Kinesis -> Lambda ---------------------------------------------------------------------------
 
 
-class KinesisEventSourceMapping(EventSourceMapping):
-    """Lambda's event source mapping for a Kinesis stream (see the module docstring).
+class KinesisSource(ShardCalls):
+    """A Kinesis stream (or its fan-out consumer, ``arn``) as one mapping reads it, through a
+    ``kinesis`` client; a record's arrival is when a feed put it (default: Kinesis'
+    ``ApproximateArrivalTimestamp``)."""
 
-    ``streams_client`` is a ``kinesis`` client; ``stream_arn`` the stream's (or its fan-out
-    consumer's) ARN; ``arrivals`` the times records were put, from :class:`KinesisDelivery`
-    (default: Kinesis' ``ApproximateArrivalTimestamp``).
-    """
-
-    def __init__(self, *, arrivals: Mapping[str, float] | None = None, **options: Any) -> None:
-        super().__init__(**options)
-        self.arrivals = arrivals if arrivals is not None else {}
-        #: With ``track_records``: the DynamoDB eventIDs of the changes the function acknowledged.
-        self.acknowledged_changes: set[str] = set()
-        self._kinesis_arn = kinesis_stream_arn(self.stream_arn)
-        self._name = stream_name(self.stream_arn)
+    def __init__(self, kinesis: Any, arn: str, context: SourceContext) -> None:
+        self.stream_name = stream_name(arn)
+        super().__init__(kinesis, {"StreamName": self.stream_name}, KINESIS_GET_RECORDS_LIMIT)
+        self.arn = arn
+        self.context = context
+        self.stream_arn = kinesis_stream_arn(arn)
+        self.arrivals: Mapping[str, float] = ChainMap(
+            *(feed.arrivals for feed in context.feeds if isinstance(feed, KinesisDelivery))
+        )
 
     def start(self) -> None:
-        for shard in self.streams.list_shards(StreamName=self._name)["Shards"]:
-            shard_id = shard["ShardId"]
-            if shard_id not in self._iterators:
-                self._iterators[shard_id] = self.streams.get_shard_iterator(
-                    StreamName=self._name,
-                    ShardId=shard_id,
-                    ShardIteratorType=self.settings.starting_position,
-                )["ShardIterator"]
-        self._started = True
+        """Nothing: the shards are listed when the iterators are taken."""
 
-    def read(self) -> int:
-        if not self.settings.enabled:
-            return 0
-        if not self._started:
-            self.start()
-        read = 0
-        for shard_id, iterator in list(self._iterators.items()):
-            while iterator:
-                response = self.streams.get_records(
-                    ShardIterator=iterator, Limit=KINESIS_GET_RECORDS_LIMIT
-                )
-                iterator = response.get("NextShardIterator")
-                for raw in response["Records"]:
-                    self._accept(shard_id, raw)
-                read += len(response["Records"])
-                if not response["Records"]:
-                    break
-            self._iterators[shard_id] = iterator
-        return read
+    def listed(self) -> list[dict[str, Any]]:
+        shards: list[dict[str, Any]] = self.client.list_shards(StreamName=self.stream_name)[
+            "Shards"
+        ]
+        return shards
 
-    def _accept(self, shard_id: str, raw: Mapping[str, Any]) -> None:
-        record = self.lambda_record(shard_id, raw)
-        self.counters.records_read += 1
-        if not self.settings.filters.matches(filter_view(record)):
-            self.counters.records_filtered_out += 1
-            return
-        lane = self._lane(shard_id, record)
-        lane.pending.append(record)
-        lane.read_at.append(self.clock())
-
-    def lambda_record(self, shard_id: str, raw: Mapping[str, Any]) -> dict[str, Any]:
-        """A GetRecords record in the shape Lambda delivers it."""
+    def record(self, shard_id: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         sequence = str(raw["SequenceNumber"])
         arrival = self.arrivals.get(
-            f"{self._name}/{shard_id}:{sequence}", raw["ApproximateArrivalTimestamp"].timestamp()
+            f"{self.stream_name}/{shard_id}:{sequence}",
+            raw["ApproximateArrivalTimestamp"].timestamp(),
         )
         return to_lambda_kinesis_record(
-            raw, shard_id, self._kinesis_arn, arrival=arrival, function_arn=self.function.arn
+            raw, shard_id, self.stream_arn, arrival=arrival, function_arn=self.context.function_arn
         )
 
-    def _sequence_number(self, record: Mapping[str, Any]) -> str:
+    def filter_view(self, record: Mapping[str, Any]) -> Mapping[str, Any]:
+        return filter_view(record)
+
+    def sequence_number(self, record: Mapping[str, Any]) -> str:
         return str(record["kinesis"]["sequenceNumber"])
 
-    def _succeeded(self, lane: Any, records: Sequence[Mapping[str, Any]]) -> None:
-        super()._succeeded(lane, records)
-        if self.acknowledged is not None:
-            # Sequence numbers repeat across shards: the changes are what to account for.
-            for record in records:
-                event_id = filter_view(record).get("data")
-                if isinstance(event_id, Mapping) and "eventID" in event_id:
-                    self.acknowledged_changes.add(str(event_id["eventID"]))
-
-    def _created_at(self, record: Mapping[str, Any]) -> float:
+    def created_at(self, record: Mapping[str, Any]) -> float:
         return float(record["kinesis"]["approximateArrivalTimestamp"])
 
-    def _partition_value(self, record: Mapping[str, Any]) -> str:
+    def partition_value(self, record: Mapping[str, Any]) -> str:
         return str(record["kinesis"]["partitionKey"])
 
-    def _invocation_record(
-        self,
-        records: Sequence[Mapping[str, Any]],
-        condition: str,
-        shard_id: str,
-        failure: FailedInvocation,
-        now: float,
+    def change_id(self, record: Mapping[str, Any]) -> str | None:
+        """The change's eventID (sequence numbers repeat across shards); None for a record
+        whose data is not a change."""
+        data = filter_view(record).get("data")
+        return str(data["eventID"]) if isinstance(data, Mapping) and "eventID" in data else None
+
+    def failure_record(
+        self, records: Sequence[Mapping[str, Any]], **context: Any
     ) -> dict[str, Any]:
-        return kinesis_invocation_record(
-            records=records,
-            condition=condition,
-            function_arn=self.function.arn,
-            shard_id=shard_id,
-            stream_arn=self._kinesis_arn,
-            failure=failure,
-            now=now,
-        )
+        return kinesis_invocation_record(records=records, stream_arn=self.stream_arn, **context)
 
 
 def kinesis_invocation_record(
@@ -414,12 +412,62 @@ def kinesis_invocation_record(
     return message
 
 
-__all__ = [
-    "KinesisDelivery",
-    "KinesisEventSourceMapping",
-    "create_kinesis_resources",
-    "filter_view",
-    "kinesis_destinations",
-    "kinesis_invocation_record",
-    "kinesis_mapping_ids",
-]
+class KinesisRoute:
+    """Mappings of a Kinesis stream (:class:`~cdc_local.routes.protocol.Route`)."""
+
+    service: str = "kinesis"
+    client_service: str = "kinesis"
+    quarantine_note: str | None = (
+        "the quarantine's Kinesis records are not redriven by cdc-redrive: replay by hand"
+    )
+    reader_actions: tuple[str, ...] = (
+        "kinesis:DescribeStream",
+        "kinesis:DescribeStreamSummary",
+        "kinesis:GetRecords",
+        "kinesis:GetShardIterator",
+        "kinesis:ListShards",
+    )
+    pipe_parameters: str = "KinesisStreamParameters"
+
+    def mapping_ids(self, stack: StackTemplate) -> list[str]:
+        return kinesis_mapping_ids(stack)
+
+    def provision(self, resources: LocalResources, endpoint: LocalEndpoint) -> None:
+        create_kinesis_resources(resources, endpoint)
+
+    def feeds(self, context: RouteContext) -> list[Feed]:
+        """One feed per table streaming to a Kinesis stream of the stack."""
+        return [_delivery(spec, context) for spec in kinesis_destinations(context.resources.stack)]
+
+    def source(self, client: Any, arn: str, context: SourceContext) -> KinesisSource:
+        return KinesisSource(client, arn, context)
+
+    def redrive_stream_arn(self, arn: str) -> str:
+        return kinesis_stream_arn(arn)  # a fan-out consumer's: its stream's
+
+
+def _delivery(spec: KinesisDestinationSpec, context: RouteContext) -> KinesisDelivery:
+    resources, plan = context.resources, context.faults
+    table_stream = resources.attributes.get((spec.table_logical_id, "StreamArn"))
+    if table_stream is None:
+        raise LocalPipelineError(
+            f"table {spec.table_logical_id} streams to Kinesis but has no DynamoDB "
+            "stream: the local pipeline reads its changes from one"
+        )
+    return KinesisDelivery(
+        table_stream_arn=table_stream,
+        kinesis_stream_name=stream_name(resources.resolve(spec.stream_arn)),
+        table_name=resources.table_names[spec.table_logical_id],
+        precision=spec.precision,
+        streams=context.endpoint.client("dynamodbstreams"),
+        kinesis=context.endpoint.client("kinesis"),
+        ttl_ledger=context.ttl_ledger,
+        reorder_probability=plan.feed.reorder_probability,
+        duplicate_probability=plan.feed.duplicate_probability,
+        poison_probability=plan.feed.poison_probability,
+        seed=plan.seed,
+        clock=context.clock,
+    )
+
+
+register_checks(_kinesis_response, kinesis_checks)
