@@ -188,7 +188,8 @@ class KinesisStreamRedrive(StreamRedrive):
     (:class:`~cdc_constructs.redrive.StreamRedrive`: the runtime layer's
     ``cdc_consumer.redrive_handler``, invoked by hand once the consumer's fault is fixed, its
     lost-records and Errors alarms on the consumer's alarm topic) over the Kinesis stream's
-    route: the handler then takes the Kinesis route. It replays the batches the on-failure
+    route: the handler then takes the Kinesis route (``cdc_consumer.routes.kinesis.replay``, on
+    the one redrive driver). It replays the batches the on-failure
     destination holds (an S3 object carries its batch; an SQS message points at it, and the
     records are read back from the Kinesis stream while its retention holds them), in order per
     shard, refuses a batch older than the consumer's markers or, for a pointer, than the
