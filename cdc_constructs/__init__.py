@@ -23,14 +23,17 @@ from cdc_constructs.fan_out import StreamFanOut
 from cdc_constructs.fan_out_rule import FanOutRule
 from cdc_constructs.filters import StreamFilters
 from cdc_constructs.idempotency_table import IdempotencyTable
-from cdc_constructs.kinesis_consumer import KinesisConsumer, KinesisFilters
-from cdc_constructs.kinesis_destination import KinesisDestination
-from cdc_constructs.kinesis_redrive import KinesisStreamRedrive
 from cdc_constructs.mapping_options import StreamMappingOptions
 from cdc_constructs.monitoring import StreamConsumerMonitoring
 from cdc_constructs.outbox_publisher import OutboxPublisher
 from cdc_constructs.redrive import StreamRedrive
 from cdc_constructs.replica_table import ReplicaTable
+from cdc_constructs.routes.kinesis import (
+    KinesisConsumer,
+    KinesisDestination,
+    KinesisFilters,
+    KinesisStreamRedrive,
+)
 from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
 from cdc_constructs.stream_consumer import StreamConsumer
 from cdc_constructs.synth_errors import install_synth_error_hook

@@ -11,7 +11,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.filter_checks import as_pattern
-from cdc_constructs.kinesis_consumer import KinesisConsumer
 from cdc_constructs.stream_consumer import StreamConsumer
 
 __all__ = ["BackfillSource", "check_consumer"]
@@ -44,19 +43,19 @@ class BackfillSource:
 def check_consumer(consumer: Any, member: Any) -> list[Problem]:
     """``consumer`` is a StreamConsumer on a DynamoDB stream; ``member`` names one of its
     group's members (required with a group, refused without one)."""
-    if isinstance(consumer, KinesisConsumer):
+    if not isinstance(consumer, StreamConsumer):
+        return [Problem("consumer", consumer, "a StreamConsumer")]
+    if not consumer.route.reads_table_stream:
         return [
             Problem(
                 "consumer",
                 consumer.node.path,
-                "a StreamConsumer of a DynamoDB stream: a KinesisConsumer reads the table's "
-                "changes from a Kinesis stream, and a backfill's time horizon is checked "
-                "against how far the consumer has read the table's own stream (backfill a "
-                "KinesisConsumer's view through a StreamConsumer on the same table instead)",
+                f"a StreamConsumer of a DynamoDB stream: a {type(consumer).__name__} reads the "
+                "table's changes from another stream, and a backfill's time horizon is checked "
+                "against how far the consumer has read the table's own stream (backfill its "
+                "view through a StreamConsumer on the same table instead)",
             )
         ]
-    if not isinstance(consumer, StreamConsumer):
-        return [Problem("consumer", consumer, "a StreamConsumer")]
     if consumer.source_table.table_stream_arn is None:
         return [Problem("consumer", consumer.node.path, "a consumer of a table with a stream")]
     found = _check_member(consumer, member)

@@ -7,13 +7,12 @@ from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy, Token
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_kinesis as kinesis_
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import Problem
-from cdc_constructs.kinesis_destination import KinesisDestination, make_kinesis_destination
+from cdc_constructs.routes.route import TableDestination
 from cdc_constructs.table_props import TableConstruct, table_props
 from cdc_constructs.validation import check_name, raise_if_any, view_type_name
 
@@ -52,13 +51,20 @@ class ChangeCaptureTable(TableConstruct):
         refused with the reason.
     :param witness_region: an MRSC table's witness region (TableV2's). Default: none.
     :param kinesis: also stream the changes to a Kinesis data stream (a
-        :class:`~cdc_constructs.kinesis_destination.KinesisDestination`: a new encrypted stream,
+        :class:`~cdc_constructs.KinesisDestination`: a new encrypted stream,
         on-demand by default, 7 days retention, or an existing one; MICROSECOND precision by
         default). Default: none (DynamoDB Streams only). See docs/streams-or-kinesis.md.
 
     Escape hatches: :attr:`table` (the TableV2), :attr:`table_stream_arn`,
     :attr:`kinesis_stream` and :attr:`kinesis_retention` (None without ``kinesis``).
     """
+
+    kinesis_stream: Any = None
+    """The Kinesis stream the changes also go to (None without ``kinesis``)."""
+    kinesis_retention: Duration | None = None
+    """That stream's retention period (consumers keep their record age below it)."""
+    kinesis_precision: str | None = None
+    """ApproximateCreationDateTimePrecision of the Kinesis records."""
 
     def __init__(
         self,
@@ -77,7 +83,7 @@ class ChangeCaptureTable(TableConstruct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         table_name: str | None = None,
         global_secondary_indexes: Sequence[dynamodb.GlobalSecondaryIndexPropsV2] | None = None,
-        kinesis: KinesisDestination | None = None,
+        kinesis: TableDestination | None = None,
         replicas: Sequence[dynamodb.ReplicaTableProps] | None = None,
         multi_region_consistency: dynamodb.MultiRegionConsistency | None = None,
         witness_region: str | None = None,
@@ -87,7 +93,6 @@ class ChangeCaptureTable(TableConstruct):
         problems += _problems(partition_key, stream, kinesis)
         raise_if_any(f"ChangeCaptureTable {construct_id!r}", problems)
         super().__init__(scope, construct_id)
-
         self.stream_view_type: str = view_type_name(stream) or ""
         """The stream view type's name (e.g. NEW_AND_OLD_IMAGES); consumers validate against it."""
         self.time_to_live_attribute = time_to_live_attribute
@@ -119,19 +124,8 @@ class ChangeCaptureTable(TableConstruct):
             ),
         )
         """The TableV2 (escape hatch)."""
-        self._stream_to_kinesis(kinesis)
-
-    def _stream_to_kinesis(self, kinesis: KinesisDestination | None) -> None:
-        self.kinesis_stream: kinesis_.IStream | None = (
-            None if kinesis is None else make_kinesis_destination(self, self.table, kinesis)
-        )
-        """The Kinesis stream the changes also go to (None without ``kinesis``)."""
-        self.kinesis_retention: Duration | None = (
-            None if kinesis is None else kinesis.retention_period
-        )
-        """That stream's retention period (consumers keep their record age below it)."""
-        self.kinesis_precision: str | None = None if kinesis is None else kinesis.precision
-        """ApproximateCreationDateTimePrecision of the Kinesis records."""
+        if kinesis is not None:
+            kinesis.attach(self, self.table)  # sets the three escape hatches below
 
     @property
     def replicated(self) -> bool:
@@ -167,9 +161,9 @@ def _ttl_problems(
 def _problems(
     partition_key: dynamodb.Attribute | None,
     stream: dynamodb.StreamViewType | None,
-    kinesis: KinesisDestination | None,
+    kinesis: TableDestination | None,
 ) -> list[Problem]:
-    """A partition key, a stream, a valid Kinesis destination."""
+    """A partition key, a stream, a valid destination besides the stream."""
     problems: list[Problem] = []
     problems += kinesis.problems() if kinesis is not None else []
     if stream is None:

@@ -66,10 +66,10 @@ MAX_RECORD_AGE_SECONDS: Final = 3600
 """One hour: a record older than this goes to the on-failure destination instead of blocking the
 shard. Must stay below the 24 h stream retention (at or above it, it means "never")."""
 
-KINESIS_RECORD_AGE_MARGIN_SECONDS: Final = 24 * 3600
+RETAINED_RECORD_AGE_MARGIN_SECONDS: Final = 24 * 3600
 """On the Kinesis route the default maximum record age is the stream's retention minus this day,
 within AWS's 7 days (``MAX_RECORD_AGE_RANGE_SECONDS``) and never below ``MAX_RECORD_AGE_SECONDS``
-(KinesisConsumer, :func:`cdc_constructs.kinesis_consumer.kinesis_record_age`): 6 days on the
+(KinesisConsumer, :func:`cdc_constructs.routes.kinesis.consumer.kinesis_record_age`): 6 days on the
 default 7-day stream, 1 hour on a 24-hour one. The stream keeps the records of an outage, in
 order, and the mapping resumes from them once the consumer is fixed, with no redrive; one hour
 on a seven-day stream would send every outage longer than an hour to the on-failure bucket.
@@ -192,17 +192,17 @@ ITERATOR_AGE_ALARM_FRACTION: Final = 0.25
 """The lag alarm fires at a quarter of the max record age (15 min of 1 h), leaving three
 quarters of the budget to react before records start going to the on-failure destination."""
 
-KINESIS_ITERATOR_AGE_ALARM_MAX_SECONDS: Final = 900
+ITERATOR_AGE_ALARM_MAX_SECONDS: Final = 900
 """A KinesisConsumer's lag alarm fires at a quarter of its record age, and at 15 minutes at the
-latest: its default record age of days (``KINESIS_RECORD_AGE_MARGIN_SECONDS``) would otherwise
+latest: its default record age of days (``RETAINED_RECORD_AGE_MARGIN_SECONDS``) would otherwise
 page after a day and a half of lag. The stream keeps the records; the lag still needs a person
 as soon as a DynamoDB Streams consumer's would (15 minutes of the default hour)."""
 
 REPLICATION_ALARM_PERIOD_SECONDS: Final = 300
-"""The period of the Kinesis route's replication alarms (cdc_constructs.replication_alarms):
-DynamoDB aggregates its replication metrics over five minutes (only its request metrics are
-per minute: AWS DynamoDB developer guide, "DynamoDB Metrics and dimensions"); a shorter period
-would see gaps."""
+"""The period of the Kinesis route's replication alarms
+(cdc_constructs.routes.kinesis.replication_alarms): DynamoDB aggregates its replication metrics
+over five minutes (only its request metrics are per minute: AWS DynamoDB developer guide,
+"DynamoDB Metrics and dimensions"); a shorter period would see gaps."""
 
 REPLICATION_AGE_ALARM_SECONDS: Final = 900
 """``AgeOfOldestUnreplicatedRecord`` at or above 15 minutes alarms: in normal operation it is

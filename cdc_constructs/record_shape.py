@@ -11,8 +11,8 @@ record's shape is known, this module names such a part, with its path and the fi
   attribute names are the table's own (free), and each attribute's value is one of DynamoDB's
   types (``S``, ``N``, ``B``, ``BOOL``, ``NULL``, ``M``, ``L``, ``SS``, ``NS``, ``BS``), ``M``
   holding attributes again;
-- a Kinesis record of a table's changes: its metadata fields, and ``data``, the change as
-  DynamoDB writes it to Kinesis (decoded from base64 JSON by Lambda before filtering).
+- a record of another route (a Kinesis record of a table's changes:
+  :mod:`cdc_constructs.routes.kinesis.record_shape`), built from the same parts.
 
 Where the service defines a field's values (``eventName``: INSERT, MODIFY or REMOVE; the TTL
 identity's ``userIdentity.type`` ``Service`` and ``principalId`` ``dynamodb.amazonaws.com``;
@@ -38,10 +38,16 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 __all__ = [
+    "ATTRIBUTES",
     "ATTRIBUTE_TYPES",
     "DYNAMODB_STREAM_RECORD",
-    "KINESIS_CHANGE_RECORD",
-    "KINESIS_RECORD",
+    "EVENT_NAME",
+    "EVENT_SOURCE",
+    "NUMBER",
+    "TEXT",
+    "UNCHECKED",
+    "USER_IDENTITY",
+    "VALUE",
     "Fields",
     "Names",
     "ShapeProblem",
@@ -115,16 +121,16 @@ ATTRIBUTE_TYPES: Final = ("S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "
 """DynamoDB's attribute-value types, the keys of an attribute's value in a record."""
 
 _attribute_types: dict[str, Shape] = dict.fromkeys(ATTRIBUTE_TYPES, VALUE)
-_ATTRIBUTE_VALUE = Fields(
+ATTRIBUTE_VALUE = Fields(
     "an attribute value",
     _attribute_types,
     hint='an attribute\'s value is keyed by its DynamoDB type, e.g. {"S": ["PAID"]}',
 )
-_ATTRIBUTES = Names("the attributes of an item", _ATTRIBUTE_VALUE)
-_attribute_types["M"] = _ATTRIBUTES  # a map holds attributes again
+ATTRIBUTES = Names("the attributes of an item", ATTRIBUTE_VALUE)
+_attribute_types["M"] = ATTRIBUTES  # a map holds attributes again
 _attribute_types["L"] = UNCHECKED  # a list's elements: no rule reaches into them
 
-_USER_IDENTITY = Fields(
+USER_IDENTITY = Fields(
     "userIdentity",
     {
         # Only TTL deletions carry it (DynamoDB developer guide, "Time to Live").
@@ -132,8 +138,8 @@ _USER_IDENTITY = Fields(
         "principalId": OneOf("userIdentity.principalId", ("dynamodb.amazonaws.com",)),
     },
 )
-_EVENT_NAME = OneOf("eventName", EVENT_NAMES)
-_EVENT_SOURCE = OneOf("eventSource", ("aws:dynamodb",))
+EVENT_NAME = OneOf("eventName", EVENT_NAMES)
+EVENT_SOURCE = OneOf("eventSource", ("aws:dynamodb",))
 
 DYNAMODB_STREAM_RECORD: Final = Fields(
     "a DynamoDB stream record",
@@ -143,9 +149,9 @@ DYNAMODB_STREAM_RECORD: Final = Fields(
             "dynamodb",
             {
                 "ApproximateCreationDateTime": NUMBER,
-                "Keys": _ATTRIBUTES,
-                "NewImage": _ATTRIBUTES,
-                "OldImage": _ATTRIBUTES,
+                "Keys": ATTRIBUTES,
+                "NewImage": ATTRIBUTES,
+                "OldImage": ATTRIBUTES,
                 "SequenceNumber": TEXT,
                 "SizeBytes": NUMBER,
                 "StreamViewType": OneOf(
@@ -155,60 +161,14 @@ DYNAMODB_STREAM_RECORD: Final = Fields(
             },
         ),
         "eventID": TEXT,
-        "eventName": _EVENT_NAME,
-        "eventSource": _EVENT_SOURCE,
+        "eventName": EVENT_NAME,
+        "eventSource": EVENT_SOURCE,
         "eventSourceARN": VALUE,
         "eventVersion": VALUE,
-        "userIdentity": _USER_IDENTITY,
+        "userIdentity": USER_IDENTITY,
     },
 )
 """A record of a DynamoDB stream, as Lambda and Pipes deliver (and filter) it."""
-
-KINESIS_CHANGE_RECORD: Final = Fields(
-    "a Kinesis record",
-    {
-        "approximateArrivalTimestamp": VALUE,
-        "data": Fields(
-            "data (a DynamoDB change in Kinesis)",
-            {
-                "awsRegion": VALUE,
-                "dynamodb": Fields(
-                    "data.dynamodb",
-                    {
-                        "ApproximateCreationDateTime": NUMBER,
-                        "ApproximateCreationDateTimePrecision": OneOf(
-                            "data.dynamodb.ApproximateCreationDateTimePrecision",
-                            ("MILLISECOND", "MICROSECOND"),
-                        ),
-                        "Keys": _ATTRIBUTES,
-                        "NewImage": _ATTRIBUTES,
-                        "OldImage": _ATTRIBUTES,
-                        "SizeBytes": NUMBER,
-                    },
-                ),
-                "eventID": TEXT,
-                "eventName": _EVENT_NAME,
-                "eventSource": _EVENT_SOURCE,
-                "recordFormat": VALUE,
-                "tableName": VALUE,
-                "userIdentity": _USER_IDENTITY,
-            },
-        ),
-        "kinesisSchemaVersion": VALUE,
-        "partitionKey": VALUE,
-        "sequenceNumber": VALUE,
-    },
-    hint="the DynamoDB change is under 'data' (KinesisFilters.on_data)",
-)
-"""A record of a Kinesis stream a table streams its changes to, as Lambda filters it."""
-
-KINESIS_RECORD: Final = Fields(
-    "a Kinesis record",
-    {**KINESIS_CHANGE_RECORD.fields, "data": UNCHECKED},
-    hint="the payload is under 'data'",
-)
-"""A record of any Kinesis stream: its ``data`` may be anything (CdcChecks, where no table of
-the template is known to stream into it)."""
 
 
 @dataclass(frozen=True)
@@ -323,7 +283,7 @@ def _not_one_of(rule: Any, shape: OneOf) -> str | None:
 
 def _below(shape: Fields | Names, rules: Any) -> str:
     """How to write rules on what is below ``shape`` instead."""
-    if shape is _ATTRIBUTE_VALUE:
+    if shape is ATTRIBUTE_VALUE:
         return f'put them under the attribute\'s type, e.g. {{"S": {json.dumps(rules)}}}'
     if isinstance(shape, Names):
         return "name an attribute below it, with its type"

@@ -18,13 +18,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -76,6 +78,8 @@ from cdc_constructs.validation import check_function_timeout, raise_if_any
 
 __all__ = [
     "REDRIVE_HANDLER",
+    "RedriveRoute",
+    "StreamArnRoute",
     "StreamRedrive",
     "consumer_timeout_of",
     "reserve_seconds",
@@ -85,13 +89,54 @@ REDRIVE_HANDLER = "cdc_consumer.redrive_handler.handler"
 """The redrive handler, a module of the runtime layer (on ``sys.path`` as /opt/python)."""
 
 
+class RedriveRoute(Protocol):
+    """What a redrive reads its records back from: the consumer's route
+    (:mod:`cdc_constructs.routes`), as far as the redrive is concerned.
+
+    ``stream_arn``: the stream the consumer's records come from (``CDC_STREAM_ARN``: failure
+    records of another stream are kept; the redrive lease is keyed by it).
+    """
+
+    @property
+    def stream_arn(self) -> str: ...
+
+    def redrive_access(self) -> RedriveAccess:
+        """Where the failure kinds gather the redrive's grants: a kind asks to read the stream
+        (a range back, its shard lineage) and the route says which actions that is."""
+        ...
+
+    def grant_redrive(self, grantee: iam.IGrantable) -> None:
+        """What else the redrive needs to read the source back (a customer key's decrypt),
+        granted after everything else; nothing when the access covers it."""
+        ...
+
+
+@dataclass(frozen=True)
+class StreamArnRoute:
+    """The route of a DynamoDB stream known by its ARN only (``StreamRedrive(stream_arn=...)``):
+    the actions the failure kinds ask, on that stream, and nothing more."""
+
+    stream_arn: str
+
+    def redrive_access(self) -> RedriveAccess:
+        return RedriveAccess(self.stream_arn)
+
+    def grant_redrive(self, grantee: iam.IGrantable) -> None:
+        """Nothing beyond what the kinds ask (the stream's key is the table's)."""
+
+
 class StreamRedrive(Construct):
     """A redrive function for one stream consumer, its log group and its lost-records alarm.
 
     :param consumer_function: the consumer to replay through (invoked synchronously).
     :param consumer_name: the consumer's name (``CDC_CONSUMER_NAME``): the metric dimension;
         quarantine messages of other consumers are refused.
-    :param stream_arn: the consumer's stream; messages of other streams are refused.
+    :param stream_arn: the consumer's DynamoDB stream; messages of other streams are refused.
+        Required unless ``route`` is given.
+    :param route: the source the consumer reads (a :class:`RedriveRoute`: its stream, what the
+        redrive is granted to read it back). Default: the DynamoDB stream ``stream_arn``. A
+        consumer passes its own route (:mod:`cdc_constructs.routes`), so a route defined outside
+        the library gets its redrive unchanged.
     :param on_failure: the event source mapping's on-failure destination as its failure kind
         knows it (``StreamConsumer.on_failure``): the kind grants what the redrive needs and
         names it in the environment (:mod:`cdc_constructs.failure_kinds`). Default none; or:
@@ -159,7 +204,8 @@ class StreamRedrive(Construct):
         *,
         consumer_function: lambda_.IFunction,
         consumer_name: str,
-        stream_arn: str,
+        stream_arn: str | None = None,
+        route: RedriveRoute | None = None,
         on_failure: OnFailureTarget | None = None,
         on_failure_queue: sqs.IQueue | None = None,
         on_failure_bucket: s3.IBucket | None = None,
@@ -183,23 +229,19 @@ class StreamRedrive(Construct):
         targets = _targets(on_failure, on_failure_queue, on_failure_bucket)
         problems = _check(consumer_name, consumer_timeout, timeout, metrics_namespace)
         problems += [p for target in targets for p in redrive_source_problems(target)]
+        problems += _route_problems(stream_arn, route)
         raise_if_any(f"StreamRedrive {construct_id!r}", problems, RedriveConfigurationError)
         assert consumer_timeout is not None  # _check reports a missing one
+        route = route or StreamArnRoute(stream_arn)  # type: ignore[arg-type]
         super().__init__(scope, construct_id)
         quarantine = _quarantine(targets, quarantine_queue, quarantine_bucket)
-        optional = {  # set only when the consumer has them
-            **{k: v for target in targets for k, v in _environment(target).items()},
-            MAPPING_UUID_ENV: event_source_mapping_id,
-            **quarantine.redrive_environment(),
-            CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
-            CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
-            MARKER_TTL_ENV: _whole_seconds(marker_lifetime),
-            REDRIVE_SOURCE_MODULES_ENV: ",".join(s.module for s in _sources(targets)) or None,
-        }
+        optional = _optional_environment(
+            targets, event_source_mapping_id, quarantine, members, filters, marker_lifetime
+        )
         variables = {
             CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,
             CONSUMER_NAME_ENV: consumer_name,
-            STREAM_ARN_ENV: stream_arn,
+            STREAM_ARN_ENV: route.stream_arn,
             METRICS_NAMESPACE_ENV: metrics_namespace,
             REDRIVE_RESERVE_SECONDS_ENV: str(reserve_seconds(consumer_timeout)),
             **{name: value for name, value in optional.items() if value is not None},
@@ -208,29 +250,25 @@ class StreamRedrive(Construct):
         self.role, self.log_group, self.function = _make_function(
             self, consumer_name, variables, layers, timeout, log_retention, log_encryption_key
         )
-        self._grant(targets, quarantine, stream_arn, consumer_function)
-        _use_lease(self.function, idempotency_table, consumer_name, stream_arn)
+        self._grant(targets, quarantine, route.redrive_access(), consumer_function)
+        _use_lease(self.function, idempotency_table, consumer_name, route.stream_arn)
         self._alarm_lost_records(consumer_name, metrics_namespace, alarm_topic)
         self.age_check = _schedule_age_check(self, targets)  # None: no destination needs it
+        route.grant_redrive(self.function)
 
     def _grant(
         self,
         targets: Sequence[OnFailureTarget],
         quarantine: Quarantine,
-        stream_arn: str,
+        access: RedriveAccess,
         consumer_function: lambda_.IFunction,
     ) -> None:
-        """What each failure kind it reads asks, and invoking the consumer."""
-        access = self._access(stream_arn)
+        """What each failure kind it reads asks (gathered in the route's ``access``), and
+        invoking the consumer."""
         for target in targets:
             target.grant_redrive(access)
         quarantine.grant_redrive(access)
         access.apply(self.function, allow(INVOKE_ACTIONS, [consumer_function.function_arn]))
-
-    def _access(self, stream_arn: str) -> RedriveAccess:
-        """Where the failure kinds gather the redrive's grants, on the consumer's stream (a
-        :class:`~cdc_constructs.kinesis_redrive.KinesisStreamRedrive` reads a Kinesis stream)."""
-        return RedriveAccess(stream_arn)
 
     def _alarm_lost_records(
         self, consumer_name: str, metrics_namespace: str, alarm_topic: sns.ITopic | None
@@ -264,6 +302,36 @@ class StreamRedrive(Construct):
             "RedriveErrors": self.errors_alarm,
         }
         """Its alarms by name: ``RedriveLostRecords``, ``RedriveErrors``."""
+
+
+def _optional_environment(
+    targets: Sequence[OnFailureTarget],
+    mapping_id: str | None,
+    quarantine: Quarantine,
+    members: Sequence[GroupMemberSpec],
+    filters: Sequence[Mapping[str, Any]],
+    marker_lifetime: Duration | None,
+) -> dict[str, str | None]:
+    """The variables set only when the consumer has them (None: not set): what names the
+    destinations, the mapping, the quarantine, the group, the filters, the marker lifetime, and
+    the modules of kinds from outside this library."""
+    return {
+        **{k: v for target in targets for k, v in _environment(target).items()},
+        MAPPING_UUID_ENV: mapping_id,
+        **quarantine.redrive_environment(),
+        CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
+        CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
+        MARKER_TTL_ENV: _whole_seconds(marker_lifetime),
+        REDRIVE_SOURCE_MODULES_ENV: ",".join(s.module for s in _sources(targets)) or None,
+    }
+
+
+def _route_problems(stream_arn: str | None, route: RedriveRoute | None) -> list[Problem]:
+    """Exactly one of ``stream_arn`` and ``route``."""
+    if (stream_arn is None) == (route is None):
+        given = "both" if route is not None else "neither"
+        return [Problem("stream_arn/route", given, "exactly one: the stream's ARN, or a route")]
+    return []
 
 
 def _sources(targets: Sequence[OnFailureTarget]) -> list[RedriveSource]:

@@ -137,6 +137,20 @@ class Replication:
             variables[RECORD_FILTERS_ENV] = json.dumps(declared)
         return variables
 
+    def consumer_props(
+        self, scope: IConstruct, reader: str, props: Mapping[str, Any], filters: Sequence[Any]
+    ) -> tuple[dict[str, Any], list[Any], list[Problem]]:
+        """What a Lambda consumer ``reader`` of the table (its ``props`` as given, ``filters``
+        the mapping's as written, a group's merged) needs: ``props`` with the runtime's variables
+        (:meth:`environment`), the mapping's filters (:meth:`mapping_filters`) and the filters'
+        problems (:meth:`problems`); a filter on the TTL identity is said (:meth:`warn`)."""
+        self.warn(scope, reader, filters)
+        group = bool(props.get("members"))
+        variables = self.environment(props.get("filters") or (), group=group)
+        environment = {**variables, **(props.get("environment") or {})}
+        changed = {**props, "environment": environment}
+        return changed, self.mapping_filters(filters), self.problems(filters)
+
     def warn(self, scope: IConstruct, reader: str, patterns: Sequence[Any]) -> None:
         """Say at synthesis (on ``scope``, naming ``reader``, a Lambda consumer) that a filter on
         the TTL identity is checked in the runtime."""

@@ -28,7 +28,8 @@ from cdc_consumer.filter_patterns import FilterPattern
 __all__ = ["IdentityUse", "alternatives", "identity_uses", "names_identity", "requires_identity"]
 
 _IDENTITY = "userIdentity"
-_KINESIS_DATA = "data"
+_WRAPPED_CHANGE = "data"
+"""Where a record that wraps the DynamoDB change (a Kinesis record's) holds it."""
 
 
 class IdentityUse(Enum):
@@ -61,8 +62,8 @@ def alternatives(pattern: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any]
 def identity_uses(pattern: Any) -> list[IdentityUse]:
     """What each alternative of ``pattern`` (a dict; a Kinesis record's with the change under
     ``data``) asks of the TTL identity; ``[]`` for anything that is not a pattern."""
-    change, kinesis = _change(pattern)
-    return [_use(_conditions(parts), kinesis) for parts in alternatives(change)]
+    change, wrapped = _change(pattern)
+    return [_use(_conditions(parts), wrapped) for parts in alternatives(change)]
 
 
 def requires_identity(pattern: Any) -> bool:
@@ -79,10 +80,10 @@ def names_identity(pattern: Any) -> bool:
 
 def _change(pattern: Any) -> tuple[Mapping[str, Any], bool]:
     """The part of ``pattern`` that matches the DynamoDB change (``data`` for a Kinesis
-    record's), and whether it is a Kinesis record's; ``{}`` for what is not a pattern."""
+    record's), and whether the record wraps the change; ``{}`` for what is not a pattern."""
     if not isinstance(pattern, Mapping):
         return {}, False
-    data = pattern.get(_KINESIS_DATA)
+    data = pattern.get(_WRAPPED_CHANGE)
     return (data, True) if isinstance(data, Mapping) else (pattern, False)
 
 
@@ -91,11 +92,11 @@ def _conditions(parts: tuple[Mapping[str, Any], ...]) -> list[Any]:
     return [part[_IDENTITY] for part in parts if _IDENTITY in part]
 
 
-def _use(conditions: list[Any], kinesis: bool) -> IdentityUse:
+def _use(conditions: list[Any], wrapped: bool) -> IdentityUse:
     if not conditions:
         return IdentityUse.ANY
-    with_identity = all(_matches(c, dict(TTL_PRINCIPAL), kinesis) for c in conditions)
-    without = all(_matches(c, None, kinesis) for c in conditions)
+    with_identity = all(_matches(c, dict(TTL_PRINCIPAL), wrapped) for c in conditions)
+    without = all(_matches(c, None, wrapped) for c in conditions)
     uses = {
         (True, True): IdentityUse.ANY,
         (True, False): IdentityUse.REQUIRES,
@@ -105,11 +106,11 @@ def _use(conditions: list[Any], kinesis: bool) -> IdentityUse:
     return uses[(with_identity, without)]
 
 
-def _matches(condition: Any, identity: dict[str, str] | None, kinesis: bool) -> bool:
+def _matches(condition: Any, identity: dict[str, str] | None, wrapped: bool) -> bool:
     """Whether the condition on ``userIdentity`` matches a change with ``identity`` (None: a
     change without it: the field absent from a stream record, ``null`` in a Kinesis record)."""
     record: dict[str, Any] = {}
-    if identity is not None or kinesis:
+    if identity is not None or wrapped:
         record[_IDENTITY] = identity
     try:
         return FilterPattern({_IDENTITY: condition}).matches(record)

@@ -21,8 +21,7 @@ from constructs import Construct
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.idempotency_table import IdempotencyTable
-from cdc_constructs.kinesis_consumer import KinesisConsumer
-from cdc_constructs.kinesis_destination import KinesisDestination
+from cdc_constructs.routes.kinesis import KinesisConsumer, KinesisDestination
 from reference_app.handlers.orders_schema import (
     ORDER_STATS_CONSUMER,
     ORDER_STATS_HANDLER,

@@ -23,7 +23,6 @@ from cdk_nag import NagMessageLevel, NagRuleCompliance, NagRules
 
 from cdc_constructs.nag.marker_windows import markers_outlive_replay_windows, runtime_variables
 from cdc_constructs.nag.stream_source import (
-    StreamKind,
     StreamSource,
     UnresolvableValueError,
     dig,
@@ -36,9 +35,6 @@ from cdc_constructs.nag.tumbling_windows import (
     window_cost,
 )
 from cdc_constructs.record_shape import (
-    DYNAMODB_STREAM_RECORD,
-    KINESIS_CHANGE_RECORD,
-    KINESIS_RECORD,
     Fields,
     ShapeProblem,
     shape_problems,
@@ -140,7 +136,7 @@ def on_failure_keeps_records(node: CfnResource, source: StreamSource) -> NagRule
     Not applicable to pipes (their dead-letter target is SQS only), Kinesis sources (their
     retention can be set up to a year) and mappings without a destination (CDC-ESM4).
     """
-    if source.is_pipe or source.kind is not StreamKind.DYNAMODB:
+    if source.is_pipe or not source.reads_table_stream:
         return NOT_APPLICABLE
     destination = dig(source.settings, "DestinationConfig", "OnFailure", "Destination")
     if destination in (None, ""):
@@ -201,7 +197,7 @@ def filters_match_stream_view(node: CfnResource, source: StreamSource) -> NagRul
     Applies when the source is a DynamoDB table in the same template (its StreamViewType is
     known) and the consumer has filters; a table defined elsewhere cannot be checked.
     """
-    if source.kind is not StreamKind.DYNAMODB or source.table is None:
+    if source.table is None:
         return NOT_APPLICABLE
     view = dig(source.table, "Properties", "StreamSpecification", "StreamViewType")
     patterns = source.filter_patterns()
@@ -218,11 +214,9 @@ def filters_match_stream_view(node: CfnResource, source: StreamSource) -> NagRul
 def _record_shape(source: StreamSource) -> Fields | None:
     """The shape of the records ``source`` filters: a DynamoDB stream record; a Kinesis record,
     with a DynamoDB change as ``data`` when a table of the template streams into it."""
-    if source.kind is StreamKind.DYNAMODB:
-        return DYNAMODB_STREAM_RECORD
-    if source.kind is StreamKind.KINESIS:
-        return KINESIS_CHANGE_RECORD if source.carries_table_changes else KINESIS_RECORD
-    return None
+    if source.route is None:
+        return None
+    return source.route.shape(source.carries_table_changes)
 
 
 def _shape_problems(node: CfnResource, source: StreamSource) -> list[ShapeProblem]:
@@ -293,7 +287,7 @@ def iterator_age_alarm(node: CfnResource, source: StreamSource) -> NagRuleCompli
 def at_most_two_readers(node: CfnResource, source: StreamSource) -> NagRuleCompliance:
     """The DynamoDB stream has at most two readers (mappings and pipes, across the app's
     stacks), or one when its table has replicas."""
-    if source.kind is StreamKind.KINESIS or source.readers is None:
+    if source.reads_another_stream or source.readers is None:
         return NOT_APPLICABLE
     stream = source.readers.stream_of(node)
     if stream is None:
@@ -338,9 +332,7 @@ def ttl_identity_filter_on_replicas(node: CfnResource, source: StreamSource) -> 
 
 
 def _reads_a_replicated_table(node: CfnResource, source: StreamSource) -> bool:
-    if source.kind is StreamKind.KINESIS:
-        return _replicated(node, source.feeding_table)
-    return _replicated(node, source.table) or _reads_a_replica(node, source)
+    return _replicated(node, source.feeding_table) or _reads_a_replica(node, source)
 
 
 def _reads_a_replica(node: CfnResource, source: StreamSource) -> bool:

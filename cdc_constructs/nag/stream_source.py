@@ -1,9 +1,10 @@
 """One view of a stream consumer, whether a Lambda event source mapping or an EventBridge Pipe.
 
-Both poll a DynamoDB or Kinesis stream with the same engine and the same knobs, under slightly
+Both poll a stream (a route's source) with the same engine and the same knobs, under slightly
 different property names. ``StreamSource.read`` finds out whether a synthesized resource reads
-a stream at all and, if so, gathers what the rules judge: its polling settings, the table or
-Kinesis stream it reads (when that is in the same template), its filter patterns and, for an
+a stream at all and, if so, gathers what the rules judge: its polling settings, its route
+(:mod:`cdc_constructs.routes.templates`) and the stream it reads (when that is in the same
+template), its filter patterns and, for an
 event source mapping, the names its function is known by.
 
 Values come from the synthesized template, so a value set from a parameter, an import or a
@@ -15,7 +16,6 @@ validation ... intrinsic function"), so a value the pack cannot check is reporte
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,22 +26,21 @@ from cdc_consumer.contract import STREAM_RETENTION_SECONDS
 from cdk_nag import NagRules
 
 from cdc_constructs.nag.template import Resources
+from cdc_constructs.routes.route import TemplateRoute
+from cdc_constructs.routes.templates import TEMPLATE_ROUTES
 
 EVENT_SOURCE_MAPPING = "AWS::Lambda::EventSourceMapping"
 PIPE = "AWS::Pipes::Pipe"
 TABLE_TYPES = frozenset({"AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable"})
-KINESIS_STREAM = "AWS::Kinesis::Stream"
-KINESIS_CONSUMER = "AWS::Kinesis::StreamConsumer"
 FUNCTION_ALIAS_TYPES = frozenset({"AWS::Lambda::Alias", "AWS::Lambda::Version"})
 
 # DynamoDB Streams keep records for 24 hours, fixed (cdc_consumer.contract's
-# STREAM_RETENTION_SECONDS). Kinesis keeps them RetentionPeriodHours (default 24). A stream whose
-# retention the template does not say is assumed to keep 24 hours: the retention of every
-# DynamoDB stream and of a Kinesis stream left at its default.
-KINESIS_DEFAULT_RETENTION_HOURS = 24
+# STREAM_RETENTION_SECONDS). A route's stream with a retention property keeps them that many
+# hours; one whose retention the template does not say is assumed to keep 24 hours: the
+# retention of every DynamoDB stream and of a Kinesis stream left at its default.
 
-# Event source mapping properties that only sources other than DynamoDB/Kinesis have. A mapping
-# with a StartingPosition and none of these polls a DynamoDB or Kinesis stream even when its
+# Event source mapping properties that only sources other than the routes' have. A mapping
+# with a StartingPosition and none of these polls a route's stream even when its
 # EventSourceArn comes from a parameter or an import.
 _NON_STREAM_SOURCE_PROPERTIES = (
     "Topics",
@@ -51,19 +50,6 @@ _NON_STREAM_SOURCE_PROPERTIES = (
     "DocumentDBEventSourceConfig",
     "Queues",
 )
-
-_PIPE_PARAMETERS = {
-    "DynamoDBStreamParameters": "dynamodb",
-    "KinesisStreamParameters": "kinesis",
-}
-
-
-class StreamKind(enum.Enum):
-    """What kind of stream a consumer reads."""
-
-    DYNAMODB = "dynamodb"
-    KINESIS = "kinesis"
-    UNKNOWN = "unknown"  # a DynamoDB or Kinesis stream; its ARN is not known at synthesis
 
 
 class UnresolvableValueError(ValueError):
@@ -112,13 +98,13 @@ class StreamSource:
 
     resource_type: str
     """``AWS::Lambda::EventSourceMapping`` or ``AWS::Pipes::Pipe``."""
-    kind: StreamKind
+    route: TemplateRoute | None
+    """The route of the stream it reads; None: a route's stream, its ARN unknown at synthesis."""
     settings: Mapping[str, Any]
     """The polling settings: the mapping's Properties, or the pipe's *StreamParameters."""
-    table: Mapping[str, Any] | None
-    """The source DynamoDB table's template resource, when it is in the same template."""
-    kinesis_stream: Mapping[str, Any] | None
-    """The source Kinesis stream's template resource, when it is in the same template."""
+    stream: Mapping[str, Any] | None
+    """The source stream's template resource (a table, for a DynamoDB stream), when it is in
+    the same template."""
     filter_criteria: Any
     """The ``FilterCriteria`` property, as synthesized (None when there is none)."""
     function: Any
@@ -133,6 +119,21 @@ class StreamSource:
     @property
     def is_pipe(self) -> bool:
         return self.resource_type == PIPE
+
+    @property
+    def reads_table_stream(self) -> bool:
+        """Whether it reads a table's own DynamoDB stream (known at synthesis)."""
+        return self.route is not None and self.route.reads_table_stream
+
+    @property
+    def reads_another_stream(self) -> bool:
+        """Whether it reads a stream of another route (known at synthesis)."""
+        return self.route is not None and not self.route.reads_table_stream
+
+    @property
+    def table(self) -> Mapping[str, Any] | None:
+        """The source table's template resource, when it reads its DynamoDB stream."""
+        return self.stream if self.reads_table_stream else None
 
     @classmethod
     def read(
@@ -149,20 +150,18 @@ class StreamSource:
     def _read_mapping(
         cls, node: CfnResource, properties: Mapping[str, Any], resources: Resources
     ) -> StreamSource | None:
-        kind, source = _classify_source(node, properties.get("EventSourceArn"), resources)
-        if kind is None:
+        route, source = _classify_source(node, properties.get("EventSourceArn"), resources)
+        if route is None:
             polls_a_stream = "StartingPosition" in properties and not any(
                 p in properties for p in _NON_STREAM_SOURCE_PROPERTIES
             )
             if not polls_a_stream:
                 return None
-            kind = StreamKind.UNKNOWN
         return cls(
             resource_type=EVENT_SOURCE_MAPPING,
-            kind=kind,
+            route=route,
             settings=properties,
-            table=source if kind is StreamKind.DYNAMODB else None,
-            kinesis_stream=source if kind is StreamKind.KINESIS else None,
+            stream=source,
             filter_criteria=properties.get("FilterCriteria"),
             function=properties.get("FunctionName"),
             resources=resources,
@@ -173,7 +172,7 @@ class StreamSource:
     def _read_pipe(
         cls, node: CfnResource, properties: Mapping[str, Any], resources: Resources
     ) -> StreamSource | None:
-        kind, source = _classify_source(node, properties.get("Source"), resources)
+        route, source = _classify_source(node, properties.get("Source"), resources)
         parameters = properties.get("SourceParameters") or {}
         if not isinstance(parameters, Mapping):
             parameters = {}
@@ -181,18 +180,17 @@ class StreamSource:
         if is_intrinsic(parameters):  # only known at deployment: every rule reading it says so
             settings = parameters
         else:
-            for key, parameter_kind in _PIPE_PARAMETERS.items():
-                if key in parameters:
-                    kind = kind or StreamKind(parameter_kind)
-                    settings = parameters[key] or {}
-        if kind is None:
+            for parameter_route in TEMPLATE_ROUTES:
+                if parameter_route.pipe_parameters in parameters:
+                    route = route or parameter_route
+                    settings = parameters[parameter_route.pipe_parameters] or {}
+        if route is None:
             return None
         return cls(
             resource_type=PIPE,
-            kind=kind,
+            route=route,
             settings=settings,
-            table=source if kind is StreamKind.DYNAMODB else None,
-            kinesis_stream=source if kind is StreamKind.KINESIS else None,
+            stream=source,
             filter_criteria=(
                 parameters if is_intrinsic(parameters) else parameters.get("FilterCriteria")
             ),
@@ -203,30 +201,33 @@ class StreamSource:
 
     @property
     def carries_table_changes(self) -> bool:
-        """A Kinesis source a table of the same template streams its changes into
-        (``KinesisStreamSpecification``): its records' ``data`` has a DynamoDB change's shape."""
+        """A source a table of the same template streams its changes into (its route's
+        ``table_destination_property``): its records carry a DynamoDB change."""
         return self.feeding_table is not None
 
     @property
     def feeding_table(self) -> Mapping[str, Any] | None:
-        """The table (template resource) streaming its changes into this Kinesis source, when
-        it is in the same template; None for any other source."""
-        if self.kinesis_stream is None:
-            return None
+        """The table (template resource) whose changes this source carries, when it is in the
+        same template: the table of a DynamoDB stream, or the table streaming into another
+        route's stream."""
+        if self.reads_table_stream or self.stream is None or self.route is None:
+            return self.table
+        specification = self.route.table_destination_property
         for resource in self.resources.values():
-            if resource.get("Type") not in TABLE_TYPES:
+            if specification is None or resource.get("Type") not in TABLE_TYPES:
                 continue
-            for logical_id in referenced_logical_ids(_kinesis_specifications(resource)):
-                if self.resources.get(logical_id) is self.kinesis_stream:
+            for logical_id in referenced_logical_ids(_specifications(resource, specification)):
+                if self.resources.get(logical_id) is self.stream:
                     return resource
         return None
 
     def retention_seconds(self, node: CfnResource) -> int:
         """How long the source stream keeps a record (see STREAM_RETENTION_SECONDS)."""
-        if self.kind is StreamKind.KINESIS and self.kinesis_stream is not None:
-            hours = dig(self.kinesis_stream, "Properties", "RetentionPeriodHours")
+        hours_property = self.route.retention_hours_property if self.route else None
+        if hours_property is not None and self.stream is not None:
+            hours = dig(self.stream, "Properties", hours_property)
             if hours is None:
-                return KINESIS_DEFAULT_RETENTION_HOURS * 3600
+                return STREAM_RETENTION_SECONDS
             return int(NagRules.resolve_if_primitive(node, hours)) * 3600
         return STREAM_RETENTION_SECONDS
 
@@ -263,14 +264,13 @@ class StreamSource:
         return frozenset(names)
 
 
-def _kinesis_specifications(table: Mapping[str, Any]) -> list[Any]:
-    """A table's ``KinesisStreamSpecification`` (a GlobalTable's are on its replicas)."""
+def _specifications(table: Mapping[str, Any], name: str) -> list[Any]:
+    """A table's specification ``name`` of a stream it streams into (a GlobalTable's are on its
+    replicas)."""
     properties = table.get("Properties") or {}
     replicas = properties.get("Replicas") if isinstance(properties, Mapping) else None
-    found = [dig(properties, "KinesisStreamSpecification")]
-    found += [
-        dig(r, "KinesisStreamSpecification") for r in replicas or () if isinstance(r, Mapping)
-    ]
+    found = [dig(properties, name)]
+    found += [dig(r, name) for r in replicas or () if isinstance(r, Mapping)]
     return [spec for spec in found if spec is not None]
 
 
@@ -308,26 +308,21 @@ def referenced_logical_ids(value: Any) -> set[str]:
 
 def _classify_source(
     node: CfnResource, arn: Any, resources: Resources
-) -> tuple[StreamKind | None, Mapping[str, Any] | None]:
-    """The kind of stream ``arn`` points at, and its resource when it is in the same template."""
+) -> tuple[TemplateRoute | None, Mapping[str, Any] | None]:
+    """The route of the stream ``arn`` points at, and its stream's resource when it is in the
+    same template (a resource naming its stream, an enhanced fan-out consumer, is followed)."""
     if arn is None:
         return None, None
     target = NagRules.resolve_resource_from_intrinsic(node, arn)
     if isinstance(target, str) and target in resources:
         resource = resources[target]
-        resource_type = resource.get("Type")
-        if resource_type in TABLE_TYPES:
-            return StreamKind.DYNAMODB, resource
-        if resource_type == KINESIS_STREAM:
-            return StreamKind.KINESIS, resource
-        if resource_type == KINESIS_CONSUMER:  # enhanced fan-out: the consumer names its stream
-            stream_arn = (resource.get("Properties") or {}).get("StreamARN")
-            _, stream = _classify_source(node, stream_arn, resources)
-            return StreamKind.KINESIS, stream
-        return None, None
+        resource_type = str(resource.get("Type"))
+        route = next((r for r in TEMPLATE_ROUTES if resource_type in r.resource_types), None)
+        if route is None or resource_type not in route.stream_properties:
+            return route, resource if route is not None else None
+        stream_arn = (resource.get("Properties") or {}).get(route.stream_properties[resource_type])
+        _, stream = _classify_source(node, stream_arn, resources)
+        return route, stream
     text = _literal_text(arn)
-    if ":dynamodb:" in text and "/stream/" in text:
-        return StreamKind.DYNAMODB, None
-    if ":kinesis:" in text:
-        return StreamKind.KINESIS, None
-    return None, None
+    route = next((r for r in TEMPLATE_ROUTES if all(p in text for p in r.arn_parts)), None)
+    return route, None

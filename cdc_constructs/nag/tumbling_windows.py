@@ -17,7 +17,7 @@ from cdc_consumer.contract import LEDGER_TABLE_ENV
 from cdk_nag import NagRuleCompliance, NagRules
 
 from cdc_constructs.nag.marker_windows import runtime_variables
-from cdc_constructs.nag.stream_source import StreamKind, StreamSource, dig
+from cdc_constructs.nag.stream_source import StreamSource, dig
 
 __all__ = ["ledger_without_window", "window_beside_parallelization", "window_cost"]
 
@@ -46,7 +46,7 @@ def ledger_without_window(node: CfnResource, source: StreamSource) -> NagRuleCom
     """A DynamoDB stream mapping whose function runs the runtime with a ledger table has a
     tumbling window. Not applicable to pipes, Kinesis sources (their runtime keeps markers by
     design) and functions without a ledger table (markers by choice)."""
-    if source.is_pipe or source.kind is not StreamKind.DYNAMODB:
+    if source.is_pipe or not source.reads_table_stream:
         return NagRuleCompliance.NOT_APPLICABLE
     variables = runtime_variables(source, node)
     if variables is None or LEDGER_TABLE_ENV not in variables:

@@ -20,7 +20,14 @@ from aws_cdk import aws_lambda as lambda_
 from cdc_consumer.contract import STREAM_RETENTION_SECONDS, ReplayWindows, minimum_marker_lifetime
 from constructs import Construct
 
-from cdc_constructs import ChangeCaptureTable, StreamConsumer, failure_kinds
+from cdc_constructs import (
+    ChangeCaptureTable,
+    KinesisConsumer,
+    KinesisDestination,
+    StreamConsumer,
+    failure_kinds,
+)
+from cdc_constructs.consumer_core import ConsumerCore
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.failure_kinds import OnFailureTarget, RedriveAccess, RedriveSource
 from cdc_constructs.permissions import allow
@@ -28,6 +35,7 @@ from cdc_constructs.redrive import REDRIVE_HANDLER
 from tests import structure
 from tests.cdc_constructs.support import grants, only, resources, with_code
 from tests.cdc_constructs.test_on_failure import PK
+from tests.cdc_constructs.test_routes import toy_consumer
 
 ARCHIVE_ARN = "arn:aws:s3:::failure-archive"
 ARCHIVE_DAYS = 20
@@ -104,15 +112,40 @@ def archive_kind() -> Iterator[ArchiveKind]:
 ARCHIVE_LAYER = "arn:aws:lambda:us-east-1:123456789012:layer:archive-failures:1"
 
 
+def _stream_consumer(stack: cdk.Stack, **props: Any) -> ConsumerCore:
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
+    return StreamConsumer(stack, "Consumer", table=table, **with_code(props))
+
+
+def _kinesis_consumer(stack: cdk.Stack, **props: Any) -> ConsumerCore:
+    table = ChangeCaptureTable(stack, "Orders", partition_key=PK, kinesis=KinesisDestination())
+    return KinesisConsumer(stack, "Consumer", table=table, **with_code(props))
+
+
+def _toy_consumer(stack: cdk.Stack, **props: Any) -> ConsumerCore:
+    return toy_consumer(stack, construct_id="Consumer", **props)
+
+
+#: Each route's consumer, and its windows besides the kind's: (stream retention, record age).
+#: The toy route is defined in the tests only (tests/cdc_constructs/test_routes.py).
+ROUTES = {
+    "dynamodb-stream": (_stream_consumer, (STREAM_RETENTION_SECONDS, 3600)),
+    "kinesis": (_kinesis_consumer, (7 * 86400, 6 * 86400)),
+    "toy": (_toy_consumer, (3 * 86400, 3600)),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
 def test_a_kind_defined_outside_the_package_is_one_module(
-    stack: cdk.Stack, archive_kind: ArchiveKind
+    stack: cdk.Stack, archive_kind: ArchiveKind, route: str
 ) -> None:
+    """The kind reaches the consumer and the redrive of every route, a route defined outside
+    the library too, through the one path (the consumer core and the redrive construct): a
+    route that named a kind of its own (a bucket, a queue) would miss this one."""
     layer = lambda_.LayerVersion.from_layer_version_arn(stack, "ArchiveLayer", ARCHIVE_LAYER)
     archive_kind.redrive_source = RedriveSource("archive_failures", layer)
-    table = ChangeCaptureTable(stack, "Orders", partition_key=PK)
-    consumer = StreamConsumer(
-        stack, "Consumer", table=table, **with_code({"on_failure": ArchiveDestination()})
-    )
+    make, (stream_retention, record_age) = ROUTES[route]
+    consumer = make(stack, on_failure=ArchiveDestination())
     template = cdk.assertions.Template.from_stack(stack).to_json()
 
     assert consumer.on_failure.kind == "archive"
@@ -133,8 +166,8 @@ def test_a_kind_defined_outside_the_package_is_one_module(
     windows = consumer.replay_windows
     assert windows is not None and windows.failed_batch_retention == ARCHIVE_DAYS * 86400
     expected = ReplayWindows(
-        stream_retention=STREAM_RETENTION_SECONDS,
-        max_record_age=3600,
+        stream_retention=stream_retention,
+        max_record_age=record_age,
         failed_batch_retention=ARCHIVE_DAYS * 86400,
         quarantine_retention=14 * 86400,
     )
@@ -146,6 +179,17 @@ def test_a_kind_defined_outside_the_package_is_one_module(
         "AWS::CloudWatch::Alarm",
     )
     assert alarm["AlarmDescription"] == "Consumer: batches wait in the archive"
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_a_kind_from_outside_without_its_redrive_side_is_refused_on_every_route(
+    stack: cdk.Stack, archive_kind: ArchiveKind, route: str
+) -> None:
+    from cdc_constructs.exceptions import RedriveConfigurationError
+
+    make, _ = ROUTES[route]
+    with pytest.raises(RedriveConfigurationError, match="redrive_source=RedriveSource"):
+        make(stack, on_failure=ArchiveDestination())
 
 
 def test_a_kind_from_outside_without_its_redrive_side_is_refused_naming_what_is_missing(

@@ -318,7 +318,7 @@ def test_the_default_record_age_is_the_retention_minus_a_day_within_aws_range(
     stack: Any, retention: Duration, age: Duration
 ) -> None:
     """Issue 30: one hour on a seven-day stream sent every outage longer than an hour to the
-    bucket; the default follows the stream's retention (KINESIS_RECORD_AGE_MARGIN_SECONDS)."""
+    bucket; the default follows the stream's retention (RETAINED_RECORD_AGE_MARGIN_SECONDS)."""
     consumer = KinesisConsumer(
         stack, "Replica", **consumer_code(), table=kinesis_table(stack, retention=retention)
     )

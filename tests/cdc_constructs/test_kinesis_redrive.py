@@ -15,7 +15,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
 from cdc_constructs import ChangeCaptureTable, KinesisConsumer, KinesisDestination
-from cdc_constructs.kinesis_redrive import KINESIS_REDRIVE_ACTIONS, KinesisStreamRedrive
+from cdc_constructs.routes.kinesis import KINESIS_REDRIVE_ACTIONS, KinesisStreamRedrive
 from tests.cdc_constructs.support import arn_of, cfn_lint, consumer_code, grants, resources
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)

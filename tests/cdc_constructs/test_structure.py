@@ -50,3 +50,134 @@ def test_every_stream_consumer_prop_belongs_to_one_concern():
 def test_report_the_largest_units(kind, capsys):
     with capsys.disabled():
         print(f"\nlargest {kind.__name__}s:", structure.units(MODULES, kind)[:3])
+
+
+ROUTES = "cdc_constructs.routes"
+#: What names a route in code: its service (aws_kinesis, KinesisEventSource, a "kinesis"
+#: string) or aws-cdk-lib's event source classes for a stream.
+ROUTE_WORDS = ("kinesis", "dynamoeventsource")
+#: The DynamoDB stream route's own public construct keeps its path (cdc_constructs.StreamConsumer,
+#: the library's default): the one module outside the routes that makes a route.
+DEFAULT_ROUTE_USERS = {"cdc_constructs.stream_consumer": {f"{ROUTES}.dynamodb_stream"}}
+#: Public names kept where they were (issue 39: props and escape hatches keep working):
+#: ChangeCaptureTable(kinesis=...) and the attributes the destination sets on it.
+KEPT_PUBLIC_NAMES = {
+    "cdc_constructs.change_capture_table": {
+        "kinesis",
+        "kinesis_stream",
+        "kinesis_retention",
+        "kinesis_precision",
+    }
+}
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the docstring constants of ``tree`` (module, classes, functions, and the
+    attribute docstrings that follow an assignment)."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for statement in body:
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                found.add(id(statement.value))
+    return found
+
+
+def _names(node: ast.AST) -> list[str]:
+    """The identifiers ``node`` names: a name, attribute, argument, keyword or definition."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, ast.arg | ast.keyword):
+        return [node.arg] if node.arg else []
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or "", *(alias.name for alias in node.names)]
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return []
+
+
+def _reexports(node: ast.stmt) -> bool:
+    """An import, or the ``__all__`` list: what the package's ``__init__`` re-exports."""
+    if isinstance(node, ast.ImportFrom):
+        return True
+    targets = node.targets if isinstance(node, ast.Assign) else []
+    return any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+
+
+def _imports_a_route(module: str, imported: str) -> bool:
+    """Whether ``imported`` is a route's module (not the protocol's) ``module`` may not use."""
+    allowed = {f"{ROUTES}.route", f"{ROUTES}.templates", *DEFAULT_ROUTE_USERS.get(module, set())}
+    return imported.startswith(f"{ROUTES}.") and imported not in allowed
+
+
+def route_specifics(module: str, tree: ast.Module) -> set[str]:
+    """What ``module`` (outside the routes) names of a route: a route module it imports, and
+    each identifier, import or string key (docstrings and messages aside) with a route's word in
+    it.
+    The package's ``__init__`` re-exports the routes' public names: its imports and
+    ``__all__`` are allowed."""
+    docstrings, kept = _docstrings(tree), KEPT_PUBLIC_NAMES.get(module, set())
+    reexports = (
+        {id(inner) for node in tree.body if _reexports(node) for inner in ast.walk(node)}
+        if module == "cdc_constructs"
+        else set()
+    )
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in reexports:
+            continue
+        if isinstance(node, ast.ImportFrom) and _imports_a_route(module, node.module or ""):
+            found.add(f"imports {node.module}")
+        words = _names(node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # A key (a resource type, an ARN part, a property) acts on a route; a docstring
+            # or a message (words, with spaces) only mentions one.
+            prose = id(node) in docstrings or any(c.isspace() for c in node.value)
+            words = [] if prose else [node.value]
+        found.update(
+            f"names {word!r}"
+            for word in words
+            if word not in kept and any(w in word.lower() for w in ROUTE_WORDS)
+        )
+    return found
+
+
+def test_no_module_outside_the_routes_names_one():
+    """A route is one module (or one small package) under ``cdc_constructs/routes/``: the
+    consumer core, the redrive, the monitoring, the checks ask the route (issue 39)."""
+    named = {
+        f"{module}: {what}"
+        for module, tree in MODULES.items()
+        if module != ROUTES and not module.startswith(f"{ROUTES}.")
+        for what in route_specifics(module, tree)
+    }
+    assert named == set()
+
+
+def test_the_route_check_sees_a_module_that_names_a_route():
+    tree = ast.parse(
+        '"""A module about Kinesis (a docstring: allowed)."""\n'
+        "from aws_cdk import aws_kinesis as kinesis\n"
+        "from aws_cdk.aws_lambda_event_sources import DynamoEventSource\n"
+        "from cdc_constructs.routes.kinesis.route import KinesisRoute\n"
+        "from cdc_constructs.routes.route import Route\n"
+        "KIND = 'kinesis'\n"
+        "WHY = 'a message may mention Kinesis'\n"
+        "def f(route: Route, stream_kind: str = 'x') -> bool:\n"
+        "    return isinstance(route, KinesisRoute) or route.is_kinesis\n"
+    )
+    assert route_specifics("cdc_constructs.example", tree) == {
+        "imports cdc_constructs.routes.kinesis.route",
+        "names 'cdc_constructs.routes.kinesis.route'",
+        "names 'aws_kinesis'",
+        "names 'kinesis'",
+        "names 'DynamoEventSource'",
+        "names 'KinesisRoute'",
+        "names 'is_kinesis'",
+    }

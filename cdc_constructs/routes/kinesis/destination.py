@@ -78,6 +78,17 @@ class KinesisDestination:
         """``retention``, or the default (7 days)."""
         return self.retention or Duration.hours(KINESIS_RETENTION_HOURS)
 
+    def attach(self, owner: Construct, table: dynamodb.TableV2) -> None:
+        """The stream (:func:`make_kinesis_destination`), and the table's escape hatches
+        ``kinesis_stream``, ``kinesis_retention`` and ``kinesis_precision``.
+
+        :param owner: the ChangeCaptureTable: the stream is made inside it.
+        :param table: its TableV2, whose Kinesis streaming destination is set.
+        """
+        owner.kinesis_stream = make_kinesis_destination(owner, table, self)  # type: ignore[attr-defined]
+        owner.kinesis_retention = self.retention_period  # type: ignore[attr-defined]
+        owner.kinesis_precision = self.precision  # type: ignore[attr-defined]
+
     def problems(self) -> list[Problem]:
         """Every invalid prop (prefixed ``kinesis.``)."""
         found: list[Problem] = []

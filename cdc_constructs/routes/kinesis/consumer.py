@@ -11,34 +11,26 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from aws_cdk import Duration
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kinesis as kinesis
 from constructs import Construct
 
 from cdc_constructs import defaults
-from cdc_constructs.alarms import alarm_action_for
 from cdc_constructs.change_capture_table import ChangeCaptureTable
-from cdc_constructs.consumer_names import ConsumerNames, check_consumer_name
+from cdc_constructs.consumer_core import ConsumerCore
+from cdc_constructs.consumer_names import check_consumer_name
 from cdc_constructs.consumer_options import ConsumerOptions
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.filter_checks import check_filters
-from cdc_constructs.kinesis_redrive import KinesisStreamRedrive
 from cdc_constructs.mapping_options import StreamMappingOptions
-from cdc_constructs.monitoring_options import MonitoringOptions
-from cdc_constructs.permissions import allow, grant_key
-from cdc_constructs.record_shape import KINESIS_CHANGE_RECORD
 from cdc_constructs.replication import Replication
-from cdc_constructs.replication_alarms import KinesisReplicationAlarms
-from cdc_constructs.runtime_layer import ConsumerRuntimeLayer
-from cdc_constructs.stream_consumer import (
-    StreamConsumer,
-    _make_mapping,
-    _make_monitoring,
-)
+from cdc_constructs.routes.kinesis.record_shape import KINESIS_CHANGE_RECORD
+from cdc_constructs.routes.kinesis.replication_alarms import KinesisReplicationAlarms
+from cdc_constructs.routes.kinesis.route import KinesisRoute
+from cdc_constructs.stream_consumer import StreamConsumer
 from cdc_constructs.validation import (
     check_batch_size,
     check_duration,
@@ -59,21 +51,6 @@ __all__ = [
     "KinesisMappingOptions",
     "kinesis_record_age",
 ]
-
-KINESIS_READ_ACTIONS: Final = (
-    "kinesis:DescribeStream",
-    "kinesis:DescribeStreamSummary",
-    "kinesis:GetRecords",
-    "kinesis:GetShardIterator",
-    "kinesis:ListShards",
-)
-"""What a Lambda mapping polling a Kinesis stream uses (shared-throughput iterators)."""
-
-KINESIS_FAN_OUT_ACTIONS: Final = ("kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard")
-"""Reading through an enhanced fan-out consumer (on the consumer's ARN)."""
-
-KINESIS_KEY_ACTIONS: Final = ("kms:Decrypt",)
-"""Reading a stream encrypted with a customer key."""
 
 KINESIS_FILTER_FIELDS: Final = tuple(KINESIS_CHANGE_RECORD.fields)
 """What a Kinesis filter pattern can match: the record's metadata and its ``data`` (the
@@ -156,7 +133,7 @@ class KinesisConsumer(StreamConsumer):
     instead of going to the bucket (the lag alarm still fires at 15 minutes at the latest);
     ``filters`` match Kinesis records, the DynamoDB
     change under ``data`` (:class:`KinesisFilters`); ``redrive`` (default True) provisions
-    :class:`~cdc_constructs.kinesis_redrive.KinesisStreamRedrive`, which replays the on-failure
+    :class:`~cdc_constructs.KinesisStreamRedrive`, which replays the on-failure
     destination's batches (an object's own records, or a message's read back from the Kinesis
     stream while it holds them) and the quarantine queue's records, as StreamConsumer's redrive
     does; markers are kept for the replay windows with the stream's
@@ -164,7 +141,7 @@ class KinesisConsumer(StreamConsumer):
     as a duplicate can arrive as long as the stream holds a record.
 
     With ``table`` and monitoring on, the table's replication to the stream is alarmed too
-    (:class:`~cdc_constructs.replication_alarms.KinesisReplicationAlarms`: changes waiting,
+    (:class:`~cdc_constructs.routes.kinesis.KinesisReplicationAlarms`: changes waiting,
     throttled or skipped before they reach the stream, which no consumer metric can see); with
     ``stream`` the table is not known here: add ``KinesisReplicationAlarms`` where it is.
 
@@ -186,149 +163,45 @@ class KinesisConsumer(StreamConsumer):
         **props: Any,
     ) -> None:
         source, retention, problems = _source(table, stream, stream_retention)
-        problems += _replicated_problems(table, props)
-        options = _options(_replicated(scope, construct_id, table, props), retention)
+        replicated, refused = _replicated(scope, construct_id, table, props)
+        options = _options(replicated, retention)
+        problems += refused
         problems += check_consumer_name(
             scope, construct_id, consumer_name, options.failure.idempotency_table
         )
         raise_if_any(f"KinesisConsumer {construct_id!r}", problems + options.problems(None))
         assert source is not None and retention is not None
-        Construct.__init__(self, scope, construct_id)
-        self.consumer_name = ConsumerNames.of(self).register(
-            self, consumer_name, options.failure.idempotency_table
+        route = KinesisRoute(
+            source, retention, enhanced_fan_out, table.table if table is not None else None
         )
-        self.options = options
-        self.metrics_namespace = options.monitoring.metrics_namespace
-        self.stream: kinesis.IStream = source
+        ConsumerCore.__init__(
+            self, scope, construct_id, route=route, options=options, consumer_name=consumer_name
+        )
+        self.stream: kinesis.IStream
         """The Kinesis stream read."""
-        self.stream_retention: Duration = retention
+        self.stream_retention: Duration
         """Its retention period (the record age stays below it)."""
-        self.fan_out_consumer = (
-            kinesis.StreamConsumer(
-                self,
-                "FanOutConsumer",
-                stream=source,
-                stream_consumer_name=f"cdc-{self.consumer_name}",
-            )
-            if enhanced_fan_out
-            else None
-        )
+        self.fan_out_consumer: kinesis.StreamConsumer | None
         """The enhanced fan-out consumer, or None (shared-throughput polling)."""
-        self.stream_arn = (
-            self.fan_out_consumer.stream_consumer_arn
-            if self.fan_out_consumer
-            else source.stream_arn
-        )
-        self._set_failure_resources(options, retention)
-        self._make_function(options.function)
-        self.event_source_mapping = _make_mapping(self, options.mapping)
-        if self.fan_out_consumer is not None:
-            # The mapping starts once the fan-out consumer exists.
-            self.event_source_mapping.node.add_dependency(self.fan_out_consumer)
-        self.alarm_topic = options.monitoring.resolve_topic(self)
-        self.redrive = _make_redrive(self, options)  # KinesisStreamRedrive, or None
-        self.replication_alarms = _replication_alarms(self, table, options)
+        self.replication_alarms: KinesisReplicationAlarms | None
         """The table's replication to the stream, alarmed (None: the table is not known, or
         ``monitoring=False``)."""
-        self.monitoring = _make_monitoring(self, _lag_alarm(options))
-
-    @property
-    def related_alarms(self) -> dict[str, cloudwatch.Alarm]:
-        """StreamConsumer's, and the table's replication alarms."""
-        replication = self.replication_alarms
-        return super().related_alarms | (dict(replication.alarms) if replication else {})
-
-    def _grant_source(self) -> None:
-        """Read this Kinesis stream (and its fan-out consumer), and nothing else."""
-        self.function.add_to_role_policy(allow(KINESIS_READ_ACTIONS, [self.stream.stream_arn]))
-        if self.fan_out_consumer is not None:
-            self.function.add_to_role_policy(allow(KINESIS_FAN_OUT_ACTIONS, [self.stream_arn]))
-        grant_key(self.function, self.stream.encryption_key, KINESIS_KEY_ACTIONS)
-
-
-def _replicated_problems(
-    table: ChangeCaptureTable | None, props: Mapping[str, Any]
-) -> list[Problem]:
-    """The filters a table with replicas refuses (:meth:`Replication.problems`)."""
-    replication = Replication.of(table) if isinstance(table, ChangeCaptureTable) else None
-    filters = props.get("filters") or ()
-    return [] if replication is None else replication.problems(list(filters))
 
 
 def _replicated(
     scope: Construct, construct_id: str, table: ChangeCaptureTable | None, props: dict[str, Any]
-) -> dict[str, Any]:
-    """``props`` as a consumer of a table with replicas needs them (as StreamConsumer's): its
-    Kinesis stream carries the replicated writes too, a TTL deletion from another region among
-    them without the service identity; so the runtime is told the table is replicated and its
-    TTL attribute, and a filter on the identity is widened and said (docs/global-tables.md).
-    ``props`` unchanged for a single-region table or a ``stream`` given alone."""
+) -> tuple[dict[str, Any], list[Problem]]:
+    """``props`` as a consumer of a table with replicas needs them, as StreamConsumer's (its
+    Kinesis stream carries the replicated writes too: :meth:`Replication.consumer_props`), and
+    the filters it refuses; ``props`` unchanged for a single-region table or a ``stream``."""
     replication = Replication.of(table) if isinstance(table, ChangeCaptureTable) else None
     if replication is None:
-        return props
+        return props, []
     filters = list(props.get("filters") or ())
-    replication.warn(scope, construct_id, filters)
-    variables = replication.environment(filters, group=False)
-    return {
-        **props,
-        "filters": replication.mapping_filters(filters) if filters else props.get("filters"),
-        "environment": {**variables, **(props.get("environment") or {})},
-    }
-
-
-def _replication_alarms(
-    consumer: KinesisConsumer, table: ChangeCaptureTable | None, options: ConsumerOptions
-) -> KinesisReplicationAlarms | None:
-    """Alarms on ``table``'s replication to its stream, with the consumer's alarm topic; None
-    without the table or without monitoring."""
-    if table is None or not options.monitoring.monitoring:
-        return None
-    return KinesisReplicationAlarms(
-        consumer,
-        "Replication",
-        table_name=table.table.table_name,
-        alarm_action=alarm_action_for(consumer.alarm_topic),
+    changed, mapping_filters, refused = replication.consumer_props(
+        scope, construct_id, props, filters
     )
-
-
-def _make_redrive(
-    consumer: KinesisConsumer, options: ConsumerOptions
-) -> KinesisStreamRedrive | None:
-    """The consumer's redrive function (None with ``redrive=False``): StreamConsumer's props,
-    the Kinesis stream (not its fan-out consumer) in place of a DynamoDB stream."""
-    if not options.failure.redrive:
-        return None
-    return KinesisStreamRedrive(
-        consumer,
-        "Redrive",
-        stream=consumer.stream,
-        consumer_function=consumer.function,
-        consumer_name=consumer.consumer_name,
-        on_failure=consumer.on_failure,
-        event_source_mapping_id=consumer.event_source_mapping.event_source_mapping_id,
-        quarantine_queue=consumer.quarantine_queue,
-        quarantine_bucket=consumer.quarantine_bucket,
-        layer=ConsumerRuntimeLayer.of(consumer),
-        consumer_timeout=options.function.consumer_timeout,
-        filters=options.mapping.filter_patterns,
-        marker_lifetime=consumer.marker_lifetime,
-        idempotency_table=consumer.idempotency_table,
-        log_retention=options.function.log_retention,
-        log_encryption_key=options.function.log_encryption_key,
-        metrics_namespace=consumer.metrics_namespace,
-        alarm_topic=consumer.alarm_topic,
-    )
-
-
-def _lag_alarm(options: ConsumerOptions) -> MonitoringOptions:
-    """The monitoring props with the lag alarm's threshold: as given, else a quarter of the
-    record age and at most ``defaults.KINESIS_ITERATOR_AGE_ALARM_MAX_SECONDS``."""
-    monitoring = options.monitoring
-    if monitoring.iterator_age_alarm_threshold is not None:
-        return monitoring
-    quarter = options.mapping.record_age_seconds * defaults.ITERATOR_AGE_ALARM_FRACTION
-    limit = defaults.KINESIS_ITERATOR_AGE_ALARM_MAX_SECONDS
-    return replace(monitoring, iterator_age_alarm_threshold=Duration.seconds(min(quarter, limit)))
+    return {**changed, "filters": mapping_filters}, refused
 
 
 def _options(props: Mapping[str, Any], retention: Duration | None) -> ConsumerOptions:
@@ -410,11 +283,11 @@ def _source(
 
 def kinesis_record_age(retention: Duration) -> Duration:
     """The default maximum record age on a stream kept ``retention``: the retention minus
-    ``defaults.KINESIS_RECORD_AGE_MARGIN_SECONDS`` (a day), at most AWS's 7 days and at least
+    ``defaults.RETAINED_RECORD_AGE_MARGIN_SECONDS`` (a day), at most AWS's 7 days and at least
     ``defaults.MAX_RECORD_AGE_SECONDS`` (an hour, below a 24-hour stream's retention)."""
     low, high = defaults.MAX_RECORD_AGE_SECONDS, defaults.MAX_RECORD_AGE_RANGE_SECONDS[1]
     retention_seconds = int(seconds(retention) or 0)
-    derived = retention_seconds - defaults.KINESIS_RECORD_AGE_MARGIN_SECONDS
+    derived = retention_seconds - defaults.RETAINED_RECORD_AGE_MARGIN_SECONDS
     return Duration.seconds(max(low, min(high, derived)))
 
 
@@ -457,6 +330,6 @@ def check_kinesis_tumbling_window(value: Duration | None) -> list[Problem]:
 def check_kinesis_filters(filters: Sequence[Mapping[str, Any]]) -> list[Problem]:
     """StreamConsumer's checks (count, grammar, size, JSON) on a Kinesis record of a table's
     changes: its metadata fields, and under ``data`` the change as DynamoDB writes it to
-    Kinesis, at every level (:data:`~cdc_constructs.record_shape.KINESIS_CHANGE_RECORD`; both
-    images are in the data)."""
+    Kinesis, at every level (``KINESIS_CHANGE_RECORD``,
+    :mod:`~cdc_constructs.routes.kinesis.record_shape`; both images are in the data)."""
     return check_filters(filters, None, KINESIS_CHANGE_RECORD)
