@@ -56,9 +56,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from cdc_consumer.batch_response import first_failed_index
-from cdc_consumer.contract import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED, WINDOW_STATE_KEY
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.stream_reader import to_lambda_record
+from cdc_consumer.redrive_shapes import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED
+from cdc_consumer.windows import WINDOW_STATE_KEY
 
 from cdc_local.destinations import FailedInvocation, OnFailureDestination, invocation_record
 from cdc_local.exceptions import LocalPipelineError, PipelineStuck

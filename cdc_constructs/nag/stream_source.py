@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnResource
-from cdc_consumer.contract import STREAM_RETENTION_SECONDS
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS
 from cdk_nag import NagRules
 
 from cdc_constructs.nag.template import Resources
@@ -34,7 +34,7 @@ KINESIS_STREAM = "AWS::Kinesis::Stream"
 KINESIS_CONSUMER = "AWS::Kinesis::StreamConsumer"
 FUNCTION_ALIAS_TYPES = frozenset({"AWS::Lambda::Alias", "AWS::Lambda::Version"})
 
-# DynamoDB Streams keep records for 24 hours, fixed (cdc_consumer.contract's
+# DynamoDB Streams keep records for 24 hours, fixed (cdc_consumer.service_limits'
 # STREAM_RETENTION_SECONDS). Kinesis keeps them RetentionPeriodHours (default 24). A stream whose
 # retention the template does not say is assumed to keep 24 hours: the retention of every
 # DynamoDB stream and of a Kinesis stream left at its default.

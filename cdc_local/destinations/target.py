@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cdc_consumer.contract import OnFailureMessage
+from cdc_consumer.redrive_shapes import OnFailureMessage
 
 __all__ = ["DeliveryKind", "DeliveryTarget", "batch_info"]
 

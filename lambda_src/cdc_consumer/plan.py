@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS
 from cdc_consumer.defaults import ALONE_PENDING_RECORDS, ALONE_WRITE_THREADS
+from cdc_consumer.service_limits import MAX_TRANSACTION_ACTIONS
 from cdc_consumer.transactions import ItemIdentity, RecordWrites, TransactionGroup
 
 #: Write units per KB of an item: a standard write, and an item in TransactWriteItems (AWS,

@@ -23,7 +23,6 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from cdc_consumer.contention import Contention
-from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
 from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE, STREAM_ATTRIBUTE
 from cdc_consumer.exceptions import (
     CdcConsumerError,
@@ -33,6 +32,7 @@ from cdc_consumer.exceptions import (
     TransientError,
 )
 from cdc_consumer.ledger import Lane, Listing
+from cdc_consumer.service_limits import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
 from cdc_consumer.sinks.protocol import OnConditionFailed, item_key, kind_of
 
 #: TransactWriteItems action types and the attribute each needs to name its item.

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.redrive import Source, sources, to_lambda_record
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
 from cdc_consumer.redrive.parts import Run
+from cdc_consumer.redrive_shapes import RedriveCause
 
 from tests import structure
 from tests.cdc_consumer.redrive_world import Consumer, Stream, make_redrive

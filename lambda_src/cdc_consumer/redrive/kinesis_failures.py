@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cdc_consumer.contract import ContractError, OnFailureMessage, StreamBatchInfo
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RedriveSetupError
 from cdc_consumer.kinesis import kinesis_sequence_number
+from cdc_consumer.message_fields import ContractError
 from cdc_consumer.redrive.marker_age import failure_time
 from cdc_consumer.redrive.messages import (
     BatchInfo,
@@ -38,6 +38,7 @@ from cdc_consumer.redrive.messages import (
     clip,
     function_name_of,
 )
+from cdc_consumer.redrive_shapes import OnFailureMessage, StreamBatchInfo
 
 __all__ = [
     "KINESIS_STREAM_ARN_PATTERN",

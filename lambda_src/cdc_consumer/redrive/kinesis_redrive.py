@@ -40,7 +40,6 @@ from typing import Any, Protocol
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import ON_FAILURE_S3_PREFIX, RedriveCause
 from cdc_consumer.exceptions import (
     ForeignMessageError,
     MalformedMessageError,
@@ -76,6 +75,7 @@ from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.pending_changes import PendingChanges, change_of, item_key
 from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.sources import bucket_of
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX, RedriveCause
 
 __all__ = ["KinesisRedrive"]
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.redrive.kinesis_failures import KinesisFailure, parse_kinesis_failure
 from cdc_consumer.redrive.messages import OnFailureKey, parse_on_failure_key
 from cdc_consumer.redrive.report import FailedMessage, RedriveReport
+from cdc_consumer.redrive_shapes import RedriveCause
 
 __all__ = ["KinesisBucket", "KinesisQueue"]
 

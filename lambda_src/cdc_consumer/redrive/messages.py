@@ -15,15 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cdc_consumer.contract import (
-    ContractError,
-    OnFailureMessage,
-    OnFailureRequestContext,
-    QuarantineMessage,
-    StreamBatchInfo,
-)
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.kinesis import is_kinesis_record, item_identifier, kinesis_sequence_number
+from cdc_consumer.message_fields import ContractError
+from cdc_consumer.quarantine_shapes import QuarantineMessage
+from cdc_consumer.redrive_shapes import OnFailureMessage, OnFailureRequestContext, StreamBatchInfo
 
 __all__ = [
     "BatchInfo",

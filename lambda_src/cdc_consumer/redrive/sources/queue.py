@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import ON_FAILURE_QUEUE_ENV, OnFailureMessage, RedriveCause
+from cdc_consumer.environment_variables import ON_FAILURE_QUEUE_ENV
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
 from cdc_consumer.kinesis import item_identifier
 from cdc_consumer.redrive import parts
@@ -32,6 +32,7 @@ from cdc_consumer.redrive.messages import Source, parse_on_failure_message
 from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.requarantine import release
 from cdc_consumer.redrive.stream_reader import StreamRangeReader
+from cdc_consumer.redrive_shapes import OnFailureMessage, RedriveCause
 
 __all__ = ["QUEUE", "QueueKind", "QueueMessages", "QueueSource", "check_queue", "stream_position"]
 
