@@ -117,7 +117,7 @@ def _backfill_approach(resources: Any, backfill_id: str) -> Approach:
     from cdc_consumer import StreamProcessor
     from cdc_consumer.backfill.handler import Backfill
     from cdc_consumer.backfill.settings import BackfillSettings
-    from cdc_consumer.contract import SegmentResult, SegmentTask
+    from cdc_consumer.backfill.shapes import SegmentResult, SegmentTask
     from cdc_consumer.redrive.invokers import CallableInvoker
 
     order_stats = _import("order_stats", HANDLERS, LAMBDA_SRC)

@@ -7,7 +7,7 @@ the first failure, idempotency, alarms) and refuse unsafe ones with one error th
 problem.
 """
 
-from cdc_constructs import _runtime  # noqa: F401  (first: makes cdc_consumer.contract importable)
+from cdc_constructs import _runtime  # noqa: F401  (first: makes cdc_consumer importable)
 from cdc_constructs.alarm_topic import AlarmTopic
 from cdc_constructs.change_capture_table import ChangeCaptureTable
 from cdc_constructs.consumer_group import ConsumerGroupMember

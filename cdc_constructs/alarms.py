@@ -13,7 +13,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
-from cdc_consumer.contract import CONSUMER_DIMENSION
+from cdc_consumer.metric_names import CONSUMER_DIMENSION
 from constructs import Construct
 
 from cdc_constructs import defaults

@@ -9,7 +9,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
-from cdc_consumer.contract import BACKFILL_ITEMS, BACKFILL_THROTTLES
+from cdc_consumer.metric_names import BACKFILL_ITEMS, BACKFILL_THROTTLES
 from constructs import Construct
 
 from cdc_constructs import defaults

@@ -31,7 +31,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
-from cdc_consumer.contract import (
+from cdc_consumer.backfill.shapes import (
     BACKFILL_PERMANENT_ERRORS,
     BackfillPlan,
     BackfillRequest,
@@ -73,7 +73,7 @@ RETRIED_ERRORS = (
 """Retried with backoff: Lambda throttling the invocation or failing itself, the task timing
 out, and any error the function raised (DynamoDB throttling it could not absorb, a transient
 fault): a retry resumes from the segment's progress record. ``States.TaskFailed`` would also
-match a permanent error (:data:`~cdc_consumer.contract.BACKFILL_PERMANENT_ERRORS`), so their
+match a permanent error (:data:`~cdc_consumer.backfill.shapes.BACKFILL_PERMANENT_ERRORS`), so their
 own retrier (no attempts) comes first."""
 
 TASK_TIMEOUT_MARGIN_SECONDS = 60

@@ -22,7 +22,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
@@ -31,12 +31,12 @@ from cdc_consumer.contract import (
     METRICS_NAMESPACE_ENV,
     QUARANTINE_BUCKET_ENV,
     QUARANTINE_QUEUE_ENV,
-    STREAM_RETENTION_SECONDS,
     USER_HANDLER_ENV,
-    WINDOW_HANDLER,
-    GroupMemberSpec,
-    ReplayWindows,
 )
+from cdc_consumer.group_member_spec import GroupMemberSpec
+from cdc_consumer.handler_paths import WINDOW_HANDLER
+from cdc_consumer.replay_windows import ReplayWindows
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS
 from constructs import Construct
 
 from cdc_constructs import defaults
@@ -387,7 +387,8 @@ def _answer_windows(function: lambda_.Function, window_seconds: int) -> None:
 
 
 def _runtime_environment(consumer: ConsumerCore, extra: Mapping[str, str] | None) -> dict[str, str]:
-    """What the runtime reads (names in :mod:`cdc_consumer.contract`), then ``extra``."""
+    """What the runtime reads (its names: :mod:`cdc_consumer.environment_variables`), then
+    ``extra``."""
     group = consumer.group.specs()
     return {
         CONSUMER_NAME_ENV: consumer.consumer_name,

@@ -13,7 +13,8 @@ the batch for the others (Lambda redelivers from the earliest failed record; mem
 applied later records skip them as duplicates), one timeout, one retry budget and one maximum
 record age, one on-failure destination and one quarantine queue (each message names its
 member; the redrive replays every member's). The construct declares the members to the function
-in ``CDC_CONSUMER_GROUP`` (:class:`cdc_consumer.contract.GroupMemberSpec`), so the handler takes
+in ``CDC_CONSUMER_GROUP`` (:class:`cdc_consumer.group_member_spec.GroupMemberSpec`), so the handler
+takes
 their order and filters from there: ``ConsumerGroup.from_environment([...])``.
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer.contract import GroupMemberSpec
+from cdc_consumer.group_member_spec import GroupMemberSpec
 
 from cdc_constructs.exceptions import Problem
 from cdc_constructs.filter_checks import as_pattern, check_filters

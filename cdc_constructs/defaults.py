@@ -333,7 +333,8 @@ SQS_MAX_RETENTION_SECONDS: Final = 14 * 24 * 3600
 the marker lifetime derived from it is never too short."""
 
 # The marker lifetime is not a default: each consumer derives it from its own replay windows
-# (cdc_constructs.marker_lifetime, by the rule of cdc_consumer.contract.minimum_marker_lifetime).
+# (cdc_constructs.marker_lifetime, by the rule of
+# cdc_consumer.replay_windows.minimum_marker_lifetime).
 
 # --- Backfill (ViewBackfill: a Step Functions Distributed Map over the table's segments) -----
 

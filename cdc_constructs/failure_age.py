@@ -14,7 +14,8 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import UNLIMITED_RECORD_AGE, ReplayWindows
+from cdc_consumer.replay_windows import ReplayWindows
+from cdc_consumer.service_limits import UNLIMITED_RECORD_AGE
 from constructs import Construct
 
 from cdc_constructs import defaults

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import aws_cloudwatch as cloudwatch
-from cdc_consumer.contract import STREAM_RETENTION_SECONDS
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS
 from constructs import Construct
 
 from cdc_constructs import defaults

@@ -38,7 +38,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import MAX_DETAIL_TYPE_LENGTH
+from cdc_consumer.service_limits import MAX_DETAIL_TYPE_LENGTH
 from constructs import Construct
 
 from cdc_constructs import defaults

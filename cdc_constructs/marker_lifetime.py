@@ -1,5 +1,5 @@
 """How long a consumer keeps its processed-markers and side-effect claims: derived from its own
-replay windows by the contract's rule (:func:`cdc_consumer.contract.minimum_marker_lifetime`,
+replay windows by the contract's rule (:func:`cdc_consumer.replay_windows.minimum_marker_lifetime`,
 docs/design.md "Markers outlive every replay window"), never a constant of the runtime.
 
 A record can come back as long as any copy of it can be delivered or replayed: the stream keeps
@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import Duration
-from cdc_consumer.contract import MARKER_TTL_ENV, ReplayWindows, minimum_marker_lifetime
+from cdc_consumer.environment_variables import MARKER_TTL_ENV
+from cdc_consumer.replay_windows import ReplayWindows, minimum_marker_lifetime
 from constructs import Construct
 
 from cdc_constructs.exceptions import Problem

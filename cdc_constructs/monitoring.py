@@ -10,7 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import (
+from cdc_consumer.metric_names import (
     BOOKKEEPING_METRICS,
     CONTENTION_FAILURES,
     COUNT_METRICS,
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 # The runtime's embedded-metric-format metrics (COUNT_METRICS, BOOKKEEPING_METRICS,
-# ITERATOR_LAG_MS, all with the dimension Consumer) are the contract's (cdc_consumer.contract).
+# ITERATOR_LAG_MS, all with the dimension Consumer) are cdc_consumer.metric_names'.
 # The mapping's records given up on (retries or record age ran out): the on-failure alarm's
 # metric, whatever the destination. Not OnFailureDestinationDeliveredEventCount: that one misses
 # a batch whose delivery to the destination failed.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
-from cdc_consumer.contract import DEFAULT_METRICS_NAMESPACE
+from cdc_consumer.metric_names import DEFAULT_METRICS_NAMESPACE
 from constructs import Construct
 
 from cdc_constructs.alarm_topic import AlarmTopic

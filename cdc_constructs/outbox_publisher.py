@@ -3,7 +3,7 @@
 The application writes its item and an outbox item in one TransactWriteItems; this pipe sends
 only INSERTs of outbox items (a key-prefix filter) to an event bus, as events whose detail-type
 is the outbox item's event type and whose detail is
-:class:`cdc_consumer.contract.OutboxEventDetail` (the outbox item's event attributes, its
+:class:`cdc_consumer.sinks.outbox_shapes.OutboxEventDetail` (the outbox item's event attributes, its
 stream event id and sequence number).
 """
 
@@ -19,7 +19,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import OutboxEventDetail, OutboxItem
+from cdc_consumer.sinks.outbox_shapes import OutboxEventDetail, OutboxItem
 from constructs import Construct
 
 from cdc_constructs import defaults

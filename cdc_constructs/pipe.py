@@ -29,7 +29,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import STREAM_RETENTION_SECONDS
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS
 from constructs import Construct
 
 from cdc_constructs import defaults

@@ -33,24 +33,22 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     CONSUMER_FILTERS_ENV,
     CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
-    DEFAULT_METRICS_NAMESPACE,
-    FAILURE_AGE_CHECK,
     IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
-    REDRIVE_LOST_RECORDS,
     REDRIVE_RESERVE_SECONDS_ENV,
     REDRIVE_SOURCE_MODULES_ENV,
     STREAM_ARN_ENV,
-    GroupMemberSpec,
-    redrive_lease_key,
 )
+from cdc_consumer.group_member_spec import GroupMemberSpec
+from cdc_consumer.metric_names import DEFAULT_METRICS_NAMESPACE, REDRIVE_LOST_RECORDS
+from cdc_consumer.redrive_shapes import FAILURE_AGE_CHECK, redrive_lease_key
 from constructs import Construct
 
 from cdc_constructs import defaults

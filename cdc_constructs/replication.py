@@ -31,7 +31,11 @@ from typing import Any
 
 from aws_cdk import Annotations, Stack
 from aws_cdk import aws_dynamodb as dynamodb
-from cdc_consumer.contract import RECORD_FILTERS_ENV, REPLICATED_TABLE_ENV, TTL_ATTRIBUTE_ENV
+from cdc_consumer.environment_variables import (
+    RECORD_FILTERS_ENV,
+    REPLICATED_TABLE_ENV,
+    TTL_ATTRIBUTE_ENV,
+)
 from constructs import IConstruct
 
 from cdc_constructs.exceptions import Problem

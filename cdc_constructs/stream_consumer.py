@@ -13,9 +13,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import (
-    DEFAULT_METRICS_NAMESPACE,
-)
+from cdc_consumer.metric_names import DEFAULT_METRICS_NAMESPACE
 from constructs import Construct
 
 from cdc_constructs import defaults

@@ -19,7 +19,7 @@ from typing import Any
 
 from aws_cdk import Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
-from cdc_consumer.contract import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
+from cdc_consumer.service_limits import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
 from constructs import Construct, IConstruct
 
 from cdc_constructs.acknowledge import acknowledge

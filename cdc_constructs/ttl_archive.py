@@ -25,13 +25,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     ARCHIVE_BUCKET_ENV,
     ARCHIVE_PREFIX_ENV,
     ARCHIVE_TABLE_ENV,
     ARCHIVE_TTL_ATTRIBUTE_ENV,
-    TTL_ARCHIVE_HANDLER,
 )
+from cdc_consumer.handler_paths import TTL_ARCHIVE_HANDLER
 from constructs import Construct
 
 from cdc_constructs import defaults

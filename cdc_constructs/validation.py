@@ -14,7 +14,7 @@ from typing import Any, Final
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
-from cdc_consumer.contract import STREAM_RETENTION_SECONDS
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS
 
 from cdc_constructs import defaults
 from cdc_constructs.exceptions import CdcConfigurationError, Problem

@@ -20,9 +20,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     BACKFILL_EXECUTION_TIMEOUT_ENV,
-    BACKFILL_HANDLER,
     BACKFILL_ITEMS_PER_SECOND_ENV,
     BACKFILL_MAX_CONCURRENCY_ENV,
     BACKFILL_PAGE_SIZE_ENV,
@@ -37,6 +36,7 @@ from cdc_consumer.contract import (
     METRICS_NAMESPACE_ENV,
     STREAM_ARN_ENV,
 )
+from cdc_consumer.handler_paths import BACKFILL_HANDLER
 from constructs import Construct
 
 from cdc_constructs import defaults

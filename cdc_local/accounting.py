@@ -21,21 +21,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
     LEDGER_TABLE_ENV,
-    ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
-    GroupMemberSpec,
-    OnFailureMessage,
-    QuarantineMessage,
 )
 from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.group_member_spec import GroupMemberSpec
 from cdc_consumer.lane_registry import REGISTRY_SUFFIX
 from cdc_consumer.ledger import RECORDS_ATTRIBUTE, SORT_ATTRIBUTE, unpack
+from cdc_consumer.quarantine_shapes import QuarantineMessage
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, to_lambda_record
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX, OnFailureMessage
 
 from cdc_local.arns import stream_table_name
 from cdc_local.event_source_mapping import EventSourceMapping

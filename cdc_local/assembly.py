@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdc_consumer.contract import USER_HANDLER_ENV, WINDOW_HANDLER
+from cdc_consumer.environment_variables import USER_HANDLER_ENV
+from cdc_consumer.handler_paths import WINDOW_HANDLER
 
 from cdc_local.exceptions import AssemblyError
 

@@ -31,14 +31,8 @@ from botocore.config import Config
 from cdc_consumer.backfill import defaults as backfill_defaults
 from cdc_consumer.backfill.handler import Backfill
 from cdc_consumer.backfill.settings import BackfillSettings
-from cdc_consumer.contract import (
-    BACKFILL_TABLE_ENV,
-    CONSUMER_NAME_ENV,
-    BackfillPlan,
-    BackfillRequest,
-    SegmentResult,
-    SegmentTask,
-)
+from cdc_consumer.backfill.shapes import BackfillPlan, BackfillRequest, SegmentResult, SegmentTask
+from cdc_consumer.environment_variables import BACKFILL_TABLE_ENV, CONSUMER_NAME_ENV
 from cdc_consumer.exceptions import BackfillRefusedError
 from cdc_consumer.redrive.invokers import CallableInvoker
 

@@ -31,17 +31,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
-from cdc_consumer.contract import (
+from cdc_consumer.backfill.shapes import (
     BACKFILL_ID_MAX_LENGTH,
-    BACKFILL_ITEMS,
-    CONSUMER_DIMENSION,
-    DEFAULT_METRICS_NAMESPACE,
     MAX_PLANNED_SEGMENTS,
     BackfillRequest,
-    ContractError,
 )
-from cdc_consumer.contract import backfill_id as contract_backfill_id
+from cdc_consumer.backfill.shapes import backfill_id as contract_backfill_id
 from cdc_consumer.exceptions import BackfillRefusedError
+from cdc_consumer.message_fields import ContractError
+from cdc_consumer.metric_names import BACKFILL_ITEMS, CONSUMER_DIMENSION, DEFAULT_METRICS_NAMESPACE
 from cdc_consumer.redrive.interrupts import EXIT_INTERRUPTED, sigterm_as_keyboard_interrupt
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

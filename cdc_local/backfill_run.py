@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
-from cdc_consumer.contract import BACKFILL_TABLE_ENV, BackfillPlan, BackfillRefusal
+from cdc_consumer.backfill.shapes import BackfillPlan, BackfillRefusal
+from cdc_consumer.environment_variables import BACKFILL_TABLE_ENV
 from cdc_consumer.exceptions import BackfillRefusedError
 
 from cdc_local.backfill import BackfillProgress, LocalBackfill, backfill_segment_function

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cdc_consumer.batch_response import first_failed_index
-from cdc_consumer.contract import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED
+from cdc_consumer.redrive_shapes import RECORD_AGE_EXCEEDED, RETRY_ATTEMPTS_EXHAUSTED
 
 from cdc_local.destinations import FailedInvocation, OnFailureDestination
 from cdc_local.exceptions import PipelineStuck

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import MAX_QUEUE_MESSAGE_BYTES
+from cdc_consumer.service_limits import MAX_QUEUE_MESSAGE_BYTES
 
 from cdc_local.assembly import (
     FUNCTION_TYPE,

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from cdc_consumer.contract import STREAM_RETENTION_SECONDS
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS
 
 #: The clock new stream records are stamped with (the last StreamRetention's; see above).
 _stamp_clock: list[Callable[[], float]] = [time.time]

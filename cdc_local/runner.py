@@ -24,11 +24,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from cdc_consumer.contract import (
-    CONSUMER_DIMENSION,
-    MAX_STREAM_READERS,
-    MAX_STREAM_READERS_WITH_REPLICAS,
-)
+from cdc_consumer.metric_names import CONSUMER_DIMENSION
+from cdc_consumer.service_limits import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
 
 from cdc_local.assembly import CloudAssembly, StackTemplate
 from cdc_local.authorization import ENFORCEMENT

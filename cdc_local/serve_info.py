@@ -12,7 +12,7 @@ import os
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 
-from cdc_consumer.contract import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
+from cdc_consumer.environment_variables import CONSUMER_NAME_ENV, QUARANTINE_QUEUE_ENV
 
 from cdc_local.event_source_mapping import EventSourceMapping
 from cdc_local.routes import route_of

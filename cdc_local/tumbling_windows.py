@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cdc_consumer.contract import (
+from cdc_consumer.windows import (
     FINAL_INVOKE_KEY,
     SHARD_ID_KEY,
     WINDOW_KEY,

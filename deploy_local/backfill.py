@@ -26,11 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer.contract import (
-    BACKFILL_HANDLER,
-    BACKFILL_REFUSED_ERROR,
-    BackfillRequest,
-)
+from cdc_consumer.backfill.shapes import BACKFILL_REFUSED_ERROR, BackfillRequest
+from cdc_consumer.handler_paths import BACKFILL_HANDLER
 
 from deploy_local.deployed_stack import DeployedFunction, DeployedStack
 from deploy_local.exceptions import StepFailed

@@ -13,13 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
     QUARANTINE_QUEUE_ENV,
-    GroupMemberSpec,
 )
+from cdc_consumer.group_member_spec import GroupMemberSpec
 
 from cdc_local.arns import stream_table_name
 from deploy_local.exceptions import StepFailed

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from cdc_consumer.contract import BACKFILL_ITEMS
+from cdc_consumer.metric_names import BACKFILL_ITEMS
 
 from cdc_local.accounting import scan
 from deploy_local import backfill, checks, orders

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import BACKFILL_EVENT_KEY, SegmentResult
+from cdc_consumer.backfill.shapes import BACKFILL_EVENT_KEY, SegmentResult
 from cdc_consumer.exceptions import InvocationError
 
 from cdc_local.backfill import BackfillProgress, LocalBackfill

@@ -4,9 +4,10 @@
   (``reference_app``), not even inside a function or by name (importlib), and the example's
   names appear nowhere in the library and the runtime.
 - Every name and message shape they share with the runtime, redrive, the local pipeline and
-  CdcChecks (``cdc_consumer.contract``) has one literal definition: the contract's. A second
-  literal of a contract value (an environment variable, a metric, a message field, a service
-  limit) anywhere else in the library, the runtime, cdc_local or the nag pack fails here.
+  CdcChecks (the contract: ``CONTRACT_MODULES``, one module per concern) has one literal
+  definition, in its module. A second literal of a contract value (an environment variable, a
+  metric, a message field, a service limit) anywhere else in the library, the runtime, cdc_local
+  or the nag pack fails here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cdc_consumer import contract
+from cdc_consumer import (
+    environment_variables,
+    group_member_spec,
+    handler_paths,
+    message_fields,
+    metric_names,
+    quarantine_shapes,
+    redrive_shapes,
+    replay_windows,
+    service_limits,
+    windows,
+)
+from cdc_consumer.backfill import shapes as backfill_shapes
+from cdc_consumer.sinks import outbox_shapes
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY = {"cdc_constructs": REPO / "cdc_constructs", "cdc_consumer": REPO / "lambda_src"}
@@ -29,7 +43,23 @@ CONTRACT_USERS = (
     REPO / "lambda_src" / "cdc_consumer",
     REPO / "cdc_local",
 )
-CONTRACT_FILE = REPO / "lambda_src" / "cdc_consumer" / "contract.py"
+CONTRACT_MODULES = (
+    environment_variables,
+    metric_names,
+    service_limits,
+    replay_windows,
+    handler_paths,
+    message_fields,
+    windows,
+    quarantine_shapes,
+    redrive_shapes,
+    group_member_spec,
+    outbox_shapes,
+    backfill_shapes,
+)
+"""The contract by concern: every name and message shape the packages share, each defined in
+one of these (standard library only, so the constructs import them without the runtime)."""
+CONTRACT_FILES = {Path(module.__file__ or "").resolve() for module in CONTRACT_MODULES}
 
 #: Names of the orders example.
 EXAMPLE_NAMES = (
@@ -136,30 +166,35 @@ def test_the_examples_names_appear_nowhere_in_the_library(package: str) -> None:
 
 
 def _contract_strings() -> dict[str, str]:
-    """Every string value the contract defines -> its name in the contract."""
+    """Every string value the contract defines -> its module and name."""
     values: dict[str, str] = {}
-    for name in contract.__all__:
-        value = getattr(contract, name)
-        if isinstance(value, str):
-            values[value] = name
-        elif isinstance(value, contract.Metric):
-            values[value.name] = name
+    for module in CONTRACT_MODULES:
+        for name in module.__all__:
+            value = getattr(module, name)
+            where = f"{module.__name__}.{name}"
+            if isinstance(value, str):
+                values[value] = where
+            elif isinstance(value, metric_names.Metric):
+                values[value.name] = where
     shapes = (
-        contract.QuarantineMessage(None, "arn", contract.ErrorDescription("E", "m"), {}, "t"),
-        contract.OnFailureMessage(
-            batch=contract.StreamBatchInfo("shard", "1", "2", "arn"),
-            request_context=contract.OnFailureRequestContext("id", "fn", "c", 1),
-            response_context=contract.OnFailureResponseContext(200, "$LATEST", None),
+        quarantine_shapes.QuarantineMessage(
+            None, "arn", quarantine_shapes.ErrorDescription("E", "m"), {}, "t"
+        ),
+        redrive_shapes.OnFailureMessage(
+            batch=redrive_shapes.StreamBatchInfo("shard", "1", "2", "arn"),
+            request_context=redrive_shapes.OnFailureRequestContext("id", "fn", "c", 1),
+            response_context=redrive_shapes.OnFailureResponseContext(200, "$LATEST", None),
             timestamp="t",
             payload="{}",
         ),
-        contract.OutboxEventDetail(contract.OutboxItem("e", "t", "{}", "o"), "s", "1"),
+        outbox_shapes.OutboxEventDetail(outbox_shapes.OutboxItem("e", "t", "{}", "o"), "s", "1"),
     )
     for shape in shapes:
         for key in _keys(shape.to_dict()):
-            values.setdefault(key, f"{type(shape).__name__} field")
+            values.setdefault(key, f"{type(shape).__module__}.{type(shape).__name__} field")
     # Too common to be a definition of the contract wherever they appear.
-    # ("sequenceNumber" is also a field of Kinesis records, which the runtime reads.)
+    # ("sequenceNumber" is also a field of Kinesis records, which the runtime reads; "window"
+    # also the redrive's setting of how many messages it holds at once.)
     for generic in (
         "version",
         "error",
@@ -169,8 +204,9 @@ def _contract_strings() -> dict[str, str]:
         "timestamp",
         "type",
         "sequenceNumber",
-        contract.QUARANTINE_MESSAGE_VERSION,  # "1": a version, too short to be a definition
-        contract.ON_FAILURE_MESSAGE_VERSION,
+        "window",
+        quarantine_shapes.QUARANTINE_MESSAGE_VERSION,  # "1": a version, too short to be one
+        redrive_shapes.ON_FAILURE_MESSAGE_VERSION,
     ):
         values.pop(generic, None)
     values.pop("message", None)
@@ -210,13 +246,13 @@ def _constant_value(node: ast.AST) -> object:
     return None
 
 
-LIMITS = {contract.MAX_TRANSACTION_BYTES: "MAX_TRANSACTION_BYTES"}
+LIMITS = {service_limits.MAX_TRANSACTION_BYTES: "service_limits.MAX_TRANSACTION_BYTES"}
 """Limits whose value is distinctive enough to flag wherever it appears."""
 
 #: A day is also Kinesis' minimum retention and a safety margin of the Kinesis route, so the
 #: stream retention is flagged where it is defined as a retention: assigned to a name that
 #: says so.
-RETENTION = contract.STREAM_RETENTION_SECONDS
+RETENTION = service_limits.STREAM_RETENTION_SECONDS
 
 
 def _retention_definitions(tree: ast.Module) -> Iterator[ast.Assign | ast.AnnAssign]:
@@ -228,52 +264,97 @@ def _retention_definitions(tree: ast.Module) -> Iterator[ast.Assign | ast.AnnAss
                 yield node
 
 
+def _public_definitions(module: object) -> set[str]:
+    tree = ast.parse(Path(getattr(module, "__file__", "")).read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {name for name in names if not name.startswith("_")}
+
+
+def test_each_contract_module_lists_its_names_and_no_name_is_in_two() -> None:
+    """The scan below reads each module's ``__all__``: a name left out of it would escape it."""
+    seen: dict[str, str] = {}
+    for module in CONTRACT_MODULES:
+        assert set(module.__all__) == _public_definitions(module), module.__name__
+        for name in module.__all__:
+            assert name not in seen, f"{name}: in {seen[name]} and {module.__name__}"
+            seen[name] = module.__name__
+
+
 def test_the_contract_knows_the_names_this_scan_looks_for() -> None:
     strings = _contract_strings()
     for expected in ("CDC_CONSUMER_NAME", "RedriveLostRecords", "DDBStreamBatchInfo", "eventType"):
         assert expected in strings
 
 
+def _defined_in(label: str) -> Path:
+    """The file of the contract module a label (``module.NAME``) names."""
+    module = next(m for m in CONTRACT_MODULES if label.startswith(f"{m.__name__}."))
+    return Path(module.__file__ or "").resolve()
+
+
+def _second_definitions(path: Path, source: str, strings: dict[str, str]) -> list[str]:
+    """Each literal of a contract value in ``path`` outside the module defining it (docstrings
+    aside), each distinctive limit outside service_limits, each stream retention defined."""
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
+    limits_file = Path(service_limits.__file__ or "").resolve()
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and node.value in strings
+            and _defined_in(strings[node.value]) != path.resolve()
+        ):
+            found.append(f"{where} {node.value!r} ({strings[node.value]})")
+        elif (
+            isinstance(node, ast.BinOp | ast.Constant)
+            and _constant_value(node) in LIMITS
+            and path.resolve() != limits_file
+        ):
+            limit = LIMITS[_constant_value(node)]  # type: ignore[index]
+            found.append(f"{where} {ast.unparse(node)} ({limit})")
+    if path.resolve() != limits_file:
+        for node in _retention_definitions(tree):
+            where = f"{path.name}:{node.lineno}"
+            found.append(f"{where} {ast.unparse(node)} (service_limits.STREAM_RETENTION_SECONDS)")
+    return found
+
+
 def test_each_contract_name_and_shape_has_one_literal_definition() -> None:
     strings = _contract_strings()
     found = []
     for path in _python_files(*CONTRACT_USERS):
-        if path == CONTRACT_FILE:
-            continue
-        tree = ast.parse(path.read_text())
-        docstrings = _docstrings(tree)
-        for node in ast.walk(tree):
-            where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', '?')}"
-            if (
-                isinstance(node, ast.Constant)
-                and isinstance(node.value, str)
-                and id(node) not in docstrings
-                and node.value in strings
-            ):
-                found.append(f"{where} {node.value!r} (contract.{strings[node.value]})")
-            elif isinstance(node, ast.BinOp | ast.Constant) and _constant_value(node) in LIMITS:
-                limit = LIMITS[_constant_value(node)]  # type: ignore[index]
-                found.append(f"{where} {ast.unparse(node)} (contract.{limit})")
-        for node in _retention_definitions(tree):
-            where = f"{path.relative_to(REPO)}:{node.lineno}"
-            found.append(f"{where} {ast.unparse(node)} (contract.STREAM_RETENTION_SECONDS)")
-    assert found == [], "import these from cdc_consumer.contract instead:\n" + "\n".join(found)
+        relative = path.relative_to(REPO)
+        found += [
+            f"{relative.parent}/{f}" for f in _second_definitions(path, path.read_text(), strings)
+        ]
+    assert found == [], "import these from the contract's modules instead:\n" + "\n".join(found)
 
 
 def test_the_scan_catches_a_second_definition(tmp_path: Path) -> None:
-    """The check above on a module that redefines an environment variable and the retention."""
+    """The check above on a module that redefines an environment variable and the retention,
+    and on a contract module that redefines another one's name."""
     module = tmp_path / "copy.py"
-    module.write_text(
+    source = (
         'NAME = "CDC_CONSUMER_NAME"\nSTREAM_RETENTION = 24 * 3600\nMARGIN = 24 * 3600\n'
         '"""a docstring: CDC_CONSUMER_NAME"""\nLIMIT = 4 * 1024 * 1024\n'
     )
-    tree = ast.parse(module.read_text())
     strings = _contract_strings()
-    literals = [
-        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in strings
-    ]
-    limits = [_constant_value(n) for n in ast.walk(tree) if _constant_value(n) in LIMITS]
-    retention = [ast.unparse(n) for n in _retention_definitions(tree)]
-    assert literals == ["CDC_CONSUMER_NAME"]  # the docstring's mention is not a definition
-    assert limits == [contract.MAX_TRANSACTION_BYTES]
-    assert retention == ["STREAM_RETENTION = 24 * 3600"]
+    assert _second_definitions(module, source, strings) == [
+        "copy.py:1 'CDC_CONSUMER_NAME' (cdc_consumer.environment_variables.CONSUMER_NAME_ENV)",
+        "copy.py:5 4 * 1024 * 1024 (service_limits.MAX_TRANSACTION_BYTES)",
+        "copy.py:2 STREAM_RETENTION = 24 * 3600 (service_limits.STREAM_RETENTION_SECONDS)",
+    ]  # the docstring's mention is not a definition
+    elsewhere = Path(metric_names.__file__ or "")
+    assert _second_definitions(elsewhere, 'NAME = "CDC_CONSUMER_NAME"\n', strings) != []
+    own = Path(environment_variables.__file__ or "")
+    assert _second_definitions(own, 'NAME = "CDC_CONSUMER_NAME"\n', strings) == []

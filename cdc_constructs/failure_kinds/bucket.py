@@ -21,7 +21,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
-from cdc_consumer.contract import OLDEST_FAILURE_AGE, ON_FAILURE_BUCKET_ENV, ON_FAILURE_S3_PREFIX
+from cdc_consumer.environment_variables import ON_FAILURE_BUCKET_ENV
+from cdc_consumer.metric_names import OLDEST_FAILURE_AGE
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX
 from constructs import Construct
 
 from cdc_constructs import defaults

@@ -5,7 +5,8 @@ A queue (given, or made here: encrypted, TLS-only, 14 days) holds one message pe
 refuses a message over the queue's ``MaximumMessageSize`` (256 KiB unless set), and a record can
 be larger: a DynamoDB item reaches 400 KB, a record carries two images, binary travels as
 base64. The runtime then keeps the whole quarantine message as an object under
-``cdc-quarantine/<consumer>/`` (:data:`cdc_consumer.contract.QUARANTINE_S3_PREFIX`) and sends a
+``cdc-quarantine/<consumer>/`` (:data:`cdc_consumer.quarantine_shapes.QUARANTINE_S3_PREFIX`) and
+sends a
 pointer; the redrive reads the object back and deletes it with the message. That bucket is the
 consumer's failed-batch bucket when its on-failure destination has one (the default: one bucket
 of failures, one lifecycle, already read and cleaned by the redrive), else a
@@ -25,7 +26,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import QUARANTINE_QUEUE_ENV, QUARANTINE_S3_PREFIX
+from cdc_consumer.environment_variables import QUARANTINE_QUEUE_ENV
+from cdc_consumer.quarantine_shapes import QUARANTINE_S3_PREFIX
 from constructs import Construct
 
 from cdc_constructs import defaults

@@ -18,7 +18,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
-from cdc_consumer.contract import ON_FAILURE_QUEUE_ENV
+from cdc_consumer.environment_variables import ON_FAILURE_QUEUE_ENV
 from constructs import Construct
 
 from cdc_constructs.exceptions import Problem

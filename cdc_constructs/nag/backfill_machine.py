@@ -2,7 +2,7 @@
 
 A Step Functions state machine is a backfill when one of its Map states runs a task that
 invokes a function of the same template whose handler is the runtime's backfill handler
-(:data:`cdc_consumer.contract.BACKFILL_HANDLER`): ViewBackfill's, or one made by hand around
+(:data:`cdc_consumer.handler_paths.BACKFILL_HANDLER`): ViewBackfill's, or one made by hand around
 the same handler. The definition is read from ``DefinitionString`` (a string, or the
 ``Fn::Join`` aws-cdk-lib writes, its references kept) or ``Definition``.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer.contract import BACKFILL_HANDLER
+from cdc_consumer.handler_paths import BACKFILL_HANDLER
 
 from cdc_constructs.nag.template import Resources
 

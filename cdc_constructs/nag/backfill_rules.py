@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnResource
-from cdc_consumer.contract import BACKFILL_ITEMS_PER_SECOND_ENV
+from cdc_consumer.environment_variables import BACKFILL_ITEMS_PER_SECOND_ENV
 from cdk_nag import NagMessageLevel, NagRuleCompliance
 
 from cdc_constructs.nag.backfill_machine import BackfillMachine

@@ -1,6 +1,7 @@
 """CDC-ESM9: a consumer running this library's runtime keeps its markers longer than every window
 in which its records can come back, read from the template alone (docs/design.md, "Markers
-outlive every replay window"; the rule is :func:`cdc_consumer.contract.minimum_marker_lifetime`).
+outlive every replay window"; the rule is
+:func:`cdc_consumer.replay_windows.minimum_marker_lifetime`).
 
 The windows come from what is synthesized, so the check holds for apps that do not use the
 constructs: the stream's retention (24 h, or the Kinesis stream's ``RetentionPeriodHours``), the
@@ -18,14 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnResource
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     CONSUMER_NAME_ENV,
     MARKER_TTL_ENV,
     QUARANTINE_QUEUE_ENV,
-    UNLIMITED_RECORD_AGE,
-    ReplayWindows,
-    minimum_marker_lifetime,
 )
+from cdc_consumer.replay_windows import ReplayWindows, minimum_marker_lifetime
+from cdc_consumer.service_limits import UNLIMITED_RECORD_AGE
 from cdk_nag import NagRuleCompliance, NagRules
 
 from cdc_constructs import defaults

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from aws_cdk import CfnResource, Stack, Token, Validations
-from cdc_consumer.contract import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
+from cdc_consumer.service_limits import MAX_STREAM_READERS, MAX_STREAM_READERS_WITH_REPLICAS
 from constructs import IConstruct
 
 from cdc_constructs.nag.stream_source import (

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnResource
-from cdc_consumer.contract import REPLICATED_TABLE_ENV
+from cdc_consumer.environment_variables import REPLICATED_TABLE_ENV
 from cdk_nag import NagMessageLevel, NagRuleCompliance, NagRules
 
 from cdc_constructs.nag.marker_windows import markers_outlive_replay_windows, runtime_variables
@@ -445,7 +445,7 @@ RULES: tuple[CdcRule, ...] = (
         "queue's MessageRetentionPeriod. A consumer group's failed batch always holds records "
         "its earlier members applied, so a redrive after their markers expired applies them "
         "again. Set CDC_MARKER_TTL_SECONDS on the function to at least the windows chained plus "
-        "a day (cdc_consumer.contract.minimum_marker_lifetime; StreamConsumer and "
+        "a day (cdc_consumer.replay_windows.minimum_marker_lifetime; StreamConsumer and "
         "KinesisConsumer derive it), and give the on-failure bucket a lifecycle expiration.",
         markers_outlive_replay_windows,
     ),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnResource
-from cdc_consumer.contract import STREAM_RETENTION_SECONDS
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS
 from cdk_nag import NagRules
 
 from cdc_constructs.nag.template import Resources
@@ -34,7 +34,7 @@ PIPE = "AWS::Pipes::Pipe"
 TABLE_TYPES = frozenset({"AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable"})
 FUNCTION_ALIAS_TYPES = frozenset({"AWS::Lambda::Alias", "AWS::Lambda::Version"})
 
-# DynamoDB Streams keep records for 24 hours, fixed (cdc_consumer.contract's
+# DynamoDB Streams keep records for 24 hours, fixed (cdc_consumer.service_limits'
 # STREAM_RETENTION_SECONDS). A route's stream with a retention property keeps them that many
 # hours; one whose retention the template does not say is assumed to keep 24 hours: the
 # retention of every DynamoDB stream and of a Kinesis stream left at its default.

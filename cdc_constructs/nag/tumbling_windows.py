@@ -13,7 +13,7 @@ Lambda name each event's shard, and so lets the runtime keep one ledger lane per
 from __future__ import annotations
 
 from aws_cdk import CfnResource
-from cdc_consumer.contract import LEDGER_TABLE_ENV
+from cdc_consumer.environment_variables import LEDGER_TABLE_ENV
 from cdk_nag import NagRuleCompliance, NagRules
 
 from cdc_constructs.nag.marker_windows import runtime_variables

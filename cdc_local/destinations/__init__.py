@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from cdc_consumer.contract import (
+from cdc_consumer.redrive_shapes import (
     OnFailureMessage,
     OnFailureRequestContext,
     OnFailureResponseContext,

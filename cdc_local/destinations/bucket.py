@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from cdc_consumer.contract import ON_FAILURE_S3_PREFIX, StreamBatchInfo
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX, StreamBatchInfo
 
 from cdc_local.destinations.target import DeliveryTarget, batch_info
 

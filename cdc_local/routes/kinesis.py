@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import OnFailureMessage
 from cdc_consumer.redrive.stream_reader import to_lambda_record
+from cdc_consumer.redrive_shapes import OnFailureMessage
 from cdc_consumer.routes import filter_view
 from cdc_consumer.routes.kinesis.replay import to_lambda_kinesis_record
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND

@@ -8,10 +8,12 @@ boto3 is the only dependency. See :class:`StreamProcessor`. Also here: the trans
 :class:`Outbox`, TTL values in epoch seconds (:func:`ttl_after`, :func:`validate_ttl`), and
 every error the runtime raises. Redrive is the subpackage :mod:`cdc_consumer.redrive`; test
 helpers are in :mod:`cdc_consumer.testing`; the names and message shapes shared with the
-constructs, redrive and the local pipeline are in :mod:`cdc_consumer.contract`.
+constructs, redrive and the local pipeline are in modules of their own, one per concern
+(docs/design.md, "The contract"): :mod:`cdc_consumer.environment_variables`,
+:mod:`cdc_consumer.metric_names`, :mod:`cdc_consumer.service_limits`, ...
 
-The names below are imported on first use (PEP 562), so ``import cdc_consumer.contract`` (what
-a CDK app does) loads neither boto3 nor the rest of the runtime.
+The names below are imported on first use (PEP 562), so importing those modules (what a CDK
+app does) loads neither boto3 nor the rest of the runtime.
 """
 
 from __future__ import annotations

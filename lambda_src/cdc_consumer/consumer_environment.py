@@ -34,7 +34,7 @@ from typing import Any
 
 import boto3
 
-from cdc_consumer import contract
+from cdc_consumer import environment_variables
 from cdc_consumer.defaults import ID_ATTRIBUTE
 from cdc_consumer.ledger import SORT_ATTRIBUTE
 
@@ -60,16 +60,16 @@ class ConsumerEnvironment:
 
     @property
     def idempotency_table_name(self) -> str:
-        return self.environment[contract.IDEMPOTENCY_TABLE_ENV]
+        return self.environment[environment_variables.IDEMPOTENCY_TABLE_ENV]
 
     @property
     def ledger_table_name(self) -> str | None:
         """The ledger table (``CDC_LEDGER_TABLE_NAME``); None with ``ledger=False``."""
-        return self.environment.get(contract.LEDGER_TABLE_ENV)
+        return self.environment.get(environment_variables.LEDGER_TABLE_ENV)
 
     @property
     def quarantine_queue_url(self) -> str:
-        return self.environment[contract.QUARANTINE_QUEUE_ENV]
+        return self.environment[environment_variables.QUARANTINE_QUEUE_ENV]
 
     def client(self, service: str) -> Any:
         """A boto3 client bound to the local endpoint."""
@@ -167,10 +167,10 @@ def _prepare(
     os.environ.update(endpoint)
     env = ConsumerEnvironment(endpoint_url=url, region=region, environment=dict(endpoint))
     _create_table(env, IDEMPOTENCY_TABLE, ID_ATTRIBUTE)
-    bookkeeping = {contract.IDEMPOTENCY_TABLE_ENV: IDEMPOTENCY_TABLE}
+    bookkeeping = {environment_variables.IDEMPOTENCY_TABLE_ENV: IDEMPOTENCY_TABLE}
     if ledger:
         _create_table(env, LEDGER_TABLE, ID_ATTRIBUTE, sort_key=SORT_ATTRIBUTE)
-        bookkeeping[contract.LEDGER_TABLE_ENV] = LEDGER_TABLE
+        bookkeeping[environment_variables.LEDGER_TABLE_ENV] = LEDGER_TABLE
     queue_url = env.client("sqs").create_queue(QueueName=QUARANTINE_QUEUE)["QueueUrl"]
     for variable, key in tables.items():
         name = variable.lower().removesuffix("_name").replace("_", "-")
@@ -178,9 +178,9 @@ def _prepare(
         env.table_names[variable] = name
     env.environment.update(
         {
-            contract.CONSUMER_NAME_ENV: consumer_name,
+            environment_variables.CONSUMER_NAME_ENV: consumer_name,
             **bookkeeping,
-            contract.QUARANTINE_QUEUE_ENV: queue_url,
+            environment_variables.QUARANTINE_QUEUE_ENV: queue_url,
             **env.table_names,
             **extra,
         }

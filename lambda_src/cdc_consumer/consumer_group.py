@@ -52,16 +52,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_consumer import windows
-from cdc_consumer.contract import (
-    BACKFILL_EVENT_KEY,
-    CONSUMER_GROUP_ENV,
-    ContractError,
-    GroupMemberSpec,
-    SnapshotBatch,
-)
+from cdc_consumer.backfill.shapes import BACKFILL_EVENT_KEY, SnapshotBatch
+from cdc_consumer.environment_variables import CONSUMER_GROUP_ENV
 from cdc_consumer.exceptions import ConfigurationError, MalformedBatchError
 from cdc_consumer.expiry import current_rule, expiry_view
 from cdc_consumer.filter_patterns import FilterCriteria
+from cdc_consumer.group_member_spec import GroupMemberSpec
+from cdc_consumer.message_fields import ContractError
 from cdc_consumer.processor import LambdaContext, StreamProcessor
 from cdc_consumer.routes import route_of
 from cdc_consumer.snapshots import admits_snapshot_rows

@@ -1,8 +1,9 @@
 """Every default of the consumer runtime, in one place, each with its reason.
 
-The names and limits it shares with the constructs, redrive and the local pipeline
-(environment variables, metrics, message shapes, service limits) are in
-:mod:`cdc_consumer.contract`.
+The names and limits it shares with the constructs, redrive and the local pipeline are in
+:mod:`cdc_consumer.environment_variables`, :mod:`cdc_consumer.metric_names`,
+:mod:`cdc_consumer.service_limits`, :mod:`cdc_consumer.replay_windows` and each feature's
+message shapes (docs/design.md, "The contract").
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from botocore.config import Config
 
 #: How long a processed-marker or side-effect claim is kept (epoch-seconds TTL) is the
 #: consumer's marker lifetime: ``CDC_MARKER_TTL_SECONDS``, which the constructs derive from the
-#: consumer's replay windows (cdc_consumer.contract.minimum_marker_lifetime, docs/design.md
+#: consumer's replay windows (cdc_consumer.replay_windows.minimum_marker_lifetime, docs/design.md
 #: "Markers outlive every replay window"). A record can come back as long as any copy of it can
 #: be delivered or replayed (the stream, the failed-batch bucket, the quarantine queue); a marker
 #: kept less long turns that replay into a second application.
@@ -27,7 +28,8 @@ from botocore.config import Config
 #: midnight UTC: 31 days (CdcChecks reports such a function, and one whose windows are longer).
 UNCONFIGURED_FAILED_BATCH_RETENTION_SECONDS = 14 * 24 * 3600
 UNCONFIGURED_QUARANTINE_RETENTION_SECONDS = 14 * 24 * 3600
-# (MARKER_TTL_ENV, the variable, and the rule are the contract's: cdc_consumer.contract.)
+# (MARKER_TTL_ENV, the variable, and the rule are the contract's: environment_variables and
+# replay_windows.)
 
 
 def marker_ttl_seconds() -> int:
@@ -35,13 +37,9 @@ def marker_ttl_seconds() -> int:
     whole number, else the rule for the longest windows (above). A wrong value falls back too:
     a configuration typo must not drop idempotency."""
     # not at import: see processor's docstring
-    from cdc_consumer.contract import (
-        MARKER_TTL_ENV,
-        STREAM_RETENTION_SECONDS,
-        UNLIMITED_RECORD_AGE,
-        ReplayWindows,
-        minimum_marker_lifetime,
-    )
+    from cdc_consumer.environment_variables import MARKER_TTL_ENV
+    from cdc_consumer.replay_windows import ReplayWindows, minimum_marker_lifetime
+    from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS, UNLIMITED_RECORD_AGE
 
     value = os.environ.get(MARKER_TTL_ENV, "")
     if value.isdigit() and int(value) > 0:

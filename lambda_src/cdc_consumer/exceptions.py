@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cdc_consumer.contract import BackfillRefusal
+    from cdc_consumer.backfill.shapes import BackfillRefusal
 
 
 class CdcConsumerError(Exception):
@@ -274,11 +274,11 @@ class BackfillError(CdcConsumerError):
 class BackfillRefusedError(BackfillError, ValueError):
     """A backfill refused before anything was written: the message names what was wrong, with
     the value, and what would be right. Not retried. ``refusal`` is the typed reason a caller
-    decides on (:class:`cdc_consumer.contract.BackfillRefusal`)."""
+    decides on (:class:`cdc_consumer.backfill.shapes.BackfillRefusal`)."""
 
     def __init__(self, message: str, refusal: BackfillRefusal | None = None) -> None:
         # The contract loads with the first batch, not with a handler's import: imported here.
-        from cdc_consumer.contract import BackfillRefusal
+        from cdc_consumer.backfill.shapes import BackfillRefusal
 
         super().__init__(message)
         self.refusal = BackfillRefusal.OTHER if refusal is None else refusal

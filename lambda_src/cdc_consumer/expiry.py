@@ -73,12 +73,15 @@ class ExpiryRule:
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ExpiryRule:
         """The rule ``CDC_REPLICATED_TABLE`` and ``CDC_TTL_ATTRIBUTE`` declare (the constructs
         set them on a consumer of a table with replicas)."""
-        from cdc_consumer import contract  # not at import: a handler's import stays light
+        from cdc_consumer import (
+            environment_variables,  # not at import: a handler's import stays light
+        )
 
         environ = os.environ if environ is None else environ
         return cls(
-            attribute=environ.get(contract.TTL_ATTRIBUTE_ENV) or None,
-            replicated=environ.get(contract.REPLICATED_TABLE_ENV, "").lower() == "true",
+            attribute=environ.get(environment_variables.TTL_ATTRIBUTE_ENV) or None,
+            replicated=environ.get(environment_variables.REPLICATED_TABLE_ENV, "").lower()
+            == "true",
         )
 
     def is_expiry(self, identity: Any, old_image: Any, creation_time_us: int | None) -> bool:
@@ -127,11 +130,13 @@ def current_rule() -> ExpiryRule:
     """The rule of this function's environment (read again when the variables change: the local
     pipeline runs several functions in one process)."""
     global _cached
-    from cdc_consumer import contract  # on first use, not at import: a handler's import stays light
+    from cdc_consumer import (
+        environment_variables,  # on first use, not at import: a handler's import stays light
+    )
 
     key = (
-        os.environ.get(contract.REPLICATED_TABLE_ENV),
-        os.environ.get(contract.TTL_ATTRIBUTE_ENV),
+        os.environ.get(environment_variables.REPLICATED_TABLE_ENV),
+        os.environ.get(environment_variables.TTL_ATTRIBUTE_ENV),
     )
     if _cached[0] != key:
         _cached = (key, ExpiryRule.from_environment())
@@ -173,15 +178,15 @@ def keep_declared(event: Mapping[str, Any], environ: Mapping[str, str] | None = 
     """``event`` without the records the consumer's own filters (``CDC_RECORD_FILTERS``) do not
     match once replicated TTL deletions are recognised; ``event`` itself when the variable is
     unset or every record matches."""
-    from cdc_consumer import contract
+    from cdc_consumer import environment_variables
     from cdc_consumer.filter_patterns import FilterCriteria  # only where filters were widened
 
     environ = os.environ if environ is None else environ
-    declared = environ.get(contract.RECORD_FILTERS_ENV)
+    declared = environ.get(environment_variables.RECORD_FILTERS_ENV)
     records = event.get("Records") if isinstance(event, Mapping) else None
     if not declared or not isinstance(records, list):
         return event
-    criteria = FilterCriteria(json.loads(declared), where=contract.RECORD_FILTERS_ENV)
+    criteria = FilterCriteria(json.loads(declared), where=environment_variables.RECORD_FILTERS_ENV)
     rule = ExpiryRule.from_environment(environ)
     kept = [r for r in records if criteria.matches(expiry_view(r, rule))]
     return event if len(kept) == len(records) else {**event, "Records": kept}

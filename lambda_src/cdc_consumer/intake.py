@@ -2,7 +2,7 @@
 
 Imported by the first :meth:`~cdc_consumer.StreamProcessor.handle` (with the batch machinery),
 not by the handler module's import. A *snapshot batch* (an event with ``cdcBackfill``,
-:class:`~cdc_consumer.contract.SnapshotBatch`) is told from a stream batch by one lookup per
+:class:`~cdc_consumer.backfill.shapes.SnapshotBatch`) is told from a stream batch by one lookup per
 batch; it is refused whole, before anything is written, when a registered projection or side
 effect cannot take snapshot rows (:class:`SnapshotRefusedError`), and its records decode as
 :class:`~cdc_consumer.snapshots.SnapshotChange`. A stream batch of a consumer that records its
@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc_consumer import logs, metrics
+from cdc_consumer.backfill.shapes import BACKFILL_EVENT_KEY, SnapshotBatch
 from cdc_consumer.batch import BatchRun, GroupTurn, LambdaContext, Registry
 from cdc_consumer.change import Change
-from cdc_consumer.contract import BACKFILL_EVENT_KEY, SnapshotBatch
 from cdc_consumer.exceptions import (
     ConfigurationError,
     DeadlineError,

@@ -12,7 +12,7 @@ Layout, on the ledger table (partition key ``id`` S, sort key ``seq`` S, TTL ``e
   ``{consumer}#{stream ARN}#{shard id}``. Only deliveries of one shard can carry the same record,
   so two shards never meet in a lane (a lane per stream made every shard bump one item). A
   DynamoDB stream record does not name its shard; the event does when the mapping has a tumbling
-  window (:data:`~cdc_consumer.contract.SHARD_ID_KEY`), and so do a failed batch's record and a
+  window (:data:`~cdc_consumer.windows.SHARD_ID_KEY`), and so do a failed batch's record and a
   quarantine message, which the redrive replays with it. Records that reach the runtime without a
   shard are never listed: they keep per-record markers (:mod:`cdc_consumer.batch_ledger`);
 - an **entry** is the item ``(lane, sort_key(last))``: ``last`` the highest sequence number it

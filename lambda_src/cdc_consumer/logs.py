@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Literal, TextIO
 
-from cdc_consumer.contract import ErrorDescription
+from cdc_consumer.quarantine_shapes import ErrorDescription
 
 Level = Literal["INFO", "WARNING", "ERROR"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
-from cdc_consumer.contract import (
+from cdc_consumer.metric_names import (
     BATCH_FAILURES,
     CONSUMER_DIMENSION,
     CONSUMER_METRICS,
@@ -33,7 +33,7 @@ from cdc_consumer.contract import (
     TTL_EXPIRIES,
 )
 
-# The metric names, units and dimension are the contract's (cdc_consumer.contract); the
+# The metric names, units and dimension are the contract's (cdc_consumer.metric_names); the
 # Monitoring construct alarms on the same names.
 _UNITS = {metric.name: metric.unit for metric in CONSUMER_METRICS}
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
 from cdc_consumer.defaults import ALONE_PENDING_RECORDS
 from cdc_consumer.ledger import Lane, Listing
 from cdc_consumer.record_writes import ItemIdentity, RecordWrites
+from cdc_consumer.service_limits import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
 from cdc_consumer.sinks.protocol import kind_of
 
 #: The actions a ledger lane adds to a transaction: its entry's Put and its head's Update.

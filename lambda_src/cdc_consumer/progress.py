@@ -1,6 +1,7 @@
 """How far a consumer has applied its stream: the progress a backfill checks its horizon against.
 
-With :data:`~cdc_consumer.contract.CONSUMER_PROGRESS_ENV` set (ViewBackfill sets it on the
+With :data:`~cdc_consumer.environment_variables.CONSUMER_PROGRESS_ENV` set (ViewBackfill sets it on
+the
 consumer it backfills), each batch's newest settled ``ApproximateCreationDateTime`` is written
 to the idempotency-table item :meth:`ConsumerProgress.record_id` (attribute ``appliedUntilUs``;
 the first write also keeps its batch's oldest time, ``firstAppliedUs``), only forward (a
@@ -22,8 +23,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer import logs
-from cdc_consumer.contract import CONSUMER_PROGRESS_ENV, ConsumerProgress
+from cdc_consumer.backfill.shapes import ConsumerProgress
 from cdc_consumer.defaults import ID_ATTRIBUTE
+from cdc_consumer.environment_variables import CONSUMER_PROGRESS_ENV
 from cdc_consumer.versions import seconds_to_us
 
 __all__ = ["ProgressRecorder", "newest_time_us", "oldest_time_us", "read_progress"]

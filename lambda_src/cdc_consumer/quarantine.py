@@ -1,13 +1,13 @@
 """The quarantine queue: where poison records go, whole, with the error that condemned them.
 
-Message body: :class:`cdc_consumer.contract.QuarantineMessage` (read back by redrive).
+Message body: :class:`cdc_consumer.quarantine_shapes.QuarantineMessage` (read back by redrive).
 
 The record keeps its wire form: binary values (``B``, ``BS``) are base64 text, as in Lambda's
 event, so redrive replays it as Lambda would deliver it (a record built in process with
 ``bytes`` is written with those bytes as base64 too, see :func:`cdc_consumer.wire.to_wire`).
 
 **Any record, whatever its size.** A queue refuses a message over its ``MaximumMessageSize``
-(:data:`~cdc_consumer.contract.MAX_QUEUE_MESSAGE_BYTES`, SQS's 256 KiB default), and a record
+(:data:`~cdc_consumer.service_limits.MAX_QUEUE_MESSAGE_BYTES`, SQS's 256 KiB default), and a record
 can be larger (a DynamoDB item reaches 400 KB, a record carries two images, binary is base64).
 Such a message is measured here, before the send, and kept whole as an object of the consumer's
 quarantine bucket (``QUARANTINE_BUCKET_NAME``, under ``cdc-quarantine/<consumer>/``); the queue
@@ -27,15 +27,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import (
-    MAX_QUEUE_MESSAGE_BYTES,
-    QUARANTINE_BUCKET_ENV,
-    QUARANTINE_S3_PREFIX,
-    ErrorDescription,
-    QuarantineMessage,
-)
+from cdc_consumer.environment_variables import QUARANTINE_BUCKET_ENV
 from cdc_consumer.exceptions import TransientError, UndecodableRecordError
+from cdc_consumer.quarantine_shapes import QUARANTINE_S3_PREFIX, ErrorDescription, QuarantineMessage
 from cdc_consumer.routes import route_of
+from cdc_consumer.service_limits import MAX_QUEUE_MESSAGE_BYTES
 from cdc_consumer.wire import dumps, to_wire
 
 #: What a pointer message keeps of a record's ``dynamodb`` section: never an image.
@@ -50,7 +46,7 @@ def quarantine_message(
     shard: str | None = None,
 ) -> dict[str, Any]:
     """The message body for ``record`` failing with ``error``
-    (:class:`~cdc_consumer.contract.QuarantineMessage`, as a dict).
+    (:class:`~cdc_consumer.quarantine_shapes.QuarantineMessage`, as a dict).
 
     :param consumer: the consumer's name, so a queue shared by a group's members tells whose
         record it is (the redrive replays it through that member only).

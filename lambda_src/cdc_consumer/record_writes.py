@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
 from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE, STREAM_ATTRIBUTE
 from cdc_consumer.exceptions import InvalidActionError
 from cdc_consumer.ledger import Lane
+from cdc_consumer.service_limits import MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES
 from cdc_consumer.sinks.protocol import item_key, kind_of
 
 #: TransactWriteItems action types and the attribute each needs to name its item.

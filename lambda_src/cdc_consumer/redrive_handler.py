@@ -51,29 +51,30 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cdc_consumer.contract import (
-    CONSUMER_DIMENSION,
+from cdc_consumer.environment_variables import (
     CONSUMER_FILTERS_ENV,
     CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
-    DEFAULT_METRICS_NAMESPACE,
-    FAILURE_AGE_CHECK,
     IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     METRICS_NAMESPACE_ENV,
+    REDRIVE_RESERVE_SECONDS_ENV,
+    STREAM_ARN_ENV,
+)
+from cdc_consumer.group_member_spec import GroupMemberSpec
+from cdc_consumer.message_fields import ContractError
+from cdc_consumer.metric_names import (
+    CONSUMER_DIMENSION,
+    DEFAULT_METRICS_NAMESPACE,
     REDRIVE_FAILED_MESSAGES,
     REDRIVE_LOST_RECORDS,
     REDRIVE_METRICS,
     REDRIVE_RECORDS_REPLAYED,
-    REDRIVE_RESERVE_SECONDS_ENV,
-    STREAM_ARN_ENV,
-    ContractError,
-    GroupMemberSpec,
-    RedriveCause,
 )
 from cdc_consumer.redrive import LambdaInvoker, Redrive, RedriveReport, Source, sources
+from cdc_consumer.redrive_shapes import FAILURE_AGE_CHECK, RedriveCause
 
 #: Messages per invocation unless the event says otherwise: a bounded run, so one invocation
 #: cannot spend its whole time on a queue that keeps filling up.

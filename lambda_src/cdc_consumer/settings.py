@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cdc_consumer import contract
+from cdc_consumer import environment_variables, metric_names
 from cdc_consumer.exceptions import ConfigurationError
 
 
@@ -31,9 +31,9 @@ def resolve_settings(
     problems = []
     resolved: dict[str, str] = {}
     for attribute, given, variable in (
-        ("consumer_name", consumer_name, contract.CONSUMER_NAME_ENV),
-        ("idempotency_table", idempotency_table, contract.IDEMPOTENCY_TABLE_ENV),
-        ("quarantine_queue_url", quarantine_queue_url, contract.QUARANTINE_QUEUE_ENV),
+        ("consumer_name", consumer_name, environment_variables.CONSUMER_NAME_ENV),
+        ("idempotency_table", idempotency_table, environment_variables.IDEMPOTENCY_TABLE_ENV),
+        ("quarantine_queue_url", quarantine_queue_url, environment_variables.QUARANTINE_QUEUE_ENV),
     ):
         value = given or os.environ.get(variable) or ""
         if not value:
@@ -46,7 +46,7 @@ def resolve_settings(
         idempotency_table=resolved["idempotency_table"],
         quarantine_queue_url=resolved["quarantine_queue_url"],
         metrics_namespace=metrics_namespace
-        or os.environ.get(contract.METRICS_NAMESPACE_ENV)
-        or contract.DEFAULT_METRICS_NAMESPACE,
-        ledger_table=os.environ.get(contract.LEDGER_TABLE_ENV) or None,
+        or os.environ.get(environment_variables.METRICS_NAMESPACE_ENV)
+        or metric_names.DEFAULT_METRICS_NAMESPACE,
+        ledger_table=os.environ.get(environment_variables.LEDGER_TABLE_ENV) or None,
     )

@@ -3,7 +3,7 @@
 A backfill scans the table after a *horizon* H and hands each item to the consumer as a
 snapshot record: a stream-shaped INSERT (``eventSource`` :data:`SNAPSHOT_EVENT_SOURCE`) whose
 NEW image is the item read, in an event marked by ``cdcBackfill``
-(:class:`~cdc_consumer.contract.SnapshotBatch`). The runtime decodes it as a
+(:class:`~cdc_consumer.backfill.shapes.SnapshotBatch`). The runtime decodes it as a
 :class:`SnapshotChange`, whose :attr:`~SnapshotChange.version` stands just below H: every stream
 change created at or after H wins over the row, every earlier one loses, stream changes win ties
 (:func:`cdc_consumer.versions.snapshot_version`).
@@ -19,8 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from cdc_consumer.backfill.shapes import SNAPSHOT_EVENT_SOURCE
 from cdc_consumer.change import Change
-from cdc_consumer.contract import SNAPSHOT_EVENT_SOURCE
 from cdc_consumer.filter_patterns import FilterCriteria, FilterPattern
 from cdc_consumer.versions import snapshot_version
 

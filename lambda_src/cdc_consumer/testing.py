@@ -147,16 +147,16 @@ def stream_event(
     event: dict[str, Any] = {"Records": list(records)}
     if shard_id is None:
         return event
-    from cdc_consumer import contract
+    from cdc_consumer import windows
 
     start = int(time.time()) // TEST_WINDOW_SECONDS * TEST_WINDOW_SECONDS
     event.update(
         {
-            contract.SHARD_ID_KEY: shard_id,
-            contract.WINDOW_KEY: {"start": _iso(start), "end": _iso(start + TEST_WINDOW_SECONDS)},
-            contract.WINDOW_STATE_KEY: {},
-            contract.FINAL_INVOKE_KEY: final,
-            contract.WINDOW_TERMINATED_EARLY_KEY: False,
+            windows.SHARD_ID_KEY: shard_id,
+            windows.WINDOW_KEY: {"start": _iso(start), "end": _iso(start + TEST_WINDOW_SECONDS)},
+            windows.WINDOW_STATE_KEY: {},
+            windows.FINAL_INVOKE_KEY: final,
+            windows.WINDOW_TERMINATED_EARLY_KEY: False,
         }
     )
     return event
@@ -270,7 +270,7 @@ def snapshot_event(
 ) -> dict[str, Any]:
     """A backfill's snapshot batch of ``items`` (Python values) read after ``horizon`` (epoch
     seconds), as the segment function sends it to the consumer (docs/backfill.md)."""
-    from cdc_consumer.contract import BACKFILL_EVENT_KEY, SnapshotBatch
+    from cdc_consumer.backfill.shapes import BACKFILL_EVENT_KEY, SnapshotBatch
     from cdc_consumer.snapshots import snapshot_record
 
     records = []

@@ -1,12 +1,13 @@
 """The TTL archive's consumer: every item DynamoDB's TTL expires, kept once in S3.
 
 The ``TtlArchive`` construct deploys this module as its function's handler
-(:data:`~cdc_consumer.contract.TTL_ARCHIVE_HANDLER`), behind a mapping whose filter admits TTL
+(:data:`~cdc_consumer.handler_paths.TTL_ARCHIVE_HANDLER`), behind a mapping whose filter admits TTL
 deletions only (``StreamFilters.ttl_deletions_only()``; on a table with replicas the runtime
 also tells the replicated expiries, :mod:`cdc_consumer.expiry`). Nothing to write: the
-construct sets the variables of :data:`~cdc_consumer.contract.ARCHIVE_ENVIRONMENT`. In a
-consumer group (one function for several consumers) hand :func:`archive_processor` to the
-group beside the other members.
+construct sets the variables of
+:data:`~cdc_consumer.environment_variables.ARCHIVE_ENVIRONMENT`. In a consumer group (one
+function for several consumers) hand :func:`archive_processor` to the group beside the other
+members.
 
 **One object per expired item, written once.** The object's key is a function of the table's
 name, the item's key and its TTL value (:func:`archive_key`), never of the stream record (its
@@ -58,7 +59,7 @@ from urllib.parse import quote
 import boto3
 from botocore.exceptions import ClientError
 
-from cdc_consumer import defaults
+from cdc_consumer import defaults, environment_variables
 from cdc_consumer.change import Change
 from cdc_consumer.exceptions import ConfigurationError, PermanentError
 from cdc_consumer.processor import StreamProcessor
@@ -166,11 +167,9 @@ def archived_item(body: bytes | str) -> dict[str, Any]:
 
 
 def _setting(name: str, given: str | None, *, default: str | None = None) -> str:
-    """``given``, else the variable ``contract.<name>`` names, else ``default``;
+    """``given``, else the variable ``environment_variables.<name>`` names, else ``default``;
     :class:`ConfigurationError` when none (or an empty value without a default)."""
-    from cdc_consumer import contract  # on first use: a handler's import stays light
-
-    env = getattr(contract, name)
+    env = getattr(environment_variables, name)
     value = given if given is not None else os.environ.get(env, default)
     if value is None or (not value and default is None):
         raise ConfigurationError(

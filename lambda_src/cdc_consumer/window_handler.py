@@ -5,8 +5,9 @@ built on :class:`~cdc_consumer.StreamProcessor` or :class:`~cdc_consumer.Consume
 it; a handler written otherwise (one that returns ``{"batchItemFailures": []}`` itself, or None)
 would have every invocation failed once ``StreamConsumer`` gives its mapping a window by
 default. So ``StreamConsumer`` sets a function it makes to this handler
-(:data:`~cdc_consumer.contract.WINDOW_HANDLER`) and names the function's own handler in
-:data:`~cdc_consumer.contract.USER_HANDLER_ENV`: this imports it once, calls it with the event
+(:data:`~cdc_consumer.handler_paths.WINDOW_HANDLER`) and names the function's own handler in
+:data:`~cdc_consumer.environment_variables.USER_HANDLER_ENV`: this imports it once, calls it with
+the event
 and context as they are, and adds an empty ``state`` when the answer lacks one
 (:func:`cdc_consumer.windows.answer`). Lambda's own handler setting works the same way (the
 module is imported from the function's code, ``module.function`` with a dotted module for a
@@ -20,7 +21,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from cdc_consumer.contract import USER_HANDLER_ENV
+from cdc_consumer.environment_variables import USER_HANDLER_ENV
 from cdc_consumer.exceptions import ConfigurationError
 from cdc_consumer.windows import answer
 

@@ -13,9 +13,37 @@ quarantined record whose shard is known.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-from cdc_consumer.contract import SHARD_ID_KEY, WINDOW_KEY, WINDOW_STATE_KEY
+__all__ = [
+    "FINAL_INVOKE_KEY",
+    "SHARD_ID_KEY",
+    "WINDOW_KEY",
+    "WINDOW_STATE_KEY",
+    "WINDOW_TERMINATED_EARLY_KEY",
+    "answer",
+    "is_windowed",
+    "shard_of",
+]
+
+SHARD_ID_KEY: Final = "shardId"
+"""The shard of every record of a stream event, in an event of a mapping with a tumbling window
+(``TumblingWindowInSeconds``), and in a redrive's replay of a failed batch or a quarantined record
+whose shard is known. The runtime keys its ledger lanes by it (``cdc_consumer.ledger``)."""
+
+WINDOW_KEY: Final = "window"
+"""``{"start": ISO-8601, "end": ISO-8601}``: the tumbling window of the event's records; present
+in every invocation of a mapping with a window."""
+
+WINDOW_STATE_KEY: Final = "state"
+"""The window's state: passed in every windowed event, and required in every answer to one
+(Lambda counts an answer without it as a failed invocation)."""
+
+FINAL_INVOKE_KEY: Final = "isFinalInvokeForWindow"
+"""True in the last invocation of a window (which may carry no records)."""
+
+WINDOW_TERMINATED_EARLY_KEY: Final = "isWindowTerminatedEarly"
+"""True when Lambda ended the window early (its state grew past 1 MB)."""
 
 
 def shard_of(event: Any) -> str | None:

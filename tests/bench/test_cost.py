@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cdc_consumer.contract import MAX_TRANSACTION_ACTIONS
 from cdc_consumer.defaults import ALONE_WRITE_THREADS
 from cdc_consumer.plan import writes_alone
 from cdc_consumer.record_writes import RecordWrites
+from cdc_consumer.service_limits import MAX_TRANSACTION_ACTIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

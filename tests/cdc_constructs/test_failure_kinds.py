@@ -17,7 +17,8 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from cdc_consumer.contract import STREAM_RETENTION_SECONDS, ReplayWindows, minimum_marker_lifetime
+from cdc_consumer.replay_windows import ReplayWindows, minimum_marker_lifetime
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS
 from constructs import Construct
 
 from cdc_constructs import (

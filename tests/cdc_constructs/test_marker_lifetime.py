@@ -15,8 +15,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from aws_cdk.aws_lambda_event_sources import S3OnFailureDestination, SqsDlq
-from cdc_consumer.contract import ReplayWindows, minimum_marker_lifetime
 from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE
+from cdc_consumer.replay_windows import ReplayWindows, minimum_marker_lifetime
 
 from cdc_constructs import (
     CdcConfigurationError,

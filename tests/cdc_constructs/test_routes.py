@@ -16,7 +16,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
-from cdc_consumer.contract import STREAM_ARN_ENV
+from cdc_consumer.environment_variables import STREAM_ARN_ENV
 from constructs import Construct
 
 from cdc_constructs import StreamConsumer, StreamRedrive

@@ -60,6 +60,6 @@ def test_hash_depends_only_on_content(runtime_source, tmp_path, cdk_context):
 def test_real_runtime_layer_synthesizes(tmp_path, cdk_context):
     key, asset = _synth_layer(tmp_path / "real", cdk_context)
     assert (asset / "python" / "cdc_consumer").is_dir()
-    # The contract the constructs set the environment by ships with the runtime that reads it.
-    assert (asset / "python" / "cdc_consumer" / "contract.py").is_file()
+    # The names the constructs set the environment by ship with the runtime that reads them.
+    assert (asset / "python" / "cdc_consumer" / "environment_variables.py").is_file()
     assert json.dumps(key).endswith('.zip"')

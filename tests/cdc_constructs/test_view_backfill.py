@@ -14,11 +14,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Template
 from cdc_consumer.backfill.defaults import PAGE_SIZE as RUNTIME_PAGE_SIZE
-from cdc_consumer.contract import (
-    BACKFILL_HANDLER,
+from cdc_consumer.backfill.shapes import BACKFILL_PERMANENT_ERRORS
+from cdc_consumer.environment_variables import (
     BACKFILL_ITEMS_PER_SECOND_ENV,
     BACKFILL_PAGE_SIZE_ENV,
-    BACKFILL_PERMANENT_ERRORS,
     BACKFILL_SKEW_SECONDS_ENV,
     BACKFILL_TABLE_ENV,
     CONSUMER_FILTERS_ENV,
@@ -28,6 +27,7 @@ from cdc_consumer.contract import (
     IDEMPOTENCY_TABLE_ENV,
     STREAM_ARN_ENV,
 )
+from cdc_consumer.handler_paths import BACKFILL_HANDLER
 
 from cdc_constructs import (
     CdcConfigurationError,

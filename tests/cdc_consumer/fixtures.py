@@ -357,7 +357,7 @@ def ledger(resources: Resources, monkeypatch: pytest.MonkeyPatch) -> str:
     """A ledger table beside the idempotency table, named to the runtime
     (``CDC_LEDGER_TABLE_NAME``), as StreamConsumer's IdempotencyTable makes one."""
     from cdc_consumer import legacy_markers
-    from cdc_consumer.contract import LEDGER_TABLE_ENV
+    from cdc_consumer.environment_variables import LEDGER_TABLE_ENV
 
     table = f"ledger-{uuid.uuid4().hex[:8]}"
     create_table(resources.dynamodb, table, key="id", sort_key="seq")

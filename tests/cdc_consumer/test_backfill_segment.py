@@ -14,14 +14,14 @@ import pytest
 from cdc_consumer import ConsumerGroup, Contributions, GroupMember, LatestImage
 from cdc_consumer.backfill.handler import Backfill
 from cdc_consumer.backfill.settings import BackfillSettings
-from cdc_consumer.contract import (
+from cdc_consumer.backfill.shapes import (
     BACKFILL_REFUSED_ERROR,
-    CONSUMER_PROGRESS_ENV,
     BackfillPlan,
     BackfillRequest,
     SegmentResult,
     SegmentTask,
 )
+from cdc_consumer.environment_variables import CONSUMER_PROGRESS_ENV
 from cdc_consumer.exceptions import BackfillError, BackfillRefusedError
 from cdc_consumer.redrive.invokers import CallableInvoker
 from cdc_consumer.testing import FakeContext, TableStream, serialize, stream_event

@@ -16,7 +16,12 @@ from cdc_consumer import AccessDeniedError, ConsumerGroup, GroupMember, LatestIm
 from cdc_consumer.backfill.handler import Backfill
 from cdc_consumer.backfill.rate import RateLimit
 from cdc_consumer.backfill.settings import BackfillSettings
-from cdc_consumer.contract import BackfillPlan, BackfillRequest, ConsumerProgress, SegmentTask
+from cdc_consumer.backfill.shapes import (
+    BackfillPlan,
+    BackfillRequest,
+    ConsumerProgress,
+    SegmentTask,
+)
 from cdc_consumer.exceptions import BackfillRefusedError
 
 from tests.cdc_consumer.fixtures import Resources

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from cdc_consumer import contract
+from cdc_consumer import environment_variables
 from cdc_consumer.testing import (
     DEFAULT_SHARD_ID,
     FakeContext,
@@ -42,9 +42,9 @@ def test_the_handler_runs_as_deployed_and_everything_is_restored(tmp_path: Path)
     with consumer_environment(
         tmp_path, consumer_name="views", tables={"VIEW_TABLE_NAME": "pk"}
     ) as env:
-        assert os.environ[contract.CONSUMER_NAME_ENV] == "views"
-        assert os.environ[contract.IDEMPOTENCY_TABLE_ENV] == env.idempotency_table_name
-        assert os.environ[contract.QUARANTINE_QUEUE_ENV] == env.quarantine_queue_url
+        assert os.environ[environment_variables.CONSUMER_NAME_ENV] == "views"
+        assert os.environ[environment_variables.IDEMPOTENCY_TABLE_ENV] == env.idempotency_table_name
+        assert os.environ[environment_variables.QUARANTINE_QUEUE_ENV] == env.quarantine_queue_url
         assert os.environ["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
         assert os.environ["AWS_REGION"] == env.region and os.environ["AWS_ACCESS_KEY_ID"]
         assert sys.path[0] == str(tmp_path.resolve())
@@ -80,7 +80,7 @@ def test_the_ledger_is_on_as_the_construct_sets_it(tmp_path: Path) -> None:
     environment, or the runtime's first transaction fails on a table that does not exist."""
     (tmp_path / "ledger_handler.py").write_text(HANDLER)
     with consumer_environment(tmp_path, tables={"VIEW_TABLE_NAME": "pk"}) as env:
-        assert os.environ[contract.LEDGER_TABLE_ENV] == env.ledger_table_name
+        assert os.environ[environment_variables.LEDGER_TABLE_ENV] == env.ledger_table_name
         module = env.import_handler("ledger_handler")
         records = [
             stream_record("INSERT", {"pk": k}, new_image={"pk": k, "n": 1}, sequence_number=n)
@@ -103,7 +103,7 @@ def test_without_the_ledger_the_runtime_writes_markers(tmp_path: Path) -> None:
     (tmp_path / "marker_handler.py").write_text(HANDLER)
     with consumer_environment(tmp_path, tables={"VIEW_TABLE_NAME": "pk"}, ledger=False) as env:
         assert env.ledger_table_name is None
-        assert contract.LEDGER_TABLE_ENV not in os.environ
+        assert environment_variables.LEDGER_TABLE_ENV not in os.environ
         module = env.import_handler("marker_handler")
         record = stream_record(
             "INSERT", {"pk": "a"}, new_image={"pk": "a", "n": 1}, sequence_number=1

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from cdc_consumer import Change, ConfigurationError, PermanentError
 from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
-from cdc_consumer.contract import CONSUMER_GROUP_ENV, GroupMemberSpec
+from cdc_consumer.environment_variables import CONSUMER_GROUP_ENV
+from cdc_consumer.group_member_spec import GroupMemberSpec
 from cdc_consumer.routes.kinesis.testing import kinesis_data, kinesis_event, kinesis_record
 from cdc_consumer.testing import FakeContext, TableStream, redelivery, stream_event
 

@@ -7,14 +7,17 @@ import json
 from typing import Any
 
 import pytest
-from cdc_consumer import contract
+from cdc_consumer import environment_variables
 from cdc_consumer.change import Change
 from cdc_consumer.consumer_group import ConsumerGroup, GroupMember
 from cdc_consumer.expiry import ExpiryRule, expiry_view, keep_declared
 from cdc_consumer.testing import stream_event, stream_record
 
 NOW = 1_767_225_600.0  # the REMOVE records' creation time
-REPLICATED = {contract.REPLICATED_TABLE_ENV: "true", contract.TTL_ATTRIBUTE_ENV: "expireAt"}
+REPLICATED = {
+    environment_variables.REPLICATED_TABLE_ENV: "true",
+    environment_variables.TTL_ATTRIBUTE_ENV: "expireAt",
+}
 
 # StreamFilters.ttl_deletions_only() and StreamFilters.exclude_ttl_deletions(), as synthesized.
 TTL_DELETIONS = {
@@ -87,7 +90,7 @@ def test_the_rule_follows_the_environment_it_is_read_in(monkeypatch: pytest.Monk
     for name, value in REPLICATED.items():
         monkeypatch.setenv(name, value)
     assert Change.from_record(record).is_ttl_expiry
-    monkeypatch.setenv(contract.TTL_ATTRIBUTE_ENV, "otherAttribute")
+    monkeypatch.setenv(environment_variables.TTL_ATTRIBUTE_ENV, "otherAttribute")
     assert not Change.from_record(record).is_ttl_expiry
 
 
@@ -103,7 +106,7 @@ def test_expiry_view_gives_a_replicated_expiry_the_identity_filters_match() -> N
 def _declared(monkeypatch: pytest.MonkeyPatch, *patterns: dict) -> None:
     for name, value in REPLICATED.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv(contract.RECORD_FILTERS_ENV, json.dumps(list(patterns)))
+    monkeypatch.setenv(environment_variables.RECORD_FILTERS_ENV, json.dumps(list(patterns)))
 
 
 def test_an_archive_keeps_every_expiry_and_drops_user_deletes(

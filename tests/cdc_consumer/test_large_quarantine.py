@@ -14,8 +14,10 @@ import json
 from typing import Any
 
 from cdc_consumer import Change, PermanentError, StreamProcessor
-from cdc_consumer.contract import MAX_QUEUE_MESSAGE_BYTES, QUARANTINE_S3_PREFIX, RedriveCause
+from cdc_consumer.quarantine_shapes import QUARANTINE_S3_PREFIX
 from cdc_consumer.redrive import CallableInvoker, Redrive, Source
+from cdc_consumer.redrive_shapes import RedriveCause
+from cdc_consumer.service_limits import MAX_QUEUE_MESSAGE_BYTES
 from cdc_consumer.testing import FakeContext, stream_event
 
 from cdc_local.endpoint import LocalEndpoint, patched_environ

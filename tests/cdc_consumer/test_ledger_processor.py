@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cdc_consumer import legacy_markers
-from cdc_consumer.contract import LEDGER_TABLE_ENV
+from cdc_consumer.environment_variables import LEDGER_TABLE_ENV
 from cdc_consumer.routes.kinesis.testing import kinesis_data, kinesis_record
 from cdc_consumer.testing import FakeContext, TableStream, stream_event
 

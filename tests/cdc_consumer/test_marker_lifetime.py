@@ -9,18 +9,13 @@ import uuid
 
 import pytest
 from cdc_consumer import Change
-from cdc_consumer.contract import (
-    LEDGER_TABLE_ENV,
-    MARKER_TTL_ENV,
-    STREAM_RETENTION_SECONDS,
-    UNLIMITED_RECORD_AGE,
-    ReplayWindows,
-    minimum_marker_lifetime,
-)
 from cdc_consumer.defaults import (
     UNCONFIGURED_FAILED_BATCH_RETENTION_SECONDS,
     UNCONFIGURED_QUARANTINE_RETENTION_SECONDS,
 )
+from cdc_consumer.environment_variables import LEDGER_TABLE_ENV, MARKER_TTL_ENV
+from cdc_consumer.replay_windows import ReplayWindows, minimum_marker_lifetime
+from cdc_consumer.service_limits import STREAM_RETENTION_SECONDS, UNLIMITED_RECORD_AGE
 from cdc_consumer.testing import DEFAULT_SHARD_ID, FakeContext, TableStream, stream_event
 
 from tests.cdc_consumer.fixtures import Resources, create_table, mirror_projection

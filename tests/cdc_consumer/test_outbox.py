@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from cdc_consumer.contract import OUTBOX_KEY_PREFIX
 from cdc_consumer.sinks.outbox import (
     Outbox,
     OutboxCancelledError,
     OutboxConflictError,
     OutboxInputError,
 )
+from cdc_consumer.sinks.outbox_shapes import OUTBOX_KEY_PREFIX
 from cdc_consumer.ttl import validate_ttl
 
 from cdc_local.endpoint import LocalEndpoint

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from cdc_consumer import redrive_handler
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.redrive import Source
+from cdc_consumer.redrive_shapes import RedriveCause
 
 from tests.cdc_consumer.redrive_world import (
     Consumer,

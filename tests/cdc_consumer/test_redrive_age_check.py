@@ -10,7 +10,7 @@ from typing import Any
 
 import boto3
 import pytest
-from cdc_consumer.contract import OLDEST_FAILURE_AGE
+from cdc_consumer.metric_names import OLDEST_FAILURE_AGE
 from cdc_consumer.redrive.age_check import check_failure_age
 from cdc_consumer.redrive_handler import handler
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 from cdc_consumer import redrive_handler
-from cdc_consumer.contract import redrive_lease_key
 from cdc_consumer.redrive import Source, main, to_lambda_record
 from cdc_consumer.redrive.cli import EXIT_BUSY
 from cdc_consumer.redrive.lease import LeasedInvoker, RedriveLease
+from cdc_consumer.redrive_shapes import redrive_lease_key
 
 from tests.cdc_consumer.fixtures import create_table
 from tests.cdc_consumer.redrive_world import (

@@ -10,8 +10,8 @@ import tracemalloc
 from typing import Any
 
 from cdc_consumer import redrive_handler
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.redrive import Source, to_lambda_record
+from cdc_consumer.redrive_shapes import RedriveCause
 
 from cdc_local.retention import StreamRetention
 from cdc_local.shards import roll_shards

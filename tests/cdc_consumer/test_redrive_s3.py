@@ -18,8 +18,8 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from cdc_consumer import redrive_handler
-from cdc_consumer.contract import RETRY_ATTEMPTS_EXHAUSTED
 from cdc_consumer.redrive import main, to_lambda_record
+from cdc_consumer.redrive_shapes import RETRY_ATTEMPTS_EXHAUSTED
 
 from cdc_local.destinations import FailedInvocation, OnFailureDestination, invocation_record
 from cdc_local.retention import StreamRetention

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdc_consumer.contract import CONSUMER_GROUP_ENV
+from cdc_consumer.environment_variables import CONSUMER_GROUP_ENV
 from cdc_consumer.redrive import (
     ForeignMessageError,
     Redrive,

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.redrive import CallableInvoker, Redrive, Source, sources, to_lambda_record
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
 from cdc_consumer.redrive.parts import Run
+from cdc_consumer.redrive_shapes import RedriveCause
 from cdc_consumer.routes.replay import ReplayRoute, sequence_number
 
 from cdc_local.endpoint import LocalEndpoint

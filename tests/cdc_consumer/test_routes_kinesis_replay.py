@@ -16,19 +16,18 @@ from typing import Any
 
 import pytest
 from cdc_consumer import redrive_handler
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_NAME_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     ON_FAILURE_BUCKET_ENV,
-    RETRY_ATTEMPTS_EXHAUSTED,
     STREAM_ARN_ENV,
-    RedriveCause,
 )
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.redrive import CallableInvoker, Redrive, main
 from cdc_consumer.redrive.lease import RedriveLease
+from cdc_consumer.redrive_shapes import RETRY_ATTEMPTS_EXHAUSTED, RedriveCause
 from cdc_consumer.routes.kinesis.replay import ROUTE as KINESIS
 from cdc_consumer.routes.kinesis.replay import to_lambda_kinesis_record
 

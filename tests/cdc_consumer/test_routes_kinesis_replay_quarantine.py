@@ -17,23 +17,23 @@ from typing import Any
 
 import pytest
 from cdc_consumer import redrive_handler
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     CONSUMER_FUNCTION_NAME_ENV,
     CONSUMER_NAME_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
-    MAX_QUEUE_MESSAGE_BYTES,
     ON_FAILURE_BUCKET_ENV,
     QUARANTINE_QUEUE_ENV,
     STREAM_ARN_ENV,
-    RedriveCause,
 )
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.quarantine import quarantine_message, send_to_quarantine
 from cdc_consumer.redrive import CallableInvoker, Redrive, main
 from cdc_consumer.redrive.messages import parse_quarantine_message
 from cdc_consumer.redrive.pending_changes import change_of, item_key
+from cdc_consumer.redrive_shapes import RedriveCause
 from cdc_consumer.routes.kinesis.replay import ROUTE as KINESIS
+from cdc_consumer.service_limits import MAX_QUEUE_MESSAGE_BYTES
 from cdc_consumer.wire import dumps
 
 from tests.cdc_consumer.redrive_world import session_for

@@ -14,7 +14,8 @@ from cdc_consumer import (
     SnapshotRefusedError,
     StreamProcessor,
 )
-from cdc_consumer.contract import CONSUMER_PROGRESS_ENV, ConsumerProgress
+from cdc_consumer.backfill.shapes import ConsumerProgress
+from cdc_consumer.environment_variables import CONSUMER_PROGRESS_ENV
 from cdc_consumer.progress import read_progress
 from cdc_consumer.testing import FakeContext, TableStream, snapshot_event, stream_event
 

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from cdc_consumer import redrive_handler
-from cdc_consumer.contract import BackfillRefusal, RedriveCause
+from cdc_consumer.backfill.shapes import BackfillRefusal
 from cdc_consumer.exceptions import BackfillRefusedError, InvocationError, SnapshotRefusedError
 from cdc_consumer.redrive import CallableInvoker, Source
 from cdc_consumer.redrive.report import FailedMessage, RedriveReport
+from cdc_consumer.redrive_shapes import RedriveCause
 
 
 def report(source: Source, **counts: Any) -> RedriveReport:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cdc_consumer import window_handler
-from cdc_consumer.contract import USER_HANDLER_ENV
+from cdc_consumer.environment_variables import USER_HANDLER_ENV
 from cdc_consumer.exceptions import ConfigurationError
 from cdc_consumer.testing import DEFAULT_SHARD_ID, FakeContext, stream_event
 

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cdc_consumer.contract import OnFailureMessage
+from cdc_consumer.redrive_shapes import OnFailureMessage
 
 from cdc_local.accounting import peek_messages
 from cdc_local.endpoint import LocalEndpoint

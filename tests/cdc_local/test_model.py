@@ -52,13 +52,13 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
-from cdc_consumer.contract import (
+from cdc_consumer.defaults import ID_ATTRIBUTE
+from cdc_consumer.environment_variables import (
     CONSUMER_GROUP_ENV,
     IDEMPOTENCY_TABLE_ENV,
     LEDGER_TABLE_ENV,
-    GroupMemberSpec,
 )
-from cdc_consumer.defaults import ID_ATTRIBUTE
+from cdc_consumer.group_member_spec import GroupMemberSpec
 from cdc_consumer.ledger import SORT_ATTRIBUTE
 from cdc_consumer.legacy_markers import SINCE_ATTRIBUTE, SINCE_SORT_KEY
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, Source

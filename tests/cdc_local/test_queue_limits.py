@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
-from cdc_consumer.contract import MAX_QUEUE_MESSAGE_BYTES
+from cdc_consumer.service_limits import MAX_QUEUE_MESSAGE_BYTES
 
 from cdc_local.assembly import StackTemplate
 from cdc_local.endpoint import LocalEndpoint

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdc_consumer.contract import OnFailureMessage
+from cdc_consumer.redrive_shapes import OnFailureMessage
 
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan

@@ -21,11 +21,9 @@ from cdc_consumer.backfill import defaults
 from cdc_consumer.backfill.horizon import HorizonRules, check_horizon_value, check_skew
 from cdc_consumer.backfill.plan_store import PlanStore, StoredPlan
 from cdc_consumer.backfill.settings import BackfillSettings
-from cdc_consumer.contract import (
+from cdc_consumer.backfill.shapes import (
     BACKFILL_EVENT_KEY,
     MAX_PLANNED_SEGMENTS,
-    MAX_TOTAL_SEGMENTS,
-    MIN_TOTAL_SEGMENTS,
     SEGMENT_BYTES,
     BackfillPlan,
     BackfillRequest,
@@ -35,6 +33,7 @@ from cdc_consumer.exceptions import BackfillRefusedError, InvocationError, Snaps
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.progress import read_progress
 from cdc_consumer.redrive.invokers import Invoker
+from cdc_consumer.service_limits import MAX_TOTAL_SEGMENTS, MIN_TOTAL_SEGMENTS
 from cdc_consumer.snapshots import admits_snapshot_rows
 
 __all__ = ["StartCheck", "check_segments", "segments_for"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdc_consumer import contract
+from cdc_consumer import service_limits
 
 #: The horizon's clock-skew margin: the segment's clock and the stamps DynamoDB puts on stream
 #: records (``ApproximateCreationDateTime``, rounded down to the second) may differ; a change
@@ -15,11 +15,12 @@ SKEW_SECONDS = 5
 #: scan started be stamped before the horizon on a clock only slightly ahead of the segment's.
 MIN_SKEW_SECONDS = 1
 #: How long the stream keeps a change: DynamoDB Streams' 24 hours
-#: (:data:`cdc_consumer.contract.STREAM_RETENTION_SECONDS`; ViewBackfill backfills consumers of
+#: (:data:`cdc_consumer.service_limits.STREAM_RETENTION_SECONDS`; ViewBackfill backfills consumers
+# of
 #: a table's own stream). A horizon older than this, less the margin below, is refused: the
 #: changes after it may be trimmed (or aged out of the mapping) before the consumer read them,
 #: and a row would then stand below a change the view never got.
-STREAM_RETENTION_SECONDS = contract.STREAM_RETENTION_SECONDS
+STREAM_RETENTION_SECONDS = service_limits.STREAM_RETENTION_SECONDS
 #: Kept between the oldest horizon accepted and the stream's trim point: a consumer lagging by
 #: up to this much still reads every change at or after the horizon.
 RETENTION_MARGIN_SECONDS = 3600

@@ -1,4 +1,4 @@
-"""The segment function's entry point (:data:`cdc_consumer.contract.BACKFILL_HANDLER`).
+"""The segment function's entry point (:data:`cdc_consumer.handler_paths.BACKFILL_HANDLER`).
 
 One function serves both steps of the state machine: a :class:`BackfillRequest` (the start
 step) is validated and answered with a :class:`BackfillPlan`; a :class:`SegmentTask` runs one
@@ -25,15 +25,10 @@ from cdc_consumer.backfill.checks import StartCheck
 from cdc_consumer.backfill.progress_store import ProgressStore
 from cdc_consumer.backfill.segment import SegmentRun
 from cdc_consumer.backfill.settings import BackfillSettings
-from cdc_consumer.contract import (
-    BACKFILL_ITEMS,
-    BACKFILL_PAGES,
-    BACKFILL_THROTTLES,
-    BackfillRequest,
-    ContractError,
-    SegmentTask,
-)
+from cdc_consumer.backfill.shapes import BackfillRequest, SegmentTask
 from cdc_consumer.exceptions import AccessDeniedError, BackfillRefusedError
+from cdc_consumer.message_fields import ContractError
+from cdc_consumer.metric_names import BACKFILL_ITEMS, BACKFILL_PAGES, BACKFILL_THROTTLES
 from cdc_consumer.metrics import emf_document
 from cdc_consumer.outcomes import access_denial
 from cdc_consumer.redrive.defaults import LAMBDA_READ_TIMEOUT_SECONDS

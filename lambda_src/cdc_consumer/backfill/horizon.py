@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_consumer.backfill import defaults
-from cdc_consumer.contract import BackfillRefusal, ConsumerProgress
+from cdc_consumer.backfill.shapes import BackfillRefusal, ConsumerProgress
 from cdc_consumer.exceptions import BackfillRefusedError
 from cdc_consumer.versions import MICROSECONDS_PER_SECOND
 

@@ -1,4 +1,4 @@
-"""A segment's progress record (:class:`~cdc_consumer.contract.SegmentProgress`).
+"""A segment's progress record (:class:`~cdc_consumer.backfill.shapes.SegmentProgress`).
 
 One item per segment of a backfill in the idempotency table, written after each page the
 consumer applied: where the next page starts, and the segment's totals. A failed or timed-out
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_consumer import defaults
-from cdc_consumer.contract import SegmentProgress, SegmentTask
+from cdc_consumer.backfill.shapes import SegmentProgress, SegmentTask
 from cdc_consumer.exceptions import BackfillRefusedError
 
 __all__ = ["ProgressStore"]

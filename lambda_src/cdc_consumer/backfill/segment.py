@@ -23,7 +23,7 @@ from cdc_consumer.backfill.horizon import check_horizon_value
 from cdc_consumer.backfill.progress_store import ProgressStore
 from cdc_consumer.backfill.rate import RateLimit
 from cdc_consumer.backfill.settings import BackfillSettings
-from cdc_consumer.contract import (
+from cdc_consumer.backfill.shapes import (
     BACKFILL_EVENT_KEY,
     SegmentProgress,
     SegmentResult,

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer import contract
+from cdc_consumer import environment_variables, metric_names
 from cdc_consumer.backfill import defaults
 from cdc_consumer.exceptions import ConfigurationError
 
@@ -22,7 +22,7 @@ class BackfillSettings:
     consumer_function: str
     consumer: str
     idempotency_table: str
-    metrics_namespace: str = contract.DEFAULT_METRICS_NAMESPACE
+    metrics_namespace: str = metric_names.DEFAULT_METRICS_NAMESPACE
     items_per_second: float | None = None
     page_size: int = defaults.PAGE_SIZE
     skew_seconds: int = defaults.SKEW_SECONDS
@@ -40,23 +40,27 @@ class BackfillSettings:
         """The settings; :class:`ConfigurationError` names every missing or wrong variable."""
         env = os.environ if environ is None else environ
         required = {
-            "table": contract.BACKFILL_TABLE_ENV,
-            "stream_arn": contract.STREAM_ARN_ENV,
-            "consumer_function": contract.CONSUMER_FUNCTION_NAME_ENV,
-            "consumer": contract.CONSUMER_NAME_ENV,
-            "idempotency_table": contract.IDEMPOTENCY_TABLE_ENV,
+            "table": environment_variables.BACKFILL_TABLE_ENV,
+            "stream_arn": environment_variables.STREAM_ARN_ENV,
+            "consumer_function": environment_variables.CONSUMER_FUNCTION_NAME_ENV,
+            "consumer": environment_variables.CONSUMER_NAME_ENV,
+            "idempotency_table": environment_variables.IDEMPOTENCY_TABLE_ENV,
         }
         problems = [
             f"{variable} is not set" for variable in required.values() if not env.get(variable)
         ]
         numbers: dict[str, float | None] = {}
         for field, variable, kind in (
-            ("items_per_second", contract.BACKFILL_ITEMS_PER_SECOND_ENV, float),
-            ("page_size", contract.BACKFILL_PAGE_SIZE_ENV, int),
-            ("skew_seconds", contract.BACKFILL_SKEW_SECONDS_ENV, int),
-            ("reserve_seconds", contract.BACKFILL_RESERVE_SECONDS_ENV, float),
-            ("max_concurrency", contract.BACKFILL_MAX_CONCURRENCY_ENV, int),
-            ("execution_timeout_seconds", contract.BACKFILL_EXECUTION_TIMEOUT_ENV, float),
+            ("items_per_second", environment_variables.BACKFILL_ITEMS_PER_SECOND_ENV, float),
+            ("page_size", environment_variables.BACKFILL_PAGE_SIZE_ENV, int),
+            ("skew_seconds", environment_variables.BACKFILL_SKEW_SECONDS_ENV, int),
+            ("reserve_seconds", environment_variables.BACKFILL_RESERVE_SECONDS_ENV, float),
+            ("max_concurrency", environment_variables.BACKFILL_MAX_CONCURRENCY_ENV, int),
+            (
+                "execution_timeout_seconds",
+                environment_variables.BACKFILL_EXECUTION_TIMEOUT_ENV,
+                float,
+            ),
         ):
             value = env.get(variable)
             if not value:
@@ -68,12 +72,15 @@ class BackfillSettings:
             if number < 0 or (number == 0 and field != "skew_seconds"):
                 problems.append(f"{variable} must be a positive number, got {value!r}")
             numbers[field] = number
-        filters = _filters(env.get(contract.CONSUMER_FILTERS_ENV), problems)
+        filters = _filters(env.get(environment_variables.CONSUMER_FILTERS_ENV), problems)
         if problems:
             raise ConfigurationError("the backfill segment function: " + "; ".join(problems))
         given: dict[str, Any] = {field: env[variable] for field, variable in required.items()}
         given.update({k: v for k, v in numbers.items() if v is not None})
-        namespace = env.get(contract.METRICS_NAMESPACE_ENV) or contract.DEFAULT_METRICS_NAMESPACE
+        namespace = (
+            env.get(environment_variables.METRICS_NAMESPACE_ENV)
+            or metric_names.DEFAULT_METRICS_NAMESPACE
+        )
         return cls(filters=filters, metrics_namespace=namespace, **given)
 
     def reserve_for(self, timeout_ms: int | None) -> float:
@@ -92,9 +99,11 @@ def _filters(text: str | None, problems: list[str]) -> tuple[Any, ...]:
     try:
         filters = json.loads(text)
     except ValueError as error:
-        problems.append(f"{contract.CONSUMER_FILTERS_ENV} is not JSON ({error})")
+        problems.append(f"{environment_variables.CONSUMER_FILTERS_ENV} is not JSON ({error})")
         return ()
     if not isinstance(filters, list):
-        problems.append(f"{contract.CONSUMER_FILTERS_ENV} must be a JSON list of patterns")
+        problems.append(
+            f"{environment_variables.CONSUMER_FILTERS_ENV} must be a JSON list of patterns"
+        )
         return ()
     return tuple(filters)

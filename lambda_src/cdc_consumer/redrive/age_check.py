@@ -4,10 +4,11 @@ publishes no such metric.
 SQS publishes ``ApproximateAgeOfOldestMessage`` for a queue; S3 publishes nothing about the age
 of a bucket's objects, and its lifecycle deletes a failed batch its retention after it was
 written, alarm acknowledged or not. So the construct's schedule invokes the redrive function with
-``{"check": "failure-age"}`` (:data:`~cdc_consumer.contract.FAILURE_AGE_CHECK`); the function asks
+``{"check": "failure-age"}`` (:data:`~cdc_consumer.redrive_shapes.FAILURE_AGE_CHECK`); the function
+asks
 the kind of its on-failure destination (:mod:`cdc_consumer.redrive.sources`) for the age of the
 oldest failure it keeps, replays nothing, and prints one EMF line with
-:data:`~cdc_consumer.contract.OLDEST_FAILURE_AGE` (dimension Consumer), which the construct's
+:data:`~cdc_consumer.metric_names.OLDEST_FAILURE_AGE` (dimension Consumer), which the construct's
 age alarm watches. A kind without ``oldest_failure_age`` (a queue: SQS measures it) is not
 measured here.
 """
@@ -22,16 +23,15 @@ from typing import Any
 
 import boto3
 
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import CONSUMER_NAME_ENV, METRICS_NAMESPACE_ENV
+from cdc_consumer.metric_names import (
     CONSUMER_DIMENSION,
-    CONSUMER_NAME_ENV,
     DEFAULT_METRICS_NAMESPACE,
-    FAILURE_AGE_CHECK,
-    METRICS_NAMESPACE_ENV,
     OLDEST_FAILURE_AGE,
 )
 from cdc_consumer.redrive import sources
 from cdc_consumer.redrive.messages import Source
+from cdc_consumer.redrive_shapes import FAILURE_AGE_CHECK
 
 __all__ = ["age_line", "check_failure_age"]
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.redrive.lineage import ShardLineage
 from cdc_consumer.redrive.messages import (
@@ -29,6 +28,7 @@ from cdc_consumer.redrive.messages import (
 )
 from cdc_consumer.redrive.pending_changes import Change, PendingChanges, change_of, item_key
 from cdc_consumer.redrive.report import FailedMessage, RedriveReport
+from cdc_consumer.redrive_shapes import RedriveCause
 
 __all__ = ["BucketPlan", "ObjectReader", "Pending", "Surveyed"]
 

@@ -14,20 +14,19 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     CONSUMER_GROUP_ENV,
     CONSUMER_NAME_ENV,
     IDEMPOTENCY_TABLE_ENV,
     MAPPING_UUID_ENV,
     MARKER_TTL_ENV,
     ON_FAILURE_BUCKET_ENV,
-    ON_FAILURE_S3_PREFIX,
     QUARANTINE_QUEUE_ENV,
-    ContractError,
-    GroupMemberSpec,
 )
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.filter_patterns import check_filter_pattern
+from cdc_consumer.group_member_spec import GroupMemberSpec
+from cdc_consumer.message_fields import ContractError
 from cdc_consumer.redrive import sources
 from cdc_consumer.redrive.access import check_stream_arn
 from cdc_consumer.redrive.defaults import (
@@ -45,6 +44,7 @@ from cdc_consumer.redrive.replay import Redrive
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.scope import Scope, consumer_scope
 from cdc_consumer.redrive.sources import bucket_where
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX
 from cdc_consumer.routes.replay import ROUTES, route_of_stream
 
 __all__ = [

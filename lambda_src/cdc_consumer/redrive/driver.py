@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.redrive.failure_source import Batch, Entry, FailureSource, Hold
 from cdc_consumer.redrive.marker_age import MarkerAge, failure_time
 from cdc_consumer.redrive.replayer import Replayer
 from cdc_consumer.redrive.report import FailedMessage, PlannedMessage, RedriveReport
+from cdc_consumer.redrive_shapes import RedriveCause
 
 __all__ = ["Driver"]
 

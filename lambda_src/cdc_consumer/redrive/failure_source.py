@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cdc_consumer.contract import RedriveCause
+from cdc_consumer.redrive_shapes import RedriveCause
 
 __all__ = ["Batch", "Entry", "FailureSource", "Hold"]
 

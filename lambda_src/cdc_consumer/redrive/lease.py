@@ -31,12 +31,12 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from cdc_consumer.contract import redrive_lease_key
 from cdc_consumer.defaults import EXPIRATION_ATTRIBUTE, ID_ATTRIBUTE, STREAM_ATTRIBUTE
 from cdc_consumer.exceptions import InvocationError
 from cdc_consumer.redrive.defaults import DEFAULT_LEASE_SECONDS
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.report import LeaseHeld, RedriveReport
+from cdc_consumer.redrive_shapes import redrive_lease_key
 
 __all__ = ["LeasedInvoker", "RedriveLease", "stop_when_lost", "under_lease"]
 

@@ -15,14 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cdc_consumer.contract import (
-    ContractError,
-    OnFailureMessage,
-    OnFailureRequestContext,
-    QuarantineMessage,
-    StreamBatchInfo,
-)
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
+from cdc_consumer.message_fields import ContractError
+from cdc_consumer.quarantine_shapes import QuarantineMessage
+from cdc_consumer.redrive_shapes import OnFailureMessage, OnFailureRequestContext, StreamBatchInfo
 from cdc_consumer.routes.replay import ROUTES, ReplayRoute, route_of_record, route_of_stream
 from cdc_consumer.routes.replay import sequence_number as record_sequence_number
 

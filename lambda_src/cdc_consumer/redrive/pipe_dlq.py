@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
 from cdc_consumer.redrive.defaults import (
     DEFAULT_PUT_ATTEMPTS,
@@ -34,6 +33,7 @@ from cdc_consumer.redrive.pipe_events import (
 from cdc_consumer.redrive.report import FailedMessage, LostRange, PlannedMessage, RedriveReport
 from cdc_consumer.redrive.requarantine import release
 from cdc_consumer.redrive.stream_reader import StreamRangeReader
+from cdc_consumer.redrive_shapes import RedriveCause
 
 __all__ = ["PIPE_DLQ_SOURCE", "PipeDlqRedrive"]
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import boto3
 
-from cdc_consumer.contract import ON_FAILURE_S3_PREFIX
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive import parts
 from cdc_consumer.redrive.access import check_stream_arn
@@ -38,6 +37,7 @@ from cdc_consumer.redrive.lease import LeasedInvoker, RedriveLease, stop_when_lo
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.redrive.sources import bucket_where, kind_for
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX
 from cdc_consumer.routes.replay import ReplayRoute, route_of_stream
 
 __all__ = ["Redrive", "check_stream_arn"]

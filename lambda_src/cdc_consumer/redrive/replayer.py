@@ -13,12 +13,12 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer.batch_response import first_failed_index
-from cdc_consumer.contract import SHARD_ID_KEY
 from cdc_consumer.exceptions import InvocationError
 from cdc_consumer.filter_patterns import FilterCriteria
 from cdc_consumer.redrive.invokers import Invoker
 from cdc_consumer.redrive.report import RedriveReport
 from cdc_consumer.routes.replay import filter_view, sequence_number
+from cdc_consumer.windows import SHARD_ID_KEY
 
 __all__ = ["Replayer", "chunk_stop"]
 

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from cdc_consumer.contract import RedriveCause
+from cdc_consumer.redrive_shapes import RedriveCause
 
 __all__ = [
     "FailedMessage",

@@ -9,10 +9,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import RedriveCause
 from cdc_consumer.exceptions import MalformedMessageError
 from cdc_consumer.redrive.messages import parse_quarantine_message
 from cdc_consumer.redrive.report import FailedMessage, RedriveReport, RequarantinedRecord
+from cdc_consumer.redrive_shapes import RedriveCause
 
 __all__ = ["RequarantineWatch", "release"]
 

@@ -32,10 +32,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import MAPPING_UUID_ENV, ON_FAILURE_BUCKET_ENV, ON_FAILURE_S3_PREFIX
+from cdc_consumer.environment_variables import MAPPING_UUID_ENV, ON_FAILURE_BUCKET_ENV
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.redrive.access import setup_error
 from cdc_consumer.redrive.messages import Source
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX
 
 __all__ = ["Scope", "consumer_scope"]
 

@@ -264,7 +264,7 @@ class Contributions:
     def table(self) -> str:
         # The contract's shapes load with the first batch, not the handler's import (the
         # streaming path's cold start: docs/design.md §4).
-        from cdc_consumer.contract import IDEMPOTENCY_TABLE_ENV
+        from cdc_consumer.environment_variables import IDEMPOTENCY_TABLE_ENV
 
         table = self.table_name or os.environ.get(IDEMPOTENCY_TABLE_ENV)
         if not table:

@@ -23,7 +23,8 @@ Example::
         payload={"itemId": "1", "amount": "25.00"},
     )
 
-The outbox item (:class:`cdc_consumer.contract.OutboxItem` names its event attributes; the
+The outbox item (:class:`cdc_consumer.sinks.outbox_shapes.OutboxItem` names its event attributes;
+the
 outbox publisher's input template reads them)::
 
     {pk: "OUTBOX#<eventId>", [sk: same], eventId, eventType, payload: <JSON text>,
@@ -43,18 +44,14 @@ import boto3
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
-from cdc_consumer.contract import (
-    MAX_DETAIL_TYPE_LENGTH,
-    MAX_TRANSACTION_ACTIONS,
-    OUTBOX_KEY_PREFIX,
-    OutboxItem,
-)
 from cdc_consumer.exceptions import (
     OutboxCancelledError,
     OutboxConflictError,
     OutboxError,
     OutboxInputError,
 )
+from cdc_consumer.service_limits import MAX_DETAIL_TYPE_LENGTH, MAX_TRANSACTION_ACTIONS
+from cdc_consumer.sinks.outbox_shapes import OUTBOX_KEY_PREFIX, OutboxItem
 from cdc_consumer.ttl import ttl_after
 
 __all__ = [

@@ -10,7 +10,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
-from cdc_consumer.contract import BACKFILL_HANDLER
+from cdc_consumer.handler_paths import BACKFILL_HANDLER
 
 from cdc_constructs import StreamConsumer, ViewBackfill
 from cdc_constructs.nag import BACKFILL_RULES

@@ -24,7 +24,7 @@ import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from cdc_consumer.contract import ON_FAILURE_S3_PREFIX, REDRIVE_SOURCE_MODULES_ENV
+from cdc_consumer.environment_variables import REDRIVE_SOURCE_MODULES_ENV
 from cdc_consumer.exceptions import RedriveSetupError
 from cdc_consumer.redrive.failure_source import FailureSource
 from cdc_consumer.redrive.messages import Source
@@ -32,6 +32,7 @@ from cdc_consumer.redrive.parts import Run
 from cdc_consumer.redrive.sources.bucket import BUCKET, bucket_where, split_bucket_where
 from cdc_consumer.redrive.sources.quarantine import QUARANTINE
 from cdc_consumer.redrive.sources.queue import QUEUE
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX
 
 __all__ = [
     "SOURCE_KINDS",

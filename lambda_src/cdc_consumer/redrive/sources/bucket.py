@@ -31,12 +31,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import (
+from cdc_consumer.environment_variables import (
     MAPPING_UUID_ENV,
     ON_FAILURE_BUCKET_ENV,
     ON_FAILURE_PREFIX_ENV,
-    ON_FAILURE_S3_PREFIX,
-    RedriveCause,
 )
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.redrive import parts
@@ -46,6 +44,7 @@ from cdc_consumer.redrive.defaults import DEFAULT_MAX_OBJECTS
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.report import FailedMessage, RedriveReport
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX, RedriveCause
 
 __all__ = ["BUCKET", "BucketKind", "BucketSource", "bucket_where", "split_bucket_where"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import QUARANTINE_QUEUE_ENV, RedriveCause
+from cdc_consumer.environment_variables import QUARANTINE_QUEUE_ENV
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RedriveSetupError
 from cdc_consumer.redrive import parts
 from cdc_consumer.redrive.access import check_stream_arn
@@ -33,6 +33,7 @@ from cdc_consumer.redrive.pending_changes import Change, change_of, item_key
 from cdc_consumer.redrive.report import FailedMessage
 from cdc_consumer.redrive.requarantine import RequarantineWatch
 from cdc_consumer.redrive.sources.queue import QueueMessages, is_queue_url, receiving
+from cdc_consumer.redrive_shapes import RedriveCause
 
 __all__ = ["QUARANTINE", "QuarantineKind", "QuarantineSource"]
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdc_consumer.contract import ON_FAILURE_QUEUE_ENV, OnFailureMessage, RedriveCause
+from cdc_consumer.environment_variables import ON_FAILURE_QUEUE_ENV
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError, RecordsLostError
 from cdc_consumer.redrive import parts
 from cdc_consumer.redrive.access import MISSING_QUEUE_CODES, check_access, check_stream_arn
@@ -34,6 +34,7 @@ from cdc_consumer.redrive.messages import OnFailureBatch, Source, parse_on_failu
 from cdc_consumer.redrive.report import FailedMessage, LostRange, RedriveReport
 from cdc_consumer.redrive.requarantine import release
 from cdc_consumer.redrive.stream_reader import StreamRangeReader
+from cdc_consumer.redrive_shapes import OnFailureMessage, RedriveCause
 from cdc_consumer.routes.replay import ReplayRoute, failure_batch_info, sequence_number
 
 __all__ = [

@@ -12,8 +12,8 @@ from typing import Any
 
 from botocore.config import Config
 
-from cdc_consumer.contract import OnFailureMessage
 from cdc_consumer.exceptions import MalformedMessageError
+from cdc_consumer.redrive_shapes import OnFailureMessage
 from cdc_consumer.wire import to_wire
 
 __all__ = ["ROUTE", "STREAM_ARN_PATTERN", "DynamoDBStreamReplay", "to_lambda_record"]

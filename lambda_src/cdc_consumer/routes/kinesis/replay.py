@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from cdc_consumer.contract import OnFailureMessage
 from cdc_consumer.exceptions import MalformedMessageError, UndecodableRecordError
+from cdc_consumer.redrive_shapes import OnFailureMessage
 from cdc_consumer.routes.kinesis.records import (
     ROUTE as RECORDS,
 )

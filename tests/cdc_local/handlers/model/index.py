@@ -17,7 +17,8 @@ import os
 import boto3
 from cdc_consumer import PermanentError, StreamProcessor
 from cdc_consumer.consumer_group import ConsumerGroup
-from cdc_consumer.contract import CONSUMER_GROUP_ENV, GroupMemberSpec
+from cdc_consumer.environment_variables import CONSUMER_GROUP_ENV
+from cdc_consumer.group_member_spec import GroupMemberSpec
 
 
 def entry(change):
