@@ -11,8 +11,10 @@ Environment (set by the StreamRedrive construct):
     STREAM_ARN               the consumer's stream; messages of other streams are refused
     ON_FAILURE_QUEUE_URL     the event source mapping's on-failure queue (an SQS destination)
     ON_FAILURE_BUCKET_NAME   the event source mapping's S3 on-failure destination (instead)
-    ON_FAILURE_PREFIX        where its objects are (default aws/lambda/<mapping UUID>/)
-    EVENT_SOURCE_MAPPING_UUID  the consumer's mapping: objects of other mappings are kept
+    ON_FAILURE_PREFIX        where its objects are (default aws/lambda/: those of every
+                             mapping of the consumer function on the stream, a replaced
+                             mapping's too; cdc_consumer.redrive.mapping_prefixes)
+    EVENT_SOURCE_MAPPING_UUID  the consumer's current mapping: always one of them
     QUARANTINE_QUEUE_URL     the runtime's quarantine queue (optional; on either route)
     CDC_CONSUMER_NAME        the consumer name: metric dimension, quarantine message check
     CDC_METRICS_NAMESPACE    EMF namespace, default "CdcConstructs" (interfaces §3)

@@ -62,6 +62,7 @@ from cdc_consumer.group_member_spec import GroupMemberSpec
 from cdc_consumer.ledger import SORT_ATTRIBUTE
 from cdc_consumer.legacy_markers import SINCE_ATTRIBUTE, SINCE_SORT_KEY
 from cdc_consumer.redrive import CallableInvoker, Redrive, RedriveReport, Source
+from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -503,7 +504,7 @@ class StreamRules(ModelChecks):
         self.steps += 1
         before, waiting = self._read(), self._pending_by_source()
         with self._faults(fault, seed):
-            redrive_buckets(self.pipeline, self.wiring, [*self.retired, self.wiring])
+            redrive_bucket(self.pipeline, self.wiring)
         self._check(before, self._read(), self._redrive_order(waiting))
 
     @precondition(lambda self: self.fixed)
@@ -551,9 +552,16 @@ class StreamRules(ModelChecks):
         item's history, and ``notify`` ran exactly once per change."""
         if not self.fixed:
             self.deploy(add_audit="audit" in self.deployments[-1].members, reverse=False, fix=True)
-        for _ in range(3):
+        # Each source's run replays what the other no longer holds back; a held object stalls
+        # its shard's later ones, whichever mapping wrote them, so it may take several rounds,
+        # each making progress (the redrive function is invoked again until it is ok).
+        left = self._pending()
+        for _ in range(10):
             self.redrive_bucket("none", 0)
             self.redrive_quarantine()
+            before, left = left, self._pending()
+            if not left or left == before:
+                break
         self.drain("none", 0)
         assert not self._bucket_pending() and not self._quarantine_pending()
         expected: dict[str, list[str]] = defaultdict(list)
@@ -644,17 +652,17 @@ class PipelineModel(StreamRules):
         with each batch whole, the other with each batch in two halves: the same records cut
         into different transactions. They do not overlap: one takes the consumer's lease, the
         other waits for it (a redrive reading the quarantine hides its messages from any other
-        reader, docs/design.md §5). Each replays every mapping's batches, oldest mapping first
-        (a replaced mapping's stay under its UUID). Nothing applies twice, no item's change
-        goes ahead of an earlier pending one, and the waiting one runs once the holder finished
-        (neither ends busy)."""
+        reader, docs/design.md §5). Each replays every mapping's batches in one run (a replaced
+        mapping's stay under its UUID), as the redrive function does. Nothing applies twice, no
+        item's change goes ahead of an earlier pending one, and the waiting one runs once the
+        holder finished (neither ends busy)."""
         self.steps += 1
         before, waiting = self._read(), self._pending_by_source()
-        wirings, reports = [*self.retired, self.wiring], []
+        reports: list[RedriveReport] = []
         at_once(
             *(
-                lambda split=split: reports.extend(
-                    redrive_buckets(self.pipeline, self.wiring, wirings, split=split, wait=600)
+                lambda split=split: reports.append(
+                    redrive_bucket(self.pipeline, self.wiring, split=split, wait=600)
                 )
                 for split in (False, True)
             )
@@ -717,7 +725,7 @@ class PipelineModel(StreamRules):
             lambda: new.drain(flush_windows=True),
         ]
         if redrive:
-            jobs.append(lambda: redrive_buckets(self.pipeline, old, [*self.retired, old]))
+            jobs.append(lambda: redrive_bucket(self.pipeline, old))
         return jobs
 
 
@@ -755,22 +763,15 @@ def redriver(
     )
 
 
-def redrive_buckets(
-    pipeline: LocalPipeline,
-    wiring: ConsumerWiring,
-    wirings: list[ConsumerWiring],
-    *,
-    split: bool = False,
-    wait: float = 0.0,
-) -> list[RedriveReport]:
-    """The on-failure bucket's redrive through ``wiring``'s consumer (see :func:`redriver`),
-    of each of ``wirings``' batches in turn (each mapping's UUID, oldest first)."""
-    reports = []
-    for each in wirings:
-        assert each.on_failure_bucket is not None
-        redrive = redriver(pipeline, wiring, split=split, wait=wait)
-        reports.append(redrive.run_bucket(each.on_failure_bucket, each.on_failure_prefix))
-    return reports
+def redrive_bucket(
+    pipeline: LocalPipeline, wiring: ConsumerWiring, *, split: bool = False, wait: float = 0.0
+) -> RedriveReport:
+    """The on-failure bucket's redrive through ``wiring``'s consumer (see :func:`redriver`) as
+    the redrive function runs it: at the root of Lambda's layout, the batches of every mapping
+    of the function (a replaced mapping's stay under its UUID) in one run."""
+    assert wiring.on_failure_bucket is not None
+    redrive = redriver(pipeline, wiring, split=split, wait=wait)
+    return redrive.run_bucket(wiring.on_failure_bucket, ON_FAILURE_S3_PREFIX)
 
 
 def at_once(*jobs: Callable[[], object]) -> None:

@@ -9,7 +9,9 @@ asks
 the kind of its on-failure destination (:mod:`cdc_consumer.redrive.sources`) for the age of the
 oldest failure it keeps, replays nothing, and prints one EMF line with
 :data:`~cdc_consumer.metric_names.OLDEST_FAILURE_AGE` (dimension Consumer), which the construct's
-age alarm watches. A kind without ``oldest_failure_age`` (a queue: SQS measures it) is not
+age alarm watches (the kind's ``oldest_failure_age(where, client, now, environ)``: the bucket's
+measures the consumer's mappings' objects, :mod:`~cdc_consumer.redrive.mapping_prefixes`). A
+kind without ``oldest_failure_age`` (a queue: SQS measures it) is not
 measured here.
 """
 
@@ -48,7 +50,7 @@ def check_failure_age(
     if where is None or measure is None:
         return {"check": FAILURE_AGE_CHECK, "measured": False, "where": where}
     now = now or datetime.now(UTC)
-    age = measure(where, s3_client or boto3.client("s3"), now)
+    age = measure(where, s3_client or boto3.client("s3"), now, environ)
     consumer = environ.get(CONSUMER_NAME_ENV, "")
     namespace = environ.get(METRICS_NAMESPACE_ENV) or DEFAULT_METRICS_NAMESPACE
     print(json.dumps(age_line(consumer, namespace, age, int(now.timestamp() * 1000))))

@@ -1,9 +1,12 @@
 """The plan of an S3 redrive run: which objects are this consumer's, in which order they replay,
 and what is pending before any is replayed - read object by object, never all at once.
 
-Listing costs no object reads: a key names its mapping, shard and the second it was written
-(:func:`~cdc_consumer.redrive.messages.parse_on_failure_key`), so another mapping's objects are
-kept unread, and shards are put in lineage order (:class:`~cdc_consumer.redrive.lineage.
+The objects are listed under one or more prefixes (each of the consumer's mappings' folders,
+:mod:`~cdc_consumer.redrive.mapping_prefixes`) and ordered together: the order is per shard,
+whichever mapping wrote an object. Listing costs no object reads: a key names its mapping,
+shard and the second it was written (:func:`~cdc_consumer.redrive.messages.
+parse_on_failure_key`), so another mapping's objects are kept unread, and shards are put in
+lineage order (:class:`~cdc_consumer.redrive.lineage.
 ShardLineage`, parents first). The first ``max_objects`` of that order are then *surveyed*: each
 is read, checked and reduced to its place in the stream (shard, first and last sequence number),
 and dropped before the next is read, so the run's memory is one object's, whatever the count.
@@ -12,7 +15,7 @@ The replay reads each object again (:mod:`~cdc_consumer.redrive.sources.bucket`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,13 +110,13 @@ class BucketPlan:
     def make(
         cls,
         reader: ObjectReader,
-        prefix: str,
+        prefixes: Sequence[str],
         streams_client: Any,
         max_objects: int,
         report: RedriveReport,
     ) -> BucketPlan:
-        """List, order and survey the objects under ``prefix`` (see the module docstring)."""
-        ours = _listed(reader, prefix, report)
+        """List, order and survey the objects under ``prefixes`` (see the module docstring)."""
+        ours = [where for prefix in prefixes for where in _listed(reader, prefix, report)]
         shards = {where.shard_id for where in ours}
         lineage = (
             ShardLineage.of_stream(streams_client, reader.stream_arn, shards)

@@ -10,6 +10,7 @@ from typing import Any
 
 from cdc_consumer.redrive.bucket_plan import BucketPlan, ObjectReader, Surveyed
 from cdc_consumer.redrive.defaults import DEFAULT_MAX_OBJECTS
+from cdc_consumer.redrive.mapping_prefixes import layout_root, mapping_prefixes
 from cdc_consumer.redrive.pending_changes import (
     PendingChanges,
     change_of,
@@ -103,9 +104,13 @@ class CrossSource:
         watched = self._quarantine().items()
         if not watched:
             return PendingChanges("the failed-batch bucket")
-        reader = replace(self.bucket_reader, watched_items=watched)
-        scratch = RedriveReport(source="survey", queue_url="")
-        plan = BucketPlan.make(
-            reader, self.bucket_prefix, self.streams_client, DEFAULT_MAX_OBJECTS, scratch
+        # Every mapping of the consumer's function, whatever prefix the run was given: a
+        # replaced mapping's batches hold earlier changes as much as the current one's.
+        reader, prefixes = mapping_prefixes(
+            replace(self.bucket_reader, watched_items=watched),
+            layout_root(self.bucket_prefix) or self.bucket_prefix,
+            report.notes,
         )
+        scratch = RedriveReport(source="survey", queue_url="")
+        plan = BucketPlan.make(reader, prefixes, self.streams_client, DEFAULT_MAX_OBJECTS, scratch)
         return plan.pending_changes()

@@ -54,3 +54,8 @@ DEFAULT_LEASE_POLL_SECONDS = 5.0
 #: enough to ride out the end of a run started a moment before, short enough that a person is
 #: told soon that another redrive is running (the provisioned function does not wait).
 DEFAULT_LEASE_WAIT_SECONDS = 60.0
+#: Mapping folders (``aws/lambda/<UUID>/``) of a bucket looked at for the consumer's own: each
+#: costs a listing and one object read, and a consumer has a handful (one per replacement of its
+#: mapping within the bucket's retention); a bucket shared by more mappings than this is read
+#: only this far, which the report says (redrive.mapping_prefixes).
+DEFAULT_MAX_MAPPING_FOLDERS = 100

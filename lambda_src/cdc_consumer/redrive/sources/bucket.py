@@ -18,7 +18,10 @@ Memory: one object at a time. The survey reads each object once for its place an
 replay reads it again, replays it and drops it, so a run of 100 objects of 5.5 MB needs what one
 needs (about 7 MB of Python objects each), not 700 MB.
 
-Where: ``s3://<bucket>/<prefix>``. The construct side is ``cdc_constructs.failure_kinds.
+Where: ``s3://<bucket>/<prefix>``; at the root of Lambda's layout (``aws/lambda/``, the redrive
+function's default) the objects of every mapping of the consumer's function on its stream, a
+replaced mapping's too, ordered together (:mod:`~cdc_consumer.redrive.mapping_prefixes`); a
+prefix naming one mapping, that mapping's. The construct side is ``cdc_constructs.failure_kinds.
 bucket``; the local pipeline writes it with ``cdc_local.destinations.bucket``.
 """
 
@@ -32,9 +35,11 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_consumer.environment_variables import (
+    CONSUMER_FUNCTION_NAME_ENV,
     MAPPING_UUID_ENV,
     ON_FAILURE_BUCKET_ENV,
     ON_FAILURE_PREFIX_ENV,
+    STREAM_ARN_ENV,
 )
 from cdc_consumer.exceptions import ForeignMessageError, MalformedMessageError
 from cdc_consumer.redrive import parts
@@ -42,6 +47,7 @@ from cdc_consumer.redrive.access import MISSING_BUCKET_CODES, check_access, chec
 from cdc_consumer.redrive.bucket_plan import BucketPlan, ObjectReader, Surveyed
 from cdc_consumer.redrive.defaults import DEFAULT_MAX_OBJECTS
 from cdc_consumer.redrive.failure_source import Batch, Entry, Hold
+from cdc_consumer.redrive.mapping_prefixes import mapping_prefixes
 from cdc_consumer.redrive.messages import Source
 from cdc_consumer.redrive.report import FailedMessage, RedriveReport
 from cdc_consumer.redrive_shapes import ON_FAILURE_S3_PREFIX, RedriveCause
@@ -64,11 +70,11 @@ def split_bucket_where(where: str) -> tuple[str, str]:
 
 @dataclass
 class BucketSource:
-    """One run over the objects under ``prefix`` of the consumer's stream (and, when known,
+    """One run over the objects under ``prefixes`` of the consumer's stream (and, when known,
     function and mapping)."""
 
     reader: ObjectReader
-    prefix: str
+    prefixes: list[str]
     streams_client: Any
     report: RedriveReport
     #: The quarantine's rule: a reason to keep an object, or None (None: not known).
@@ -81,7 +87,7 @@ class BucketSource:
     def entries(self, limit: int | None) -> Iterator[Entry]:
         self._plan = BucketPlan.make(
             self.reader,
-            self.prefix,
+            self.prefixes,
             self.streams_client,
             DEFAULT_MAX_OBJECTS if limit is None else limit,
             self.report,
@@ -175,15 +181,12 @@ class BucketKind:
         return where.startswith(_SCHEME)
 
     def located(self, environ: Mapping[str, str]) -> str | None:
-        """The redrive function's bucket and prefix (``aws/lambda/<mapping UUID>/``)."""
+        """The redrive function's bucket and prefix: ``ON_FAILURE_PREFIX``, else ``aws/lambda/``
+        (every mapping of the consumer's function, its current one's and a replaced one's)."""
         bucket = environ.get(ON_FAILURE_BUCKET_ENV, "")
         if not bucket:
             return None
-        prefix = environ.get(ON_FAILURE_PREFIX_ENV, "")
-        if not prefix:
-            uuid = environ.get(MAPPING_UUID_ENV, "")
-            prefix = f"{ON_FAILURE_S3_PREFIX}{uuid}/" if uuid else ON_FAILURE_S3_PREFIX
-        return bucket_where(bucket, prefix)
+        return bucket_where(bucket, environ.get(ON_FAILURE_PREFIX_ENV) or ON_FAILURE_S3_PREFIX)
 
     def check(self, redrive: Any, where: str) -> None:
         """A stream ARN that is one; a bucket that exists and these credentials may list."""
@@ -198,16 +201,28 @@ class BucketKind:
             "check --bucket and that these credentials may list and read it",
         )
 
-    def oldest_failure_age(self, where: str, client: Any, now: datetime) -> int:
-        """Seconds since the oldest object under ``where`` was written (0: none waits): S3
+    def oldest_failure_age(
+        self, where: str, client: Any, now: datetime, environ: Mapping[str, str]
+    ) -> int:
+        """Seconds since the oldest object of the consumer under ``where`` (its mappings'
+        folders, as the redrive function replays them) was written (0: none waits): S3
         publishes no age of its objects, and its lifecycle deletes one its retention after
         that write (redriven ones are noncurrent versions, not listed)."""
         bucket, prefix = split_bucket_where(where)
+        reader = ObjectReader(
+            client,
+            bucket,
+            environ.get(STREAM_ARN_ENV, ""),
+            environ.get(CONSUMER_FUNCTION_NAME_ENV) or None,
+            environ.get(MAPPING_UUID_ENV) or None,
+        )
         oldest: datetime | None = None
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for item in page.get("Contents") or ():
-                written = item["LastModified"]
-                oldest = written if oldest is None or written < oldest else oldest
+        for folder in mapping_prefixes(reader, prefix, [])[1]:
+            pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder)
+            for page in pages:
+                for item in page.get("Contents") or ():
+                    written = item["LastModified"]
+                    oldest = written if oldest is None or written < oldest else oldest
         return 0 if oldest is None else max(0, int((now - oldest).total_seconds()))
 
     def open(self, run: parts.Run, where: str) -> BucketSource:
@@ -216,9 +231,14 @@ class BucketKind:
         watched, hold = parts.cross_source(redrive, redrive.quarantine_queue_url).object_hold(
             run.report
         )
+        reader, prefixes = mapping_prefixes(
+            replace(parts.object_reader(redrive, bucket), watched_items=watched),
+            prefix,
+            run.report.notes,
+        )
         return BucketSource(
-            reader=replace(parts.object_reader(redrive, bucket), watched_items=watched),
-            prefix=prefix,
+            reader=reader,
+            prefixes=prefixes,
             streams_client=parts.streams(redrive),
             report=run.report,
             cross_hold=hold,
