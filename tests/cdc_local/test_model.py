@@ -943,6 +943,35 @@ def test_an_object_holding_a_quarantined_change_itself_is_replayed_once_the_fix_
         state.teardown()
 
 
+def test_a_quarantined_change_waits_for_a_replaced_mappings_earlier_batch(
+    aws: LocalEndpoint, model_assembly: Path
+) -> None:
+    """The long model run's third find, reduced: ``a``'s changes 2 and 3 age out into the
+    bucket under the first mapping's UUID, the stream trims them, ``a``'s poison change 4 is
+    quarantined, and CloudFormation replaces the mapping (the new one quarantines 4 again).
+    With the fix deployed, the quarantine
+    redrive holds 4 while 2 and 3 wait under the retired mapping's UUID (it looked only under
+    the new one's and applied 4 first); the bucket's redrive then applies 2 and 3, and 4
+    follows."""
+    machine = _machine(aws, model_assembly)()
+    try:
+        machine.start([("b", "put")], "none", 0, True)
+        machine.age_out([("a", "put"), ("a", "put")])
+        machine.days_pass(days=1)
+        machine.write([("a", "poison")])
+        machine.drain("none", 0)
+        machine.replace_mapping(window=True, fault="none")
+        assert ("a", "4") in machine._quarantine_pending()
+        machine.deploy(add_audit=False, reverse=False, fix=True)
+        machine.redrive_quarantine()
+        assert "4" not in machine.observed.logs.get(("stats", "a"), [])
+        machine.redrive_bucket("none", 0)
+        machine.redrive_quarantine()
+        assert machine.observed.logs[("stats", "a")] == ["2", "3", "4"]
+    finally:
+        machine.teardown()
+
+
 def test_two_redrives_at_once_keep_an_items_order(aws: LocalEndpoint, model_assembly: Path) -> None:
     """The long model run's failure, reduced: ``b``'s poison change 3 is in the quarantine and
     its change 4 in the bucket. One redrive of the bucket holds 4; two at once must too (the
