@@ -30,18 +30,12 @@ def log_arn(table_name: str, log: str) -> str:
     return f"arn:aws:toy:us-east-1:123456789012:log/{table_name}/{log}"
 
 
-@dataclass
 class LogAccess(RedriveAccess):
-    """The redrive reads the log back from its table, whatever a kind asks of the stream."""
-
-    table_arn: str = ""
+    """The redrive reads the log back from its table (``stream_arn``: the table's ARN),
+    whatever a kind asks of the stream."""
 
     def read_stream(self, actions: tuple[str, ...]) -> None:
-        self.add(
-            lambda grantee: grantee.grant_principal.add_to_principal_policy(
-                allow(READ, [self.table_arn])
-            )
-        )
+        super().read_stream(READ)
 
 
 @dataclass
@@ -57,7 +51,7 @@ class ToyLogRoute(ToyRoute):
 
     def redrive_access(self) -> RedriveAccess:
         assert self.table is not None
-        return LogAccess(self.stream_arn, table_arn=self.table.table_arn)
+        return LogAccess(self.table.table_arn)
 
     def grant_redrive(self, grantee: iam.IGrantable) -> None:
         pass

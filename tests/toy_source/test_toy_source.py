@@ -20,8 +20,10 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cdc_consumer.routes.dynamodb_stream.records import ROUTE as DYNAMODB_STREAM
 from cdc_consumer.sinks.latest_image import DELETED_ATTRIBUTE, VERSION_ATTRIBUTE
 
 from cdc_local.accounting import peek_messages
@@ -89,6 +91,9 @@ class ChangeLog:
     def __init__(self, pipeline: LocalPipeline) -> None:
         self.ddb = pipeline.client("dynamodb")
         self.seq = 0
+        #: Each item's last change's version, as the toy's runtime route makes it (the
+        #: DynamoDB stream's rule: its creation time in seconds, then its sequence number).
+        self.versions: dict[str, str] = {}
 
     def change(self, pk: str, n: int | None) -> None:
         """``pk``'s new ``n`` (None: ``pk`` deleted)."""
@@ -106,15 +111,20 @@ class ChangeLog:
                 "StreamViewType": "NEW_AND_OLD_IMAGES",
             },
         }
+        time_us, _ = DYNAMODB_STREAM.created(change["dynamodb"], change["eventID"])
+        assert time_us is not None
+        self.versions[pk] = DYNAMODB_STREAM.version(time_us, str(self.seq))
         item = {"log": {"S": "orders"}, "seq": {"N": str(self.seq)}, "at": {"N": str(now)}}
         self.ddb.put_item(TableName=LOG_TABLE, Item={**item, "change": {"S": json.dumps(change)}})
 
 
+def view_items(pipeline: LocalPipeline) -> list[dict[str, Any]]:
+    return pipeline.client("dynamodb").scan(TableName=pipeline.table_name("View"))["Items"]
+
+
 def view(pipeline: LocalPipeline) -> dict[str, int]:
     """The view's live items (``pk`` -> ``n``); tombstones left out."""
-    items = pipeline.client("dynamodb").scan(TableName=pipeline.table_name("View"))["Items"]
-    for item in items:
-        assert item[VERSION_ATTRIBUTE]["S"]
+    items = view_items(pipeline)
     return {i["pk"]["S"]: int(i["n"]["N"]) for i in items if DELETED_ATTRIBUTE not in i}
 
 
@@ -148,6 +158,9 @@ def test_a_toy_source_runs_through_the_constructs_the_runtime_the_redrive_and_lo
         assert report["messages_deleted"] == len(pointers)
         assert report["records_replayed"] == 3
         assert view(pipeline) == {"a": 2, "c": 1, "d": 1}
+        # Each item holds its last change's version (b's tombstone too): no older one after it.
+        versions = {i["pk"]["S"]: i[VERSION_ATTRIBUTE]["S"] for i in view_items(pipeline)}
+        assert versions == log.versions
 
         again = redrive.invoke({"source": "on-failure"})  # nothing left: nothing replayed twice
         assert not again.failed and again.response["reports"][0]["records_replayed"] == 0
