@@ -1,7 +1,8 @@
 """A route is one module (issue 39): a source defined here, in the tests only, gets a consumer, a
 redrive over its stream and the failure kinds' grants from the consumer core and the redrive
 construct, with no line of the library changed; and the two routes of the library answer the
-protocol as the core asks it."""
+protocol as the core asks it; the checks read its mappings once its template side is
+registered."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
+import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -22,12 +24,15 @@ from constructs import Construct
 from cdc_constructs import StreamConsumer, StreamRedrive
 from cdc_constructs.consumer_core import ConsumerCore
 from cdc_constructs.consumer_options import ConsumerOptions
+from cdc_constructs.exceptions import CdcConfigurationError
 from cdc_constructs.failure_kinds import RedriveAccess
 from cdc_constructs.monitoring_options import MonitoringOptions
 from cdc_constructs.permissions import allow
+from cdc_constructs.record_shape import DYNAMODB_STREAM_RECORD
 from cdc_constructs.redrive import REDRIVE_HANDLER
-from cdc_constructs.routes import Route
-from tests.cdc_constructs.support import grants, only, resources, with_code
+from cdc_constructs.routes import Route, TemplateRoute, templates
+from tests.cdc_constructs.nag.validation_report import rule_ids, synthesize_with_checks
+from tests.cdc_constructs.support import consumer_code, grants, only, resources, with_code
 
 TOY_ARN = "arn:aws:toy:us-east-1:123456789012:changes/orders"
 TOY_READ = ("toy:ReadChanges",)
@@ -144,3 +149,37 @@ def test_a_redrive_takes_a_stream_arn_or_a_route_not_both(stack: cdk.Stack) -> N
             assert "stream_arn/route" in str(refused) and "exactly one" in str(refused)
         else:
             raise AssertionError(f"{given} was not refused")
+
+
+TOY_TEMPLATE = TemplateRoute(
+    name="toy",
+    resource_types=frozenset(),
+    arn_parts=(":toy:",),
+    pipe_parameters="ToyParameters",
+    reads_table_stream=False,
+    record_shape=DYNAMODB_STREAM_RECORD,
+)
+
+
+def _toy_mapping_findings() -> set[str]:
+    """The rules CdcChecks reports on a bare mapping of the toy source (no destination, no
+    batch item failures)."""
+    app = cdk.App()
+    stack = cdk.Stack(app, "Bare")
+    function = lambda_.Function(stack, "Fn", runtime=lambda_.Runtime.PYTHON_3_12, **consumer_code())
+    lambda_.CfnEventSourceMapping(
+        stack, "Toy", function_name=function.function_name, event_source_arn=TOY_ARN
+    )
+    return rule_ids(synthesize_with_checks(app), "Bare/Toy")
+
+
+def test_the_checks_read_a_source_from_outside_once_its_template_side_is_registered() -> None:
+    assert _toy_mapping_findings() == set()  # not a route's: passed by
+    templates.register(TOY_TEMPLATE)
+    try:
+        assert "CDC-ESM4" in _toy_mapping_findings()  # its mapping has no destination
+        with pytest.raises(CdcConfigurationError, match=r"name='toy': a name no registered"):
+            templates.register(TOY_TEMPLATE)
+    finally:
+        templates.unregister(TOY_TEMPLATE)
+    assert TOY_TEMPLATE not in templates.TEMPLATE_ROUTES

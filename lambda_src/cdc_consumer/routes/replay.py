@@ -7,7 +7,9 @@ client's GetShardIterator and GetRecords calls, and the record Lambda would have
 long its stream keeps a record, which shards descend from which, how a delivered record is named
 (its sequence number), checked, filtered, and which item and change it holds, and where a failure
 record describes its batch (``batchInfo``). The redrive (:mod:`cdc_consumer.redrive`) asks these
-functions and never names a route; each route's answers are its ``replay`` module.
+functions and never names a route; each route's answers are its ``replay`` module. A route
+defined outside this package plugs in with :func:`register`, from a module the redrive imports
+before it reads (the module that registers its runtime side too).
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ __all__ = [
     "failure_batch_info",
     "filter_view",
     "item_key",
+    "register",
     "route_of_raw",
     "route_of_record",
     "route_of_stream",
     "sequence_number",
+    "unregister",
     "written_at",
 ]
 
@@ -121,8 +125,26 @@ class ReplayRoute(Protocol):
         ...
 
 
-ROUTES: tuple[ReplayRoute, ...] = (_STREAM, _KINESIS)
-"""The routes, asked in this order (the first that owns a stream or record has it)."""
+ROUTES: list[ReplayRoute] = [_STREAM, _KINESIS]
+"""The routes, asked in this order (the first that owns a stream or record has it; a registered
+one first)."""
+
+
+def register(route: ReplayRoute) -> None:
+    """Add ``route`` (a route defined outside this package), asked before the others;
+    :class:`RedriveSetupError` when a route of its name is already registered."""
+    if any(known.name == route.name for known in ROUTES):
+        raise RedriveSetupError(
+            f"a replay route named {route.name!r} is already registered: give a new route a"
+            " name of its own, or unregister the other first"
+        )
+    ROUTES.insert(0, route)
+
+
+def unregister(route: ReplayRoute) -> None:
+    """Remove a route :func:`register` added (a test's)."""
+    if route in ROUTES:
+        ROUTES.remove(route)
 
 
 def route_of_stream(stream_arn: str) -> ReplayRoute:

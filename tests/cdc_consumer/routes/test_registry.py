@@ -1,20 +1,28 @@
 """The routes' registry (issue 39): each record goes to its route, which says what names it in
 ``batchItemFailures``, what a filter matches, what a quarantine pointer keeps, and whether the
-ledger lists it; a record no route claims is read as a DynamoDB stream record."""
+ledger lists it; a record no route claims is read as a DynamoDB stream record. A route defined
+outside the package registers (the engine's and the redrive's registry) and is asked first."""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from cdc_consumer import UndecodableRecordError
+from cdc_consumer.exceptions import ConfigurationError, RedriveSetupError
 from cdc_consumer.routes import (
     DEFAULT_ROUTE,
     ROUTES,
     filter_view,
     item_identifier,
+    register,
+    replay,
     route_of,
+    unregister,
 )
 from cdc_consumer.routes.dynamodb_stream.records import ROUTE as DYNAMODB_STREAM
 from cdc_consumer.routes.kinesis.records import ROUTE as KINESIS
@@ -119,3 +127,72 @@ def test_a_kinesis_record_without_a_sequence_number_holds_no_change() -> None:
     data = base64.b64encode(json.dumps({"eventID": "e"}).encode()).decode()
     with pytest.raises(UndecodableRecordError, match=r"kinesis\.sequenceNumber must be"):
         KINESIS.change_document({"kinesis": {"data": data}})
+
+
+@dataclass(frozen=True)
+class _Claiming:
+    """A route from outside that claims every dict with an ``x`` (as the DynamoDB stream's
+    would, were it asked first); only its name and its eventSource matter here."""
+
+    name: str = "toy"
+    event_source: str = "toy:changes"
+
+    def recognises(self, record: Any) -> bool:
+        return isinstance(record, dict) and "x" in record
+
+
+@pytest.fixture
+def toy() -> Iterator[Any]:
+    route = _Claiming()
+    register(route)  # type: ignore[arg-type]  # only what route_of asks
+    yield route
+    unregister(route)  # type: ignore[arg-type]
+    assert route not in ROUTES and route_of({"eventSource": "toy:changes"}) is DEFAULT_ROUTE
+
+
+def test_a_registered_route_is_found_by_its_event_source_and_asked_before_the_others(
+    toy: Any,
+) -> None:
+    assert route_of({"eventSource": "toy:changes"}) is toy
+    assert route_of({**_stream_record(), "eventSource": None, "x": 1}) is toy  # before the default
+    assert route_of(_stream_record()) is DYNAMODB_STREAM  # the others still answer theirs
+
+
+@pytest.mark.parametrize("twin", [_Claiming(event_source="other:source"), _Claiming(name="other")])
+def test_a_route_is_registered_once_by_name_and_event_source(toy: Any, twin: Any) -> None:
+    with pytest.raises(ConfigurationError, match=r"route '\w+'.*already registered as 'toy'"):
+        register(twin)
+    assert ROUTES.count(toy) == 1 and twin not in ROUTES
+
+
+@dataclass(frozen=True)
+class _ToyReplay:
+    """The redrive's side of the toy: a stream, a record and a raw record of its own."""
+
+    name: str = "toy change log"
+
+    def owns_stream(self, stream_arn: str) -> bool:
+        return stream_arn.startswith("arn:aws:toy:")
+
+    def owns_record(self, record: Any) -> bool:
+        return isinstance(record, dict) and record.get("eventSource") == "toy:changes"
+
+    def owns_raw(self, raw: Any) -> bool:
+        return isinstance(raw, dict) and "toy" in raw
+
+
+def test_a_registered_replay_route_is_found_first_and_registered_once() -> None:
+    route = _ToyReplay()
+    replay.register(route)  # type: ignore[arg-type]  # only what the lookups ask
+    try:
+        assert replay.ROUTES[0] is route
+        assert replay.route_of_stream("arn:aws:toy:us-east-1:123456789012:log/a") is route
+        assert replay.route_of_record({"eventSource": "toy:changes"}) is route
+        assert replay.route_of_raw({"toy": 1}) is route
+        with pytest.raises(RedriveSetupError, match="'toy change log' is already registered"):
+            replay.register(_ToyReplay())  # type: ignore[arg-type]
+    finally:
+        replay.unregister(route)  # type: ignore[arg-type]
+    assert route not in replay.ROUTES
+    with pytest.raises(RedriveSetupError, match="is not a DynamoDB stream ARN"):
+        replay.route_of_stream("arn:aws:toy:us-east-1:123456789012:log/a")
