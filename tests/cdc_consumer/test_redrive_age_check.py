@@ -5,7 +5,7 @@ a bucket on the local endpoint (moto's server) and printed as the metric its ala
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -40,7 +40,10 @@ def test_the_oldest_object_of_the_mappings_prefix_is_measured(
     s3.create_bucket(Bucket=BUCKET)
     for key in (f"aws/lambda/{UUID}/shard-1/a", f"aws/lambda/{UUID}/shard-2/b", "aws/lambda/x/c"):
         s3.put_object(Bucket=BUCKET, Key=key, Body=b"{}")
-    later = datetime.now(UTC) + timedelta(days=3)
+    # Three days after the oldest object's LastModified as S3 reports it (whole seconds): the
+    # check's clock against the bucket's, not against this test's sub-second clock.
+    written = s3.head_object(Bucket=BUCKET, Key=f"aws/lambda/{UUID}/shard-1/a")["LastModified"]
+    later = written + timedelta(days=3)
 
     result = check_failure_age(ENVIRON, now=later)
 
