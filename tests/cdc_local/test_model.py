@@ -285,6 +285,16 @@ class ModelState(RuleBasedStateMachine):
         """The changes held in the bucket or the quarantine."""
         return self._bucket_pending() | self._quarantine_pending()
 
+    def _waiting(self) -> tuple[set[tuple[str, str]], int]:
+        """The changes held in the bucket or the quarantine, and how many objects and messages
+        hold them (a round that only removes a duplicate object made progress too)."""
+        objects = sum(
+            len(on_failure_batches(self.pipeline, wiring))
+            for wiring in [*self.retired, self.wiring]
+        )
+        messages = peek_messages(self.pipeline.client("sqs"), self.wiring.quarantine_queue_url)
+        return self._pending(), objects + len(messages)
+
     def _pending_by_source(self) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
         """The changes held in the bucket, and those held in the quarantine."""
         return self._bucket_pending(), self._quarantine_pending()
@@ -555,12 +565,12 @@ class StreamRules(ModelChecks):
         # Each source's run replays what the other no longer holds back; a held object stalls
         # its shard's later ones, whichever mapping wrote them, so it may take several rounds,
         # each making progress (the redrive function is invoked again until it is ok).
-        left = self._pending()
+        left = self._waiting()
         for _ in range(10):
             self.redrive_bucket("none", 0)
             self.redrive_quarantine()
-            before, left = left, self._pending()
-            if not left or left == before:
+            before, left = left, self._waiting()
+            if not left[0] or left == before:
                 break
         self.drain("none", 0)
         assert not self._bucket_pending() and not self._quarantine_pending()
