@@ -90,3 +90,41 @@ def _imported(
             elif isinstance(inner, ast.Import):
                 found.update(alias.name for alias in inner.names)
     return {name for name in found if name in parsed and name.startswith(root)}
+
+
+def documentation(tree: ast.Module) -> set[int]:
+    """The ids of the string constants that are documentation: every bare string statement (a
+    module's, class's or function's docstring, an attribute's after its assignment)."""
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }
+
+
+def imports(node: ast.AST) -> list[str]:
+    """The modules ``node`` imports: a from-import's module and ``module.name`` for each of its
+    names (a submodule imported by name), or an import's names."""
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return []
+
+
+def identifiers(node: ast.AST) -> list[str]:
+    """The identifiers ``node`` itself holds: a name, an attribute, a definition's name, an
+    argument, a keyword, an imported name and its alias, a from-import's module."""
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    found = [getattr(node, field, None) for field in ("id", "attr", "name", "arg", "asname")]
+    return [name for name in found if isinstance(name, str)]
+
+
+def text(node: ast.AST, docs: set[int]) -> str | None:
+    """``node``'s value when it is a string constant that is not documentation (``docs``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+        return node.value
+    return None

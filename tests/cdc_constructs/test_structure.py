@@ -71,37 +71,6 @@ KEPT_PUBLIC_NAMES = {
 }
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """The ids of the docstring constants of ``tree`` (module, classes, functions, and the
-    attribute docstrings that follow an assignment)."""
-    found = set()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if not isinstance(body, list):
-            continue
-        for statement in body:
-            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
-                found.add(id(statement.value))
-    return found
-
-
-def _names(node: ast.AST) -> list[str]:
-    """The identifiers ``node`` names: a name, attribute, argument, keyword or definition."""
-    if isinstance(node, ast.Name):
-        return [node.id]
-    if isinstance(node, ast.Attribute):
-        return [node.attr]
-    if isinstance(node, ast.arg | ast.keyword):
-        return [node.arg] if node.arg else []
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [node.name]
-    if isinstance(node, ast.ImportFrom):
-        return [node.module or "", *(alias.name for alias in node.names)]
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    return []
-
-
 def _reexports(node: ast.stmt) -> bool:
     """An import, or the ``__all__`` list: what the package's ``__init__`` re-exports."""
     if isinstance(node, ast.ImportFrom):
@@ -122,7 +91,7 @@ def route_specifics(module: str, tree: ast.Module) -> set[str]:
     it.
     The package's ``__init__`` re-exports the routes' public names: its imports and
     ``__all__`` are allowed."""
-    docstrings, kept = _docstrings(tree), KEPT_PUBLIC_NAMES.get(module, set())
+    docs, kept = structure.documentation(tree), KEPT_PUBLIC_NAMES.get(module, set())
     reexports = (
         {id(inner) for node in tree.body if _reexports(node) for inner in ast.walk(node)}
         if module == "cdc_constructs"
@@ -134,12 +103,12 @@ def route_specifics(module: str, tree: ast.Module) -> set[str]:
             continue
         if isinstance(node, ast.ImportFrom) and _imports_a_route(module, node.module or ""):
             found.add(f"imports {node.module}")
-        words = _names(node)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            # A key (a resource type, an ARN part, a property) acts on a route; a docstring
-            # or a message (words, with spaces) only mentions one.
-            prose = id(node) in docstrings or any(c.isspace() for c in node.value)
-            words = [] if prose else [node.value]
+        words = structure.identifiers(node)
+        value = structure.text(node, docs)
+        # A key (a resource type, an ARN part, a property) acts on a route; a docstring or a
+        # message (words, with spaces) only mentions one.
+        if value is not None and not any(c.isspace() for c in value):
+            words.append(value)
         found.update(
             f"names {word!r}"
             for word in words

@@ -18,57 +18,21 @@ ROUTE_SPECIFICS = re.compile(r"kinesis|DDBStreamBatchInfo|KinesisBatchInfo|dynam
 PROTOCOL = "cdc_consumer.routes.replay"
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """The ids of the docstring constants of the module, its classes and functions."""
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                found.add(id(body[0].value))
-    return found
-
-
-def _names(node: ast.AST) -> list[str]:
-    """The identifiers, imported names and string constants ``node`` itself holds."""
-    if isinstance(node, ast.Name):
-        return [node.id]
-    if isinstance(node, ast.Attribute):
-        return [node.attr]
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [node.name]
-    if isinstance(node, ast.arg):
-        return [node.arg]
-    if isinstance(node, ast.keyword):
-        return [node.arg] if node.arg else []
-    if isinstance(node, ast.alias):
-        return [node.name, node.asname or ""]
-    if isinstance(node, ast.ImportFrom):
-        return [node.module or ""]
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value]
-    return []
-
-
 def route_names(tree: ast.Module) -> list[str]:
     """Where ``tree`` names a route: a route's own package imported, or a route's specifics."""
-    docstrings = _docstrings(tree)
+    docs = structure.documentation(tree)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom | ast.Import):
-            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            modules += [alias.name for alias in node.names]
-            found += [
-                f"imports {m}"
-                for m in modules
-                if m.startswith("cdc_consumer.routes.") and not m.startswith(PROTOCOL)
-            ]
-        if id(node) in docstrings:
-            continue
         found += [
-            f"line {getattr(node, 'lineno', '?')}: {name[:60]!r}"
-            for name in _names(node)
-            if ROUTE_SPECIFICS.search(name)
+            f"imports {module}"
+            for module in structure.imports(node)
+            if module.startswith("cdc_consumer.routes.") and not module.startswith(PROTOCOL)
+        ]
+        words = [*structure.identifiers(node), structure.text(node, docs) or ""]
+        found += [
+            f"line {getattr(node, 'lineno', '?')}: {word[:60]!r}"
+            for word in words
+            if ROUTE_SPECIFICS.search(word)
         ]
     return found
 

@@ -189,49 +189,29 @@ NOT_READ = ("cdc_consumer.routes", "cdc_consumer.redrive", "cdc_consumer.redrive
 STILL_NAMING = {"cdc_consumer.redrive_shapes"}
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """The ids of the string constants that are documentation: a module's, class's or
-    function's docstring, and an attribute's (a string statement after an assignment)."""
-    return {
-        id(statement.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        for statement in node.body
-        if isinstance(statement, ast.Expr)
-        and isinstance(statement.value, ast.Constant)
-        and isinstance(statement.value.value, str)
-    }
-
-
 def _named_routes(tree: ast.Module) -> list[str]:
     """Where ``tree`` imports a route's package or names a route's specifics outside its
     documentation (see ROUTE_WORDS and the lists after it)."""
-    documentation = _docstrings(tree)
+    docs = structure.documentation(tree)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        else:
-            names = []
-        found += [f"{node.lineno}: imports {n}" for n in names if n.startswith(ROUTE_PACKAGES)]
-        identifiers = [
-            getattr(node, field)
-            for field in ("id", "attr", "name", "arg", "asname")
-            if isinstance(getattr(node, field, None), str)
-        ]
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if id(node) in documentation:
-                continue
-            text = node.value.lower()
-            if text in ROUTE_EVENT_SOURCES or any(i in text for i in ROUTE_BATCH_INFOS):
-                found.append(f"{node.lineno}: the string {node.value!r:.60}")
-            identifiers.append(node.value)
+        line = getattr(node, "lineno", "?")
         found += [
-            f"{getattr(node, 'lineno', '?')}: {i!r:.60}"
-            for i in identifiers
-            if any(word in i.lower() for word in ROUTE_WORDS)
+            f"{line}: imports {module}"
+            for module in structure.imports(node)
+            if module.startswith(ROUTE_PACKAGES)
+        ]
+        words = structure.identifiers(node)
+        value = structure.text(node, docs)
+        if value is not None:
+            lowered = value.lower()
+            if lowered in ROUTE_EVENT_SOURCES or any(i in lowered for i in ROUTE_BATCH_INFOS):
+                found.append(f"{line}: the string {value!r:.60}")
+            words.append(value)
+        found += [
+            f"{line}: {word!r:.60}"
+            for word in words
+            if any(route in word.lower() for route in ROUTE_WORDS)
         ]
     return found
 

@@ -58,47 +58,16 @@ def test_no_import_cycle_through_type_only_imports_either() -> None:
 def route_mentions(tree: ast.Module, route_modules: set[str]) -> set[str]:
     """Where ``tree`` imports a route module or names a route in an identifier, an import or a
     string constant (docstrings and other bare string statements left out)."""
-    found = set()
-    docstrings = {
-        id(node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-    }
+    docs, found = structure.documentation(tree), set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            found.update(f"imports {t}" for t in targets if t in route_modules)
-        names = _names(node)
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and id(node) not in docstrings
-        ):
-            names.append(node.value)
+        found.update(f"imports {m}" for m in structure.imports(node) if m in route_modules)
+        words = [*structure.identifiers(node), structure.text(node, docs) or ""]
         found.update(
-            f"line {getattr(node, 'lineno', '?')}: {name!r}"
-            for name in names
-            if any(word in name.lower() for word in ROUTE_WORDS)
+            f"line {getattr(node, 'lineno', '?')}: {word!r}"
+            for word in words
+            if any(route in word.lower() for route in ROUTE_WORDS)
         )
     return found
-
-
-def _names(node: ast.AST) -> list[str]:
-    if isinstance(node, ast.Name):
-        return [node.id]
-    if isinstance(node, ast.Attribute):
-        return [node.attr]
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [node.name]
-    if isinstance(node, ast.arg):
-        return [node.arg]
-    if isinstance(node, ast.keyword) and node.arg:
-        return [node.arg]
-    if isinstance(node, ast.alias):
-        return [node.name, node.asname or ""]
-    if isinstance(node, ast.ImportFrom):
-        return [node.module or ""]
-    return []
 
 
 def test_no_module_outside_the_routes_names_a_route() -> None:
