@@ -93,6 +93,12 @@ class RedriveRoute(Protocol):
 
     ``stream_arn``: the stream the consumer's records come from (``CDC_STREAM_ARN``: failure
     records of another stream are kept; the redrive lease is keyed by it).
+
+    A route defined outside this library may also have ``redrive_source``
+    (:class:`~cdc_constructs.failure_kinds.kind.RedriveSource`): its module, imported by the
+    redrive function, registers its ``cdc_consumer.routes.replay`` side. StreamRedrive adds its
+    layer and names its module in ``CDC_REDRIVE_SOURCE_MODULES`` beside the failure kinds'
+    (docs/design.md, "Adding a source").
     """
 
     @property
@@ -233,8 +239,9 @@ class StreamRedrive(Construct):
         route = route or StreamArnRoute(stream_arn)  # type: ignore[arg-type]
         super().__init__(scope, construct_id)
         quarantine = _quarantine(targets, quarantine_queue, quarantine_bucket)
+        sources = _sources(targets, route)
         optional = _optional_environment(
-            targets, event_source_mapping_id, quarantine, members, filters, marker_lifetime
+            targets, sources, event_source_mapping_id, quarantine, members, filters, marker_lifetime
         )
         variables = {
             CONSUMER_FUNCTION_NAME_ENV: consumer_function.function_name,
@@ -244,7 +251,7 @@ class StreamRedrive(Construct):
             REDRIVE_RESERVE_SECONDS_ENV: str(reserve_seconds(consumer_timeout)),
             **{name: value for name, value in optional.items() if value is not None},
         }
-        layers = [layer, *(s.layer for s in _sources(targets))]
+        layers = [layer, *(s.layer for s in sources)]
         self.role, self.log_group, self.function = _make_function(
             self, consumer_name, variables, layers, timeout, log_retention, log_encryption_key
         )
@@ -304,6 +311,7 @@ class StreamRedrive(Construct):
 
 def _optional_environment(
     targets: Sequence[OnFailureTarget],
+    sources: Sequence[RedriveSource],
     mapping_id: str | None,
     quarantine: Quarantine,
     members: Sequence[GroupMemberSpec],
@@ -312,7 +320,7 @@ def _optional_environment(
 ) -> dict[str, str | None]:
     """The variables set only when the consumer has them (None: not set): what names the
     destinations, the mapping, the quarantine, the group, the filters, the marker lifetime, and
-    the modules of kinds from outside this library."""
+    the modules of kinds and routes from outside this library (``sources``)."""
     return {
         **{k: v for target in targets for k, v in _environment(target).items()},
         MAPPING_UUID_ENV: mapping_id,
@@ -320,7 +328,7 @@ def _optional_environment(
         CONSUMER_GROUP_ENV: GroupMemberSpec.encode(members) if members else None,
         CONSUMER_FILTERS_ENV: json.dumps([dict(f) for f in filters]) if filters else None,
         MARKER_TTL_ENV: _whole_seconds(marker_lifetime),
-        REDRIVE_SOURCE_MODULES_ENV: ",".join(s.module for s in _sources(targets)) or None,
+        REDRIVE_SOURCE_MODULES_ENV: ",".join(s.module for s in sources) or None,
     }
 
 
@@ -332,10 +340,13 @@ def _route_problems(stream_arn: str | None, route: RedriveRoute | None) -> list[
     return []
 
 
-def _sources(targets: Sequence[OnFailureTarget]) -> list[RedriveSource]:
-    """The redrive sides of kinds defined outside this library (``redrive_source``)."""
-    found = (getattr(t.failure_kind, "redrive_source", None) for t in targets)
-    return [source for source in found if source is not None]
+def _sources(targets: Sequence[OnFailureTarget], route: RedriveRoute) -> list[RedriveSource]:
+    """The redrive sides of kinds and of a route defined outside this library (their
+    ``redrive_source``), each module once."""
+    found = [getattr(t.failure_kind, "redrive_source", None) for t in targets]
+    found.append(getattr(route, "redrive_source", None))
+    unique = {source.module: source for source in found if source is not None}
+    return list(unique.values())
 
 
 def _make_function(

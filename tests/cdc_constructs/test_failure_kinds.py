@@ -36,7 +36,7 @@ from cdc_constructs.redrive import REDRIVE_HANDLER
 from tests import structure
 from tests.cdc_constructs.support import grants, only, resources, with_code
 from tests.cdc_constructs.test_on_failure import PK
-from tests.cdc_constructs.test_routes import toy_consumer
+from tests.cdc_constructs.test_routes import ToyRoute, toy_consumer
 
 ARCHIVE_ARN = "arn:aws:s3:::failure-archive"
 ARCHIVE_DAYS = 20
@@ -134,6 +134,35 @@ ROUTES = {
     "kinesis": (_kinesis_consumer, (7 * 86400, 6 * 86400)),
     "toy": (_toy_consumer, (3 * 86400, 3600)),
 }
+
+
+TOY_LAYER = "arn:aws:lambda:us-east-1:123456789012:layer:toy-route:1"
+
+
+def test_a_route_and_a_kind_from_outside_both_reach_the_redrive_function(
+    stack: cdk.Stack, archive_kind: ArchiveKind
+) -> None:
+    """A route defined outside the library (its ``redrive_source``) and a kind defined outside
+    it: the redrive function gets both layers and imports both modules, neither overwriting
+    the other."""
+    layers = {
+        name: lambda_.LayerVersion.from_layer_version_arn(stack, name, arn)
+        for name, arn in (("Archive", ARCHIVE_LAYER), ("Toy", TOY_LAYER))
+    }
+    archive_kind.redrive_source = RedriveSource("archive_failures", layers["Archive"])
+    route = ToyRoute()
+    route.redrive_source = RedriveSource("toy_plugin", layers["Toy"])  # type: ignore[attr-defined]
+    toy_consumer(stack, route=route, construct_id="Consumer", on_failure=ArchiveDestination())
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+
+    (redrive,) = [
+        r["Properties"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] == REDRIVE_HANDLER
+    ]
+    modules = redrive["Environment"]["Variables"]["CDC_REDRIVE_SOURCE_MODULES"]
+    assert sorted(modules.split(",")) == ["archive_failures", "toy_plugin"]
+    assert ARCHIVE_LAYER in redrive["Layers"] and TOY_LAYER in redrive["Layers"]
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))

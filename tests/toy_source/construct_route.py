@@ -1,7 +1,7 @@
 """The toy change log as a consumer's construct route: the toy route of
 tests/cdc_constructs/test_routes.py over a log table of the app, its reads granted on that
-table, and a redrive that gets the toy's layer and imports its plugin (which registers the
-redrive's toy route)."""
+table, and its ``redrive_source``: StreamRedrive gives the redrive function the toy's layer
+and names its plugin (which registers the redrive's toy route) in CDC_REDRIVE_SOURCE_MODULES."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from typing import Any
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from cdc_consumer.environment_variables import REDRIVE_SOURCE_MODULES_ENV
 from constructs import Construct
 
 from cdc_constructs import StreamRedrive
-from cdc_constructs.failure_kinds import RedriveAccess
+from cdc_constructs.failure_kinds import RedriveAccess, RedriveSource
 from cdc_constructs.permissions import allow
 from tests.cdc_constructs.test_routes import ToyRoute
 
@@ -56,9 +55,11 @@ class ToyLogRoute(ToyRoute):
     def grant_redrive(self, grantee: iam.IGrantable) -> None:
         pass
 
-    def make_redrive(self, scope: Construct, construct_id: str, **props: Any) -> StreamRedrive:
-        redrive = StreamRedrive(scope, construct_id, route=self, **props)
+    @property
+    def redrive_source(self) -> RedriveSource:
+        """The plugin the redrive function imports (registering the toy's replay route)."""
         assert self.layer is not None
-        redrive.function.add_layers(self.layer)
-        redrive.function.add_environment(REDRIVE_SOURCE_MODULES_ENV, "toy_plugin")
-        return redrive
+        return RedriveSource("toy_plugin", self.layer)
+
+    def make_redrive(self, scope: Construct, construct_id: str, **props: Any) -> StreamRedrive:
+        return StreamRedrive(scope, construct_id, route=self, **props)
