@@ -1,19 +1,30 @@
 """Which mappings' folders of an on-failure bucket are the consumer's
 (cdc_consumer.redrive.mapping_prefixes): every mapping of its function on its stream, the
 current one's always, another function's skipped unread; and a bucket run at the layout's root
-replays a replaced mapping's batches with the current one's, in stream order."""
+replays a replaced mapping's batches with the current one's, in stream order: the redrive's,
+and the command line's by default (``--mapping-uuid`` narrows it to one mapping, and says
+which of the consumer's other mappings hold batches it left)."""
 
 from __future__ import annotations
 
 import json
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cdc_consumer.redrive import main
 from cdc_consumer.redrive.bucket_plan import ObjectReader
 from cdc_consumer.redrive.mapping_prefixes import layout_root, mapping_prefixes
 
-from tests.cdc_consumer.redrive_world import Consumer, Stream, make_redrive
+from tests.cdc_consumer.redrive_world import (
+    Consumer,
+    Stream,
+    make_redrive,
+    session_for,
+    write_handler_module,
+)
 from tests.cdc_consumer.test_redrive_s3 import (
     BUCKET,
     FUNCTION_ARN,
@@ -121,3 +132,67 @@ def test_a_run_at_the_root_replays_a_replaced_mappings_batches_with_the_current_
     assert keys(s3) == [foreign] and report.messages_deleted == 2
     assert not report.kept  # the other function's folder was not read beyond its first object
     assert json.loads(s3.get_object(Bucket=BUCKET, Key=foreign)["Body"].read())
+
+
+def replaced_mapping_bucket(stream: Stream) -> tuple[list[dict[str, Any]], str, str]:
+    """The current mapping's failed batch of later records, the replaced one's of earlier
+    records written after it, and another function's; return the records and the keys of the
+    replaced mapping's batch and the other function's."""
+    stream.write(4)
+    records = lambda_records(stream)
+    put_batch(stream, records[2:], at=1_700_000_100.0)
+    old = put_batch(stream, records[:2], mapping=OLD, at=1_700_000_200.0)
+    foreign = put_batch(stream, records[:1], mapping=str(uuid.uuid4()), function_arn=OTHER_FUNCTION)
+    return records, old, foreign
+
+
+def cli_argv(stream: Stream, tmp_path: Path, module: str) -> list[str]:
+    write_handler_module(tmp_path, module)
+    argv = ["--bucket", BUCKET, "--stream-arn", stream.arn, "--consumer-function", FUNCTION_ARN]
+    return [*argv, "--handler", f"{module}:handler", "--path", str(tmp_path), "--json"]
+
+
+def test_the_command_lines_default_run_replays_every_mapping_of_the_function_in_order(
+    stream: Stream,
+    s3: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The mapping from the consumer's environment, the default prefix: the replaced mapping's
+    earlier changes first, then the current one's, as the redrive function replays them (it
+    replayed the current mapping's alone, ahead of the earlier changes it left in the bucket)."""
+    records, _, foreign = replaced_mapping_bucket(stream)
+    monkeypatch.setenv("EVENT_SOURCE_MAPPING_UUID", MAPPING)
+    argv = cli_argv(stream, tmp_path, "cli_consumer_every_mapping")
+
+    status = main(argv, session=session_for(stream.aws))
+
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    applied = sys.modules["cli_consumer_every_mapping"].applied
+    assert applied == [r["dynamodb"]["SequenceNumber"] for r in records]
+    report = json.loads(out)
+    assert report["queue_url"] == f"s3://{BUCKET}/aws/lambda/"
+    assert report["messages_deleted"] == 2 and keys(s3) == [foreign]
+
+
+def test_the_command_line_narrowed_to_one_mapping_names_the_consumers_other_mappings(
+    stream: Stream, s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--mapping-uuid replays that mapping's batches only, and says which of the consumer's
+    other mappings hold batches whose changes may be earlier (not another function's)."""
+    records, old, foreign = replaced_mapping_bucket(stream)
+    argv = [*cli_argv(stream, tmp_path, "cli_consumer_one_mapping"), "--mapping-uuid", MAPPING]
+
+    status = main(argv, session=session_for(stream.aws))
+
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    applied = sys.modules["cli_consumer_one_mapping"].applied
+    assert applied == [r["dynamodb"]["SequenceNumber"] for r in records[2:]]
+    assert sorted(keys(s3)) == sorted([old, foreign])
+    (note,) = [n for n in json.loads(out)["notes"] if "other mapping folder(s)" in n]
+    assert f"this run replays aws/lambda/{MAPPING}/ only" in note
+    assert f"aws/lambda/{OLD}/" in note and foreign.split("/")[2] not in note
+    assert "run at aws/lambda/ (without --mapping-uuid)" in note

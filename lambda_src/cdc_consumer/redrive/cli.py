@@ -233,10 +233,12 @@ def _add_scope_arguments(parser: argparse.ArgumentParser) -> None:
     """Which consumer's batches and records: its mapping, function and group members."""
     parser.add_argument(
         "--mapping-uuid",
-        help="with --bucket, the consumer's event source mapping: only the objects it wrote are"
-        " replayed (default: the UUID in --prefix aws/lambda/<UUID>/, else"
-        f" ${MAPPING_UUID_ENV}, else the one mapping of --function-name on --stream-arn); a"
-        " bucket may hold several consumers' batches, so without it the run does not start",
+        help="with --bucket, replay only the objects this event source mapping wrote (as does"
+        " --prefix aws/lambda/<UUID>/). Default: the current mapping from"
+        f" ${MAPPING_UUID_ENV}, else the one mapping of --function-name on --stream-arn, and"
+        " the objects of every mapping of that function on the stream (a replaced one's too);"
+        " a bucket may hold several consumers' batches, so without a mapping the run does not"
+        " start",
     )
     parser.add_argument(
         "--consumer-function",

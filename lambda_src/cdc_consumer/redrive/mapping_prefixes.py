@@ -14,7 +14,10 @@ change of the consumer's). At most :data:`~cdc_consumer.redrive.defaults.
 DEFAULT_MAX_MAPPING_FOLDERS` folders are looked at. The notes say what was skipped.
 
 A prefix that names one mapping (``aws/lambda/<UUID>/``: the command line's ``--prefix`` or
-``--mapping-uuid``), or any prefix when the function is not known, is that prefix alone.
+``--mapping-uuid``), or any prefix when the function is not known, is that prefix alone. The
+per-item order then holds within that mapping only, so when the function is known the notes
+name the consumer's other mappings' folders that hold batches too (their changes may be earlier
+than the run's: replay them first, or run at the root to replay all in one order).
 """
 
 from __future__ import annotations
@@ -51,7 +54,10 @@ def mapping_prefixes(
 ) -> tuple[ObjectReader, list[str]]:
     """The prefixes of ``reader``'s bucket holding the consumer's batches, and the reader to read
     them with (see the module docstring; one for every mapping found, of any of them)."""
-    if prefix != layout_root(prefix):
+    root = layout_root(prefix)
+    if prefix != root:
+        if root is not None and reader.function_name is not None:
+            _note_other_mappings(reader, prefix, root, notes, max_folders)
         return reader, [prefix]
     current = f"{prefix}{reader.mapping_uuid}/" if reader.mapping_uuid else None
     if reader.function_name is None:  # whose a folder is cannot be told: the current one's
@@ -62,12 +68,9 @@ def mapping_prefixes(
     if current is not None and current.lower() not in {folder.lower() for folder in ours}:
         ours.append(current)
     if skipped:
-        named = ", ".join(skipped[:_NAMED]) + (
-            f" and {len(skipped) - _NAMED} more" if len(skipped) > _NAMED else ""
-        )
         notes.append(
             f"{len(skipped)} folder(s) under {prefix} are not this consumer's mappings' (another"
-            f" function's or stream's, or not a mapping's UUID), skipped unread: {named}"
+            f" function's or stream's, or not a mapping's UUID), skipped unread: {_named(skipped)}"
         )
     if beyond:
         notes.append(
@@ -75,6 +78,33 @@ def mapping_prefixes(
             " looked at for this consumer's mappings (give --mapping-uuid to replay one of them)"
         )
     return wide, ours
+
+
+def _note_other_mappings(
+    reader: ObjectReader, prefix: str, root: str, notes: list[str], max_folders: int
+) -> None:
+    """Say which other mappings of the consumer hold batches a run narrowed to ``prefix``
+    leaves alone (see the module docstring)."""
+    found, _, beyond = _folders(reader, root, max_folders)
+    wide = replace(reader, mapping_uuid=None)
+    others = [
+        folder
+        for folder in found
+        if not prefix.lower().startswith(folder.lower()) and _is_ours(wide, folder, notes, [])
+    ]
+    if others:
+        notes.append(
+            f"this run replays {prefix} only; this consumer's other mapping folder(s) hold"
+            f" failed batches too, whose changes may be earlier than this run's: {_named(others)}"
+            f"{' (and folders not looked at)' if beyond else ''}; replay them first, or run at"
+            f" {root} (without --mapping-uuid) to replay them all in one order per shard"
+        )
+
+
+def _named(folders: list[str]) -> str:
+    """The first :data:`_NAMED` folders, and how many more."""
+    more = len(folders) - _NAMED
+    return ", ".join(folders[:_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def _folders(reader: ObjectReader, root: str, limit: int) -> tuple[list[str], list[str], bool]:

@@ -9,7 +9,11 @@ before it touches anything:
 - ``--bucket``: the mapping's UUID (Lambda writes ``aws/lambda/<mapping UUID>/...``) from
   ``--mapping-uuid``, else the UUID in ``--prefix``, else ``EVENT_SOURCE_MAPPING_UUID`` in the
   consumer's environment, else the one mapping of ``--function-name`` on ``--stream-arn``
-  (``ListEventSourceMappings``); the default prefix then narrows to that mapping's objects.
+  (``ListEventSourceMappings``). The default prefix (``aws/lambda/``) then reads every mapping
+  of the consumer's function on the stream, as the redrive function does: a replaced mapping's
+  batches hold earlier changes as much as the current one's
+  (:mod:`~cdc_consumer.redrive.mapping_prefixes`); ``--mapping-uuid`` narrows the run to that
+  one mapping's objects.
 - an on-failure queue: the consumer function (the messages name it in
   ``requestContext.functionArn``): ``--function-name``, or ``--consumer-function`` with
   ``--handler``.
@@ -74,7 +78,7 @@ def consumer_scope(args: argparse.Namespace, session: Any, environment: Mapping[
         return Scope(function_name, None, None, args.prefix)
     uuid = _mapping_uuid(args, session, environment, function_name, bucket)
     prefix = args.prefix
-    if prefix == ON_FAILURE_S3_PREFIX:
+    if prefix == ON_FAILURE_S3_PREFIX and args.mapping_uuid:
         prefix = f"{ON_FAILURE_S3_PREFIX}{uuid}/"
     return Scope(function_name, bucket, uuid, prefix)
 
