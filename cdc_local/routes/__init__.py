@@ -3,8 +3,8 @@ module each (docs/design.md §9), behind one protocol (:mod:`cdc_local.routes.pr
 
 :data:`ROUTES` keeps the routes by the service of the event source ARNs they read; the pipeline
 finds a mapping's route by its ``EventSourceArn`` (:func:`route_of`). A route defined elsewhere
-(a test's) plugs in with :func:`register`. No module of ``cdc_local`` outside this package names
-a route.
+(a test's) plugs in with :func:`register` and leaves with :func:`unregister`. No module of
+``cdc_local`` outside this package names a route.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ __all__ = [
     "SourceContext",
     "register",
     "route_of",
+    "unregister",
 ]
 
 #: The routes, by the service of the event source ARNs they read (``arn:aws:<service>:...``).
@@ -32,8 +33,22 @@ ROUTES: dict[str, Route] = {
 
 
 def register(route: Route) -> None:
-    """Add ``route`` (or put it in the place of the route of its service)."""
+    """Add ``route`` (a route defined outside this package); :class:`LocalPipelineError` when
+    a route of its service is already registered (it would silently take that route's place)."""
+    known = ROUTES.get(route.service)
+    if known is not None:
+        raise LocalPipelineError(
+            f"a local route of service {route.service!r} is already registered"
+            f" ({type(known).__name__}): give a new route a service of its own, or unregister"
+            " the other first"
+        )
     ROUTES[route.service] = route
+
+
+def unregister(route: Route) -> None:
+    """Remove a route :func:`register` added (a test's)."""
+    if ROUTES.get(route.service) is route:
+        del ROUTES[route.service]
 
 
 def route_of(arn: str) -> Route:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cdc_local.exceptions import LocalPipelineError
-from cdc_local.routes import ROUTES, SourceContext, route_of
+from cdc_local.routes import ROUTES, SourceContext, register, route_of, unregister
 from cdc_local.routes.dynamodb_stream import DynamoDBStreamRoute, DynamoDBStreamSource
 from tests.cdc_local import recorder
 from tests.cdc_local.helpers import put, queue_messages
@@ -52,3 +52,20 @@ def test_a_registered_route_is_read_by_the_one_mapping_and_its_failures_kept(
 def test_a_source_of_no_route_is_refused_with_the_routes_known() -> None:
     with pytest.raises(LocalPipelineError, match=r"no route for service 'sqs'.*'dynamodb'"):
         route_of("arn:aws:sqs:us-east-1:123456789012:queue")
+
+
+def test_a_second_route_of_a_service_is_refused_and_an_unregistered_one_is_gone() -> None:
+    """register neither replaces a route silently nor leaves a test's route behind."""
+    builtin = ROUTES["dynamodb"]
+    with pytest.raises(LocalPipelineError, match=r"service 'dynamodb' is already registered"):
+        register(ToyRoute())
+    assert ROUTES["dynamodb"] is builtin
+
+    toy = ToyRoute()
+    toy.service = "toy"
+    register(toy)
+    assert route_of("arn:aws:toy:us-east-1:123456789012:log/orders") is toy
+    unregister(toy)
+    with pytest.raises(LocalPipelineError, match=r"no route for service 'toy'"):
+        route_of("arn:aws:toy:us-east-1:123456789012:log/orders")
+    assert ROUTES["dynamodb"] is builtin

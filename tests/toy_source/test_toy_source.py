@@ -26,10 +26,10 @@ import pytest
 from cdc_consumer.routes.dynamodb_stream.records import ROUTE as DYNAMODB_STREAM
 from cdc_consumer.sinks.latest_image import DELETED_ATTRIBUTE, VERSION_ATTRIBUTE
 
+from cdc_local import routes
 from cdc_local.accounting import peek_messages
 from cdc_local.endpoint import LocalEndpoint
 from cdc_local.faults import FaultPlan
-from cdc_local.routes import ROUTES
 from cdc_local.runner import LocalPipeline
 from tests.toy_source.construct_route import LAYER, ToyLogRoute, log_arn
 from tests.toy_source.local_route import ToyLocalRoute
@@ -80,9 +80,11 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def toy_local_route(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setitem(ROUTES, ToyLocalRoute.service, ToyLocalRoute())
+def toy_local_route() -> Iterator[None]:
+    route = ToyLocalRoute()
+    routes.register(route)
     yield
+    routes.unregister(route)
 
 
 class ChangeLog:
