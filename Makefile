@@ -62,9 +62,9 @@ test: $(DEV_DEPS) $(CLI_DEPS) $(MINISTACK_DEPS)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 ## model-test: the model-based test across features (tests/cdc_local/test_model.py) with many
-## more examples than `make test` runs (MODEL_EXAMPLES=60 of MODEL_STEPS=25 steps; about 12
-## minutes on a quiet 2-core machine); MODEL_SHRINK=1 shrinks a failure to its shortest steps
-## (slow)
+## more examples than `make test` runs (MODEL_EXAMPLES=60 of MODEL_STEPS=25 steps; about 25
+## minutes on a quiet 2-core machine, 200 examples about 100); MODEL_SHRINK=1 shrinks a failure
+## to its shortest steps (slow)
 MODEL_EXAMPLES ?= 60
 MODEL_STEPS ?= 25
 model-test: $(DEV_DEPS) $(CLI_DEPS)
