@@ -85,7 +85,10 @@ class BucketDelivery:
     def redrive_options(
         self, target: DeliveryTarget, function_name: str
     ) -> tuple[list[str], list[str]] | None:
-        return ["--bucket", str(self.bucket(target))], ["--mapping-uuid", target.mapping_uuid]
+        # The function too: the run then keeps to its objects, and says which of its other
+        # mappings' folders hold batches the narrowed run leaves (a replaced mapping's).
+        scope = ["--consumer-function", function_name, "--mapping-uuid", target.mapping_uuid]
+        return ["--bucket", str(self.bucket(target))], scope
 
     def beside_quarantine(self, target: DeliveryTarget) -> list[str]:
         bucket = str(self.bucket(target))

@@ -56,6 +56,12 @@ def test_the_printed_redrive_commands_run_as_printed(
     with LocalPipeline(reference_assembly, "CdcReferenceStack", endpoint=aws) as pipeline:
         commands = _commands(list(serve_lines(pipeline)))
         assert len(commands) == 2 * len(pipeline.mappings), commands  # on-failure, quarantine
+        bucket_commands = [c for c in commands if " --bucket " in c]
+        assert bucket_commands, commands  # the reference consumer's destination is a bucket
+        for command in bucket_commands:
+            # The function named too: the run keeps to its objects and can name the folders of
+            # its other (replaced) mappings that it leaves.
+            assert " --consumer-function " in command and " --mapping-uuid " in command
         environ = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
         environ.pop("PYTHONPATH", None)
         for command in commands:
