@@ -62,9 +62,8 @@ def mapping_prefixes(
     current = f"{prefix}{reader.mapping_uuid}/" if reader.mapping_uuid else None
     if reader.function_name is None:  # whose a folder is cannot be told: the current one's
         return reader, [current or prefix]
-    found, skipped, beyond = _folders(reader, prefix, max_folders)
-    wide = replace(reader, mapping_uuid=None)
-    ours = [folder for folder in found if _is_ours(wide, folder, notes, skipped)]
+    skipped: list[str] = []
+    wide, ours, beyond = _consumer_folders(reader, prefix, max_folders, notes, skipped)
     if current is not None and current.lower() not in {folder.lower() for folder in ours}:
         ours.append(current)
     if skipped:
@@ -85,13 +84,8 @@ def _note_other_mappings(
 ) -> None:
     """Say which other mappings of the consumer hold batches a run narrowed to ``prefix``
     leaves alone (see the module docstring)."""
-    found, _, beyond = _folders(reader, root, max_folders)
-    wide = replace(reader, mapping_uuid=None)
-    others = [
-        folder
-        for folder in found
-        if not prefix.lower().startswith(folder.lower()) and _is_ours(wide, folder, notes, [])
-    ]
+    _, ours, beyond = _consumer_folders(reader, root, max_folders, notes, [])
+    others = [folder for folder in ours if not prefix.lower().startswith(folder.lower())]
     if others:
         notes.append(
             f"this run replays {prefix} only; this consumer's other mapping folder(s) hold"
@@ -99,6 +93,17 @@ def _note_other_mappings(
             f"{' (and folders not looked at)' if beyond else ''}; replay them first, or run at"
             f" {root} (without --mapping-uuid) to replay them all in one order per shard"
         )
+
+
+def _consumer_folders(
+    reader: ObjectReader, root: str, max_folders: int, notes: list[str], skipped: list[str]
+) -> tuple[ObjectReader, list[str], bool]:
+    """The reader for any of the consumer's mappings, the mapping folders under ``root`` that
+    are the consumer's (the others added to ``skipped``), and whether there were more."""
+    found, others, beyond = _folders(reader, root, max_folders)
+    skipped += others
+    wide = replace(reader, mapping_uuid=None)
+    return wide, [folder for folder in found if _is_ours(wide, folder, notes, skipped)], beyond
 
 
 def _named(folders: list[str]) -> str:
